@@ -1,0 +1,57 @@
+/**
+ * The `reex` command line: one sub-command per job. Each lives in src/cli/<name>.ts, exports
+ * `summary` and `run(argv)`, and is loaded only when used so `reex exec` never loads llama.cpp.
+ */
+import { isReexError } from "./errors/index.js";
+
+const COMMANDS = ["serve", "ask", "exec", "schema", "eval", "train", "reward", "examples"] as const;
+type CommandName = (typeof COMMANDS)[number];
+
+interface CommandModule {
+  summary: string;
+  run(argv: string[]): Promise<number>;
+}
+
+async function load(name: CommandName): Promise<CommandModule> {
+  return (await import(`./cli/${name}.js`)) as CommandModule;
+}
+
+async function usage(): Promise<string> {
+  const lines = ["usage: reex <command> [options]   (reex <command> --help for its options)", "", "commands:"];
+  for (const name of COMMANDS) {
+    try {
+      lines.push(`  ${name.padEnd(10)} ${(await load(name)).summary}`);
+    } catch {
+      // a command whose module is not built yet is left out of the listing
+    }
+  }
+  return lines.join("\n");
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    console.log(await usage());
+    return name ? 0 : 1;
+  }
+  if (!(COMMANDS as readonly string[]).includes(name)) {
+    console.error(`reex: unknown command "${name}"\n\n${await usage()}`);
+    return 2;
+  }
+  return (await load(name as CommandName)).run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (isReexError(err)) {
+      console.error(`reex: ${err.code}: ${err.message}`);
+      for (const issue of err.issues ?? []) console.error(`  - ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+    } else {
+      console.error(err);
+    }
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,224 @@
+/**
+ * The one configuration object of reex: a zod schema with every default, parsed once at start-up
+ * from a JSON file, then REEX_* environment variables, then command-line flags (later wins).
+ * Unknown keys are rejected. No other module reads process.env.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { ReexError, issuesFrom } from "../errors/index.js";
+
+const serverSchema = z
+  .object({
+    /** Interface to listen on. Default "127.0.0.1". */
+    host: z.string().default("127.0.0.1"),
+    /** TCP port. Default 8080. */
+    port: z.number().int().min(0).max(65535).default(8080),
+    /** Largest request body (database uploads included), bytes. Default 64 MiB. */
+    bodyLimitBytes: z.number().int().positive().default(64 * 1024 * 1024),
+    /** Largest WebSocket message, bytes. Default 64 KiB. */
+    wsMaxPayloadBytes: z.number().int().positive().default(64 * 1024),
+    /** Per-request deadline for answering a question, ms. Default 120000. */
+    requestTimeoutMs: z.number().int().positive().default(120_000),
+    /** Idle connection timeout, ms. Default 30000. */
+    connectionTimeoutMs: z.number().int().positive().default(30_000),
+    /** Accepted Bearer keys; empty means no authentication. Default []. */
+    apiKeys: z.array(z.string().min(8)).default([]),
+    /** Requests per minute per key (or per IP without keys); 0 disables. Default 120. */
+    rateLimitPerMinute: z.number().int().min(0).default(120),
+    /** Generations running at once. Default 2. */
+    maxConcurrent: z.number().int().positive().default(2),
+    /** Generations waiting for a slot before new ones get 503 QUEUE_FULL. Default 16. */
+    maxQueued: z.number().int().min(0).default(16),
+    /** Allow registering databases by server-side path through the API. Default false. */
+    allowPathRegistration: z.boolean().default(false),
+    /** Folders that path registration may read from. Default []. */
+    allowedRoots: z.array(z.string()).default([]),
+    /** Log SQL text and cell values (off: only lengths and codes are logged). Default false. */
+    logSql: z.boolean().default(false),
+    /** Log level for pino. Default "info". */
+    logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .strict();
+
+const sqlSchema = z
+  .object({
+    /** Executor worker processes. Default 2. */
+    workers: z.number().int().positive().max(64).default(2),
+    /** Per-query time limit, ms. Default 5000. */
+    timeoutMs: z.number().int().positive().default(5000),
+    /** Rows returned per query at most. Default 1000. */
+    maxRows: z.number().int().positive().default(1000),
+    /** Where uploads, the registry and value indexes live. Default ".reex". */
+    dataDir: z.string().default(".reex"),
+  })
+  .strict();
+
+const policySchema = z
+  .object({
+    /** "llama" runs a GGUF in-process; "remote" calls an OpenAI-compatible completions endpoint. Default "llama". */
+    backend: z.enum(["llama", "remote"]).default("llama"),
+    /** GGUF path or model URI (`hf:owner/repo/file.gguf`); default: the shipped starter model. */
+    model: z.string().optional(),
+    /** Where downloaded models are cached. Default "models". */
+    modelsDir: z.string().default("models"),
+    /** Accelerator: "auto" picks CUDA when present. Default "auto". */
+    gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
+    /** Context window shared by all sequences, tokens. Default 8192. */
+    contextSize: z.number().int().positive().default(8192),
+    /** Sequences in the context (live trajectories + cached prefixes). Default 24. */
+    sequences: z.number().int().positive().max(256).default(24),
+    /** LoRA adapter files applied on load. Default []. */
+    lora: z.array(z.string()).default([]),
+    /** Remote endpoint base URL (backend "remote"), e.g. http://gpu-1:8000/v1. */
+    remoteUrl: z.string().url().optional(),
+    /** Model name sent to the remote endpoint. */
+    remoteModel: z.string().optional(),
+    /** Bearer key for the remote endpoint. */
+    remoteApiKey: z.string().optional(),
+  })
+  .strict();
+
+const agentSchema = z
+  .object({
+    /** Probe/result rounds before the model must answer. Default 10. */
+    maxInteractions: z.number().int().min(0).max(50).default(10),
+    /** Tokens sampled per trajectory at most. Default 1024. */
+    maxTokens: z.number().int().positive().default(1024),
+    /** What the model sees of probe results. Default "full". */
+    feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
+    /** Rows shown per probe result. Default 3. */
+    feedbackRows: z.number().int().min(0).max(50).default(3),
+  })
+  .strict();
+
+const decodingSchema = z
+  .object({
+    /** Strategy used when a request names none. Default "greedy". */
+    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]).default("greedy"),
+    /** Candidates for linear/tree strategies. Default 16. */
+    candidates: z.number().int().positive().default(16),
+    /** Most children per tree node. Default 3. */
+    branching: z.number().int().min(2).default(3),
+    /** Sampling temperature of non-greedy strategies. Default 0.7. */
+    temperature: z.number().min(0).max(2).default(0.7),
+    /** Upper bound a request may ask for. Default 32. */
+    maxCandidates: z.number().int().positive().default(32),
+  })
+  .strict();
+
+/** The whole configuration; every field has a default, so `{}` is valid. */
+export const configSchema = z
+  .object({
+    server: serverSchema.default(() => serverSchema.parse({})),
+    sql: sqlSchema.default(() => sqlSchema.parse({})),
+    policy: policySchema.default(() => policySchema.parse({})),
+    agent: agentSchema.default(() => agentSchema.parse({})),
+    decoding: decodingSchema.default(() => decodingSchema.parse({})),
+  })
+  .strict();
+
+/** The parsed configuration. */
+export type Config = z.infer<typeof configSchema>;
+/** A partial configuration as a file, environment or flags may give it. */
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** Parses a config object, throwing CONFIG_INVALID with one issue per problem. */
+export function parseConfig(input: unknown): Config {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ReexError("CONFIG_INVALID", "invalid configuration", { issues: issuesFrom(parsed.error.issues) });
+  }
+  return parsed.data;
+}
+
+/** Every settable key as `section.key`, with its zod type, for env/flag parsing and `--help`. */
+export function configKeys(): { key: string; section: string; field: string; schema: z.ZodType; description: string }[] {
+  const out: { key: string; section: string; field: string; schema: z.ZodType; description: string }[] = [];
+  const sections = { server: serverSchema, sql: sqlSchema, policy: policySchema, agent: agentSchema, decoding: decodingSchema };
+  for (const [section, schema] of Object.entries(sections)) {
+    for (const [field, fieldSchema] of Object.entries(schema.shape)) {
+      out.push({ key: `${section}.${field}`, section, field, schema: fieldSchema as z.ZodType, description: "" });
+    }
+  }
+  return out;
+}
+
+function baseType(schema: z.ZodType): string {
+  let s: z.ZodType = schema;
+  for (;;) {
+    const def = (s as unknown as { def: { type: string; innerType?: z.ZodType } }).def;
+    if ((def.type === "default" || def.type === "optional") && def.innerType) s = def.innerType;
+    else return def.type;
+  }
+}
+
+function coerce(raw: string, schema: z.ZodType): unknown {
+  const type = baseType(schema);
+  if (type === "number") return Number(raw);
+  if (type === "boolean") return raw === "true" || raw === "1" ? true : raw === "false" || raw === "0" ? false : raw;
+  if (type === "array") return raw === "" ? [] : raw.split(",").map((s) => s.trim());
+  return raw;
+}
+
+function setPath(target: Record<string, Record<string, unknown>>, section: string, field: string, value: unknown): void {
+  (target[section] ??= {})[field] = value;
+}
+
+/** Environment variable name of a key: `server.port` → `REEX_SERVER_PORT`. */
+export function envName(key: string): string {
+  return "REEX_" + key.replace(/\./g, "_").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+/** Flag name of a key: `server.port` → `--server.port`. */
+export function flagName(key: string): string {
+  return `--${key}`;
+}
+
+/**
+ * Builds the configuration: defaults ← JSON file (`--config FILE` or REEX_CONFIG) ← REEX_*
+ * environment variables ← `--section.key value` flags. Throws CONFIG_INVALID on any problem,
+ * including unknown keys and flags.
+ */
+export function loadConfig(options: { env?: NodeJS.ProcessEnv; flags?: Record<string, string>; file?: string } = {}): Config {
+  const env = options.env ?? {};
+  const merged: Record<string, Record<string, unknown>> = {};
+  const file = options.file ?? env.REEX_CONFIG;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      throw new ReexError("CONFIG_INVALID", `cannot read config file ${file}: ${(err as Error).message}`);
+    }
+    try {
+      Object.assign(merged, JSON.parse(text));
+    } catch (err) {
+      throw new ReexError("CONFIG_INVALID", `config file ${file} is not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  const keys = configKeys();
+  for (const k of keys) {
+    const raw = env[envName(k.key)];
+    if (raw !== undefined) setPath(merged, k.section, k.field, coerce(raw, k.schema));
+  }
+  for (const [flag, raw] of Object.entries(options.flags ?? {})) {
+    const k = keys.find((c) => c.key === flag);
+    if (!k) {
+      throw new ReexError("CONFIG_INVALID", `unknown option --${flag}`, { issues: [{ path: flag.split("."), message: "unknown option" }] });
+    }
+    setPath(merged, k.section, k.field, coerce(raw, k.schema));
+  }
+  return parseConfig(merged);
+}
+
+/** A `--help` listing: every key with its flag, environment variable and default. */
+export function configHelp(): string {
+  const defaults = parseConfig({}) as unknown as Record<string, Record<string, unknown>>;
+  return configKeys()
+    .map((k) => {
+      const d = defaults[k.section]?.[k.field];
+      const shown = d === undefined ? "(none)" : JSON.stringify(d);
+      return `  ${flagName(k.key).padEnd(34)} ${envName(k.key).padEnd(34)} default ${shown}`;
+    })
+    .join("\n");
+}

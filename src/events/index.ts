@@ -1,0 +1,43 @@
+/**
+ * The one stream of typed events that a request produces. WebSocket streaming, CLI progress,
+ * traces and training all consume this union; `path` names the trajectory (tree node) it belongs to.
+ */
+import type { ExecResult } from "../sql/types.js";
+
+/** Sampled text from one trajectory. */
+export interface TokenEvent { type: "token"; path: string; text: string }
+/** The model wrote a probe query; the server is about to execute it. */
+export interface ProbeEvent { type: "probe"; path: string; step: number; sql: string }
+/** The executor answered a probe; `feedback` is the exact text injected as `<result>`. */
+export interface ResultEvent { type: "result"; path: string; step: number; result: ExecResult; feedback: string }
+/** A tree node expanded into a new branch forked from `parent`. */
+export interface BranchEvent { type: "branch"; path: string; parent: string | null; depth: number }
+/** A branch was dropped, with why. */
+export interface PruneEvent { type: "prune"; path: string; reason: "probe_error" | "sql_error" | "duplicate_result" | "budget" | "cancelled" }
+/** A trajectory committed to a final SQL (or gave up). */
+export interface CandidateEvent {
+  type: "candidate";
+  path: string;
+  index: number;
+  sql: string | null;
+  ok: boolean;
+  error?: string;
+  answerable: boolean;
+}
+/** The vote over executed candidates. */
+export interface VoteEvent {
+  type: "vote";
+  winner: number | null;
+  groups: { group: number; votes: number; members: number[] }[];
+  rule: string;
+}
+/** The request's answer. */
+export interface FinalEvent { type: "final"; sql: string | null; answerable: boolean; reason?: string }
+/** A failure that ended a trajectory or the request. */
+export interface ErrorEvent { type: "error"; path?: string; code: string; message: string }
+
+/** Everything a request can emit, in order of occurrence. */
+export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | BranchEvent | PruneEvent | CandidateEvent | VoteEvent | FinalEvent | ErrorEvent;
+
+/** A consumer of events; must not throw and should return quickly. */
+export type EventSink = (event: ReexEvent) => void;

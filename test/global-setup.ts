@@ -1,0 +1,7 @@
+/**
+ * Builds the fixtures every test file may use, once per run: the example databases and the tiny
+ * GGUF test model. Paths are handed to tests through `inject` (see test/helpers.ts).
+ */
+export default async function setup(): Promise<void> {
+  // fixture builders register here as they land
+}
