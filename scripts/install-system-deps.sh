@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages reex's test suite uses, when missing (needs root, as in CI):
+# chromium (playground browser test), python3-torch + python3-numpy + OpenBLAS (the learner).
+set -euo pipefail
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-system-deps: missing ${need[*]}; run as root or install them yourself" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
