@@ -1,0 +1,178 @@
+/**
+ * The read-only guard: only one read-only, row-returning statement (SELECT, WITH … SELECT, VALUES,
+ * EXPLAIN of those) may run. Three layers, each enough on its own for the common cases:
+ * a lexical check (several statements, statement kind) that gives the model a precise message,
+ * SQLite's own verdict on the prepared statement (`readonly` and `reader`), and a connection opened
+ * read-only with DEFENSIVE on and unsafe mode off.
+ *
+ * Table-valued pragma functions (`SELECT * FROM pragma_table_info('t')`) are allowed: SQLite only
+ * offers them for pragmas that return rows and have no side effects, and they pass the same
+ * `readonly && reader` check. PRAGMA statements are refused, even read-only ones.
+ */
+import Database from "better-sqlite3";
+import { classifyThrown, type SqlErrorInfo } from "./classify.js";
+
+/** What the lexical scan found: the first words of the first statement and whether more follow. */
+export interface SqlScan {
+  /** Up to the first four tokens of the first statement, upper-cased ("" for a non-word token). */
+  leading: string[];
+  /** True when another statement follows the first `;` (comments, blanks and `;` do not count). */
+  multiple: boolean;
+}
+
+const isWordStart = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c >= 0x80;
+const isWordPart = (c: number): boolean => isWordStart(c) || (c >= 48 && c <= 57) || c === 36;
+
+/**
+ * Tokenises just enough of SQLite's lexicon (strings, quoted identifiers, comments) to find the
+ * statement kind and statement boundaries without being fooled by `;` inside literals.
+ */
+export function scanSql(sql: string): SqlScan {
+  const leading: string[] = [];
+  const n = sql.length;
+  let i = 0;
+  let afterFirst = false;
+  let tokensInStatement = 0;
+  const token = (word: string): boolean => {
+    if (afterFirst) return true;
+    tokensInStatement++;
+    if (leading.length < 4) leading.push(word);
+    return false;
+  };
+  while (i < n) {
+    const c = sql.charCodeAt(i);
+    if (c === 32 || (c >= 9 && c <= 13)) {
+      i++;
+    } else if (c === 45 && sql.charCodeAt(i + 1) === 45) {
+      const end = sql.indexOf("\n", i + 2);
+      i = end < 0 ? n : end + 1;
+    } else if (c === 47 && sql.charCodeAt(i + 1) === 42) {
+      const end = sql.indexOf("*/", i + 2);
+      i = end < 0 ? n : end + 2;
+    } else if (c === 59) {
+      if (tokensInStatement > 0) afterFirst = true;
+      i++;
+    } else if (c === 39 || c === 34 || c === 96 || c === 91) {
+      const close = c === 91 ? "]" : sql[i]!;
+      let j = i + 1;
+      for (;;) {
+        const k = sql.indexOf(close, j);
+        if (k < 0) {
+          j = n;
+          break;
+        }
+        if (c !== 91 && sql[k + 1] === close) {
+          j = k + 2;
+          continue;
+        }
+        j = k + 1;
+        break;
+      }
+      if (token("")) return { leading, multiple: true };
+      i = j;
+    } else if (isWordStart(c)) {
+      let j = i + 1;
+      while (j < n && isWordPart(sql.charCodeAt(j))) j++;
+      if (token(sql.slice(i, j).toUpperCase())) return { leading, multiple: true };
+      i = j;
+    } else {
+      if (token("")) return { leading, multiple: true };
+      i++;
+    }
+  }
+  return { leading, multiple: false };
+}
+
+const ALLOWED_KINDS = new Set(["SELECT", "WITH", "VALUES"]);
+
+const WRITE = "writes are not allowed: only read-only queries (SELECT, WITH … SELECT, VALUES) may run";
+const DDL = "schema changes are not allowed: only read-only queries (SELECT, WITH … SELECT, VALUES) may run";
+const TXN = "transaction control is not allowed: send one read-only query on its own";
+const MAINT = "maintenance statements (VACUUM, REINDEX, ANALYZE) are not allowed";
+
+const REFUSED_KINDS: Record<string, string> = {
+  INSERT: WRITE,
+  UPDATE: WRITE,
+  DELETE: WRITE,
+  REPLACE: WRITE,
+  UPSERT: WRITE,
+  CREATE: DDL,
+  DROP: DDL,
+  ALTER: DDL,
+  PRAGMA: "PRAGMA statements are not allowed; read the schema with SELECT * FROM sqlite_schema or SELECT * FROM pragma_table_info('table_name')",
+  ATTACH: "ATTACH and DETACH are not allowed: query only the registered database",
+  DETACH: "ATTACH and DETACH are not allowed: query only the registered database",
+  BEGIN: TXN,
+  COMMIT: TXN,
+  END: TXN,
+  ROLLBACK: TXN,
+  SAVEPOINT: TXN,
+  RELEASE: TXN,
+  VACUUM: MAINT,
+  REINDEX: MAINT,
+  ANALYZE: MAINT,
+};
+
+const MULTIPLE = "only one statement may run: remove everything after the first `;`";
+const NOT_A_QUERY = "only a single read-only query that returns rows (SELECT, WITH … SELECT, VALUES) may run";
+
+/** Builds a refusal (SQL_REFUSED / refused) with a message the model can act on. */
+export function refusal(message: string): SqlErrorInfo {
+  return { code: "SQL_REFUSED", category: "refused", message };
+}
+
+/** The statement kind after an optional `EXPLAIN [QUERY PLAN]` prefix ("" when it is not a word). */
+function statementKind(leading: string[]): string {
+  let k = 0;
+  if (leading[k] === "EXPLAIN") {
+    k++;
+    if (leading[k] === "QUERY" && leading[k + 1] === "PLAN") k += 2;
+  }
+  return leading[k] ?? "";
+}
+
+/**
+ * The lexical verdict, before SQLite sees the text: a refusal for several statements or a
+ * statement kind that is never allowed, otherwise null (SQLite's verdict still follows).
+ */
+export function lexicalRefusal(sql: string): SqlErrorInfo | null {
+  return refusalFromScan(scanSql(sql));
+}
+
+function refusalFromScan(scan: SqlScan): SqlErrorInfo | null {
+  if (scan.multiple) return refusal(MULTIPLE);
+  const reason = REFUSED_KINDS[statementKind(scan.leading)];
+  return reason ? refusal(reason) : null;
+}
+
+/** A guarded statement ready to run, or the typed reason it may not. */
+export type GuardResult = { ok: true; stmt: Database.Statement } | { ok: false; error: SqlErrorInfo };
+
+/**
+ * Prepares `sql` on `db` and applies every guard layer: lexical refusal, SQLite errors classified
+ * (syntax, missing table, …), then SQLite's own `readonly && reader` verdict.
+ */
+export function prepareGuarded(db: Database.Database, sql: string): GuardResult {
+  const scan = scanSql(sql);
+  const lexical = refusalFromScan(scan);
+  if (lexical) return { ok: false, error: lexical };
+  let stmt: Database.Statement;
+  try {
+    stmt = db.prepare(sql);
+  } catch (err) {
+    return { ok: false, error: classifyThrown(err) };
+  }
+  if (!stmt.readonly) return { ok: false, error: refusal(WRITE) };
+  if (!stmt.reader || !ALLOWED_KINDS.has(statementKind(scan.leading))) return { ok: false, error: refusal(NOT_A_QUERY) };
+  return { ok: true, stmt };
+}
+
+/**
+ * Opens a database file the only way reex ever opens one for queries: read-only, must exist,
+ * DEFENSIVE on (better-sqlite3's default) and unsafe mode off. Throws SqliteError when it cannot.
+ */
+export function openReadonly(path: string): Database.Database {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.unsafeMode(false);
+  return db;
+}

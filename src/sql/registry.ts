@@ -1,0 +1,345 @@
+/**
+ * The database registry: which SQLite files reex may query, under which stable ids, for which
+ * API key. Files come from a server-side path (used in place, never modified) or from uploaded
+ * bytes (copied into `<dataDir>/uploads/`). Entries persist in `<dataDir>/registry.json`.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import { basename, extname, join, resolve, sep } from "node:path";
+import { ReexError } from "../errors/index.js";
+import { openReadonly } from "./guard.js";
+
+/** One registered database. */
+export interface DatabaseEntry {
+  /** Stable id: the same path (or the same bytes) for the same owner always gets the same id. */
+  id: string;
+  /** Display name (file name without extension unless one was given). */
+  name: string;
+  /** Absolute path of the file queries run against. */
+  path: string;
+  /** "path": a server-side file used in place; "upload": a copy reex owns under dataDir. */
+  source: "path" | "upload";
+  /** API key id that registered it; entries without an owner are shared with every key. */
+  owner?: string;
+  sizeBytes: number;
+  /** User tables and views, sorted by name. */
+  tables: string[];
+  /** ISO-8601 time of the first registration. */
+  registeredAt: string;
+}
+
+/** Settings of a {@link DatabaseRegistry}. */
+export interface DatabaseRegistryOptions {
+  /** Folder for `registry.json` and `uploads/`; created when missing. */
+  dataDir: string;
+  /** When non-empty, registerPath only accepts files whose real path lies under one of these folders. Default: any path. */
+  allowedRoots?: string[];
+  /** Called with each warning (entries dropped on reload, unreadable registry file). Default: none. */
+  onWarning?: (message: string) => void;
+}
+
+/** Options of a registration. */
+export interface RegisterOptions {
+  /** API key id to own the entry. Default: none (shared). */
+  owner?: string;
+  /** Display name. Default: the file name without extension ("upload" for bytes). */
+  name?: string;
+}
+
+const HEADER = Buffer.from("SQLite format 3\0", "latin1");
+const REGISTRY_VERSION = 1;
+
+/**
+ * Checks that `path` holds a sound SQLite database and lists its tables: the 16-byte magic header,
+ * the page count the header promises, then SQLite's `PRAGMA quick_check` on a read-only connection.
+ * Throws DB_INVALID with a readable reason. Cost grows with the file (quick_check reads every page).
+ */
+export function validateDatabaseFile(path: string): { tables: string[] } {
+  const size = statSync(path).size;
+  const header = Buffer.alloc(100);
+  const fd = openSync(path, "r");
+  let read: number;
+  try {
+    read = readSync(fd, header, 0, 100, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (read < 100 || !header.subarray(0, 16).equals(HEADER)) {
+    throw new ReexError("DB_INVALID", "the file is not a SQLite database (it lacks the \"SQLite format 3\" header)");
+  }
+  const rawPageSize = header.readUInt16BE(16);
+  const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
+  if (pageSize < 512 || (pageSize & (pageSize - 1)) !== 0) throw new ReexError("DB_INVALID", `the SQLite header is corrupt (page size ${rawPageSize})`);
+  const headerPages = header.readUInt32BE(28);
+  const headerPagesValid = headerPages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92);
+  if (headerPagesValid && size < headerPages * pageSize) {
+    throw new ReexError("DB_INVALID", `the database file is truncated: its header promises ${headerPages} pages of ${pageSize} bytes but the file holds ${size} bytes`);
+  }
+  let db;
+  try {
+    db = openReadonly(path);
+  } catch (err) {
+    throw new ReexError("DB_INVALID", `SQLite cannot open the file: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    const problems = (db.pragma("quick_check(5)") as { quick_check: string }[]).map((r) => r.quick_check);
+    if (problems.length !== 1 || problems[0] !== "ok") {
+      throw new ReexError("DB_INVALID", `the database is corrupt (SQLite quick_check: ${problems.join("; ")})`);
+    }
+    const tables = (
+      db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table','view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[]
+    );
+    return { tables };
+  } catch (err) {
+    if (err instanceof ReexError) throw err;
+    throw new ReexError("DB_INVALID", `the database is corrupt or unreadable: ${(err as Error).message}`, { cause: err });
+  } finally {
+    db.close();
+  }
+}
+
+const sha256 = (...parts: (string | Uint8Array)[]): string => {
+  const h = createHash("sha256");
+  for (const p of parts) h.update(p);
+  return h.digest("hex");
+};
+
+const slug = (name: string): string =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 32)
+    .replace(/-+$/, "") || "db";
+
+/** Writes `data` to `path` through a fsynced temp file and a rename, so readers never see half a file. */
+function writeAtomic(path: string, data: Uint8Array | string): void {
+  const tmp = `${path}.${randomUUID()}.tmp`;
+  try {
+    const fd = openSync(tmp, "wx");
+    try {
+      const buf = typeof data === "string" ? Buffer.from(data) : data;
+      let off = 0;
+      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+function isEntry(value: unknown): value is DatabaseEntry {
+  const e = value as DatabaseEntry;
+  return (
+    typeof e === "object" && e !== null && typeof e.id === "string" && typeof e.name === "string" && typeof e.path === "string" &&
+    (e.source === "path" || e.source === "upload") && (e.owner === undefined || typeof e.owner === "string") &&
+    typeof e.sizeBytes === "number" && Array.isArray(e.tables) && typeof e.registeredAt === "string"
+  );
+}
+
+/**
+ * The set of databases reex may query, persisted in `<dataDir>/registry.json`. Visibility: a call
+ * without `owner` (admin, or a server without API keys) sees every entry; a call with an owner
+ * sees its own entries and the shared (owner-less) ones. An invisible entry reads as DB_NOT_FOUND.
+ */
+export class DatabaseRegistry {
+  /** Warnings raised while loading (dropped entries, unreadable registry file). */
+  readonly warnings: string[] = [];
+  private readonly dataDir: string;
+  private readonly uploadsDir: string;
+  private readonly file: string;
+  private readonly roots: string[] | undefined;
+  private readonly onWarning: ((message: string) => void) | undefined;
+  private readonly entries = new Map<string, DatabaseEntry>();
+
+  constructor(options: DatabaseRegistryOptions) {
+    this.dataDir = resolve(options.dataDir);
+    this.uploadsDir = join(this.dataDir, "uploads");
+    this.file = join(this.dataDir, "registry.json");
+    this.onWarning = options.onWarning;
+    this.roots = options.allowedRoots?.length ? options.allowedRoots.map((r) => (existsSync(r) ? realpathSync(r) : resolve(r))) : undefined;
+    this.load();
+  }
+
+  /** Entries visible to `owner`, sorted by name then id. */
+  list(owner?: string): DatabaseEntry[] {
+    return [...this.entries.values()]
+      .filter((e) => visible(e, owner))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
+      .map((e) => ({ ...e, tables: [...e.tables] }));
+  }
+
+  /** The entry `id` if `owner` may see it; throws DB_NOT_FOUND otherwise. */
+  get(id: string, owner?: string): DatabaseEntry {
+    const e = this.entries.get(id);
+    if (!e || !visible(e, owner)) throw new ReexError("DB_NOT_FOUND", `no database with id "${id}"`);
+    return { ...e, tables: [...e.tables] };
+  }
+
+  /**
+   * Registers a server-side SQLite file in place (read only, never modified). Throws
+   * DB_FILE_NOT_FOUND, DB_PATH_NOT_ALLOWED or DB_INVALID. Registering it again refreshes the entry.
+   */
+  async registerPath(path: string, options: RegisterOptions = {}): Promise<DatabaseEntry> {
+    const abs = resolve(path);
+    const st = statSync(abs, { throwIfNoEntry: false });
+    if (!st || !st.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+    if (this.roots) {
+      const real = realpathSync(abs);
+      if (!this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {
+        throw new ReexError("DB_PATH_NOT_ALLOWED", `${abs} is outside the allowed roots`);
+      }
+    }
+    const { tables } = validateDatabaseFile(abs);
+    const id = `${slug(basename(abs, extname(abs)))}-${sha256(options.owner ?? "", "\0", abs).slice(0, 10)}`;
+    const previous = this.entries.get(id);
+    const entry: DatabaseEntry = {
+      id,
+      name: options.name ?? previous?.name ?? basename(abs, extname(abs)),
+      path: abs,
+      source: "path",
+      ...(options.owner !== undefined ? { owner: options.owner } : {}),
+      sizeBytes: statSync(abs).size,
+      tables,
+      registeredAt: previous?.registeredAt ?? new Date().toISOString(),
+    };
+    this.entries.set(id, entry);
+    this.save();
+    return { ...entry, tables: [...tables] };
+  }
+
+  /**
+   * Registers uploaded database bytes: validated in a temp file, then renamed to
+   * `<dataDir>/uploads/<id>.sqlite`; a rejected upload leaves nothing behind. The same bytes for
+   * the same owner give the same id. A WAL-mode header is switched to rollback mode in the copy so
+   * read-only connections never create -wal/-shm files. Throws DB_INVALID.
+   */
+  async registerBytes(bytes: Uint8Array, options: RegisterOptions = {}): Promise<DatabaseEntry> {
+    const id = `up-${sha256(options.owner ?? "", "\0", bytes).slice(0, 16)}`;
+    const path = join(this.uploadsDir, `${id}.sqlite`);
+    const previous = this.entries.get(id);
+    if (previous && existsSync(path)) {
+      if (options.name !== undefined && options.name !== previous.name) {
+        previous.name = options.name;
+        this.save();
+      }
+      return { ...previous, tables: [...previous.tables] };
+    }
+    mkdirSync(this.uploadsDir, { recursive: true });
+    const tmp = join(this.uploadsDir, `.${id}.${randomUUID()}.tmp`);
+    let tables: string[];
+    try {
+      const fd = openSync(tmp, "wx");
+      try {
+        let off = 0;
+        while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+        if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      tables = validateDatabaseFile(tmp).tables;
+      renameSync(tmp, path);
+    } catch (err) {
+      for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(tmp + suffix, { force: true });
+      throw err;
+    }
+    const entry: DatabaseEntry = {
+      id,
+      name: options.name ?? "upload",
+      path,
+      source: "upload",
+      ...(options.owner !== undefined ? { owner: options.owner } : {}),
+      sizeBytes: bytes.length,
+      tables,
+      registeredAt: new Date().toISOString(),
+    };
+    this.entries.set(id, entry);
+    this.save();
+    return { ...entry, tables: [...tables] };
+  }
+
+  /**
+   * Removes an uploaded database and deletes its file. Throws DB_NOT_FOUND (unknown or invisible),
+   * DB_READ_ONLY_ENTRY (registered from a path) or FORBIDDEN (a shared upload and a caller with an owner).
+   */
+  async remove(id: string, owner?: string): Promise<void> {
+    const entry = this.get(id, owner);
+    if (entry.source === "path") throw new ReexError("DB_READ_ONLY_ENTRY", `database "${id}" was registered from a server-side path and cannot be removed`);
+    if (owner !== undefined && entry.owner !== owner) throw new ReexError("FORBIDDEN", `database "${id}" is shared and cannot be removed with this key`);
+    this.entries.delete(id);
+    this.save();
+    rmSync(entry.path, { force: true });
+  }
+
+  private warn(message: string): void {
+    this.warnings.push(message);
+    this.onWarning?.(message);
+  }
+
+  private load(): void {
+    let text: string;
+    try {
+      text = readFileSync(this.file, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const list = (parsed as { version?: unknown; entries?: unknown } | undefined)?.entries;
+    if (!Array.isArray(list)) {
+      const aside = `${this.file}.invalid-${Date.now()}`;
+      renameSync(this.file, aside);
+      this.warn(`registry file ${this.file} is unreadable; moved it to ${aside} and started empty`);
+      return;
+    }
+    let dropped = false;
+    for (const item of list) {
+      if (!isEntry(item)) {
+        this.warn(`dropped a malformed registry entry: ${JSON.stringify(item).slice(0, 200)}`);
+        dropped = true;
+      } else if (!statSync(item.path, { throwIfNoEntry: false })?.isFile()) {
+        this.warn(`dropped database "${item.id}" (${item.name}): its file ${item.path} no longer exists`);
+        dropped = true;
+      } else {
+        this.entries.set(item.id, item);
+      }
+    }
+    if (existsSync(this.uploadsDir)) {
+      for (const f of readdirSync(this.uploadsDir)) if (f.startsWith(".") && f.endsWith(".tmp")) rmSync(join(this.uploadsDir, f), { force: true });
+    }
+    if (dropped) this.save();
+  }
+
+  private save(): void {
+    mkdirSync(this.dataDir, { recursive: true });
+    writeAtomic(this.file, JSON.stringify({ version: REGISTRY_VERSION, entries: [...this.entries.values()] }, null, 2) + "\n");
+  }
+}
+
+function visible(entry: DatabaseEntry, owner: string | undefined): boolean {
+  return owner === undefined || entry.owner === undefined || entry.owner === owner;
+}
