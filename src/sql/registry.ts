@@ -187,10 +187,14 @@ export class DatabaseRegistry {
       .map((e) => ({ ...e, tables: [...e.tables] }));
   }
 
-  /** The entry `id` if `owner` may see it; throws DB_NOT_FOUND otherwise. */
-  get(id: string, owner?: string): DatabaseEntry {
-    const e = this.entries.get(id);
-    if (!e || !visible(e, owner)) throw new ReexError("DB_NOT_FOUND", `no database with id "${id}"`);
+  /** The entry with this id, or else with this name when exactly one visible entry has it; throws DB_NOT_FOUND otherwise. */
+  get(idOrName: string, owner?: string): DatabaseEntry {
+    let e = this.entries.get(idOrName);
+    if (!e || !visible(e, owner)) {
+      const named = [...this.entries.values()].filter((c) => c.name === idOrName && visible(c, owner));
+      e = named.length === 1 ? named[0] : undefined;
+    }
+    if (!e) throw new ReexError("DB_NOT_FOUND", `no database with id or unique name "${idOrName}"`);
     return { ...e, tables: [...e.tables] };
   }
 

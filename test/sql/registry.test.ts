@@ -51,6 +51,16 @@ describe("DatabaseRegistry", () => {
     expect(registry.list()).toHaveLength(2);
   });
 
+  it("finds an entry by its name when exactly one visible entry has that name", async () => {
+    const { db, dataDir } = setup();
+    const registry = new DatabaseRegistry({ dataDir });
+    const entry = await registry.registerPath(db, { name: "sales" });
+    expect(registry.get("sales").id).toBe(entry.id);
+    await registry.registerPath(db, { name: "sales", owner: "key-a" });
+    expect(registry.get("sales", "key-b").id).toBe(entry.id);
+    expect(() => registry.get("sales")).toThrow(/DB_NOT_FOUND|no database/);
+  });
+
   it("stores uploaded bytes under dataDir/uploads with a content-hash id, queryable, leaving the source alone", async () => {
     const { db, dataDir } = setup();
     const registry = new DatabaseRegistry({ dataDir });

@@ -1,0 +1,297 @@
+/**
+ * `reex eval`: scores a BIRD or Spider dataset, either by decoding every question with the policy
+ * (one run per strategy) or from a file of predictions, after a self-check that the comparison is
+ * sane; writes a JSON record and an HTML report.
+ */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { ReexError } from "../errors/index.js";
+import type { Strategy } from "../decoding/types.js";
+import type { Config } from "../config/index.js";
+import type { Runtime } from "../runtime/index.js";
+import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
+import {
+  DEFAULT_EVAL_MAX_ROWS,
+  DEFAULT_EVAL_TIMEOUT_MS,
+  EX_RULES,
+  createProgressBar,
+  createReport,
+  describeSelfCheck,
+  loadDataset,
+  parsePredictions,
+  alignPredictions,
+  runEval,
+  scorePredictions,
+  selfCheck,
+  writeReport,
+  type DatasetLayout,
+  type EvalExecOptions,
+  type EvalItem,
+  type EvalRun,
+  type ExRule,
+} from "../eval/index.js";
+
+/** One-line description shown by `reex --help`. */
+export const summary = "score a BIRD/Spider dataset (decoding strategies or a predictions file) and write a report";
+
+const STRATEGIES: readonly Strategy[] = ["greedy", "linear", "tree", "tree-prune"];
+
+const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--limit N] [--out DIR] [--model PATH]
+       reex eval --dataset FILE --db-root DIR --predictions FILE [--limit N] [--out DIR]
+
+Scores every question of a BIRD (question, evidence, SQL, db_id, difficulty) or Spider
+(question, query, db_id) JSON file against <db-root>/<db_id>/<db_id>.sqlite (or <db-root>/<db_id>.sqlite).
+First runs a self-check (gold vs gold must score 100% under every EX rule) and stops if it fails.
+Writes <out>/report.json and <out>/report.html.
+
+options:
+  --dataset FILE       questions (BIRD or Spider layout, told apart by \`SQL\` / \`query\`)
+  --db-root DIR        folder of the databases
+  --layout L           bird | spider | auto (default auto)
+  --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
+  --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
+  --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
+                       "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
+  --limit N            only the first N questions
+  --concurrency N      questions decoded / scored at once (default 1)
+  --timeout-ms MS      limit per evaluation query (default ${DEFAULT_EVAL_TIMEOUT_MS})
+  --max-rows N         rows kept per evaluation result (default ${DEFAULT_EVAL_MAX_ROWS})
+  --out DIR            output folder (default eval-out/<timestamp>)
+  --model PATH         GGUF model (same as --policy.model)
+  --config FILE        configuration file; any --section.key VALUE config flag is accepted too
+  --quiet              no progress bar
+  -h, --help           show this help`;
+
+const OPTIONS = {
+  dataset: { type: "string" },
+  "db-root": { type: "string" },
+  layout: { type: "string" },
+  strategy: { type: "string" },
+  candidates: { type: "string" },
+  predictions: { type: "string" },
+  limit: { type: "string" },
+  concurrency: { type: "string" },
+  "timeout-ms": { type: "string" },
+  "max-rows": { type: "string" },
+  out: { type: "string" },
+  model: { type: "string" },
+  config: { type: "string" },
+  quiet: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function positiveInt(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new ReexError("BAD_REQUEST", `--${name} must be a positive integer, got "${raw}"`);
+  return n;
+}
+
+/** Splits `--section.key value` config flags from the command's own options. */
+function splitConfigFlags(argv: string[]): { own: string[]; flags: Record<string, string> } {
+  const own: string[] = [];
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const m = /^--([a-zA-Z]+\.[a-zA-Z]+)(?:=(.*))?$/.exec(arg);
+    if (!m) {
+      own.push(arg);
+      continue;
+    }
+    if (m[2] !== undefined) flags[m[1]!] = m[2];
+    else {
+      const value = argv[i + 1];
+      if (value === undefined) throw new ReexError("BAD_REQUEST", `${arg} needs a value`);
+      flags[m[1]!] = value;
+      i++;
+    }
+  }
+  return { own, flags };
+}
+
+function timestamp(d = new Date()): string {
+  return d.toISOString().replace(/\..*$/, "").replace(/:/g, "-");
+}
+
+function pct(x: number): string {
+  return (x * 100).toFixed(1).padStart(6);
+}
+
+function printSummary(runs: EvalRun[], rule: ExRule): void {
+  const head = ["run".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax%".padStart(8), "exec%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
+  console.log(head.join(" "));
+  for (const run of runs) {
+    const s = run.summary;
+    console.log(
+      [
+        run.config.label.padEnd(12),
+        String(s.count).padStart(5),
+        ...EX_RULES.map((r) => pct(s.ex[r]).padStart(10)),
+        pct(s.voting[rule]).padStart(7),
+        pct(s.pass1[rule]).padStart(7),
+        pct(s.passK[rule]).padStart(7),
+        pct(s.syntaxErrorRate).padStart(8),
+        pct(s.executionErrorRate).padStart(6),
+        (s.latencyMs ? (s.latencyMs.mean / 1000).toFixed(2) : "–").padStart(7),
+        (s.generatedTokensPerItem === null ? "–" : s.generatedTokensPerItem.toFixed(0)).padStart(8),
+      ].join(" "),
+    );
+  }
+  console.log(`(percentages; voting / pass@k under the ${rule} rule)`);
+}
+
+/** Predictions lined up with the (limited) items; predictions past `--limit` are ignored. */
+function readPredictions(file: string, items: readonly EvalItem[], limit: number | undefined): (string | null)[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ReexError("BAD_REQUEST", `cannot read predictions file ${file}: ${(err as Error).message}`);
+  }
+  const parsed = parsePredictions(text, file).filter((p) => limit === undefined || p.index < limit);
+  return alignPredictions(items, parsed, file);
+}
+
+/** The runtime as `reex eval` uses it. */
+type EvalRuntime = Pick<Runtime, "decode" | "close">;
+
+/** Reads the configuration for the decoding path (before the self-check, so a bad flag fails fast). */
+async function readConfig(flags: Record<string, string>, configFile: string | undefined): Promise<Config> {
+  const { loadConfig } = await import("../config/index.js");
+  return loadConfig({ env: process.env, flags, ...(configFile ? { file: configFile } : {}) });
+}
+
+/** Starts the runtime (policy + decoder); imported only on the decoding path, so scoring predictions never loads llama.cpp. */
+async function openRuntime(config: Config): Promise<EvalRuntime> {
+  const { createRuntime } = await import("../runtime/index.js");
+  return createRuntime(config);
+}
+
+/** Runs the command; returns the exit code (0 ok, 1 self-check or run failure, 2 bad arguments). */
+export async function run(argv: string[]): Promise<number> {
+  let values: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+  let configFlags: Record<string, string>;
+  try {
+    const split = splitConfigFlags(argv);
+    configFlags = split.flags;
+    ({ values } = parseArgs({ args: split.own, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (err) {
+    console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+
+  let strategies: Strategy[] = [];
+  let limit: number | undefined;
+  let concurrency: number;
+  let candidates: number | undefined;
+  let timeoutMs: number;
+  let maxRows: number;
+  let layout: DatasetLayout | "auto";
+  try {
+    if (!values.dataset || !values["db-root"]) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
+    if (!values.strategy === !values.predictions) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy or --predictions");
+    if (values.strategy) {
+      strategies = values.strategy.split(",").map((s) => s.trim()).filter(Boolean) as Strategy[];
+      const bad = strategies.filter((s) => !STRATEGIES.includes(s));
+      if (bad.length > 0 || strategies.length === 0) throw new ReexError("BAD_REQUEST", `unknown strategy ${bad.join(", ") || "(none)"}; use ${STRATEGIES.join(", ")}`);
+      if (new Set(strategies).size !== strategies.length) throw new ReexError("BAD_REQUEST", "a strategy is listed twice");
+    }
+    if (values.predictions && (values.candidates || values.model)) throw new ReexError("BAD_REQUEST", "--candidates and --model only apply to --strategy");
+    limit = positiveInt("limit", values.limit);
+    concurrency = positiveInt("concurrency", values.concurrency) ?? 1;
+    candidates = positiveInt("candidates", values.candidates);
+    timeoutMs = positiveInt("timeout-ms", values["timeout-ms"]) ?? DEFAULT_EVAL_TIMEOUT_MS;
+    maxRows = positiveInt("max-rows", values["max-rows"]) ?? DEFAULT_EVAL_MAX_ROWS;
+    const l = values.layout ?? "auto";
+    if (l !== "auto" && l !== "bird" && l !== "spider") throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${l}"`);
+    layout = l;
+    if (values.model) configFlags["policy.model"] = values.model;
+  } catch (err) {
+    console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+
+  const datasetFile = resolve(values.dataset);
+  const dbRoot = resolve(values["db-root"]);
+  const dataset = loadDataset(datasetFile, { dbRoot, layout });
+  const items = limit === undefined ? dataset.items : dataset.items.slice(0, limit);
+  const primaryRule: ExRule = dataset.layout === "spider" ? "spider" : "bird";
+  const predictions = values.predictions ? readPredictions(values.predictions, items, limit) : undefined;
+  console.error(`reex eval: ${items.length} questions (${dataset.layout} layout) from ${datasetFile}`);
+
+  const config = predictions ? undefined : await readConfig(configFlags, values.config);
+  const quiet = values.quiet ?? false;
+  const controller = new AbortController();
+  const onSigint = (): void => controller.abort();
+  process.once("SIGINT", onSigint);
+  let runtime: EvalRuntime | undefined;
+  const executor: Executor = new ExecutorPool({ workers: Math.max(2, Math.min(concurrency, 8)), timeoutMs, maxRows });
+  try {
+    const golds = new Map<number, ExecResult>();
+    /** Runs one pass over the items with shared execution settings and its own progress bar. */
+    const pass = async <T>(label: string, work: (opts: EvalExecOptions) => Promise<T>): Promise<T> => {
+      const bar = quiet ? undefined : createProgressBar({ total: items.length, label: label.padEnd(10) });
+      try {
+        return await work({
+          executor,
+          timeoutMs,
+          maxRows,
+          goldResults: golds,
+          concurrency,
+          signal: controller.signal,
+          onProgress: (p) => bar?.update(p.done, p.correct === undefined ? undefined : `EX ${((p.correct / p.done) * 100).toFixed(1)}%`),
+        });
+      } finally {
+        bar?.finish();
+      }
+    };
+
+    const check = await pass("self-check", (opts) => selfCheck(items, { ...opts, concurrency: Math.max(concurrency, 4) }));
+    if (!check.ok) {
+      console.error("reex eval: SELF-CHECK FAILED: the EX comparison does not score gold against itself as correct (or gold SQL does not run).");
+      console.error("No figures are reported, since they would not mean anything. Problems:");
+      for (const line of describeSelfCheck(check)) console.error(`  - ${line}`);
+      return 1;
+    }
+    console.error(`reex eval: self-check passed (${check.checked} gold queries, every rule 100%)`);
+
+    if (config) runtime = await openRuntime(config);
+
+    const runs: EvalRun[] = [];
+    if (predictions) {
+      runs.push(await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions })));
+    } else {
+      const decode = runtime!.decode;
+      for (const strategy of strategies) {
+        const k = strategy === "greedy" ? undefined : candidates ?? config?.decoding.candidates;
+        runs.push(
+          await pass(strategy, (opts) =>
+            runEval({ ...opts, items, decode, strategy, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
+          ),
+        );
+      }
+    }
+
+    const report = createReport({
+      runs,
+      dataset: { file: datasetFile, dbRoot, layout: dataset.layout, count: items.length },
+      primaryRule,
+      selfCheck: { ok: check.ok, checked: check.checked, failures: check.failures },
+    });
+    const outDir = resolve(values.out ?? join("eval-out", timestamp()));
+    const written = writeReport(report, outDir);
+    printSummary(runs, primaryRule);
+    console.log(`wrote ${written.json}`);
+    console.log(`wrote ${written.html}`);
+    return 0;
+  } finally {
+    process.off("SIGINT", onSigint);
+    await runtime?.close();
+    await executor.close();
+  }
+}

@@ -1,0 +1,294 @@
+/**
+ * Evaluation metrics: EX under each rule of SPEC §7 for one prediction, per-item scores (EX,
+ * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
+ * by difficulty.
+ */
+import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
+import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
+
+/** The EX rules of SPEC §7: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
+export type ExRule = "bird" | "spider" | "refined";
+
+/** Every EX rule, in report order. */
+export const EX_RULES: readonly ExRule[] = ["bird", "spider", "refined"];
+
+/** A verdict per EX rule. */
+export type RuleScores = Record<ExRule, boolean>;
+
+/** A share (0..1) per EX rule. */
+export type RuleRates = Record<ExRule, number>;
+
+/** Why a prediction produced no comparable result: an executor category, no SQL at all, or the decoder failing. */
+export type PredictionErrorCategory = SqlErrorCategory | "no_sql" | "decode";
+
+/** Known BIRD difficulties, in report order; others follow alphabetically. */
+export const DIFFICULTY_ORDER: readonly string[] = ["simple", "moderate", "challenging"];
+
+const ALL_FALSE: RuleScores = Object.freeze({ bird: false, spider: false, refined: false });
+
+/**
+ * Scores a predicted execution against the gold one under every EX rule; anything that did not
+ * run (either side) is wrong under every rule.
+ */
+export function compareResults(gold: ExecResult | undefined, pred: ExecResult | undefined, goldSql: string): RuleScores {
+  if (!gold?.ok || !pred?.ok) return { ...ALL_FALSE };
+  const orderMatters = hasOrderBy(goldSql);
+  return {
+    bird: exBird(pred.rows, gold.rows),
+    spider: exSpider(pred.rows, gold.rows, { orderMatters }),
+    refined: exRefined(pred.rows, gold.rows),
+  };
+}
+
+/** One candidate as the scorer sees it: its SQL, its evaluation-time execution, and what the decoder said of it. */
+export interface CandidateInput {
+  index: number;
+  path?: string;
+  sql: string | null;
+  result?: ExecResult;
+  votes?: number;
+  group?: number | null;
+  interactions?: number;
+}
+
+/** A candidate's summary in the record. */
+export interface CandidateScore {
+  index: number;
+  path?: string;
+  sql: string | null;
+  ex: RuleScores;
+  error: PredictionErrorCategory | null;
+  votes?: number;
+  group?: number | null;
+  interactions?: number;
+}
+
+/** Everything known about one evaluated question, before scoring. */
+export interface ScoreInput {
+  index: number;
+  questionId: number | string;
+  dbId: string;
+  question: string;
+  evidence?: string;
+  difficulty?: string;
+  goldSql: string;
+  gold: ExecResult;
+  /** The answer's final SQL and its evaluation-time execution. */
+  final: { sql: string | null; result?: ExecResult };
+  /** Candidates in the decoder's order; empty for a bare prediction (the final SQL then counts as the only one). */
+  candidates: CandidateInput[];
+  /** Index of the winning candidate; undefined for a bare prediction (the final SQL is the winner). */
+  winner?: number | null;
+  /** Probe rounds of the winning trajectory; null when not measured. */
+  interactions: number | null;
+  latencyMs: number | null;
+  tokens: { generated: number; evaluated: number } | null;
+  decodeError?: { code: string; message: string };
+}
+
+/** One question's scored record. */
+export interface ItemScore {
+  index: number;
+  questionId: number | string;
+  dbId: string;
+  difficulty?: string;
+  question: string;
+  evidence?: string;
+  gold: string;
+  predicted: string | null;
+  /** Set when the gold SQL itself failed to run (the item then counts as wrong). */
+  goldError?: { category: SqlErrorCategory; message: string };
+  /** EX of the final SQL. */
+  ex: RuleScores;
+  /** The vote's winning candidate is correct. */
+  voting: RuleScores;
+  /** The first candidate is correct. */
+  pass1: RuleScores;
+  /** Any candidate is correct. */
+  passK: RuleScores;
+  /** Candidates considered for pass@k. */
+  k: number;
+  /** Why the final SQL gave no result; null when it ran. */
+  error: PredictionErrorCategory | null;
+  errorMessage?: string;
+  /** A compared result hit the row cap, so EX was judged on a prefix. */
+  truncated?: boolean;
+  candidates: CandidateScore[];
+  interactions: number | null;
+  latencyMs: number | null;
+  tokens: { generated: number; evaluated: number } | null;
+  decodeError?: { code: string; message: string };
+}
+
+function errorOf(sql: string | null, result: ExecResult | undefined): PredictionErrorCategory | null {
+  if (sql === null || sql.trim() === "") return "no_sql";
+  if (!result) return "no_sql";
+  return result.ok ? null : result.error.category;
+}
+
+function any(list: RuleScores[]): RuleScores {
+  return { bird: list.some((s) => s.bird), spider: list.some((s) => s.spider), refined: list.some((s) => s.refined) };
+}
+
+/** Turns executed gold, final and candidate SQL into one item's scores; pure. */
+export function scoreItem(input: ScoreInput): ItemScore {
+  const finalEx = compareResults(input.gold, input.final.result, input.goldSql);
+  const bare = input.candidates.length === 0;
+  const candidates: CandidateScore[] = (bare ? [{ index: 0, sql: input.final.sql, result: input.final.result }] : input.candidates).map((c) => ({
+    index: c.index,
+    ...(c.path !== undefined ? { path: c.path } : {}),
+    sql: c.sql,
+    ex: compareResults(input.gold, c.result, input.goldSql),
+    error: errorOf(c.sql, c.result),
+    ...(c.votes !== undefined ? { votes: c.votes } : {}),
+    ...(c.group !== undefined ? { group: c.group } : {}),
+    ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
+  }));
+  const winnerIndex = bare ? 0 : input.winner ?? null;
+  const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);
+  const truncated = [input.gold, input.final.result, ...input.candidates.map((c) => c.result)].some((r) => r?.ok && r.truncated);
+  const error = input.decodeError ? "decode" : errorOf(input.final.sql, input.final.result);
+  const finalResult = input.final.result;
+  return {
+    index: input.index,
+    questionId: input.questionId,
+    dbId: input.dbId,
+    ...(input.difficulty !== undefined ? { difficulty: input.difficulty } : {}),
+    question: input.question,
+    ...(input.evidence ? { evidence: input.evidence } : {}),
+    gold: input.goldSql,
+    predicted: input.final.sql,
+    ...(input.gold.ok ? {} : { goldError: { category: input.gold.error.category, message: input.gold.error.message } }),
+    ex: finalEx,
+    voting: winner ? { ...winner.ex } : { ...ALL_FALSE },
+    pass1: candidates[0] ? { ...candidates[0].ex } : { ...ALL_FALSE },
+    passK: any(candidates.map((c) => c.ex)),
+    k: candidates.length,
+    error,
+    ...(input.decodeError
+      ? { errorMessage: input.decodeError.message }
+      : finalResult && !finalResult.ok
+        ? { errorMessage: finalResult.error.message }
+        : {}),
+    ...(truncated ? { truncated: true } : {}),
+    candidates,
+    interactions: input.interactions,
+    latencyMs: input.latencyMs,
+    tokens: input.tokens,
+    ...(input.decodeError ? { decodeError: input.decodeError } : {}),
+  };
+}
+
+/** Latency distribution over items, ms. */
+export interface LatencyStats {
+  mean: number;
+  p50: number;
+  p90: number;
+  max: number;
+}
+
+/** Aggregate metrics over a set of items; shares are 0..1, averages are per item. */
+export interface Metrics {
+  count: number;
+  /** EX of the final SQL, per rule. */
+  ex: RuleRates;
+  /** Voting accuracy: the winning candidate is correct. */
+  voting: RuleRates;
+  pass1: RuleRates;
+  passK: RuleRates;
+  /** Mean candidates per item (the k of pass@k). */
+  meanK: number;
+  /** Share of items whose final SQL failed with category `syntax`. */
+  syntaxErrorRate: number;
+  /** Share of items whose final SQL was present but failed to run (any category). */
+  executionErrorRate: number;
+  /** Share of items with no final SQL (abstained or the decoder failed). */
+  noSqlRate: number;
+  /** Items per failure category of the final SQL. */
+  errors: Partial<Record<PredictionErrorCategory, number>>;
+  /** Items whose gold SQL failed to run. */
+  goldErrors: number;
+  /** Items whose compared results hit the row cap. */
+  truncated: number;
+  /** Mean probe rounds of the winning trajectory; null when not measured. */
+  avgInteractions: number | null;
+  latencyMs: LatencyStats | null;
+  generatedTokensPerItem: number | null;
+  evaluatedTokensPerItem: number | null;
+}
+
+/** {@link Metrics} overall plus the same per difficulty (empty when no item has one). */
+export interface Summary extends Metrics {
+  byDifficulty: Record<string, Metrics>;
+}
+
+function rate(items: readonly ItemScore[], pick: (i: ItemScore) => RuleScores): RuleRates {
+  const n = items.length;
+  const share = (rule: ExRule): number => (n === 0 ? 0 : items.filter((i) => pick(i)[rule]).length / n);
+  return { bird: share("bird"), spider: share("spider"), refined: share("refined") };
+}
+
+function mean(values: readonly (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  return known.length === 0 ? null : known.reduce((s, v) => s + v, 0) / known.length;
+}
+
+/** Nearest-rank percentile of sorted values (q in 0..1). */
+function percentile(sorted: readonly number[], q: number): number {
+  const rank = Math.max(1, Math.ceil(q * sorted.length));
+  return sorted[rank - 1]!;
+}
+
+/** Aggregates item scores into {@link Metrics}; pure. */
+export function aggregate(items: readonly ItemScore[]): Metrics {
+  const n = items.length;
+  const errors: Partial<Record<PredictionErrorCategory, number>> = {};
+  for (const item of items) if (item.error) errors[item.error] = (errors[item.error] ?? 0) + 1;
+  const execFailures = items.filter((i) => i.error !== null && i.error !== "no_sql" && i.error !== "decode").length;
+  const latencies = items.map((i) => i.latencyMs).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  return {
+    count: n,
+    ex: rate(items, (i) => i.ex),
+    voting: rate(items, (i) => i.voting),
+    pass1: rate(items, (i) => i.pass1),
+    passK: rate(items, (i) => i.passK),
+    meanK: n === 0 ? 0 : items.reduce((s, i) => s + i.k, 0) / n,
+    syntaxErrorRate: n === 0 ? 0 : (errors.syntax ?? 0) / n,
+    executionErrorRate: n === 0 ? 0 : execFailures / n,
+    noSqlRate: n === 0 ? 0 : ((errors.no_sql ?? 0) + (errors.decode ?? 0)) / n,
+    errors,
+    goldErrors: items.filter((i) => i.goldError).length,
+    truncated: items.filter((i) => i.truncated).length,
+    avgInteractions: mean(items.map((i) => i.interactions)),
+    latencyMs:
+      latencies.length === 0
+        ? null
+        : {
+            mean: latencies.reduce((s, v) => s + v, 0) / latencies.length,
+            p50: percentile(latencies, 0.5),
+            p90: percentile(latencies, 0.9),
+            max: latencies[latencies.length - 1]!,
+          },
+    generatedTokensPerItem: mean(items.map((i) => i.tokens?.generated ?? null)),
+    evaluatedTokensPerItem: mean(items.map((i) => i.tokens?.evaluated ?? null)),
+  };
+}
+
+/** Orders difficulty labels: BIRD's three first, then the rest alphabetically. */
+export function sortDifficulties(labels: Iterable<string>): string[] {
+  const rank = (d: string): number => {
+    const i = DIFFICULTY_ORDER.indexOf(d);
+    return i === -1 ? DIFFICULTY_ORDER.length : i;
+  };
+  return [...new Set(labels)].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/** Aggregates overall and per difficulty (items without one go under "unknown" when others have one); pure. */
+export function summarize(items: readonly ItemScore[]): Summary {
+  const byDifficulty: Record<string, Metrics> = {};
+  if (items.some((i) => i.difficulty !== undefined)) {
+    const label = (i: ItemScore): string => i.difficulty ?? "unknown";
+    for (const d of sortDifficulties(items.map(label))) byDifficulty[d] = aggregate(items.filter((i) => label(i) === d));
+  }
+  return { ...aggregate(items), byDifficulty };
+}

@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Config } from "../../src/config/index.js";
+import type { Answer, AnswerRequest } from "../../src/decoding/types.js";
+import { ExecutorPool } from "../../src/sql/index.js";
+import { BIRD_QUESTIONS, makeFixture } from "./fixtures.js";
+
+const seen: { config?: Config; requests: AnswerRequest[]; closed: number } = { requests: [], closed: 0 };
+
+/** A stand-in runtime: greedy answers the gold SQL, other strategies return a wrong and a right candidate with the wrong one winning. */
+vi.mock("../../src/runtime/index.js", () => ({
+  createRuntime: async (config: Config) => {
+    seen.config = config;
+    const executor = new ExecutorPool({ workers: 1 });
+    return {
+      executor,
+      decode: async (req: AnswerRequest): Promise<Answer> => {
+        seen.requests.push(req);
+        const gold = BIRD_QUESTIONS.find((q) => q.question === req.question)!.SQL;
+        const usage = { promptTokens: 50, evaluatedTokens: 80, generatedTokens: 30 };
+        if (req.strategy === "greedy") {
+          return { sql: gold, answerable: true, candidates: [{ index: 0, path: "0", sql: gold, answerable: true, group: 0, votes: 1, interactions: 1, meanLogprob: -1 }], winner: 0, usage, timings: { totalMs: 1 } };
+        }
+        return {
+          sql: "SELECT 42",
+          answerable: true,
+          candidates: [
+            { index: 0, path: "0", sql: "SELECT 42", answerable: true, group: 0, votes: 1, interactions: 2, meanLogprob: -0.1 },
+            { index: 1, path: "1", sql: gold, answerable: true, group: 1, votes: 1, interactions: 3, meanLogprob: -0.9 },
+          ],
+          winner: 0,
+          usage,
+          timings: { totalMs: 1 },
+        };
+      },
+      close: async () => {
+        seen.closed += 1;
+        await executor.close();
+      },
+    };
+  },
+}));
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("reex eval --strategy", () => {
+  it("runs every listed strategy through the runtime's decoder into one report", async () => {
+    const { run } = await import("../../src/cli/eval.js");
+    const fx = makeFixture();
+    const outDir = join(fx.dir, "decode-out");
+    const out: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void out.push(a.join(" ")));
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+
+    const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--strategy", "greedy,linear", "--candidates", "2", "--limit", "4", "--model", "/models/x.gguf", "--out", outDir]);
+    expect(code).toBe(0);
+    expect(seen.config!.policy.model).toBe("/models/x.gguf");
+    expect(seen.closed).toBe(1);
+    expect(seen.requests.map((r) => [r.strategy, r.candidates])).toEqual([
+      ...Array(4).fill(["greedy", undefined]),
+      ...Array(4).fill(["linear", 2]),
+    ]);
+
+    const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
+    expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["greedy", "linear"]);
+    const [greedy, linear] = report.runs;
+    expect(greedy.summary.ex).toEqual({ bird: 1, spider: 1, refined: 1 });
+    expect(linear.summary.voting.bird).toBe(0);
+    expect(linear.summary.passK.bird).toBe(1);
+    expect(linear.summary.avgInteractions).toBe(2);
+    const html = readFileSync(join(outDir, "report.html"), "utf8");
+    expect(html).toContain('<svg id="accuracy-latency"');
+    expect(out.some((l) => l.startsWith("greedy"))).toBe(true);
+    expect(out).toContain(`wrote ${join(outDir, "report.html")}`);
+  });
+});
