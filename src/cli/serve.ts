@@ -1,0 +1,96 @@
+/**
+ * `reex serve`: loads the configuration (file ← REEX_* env ← flags), builds the runtime (registry,
+ * executor, policy, decoder), starts the HTTP/WebSocket server and shuts it down gracefully on
+ * SIGINT/SIGTERM. The runtime and server are imported only after the arguments are valid, so
+ * `--help` and bad flags never load llama.cpp.
+ */
+import { configHelp, loadConfig } from "../config/index.js";
+import { ReexError } from "../errors/index.js";
+
+/** One-line description shown by `reex --help`. */
+export const summary = "start the HTTP/WebSocket API and the playground";
+
+const USAGE = `usage: reex serve [--config FILE] [--section.key value ...]
+
+Starts the API (/v1/...), the playground (/) and /healthz, /readyz, /metrics, /openapi.json.
+Settings come from defaults, then the JSON file (--config FILE or REEX_CONFIG), then REEX_*
+environment variables, then flags. SIGINT/SIGTERM drain in-flight work and exit.
+
+options (flag, environment variable, default):
+  --config FILE                      REEX_CONFIG                        default (none)
+`;
+
+/** Parsed `reex serve` arguments. */
+export interface ServeArgs {
+  help: boolean;
+  file?: string;
+  flags: Record<string, string>;
+}
+
+/** Parses `--config FILE`, `--help` and `--section.key value` / `--section.key=value`; a bare boolean flag means "true". */
+export function parseServeArgs(argv: string[]): ServeArgs {
+  const out: ServeArgs = { help: false, flags: {} };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--help" || arg === "-h") {
+      out.help = true;
+      continue;
+    }
+    if (!arg.startsWith("--")) throw new ReexError("BAD_REQUEST", `unexpected argument "${arg}"`);
+    const eq = arg.indexOf("=");
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
+    if (value === undefined) {
+      const next = argv[i + 1];
+      if (next !== undefined && !next.startsWith("--")) {
+        value = next;
+        i++;
+      } else {
+        value = "true";
+      }
+    }
+    if (name === "config") out.file = value;
+    else out.flags[name] = value;
+  }
+  return out;
+}
+
+/** Runs `reex serve`; resolves with the exit code once the server has shut down. */
+export async function run(argv: string[]): Promise<number> {
+  const args = parseServeArgs(argv);
+  if (args.help) {
+    console.log(USAGE + configHelp());
+    return 0;
+  }
+  const config = loadConfig({ env: process.env, flags: args.flags, ...(args.file !== undefined ? { file: args.file } : {}) });
+  const { createRuntime } = await import("../runtime/index.js");
+  const { startServer } = await import("../server/index.js");
+  const runtime = await createRuntime(config, { log: (message: string) => console.error(`reex: ${message}`) });
+  let server;
+  try {
+    server = await startServer(config, runtime);
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  server.app.log.info({ url: server.url }, "reex is listening");
+  const running = server;
+  await new Promise<void>((resolve) => {
+    let signals = 0;
+    const stop = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      if (signals > 1) {
+        running.app.log.warn({ signal }, "second signal: exiting now");
+        process.exit(1);
+      }
+      running.app.log.info({ signal }, "shutting down");
+      running.close().then(resolve, (err: unknown) => {
+        running.app.log.error({ errName: (err as Error)?.name }, "shutdown failed");
+        resolve();
+      });
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  return 0;
+}

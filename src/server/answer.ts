@@ -1,0 +1,180 @@
+/**
+ * Answering one question for the HTTP and WebSocket routes alike: resolve the database for the
+ * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { Answer, AnswerRequest } from "../decoding/types.js";
+import { ReexError } from "../errors/index.js";
+import type { EventSink, ReexEvent } from "../events/index.js";
+import { jsonResult, jsonSafe } from "./json.js";
+import type { SqlRequest } from "./schemas.js";
+import type { ServerState } from "./state.js";
+
+/** The API's view of an answer (POST /v1/sql response body and the stream's `done.answer`). */
+export interface SqlResponse {
+  sql: string | null;
+  answerable: boolean;
+  reason?: string;
+  result: ReturnType<typeof jsonResult>;
+  candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
+  winner: number | null;
+  shortfall?: string;
+  trace?: unknown[];
+  usage: { promptTokens: number; evaluatedTokens: number; generatedTokens: number };
+  timings: { totalMs: number; queueMs: number; decodeMs: number; firstTokenMs?: number };
+}
+
+/** Options of one answer run. */
+export interface AnswerOptions {
+  /** Receives every event of the decode as it happens. */
+  sink?: EventSink;
+  /** Aborting it (client gone, cancel message) aborts the decode with its reason. */
+  cancel?: AbortSignal;
+  log: FastifyBaseLogger;
+}
+
+function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): AnswerRequest {
+  const { config } = state;
+  const req: AnswerRequest = {
+    dbPath,
+    question: body.question,
+    strategy: body.strategy ?? config.decoding.strategy,
+    candidates: body.candidates ?? config.decoding.candidates,
+    branching: body.branching ?? config.decoding.branching,
+    maxInteractions: body.maxInteractions ?? config.agent.maxInteractions,
+    maxTokens: body.maxTokens ?? config.agent.maxTokens,
+    feedback: body.feedback ?? config.agent.feedback,
+    temperature: body.temperature ?? config.decoding.temperature,
+    constrained: body.constrained ?? false,
+  };
+  if (body.evidence !== undefined) req.evidence = body.evidence;
+  if (body.seed !== undefined) req.seed = body.seed;
+  return req;
+}
+
+/** Settles like `job`, except that it rejects with the signal's reason as soon as `signal` aborts. */
+function raceAbort<T>(job: Promise<T>, signal: AbortSignal): Promise<T> {
+  job.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    job.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) reject(signal.reason);
+        else resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(signal.aborted ? signal.reason : err);
+      },
+    );
+  });
+}
+
+function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs: number; queueMs: number }): SqlResponse {
+  const out: SqlResponse = {
+    sql: answer.sql,
+    answerable: answer.answerable,
+    result: jsonResult(answer.result),
+    candidates: answer.candidates.map((c) => ({
+      index: c.index,
+      path: c.path,
+      sql: c.sql,
+      answerable: c.answerable,
+      votes: c.votes,
+      group: c.group,
+      ...(c.error !== undefined ? { error: c.error } : {}),
+    })),
+    winner: answer.winner,
+    usage: {
+      promptTokens: answer.usage.promptTokens,
+      evaluatedTokens: answer.usage.evaluatedTokens,
+      generatedTokens: answer.usage.generatedTokens,
+    },
+    timings: {
+      totalMs: round(timings.totalMs),
+      queueMs: round(timings.queueMs),
+      decodeMs: round(answer.timings.totalMs),
+      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}),
+    },
+  };
+  if (answer.reason !== undefined) out.reason = answer.reason;
+  if (answer.shortfall !== undefined) out.shortfall = answer.shortfall;
+  if (trace) out.trace = trace;
+  return out;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/**
+ * Answers `body` for `owner`: DB_NOT_FOUND for an unknown or foreign database, QUEUE_FULL when
+ * the queue is full, DEADLINE_EXCEEDED past server.requestTimeoutMs, the cancel signal's reason
+ * when it aborts; in every abort the decode's own signal fires so its sequences are freed.
+ */
+export async function answerQuestion(state: ServerState, body: SqlRequest, owner: string | undefined, options: AnswerOptions): Promise<SqlResponse> {
+  const accepted = performance.now();
+  const entry = await state.deps.registry.get(body.database, owner);
+  const request = toAnswerRequest(state, body, entry.path);
+
+  const controller = new AbortController();
+  const onCancel = (): void => controller.abort(options.cancel?.reason ?? new ReexError("CANCELLED", "cancelled by the client"));
+  if (options.cancel?.aborted) onCancel();
+  options.cancel?.addEventListener("abort", onCancel, { once: true });
+  const timeoutMs = state.config.server.requestTimeoutMs;
+  const timer = setTimeout(() => controller.abort(new ReexError("DEADLINE_EXCEEDED", `no answer within ${timeoutMs} ms (server.requestTimeoutMs)`)), timeoutMs);
+  timer.unref();
+
+  const trace: unknown[] | undefined = body.includeTrace ? [] : undefined;
+  const { metrics } = state;
+  const sink: EventSink = (event: ReexEvent) => {
+    if (event.type === "probe") metrics.probes.inc();
+    else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
+    else if (event.type === "candidate" && !event.ok && event.error?.includes("SQL_TIMEOUT")) metrics.sqlTimeouts.inc();
+    if (trace) trace.push(jsonSafe(event));
+    if (options.sink) {
+      try {
+        options.sink(event);
+      } catch (err) {
+        options.log.warn({ errName: (err as Error)?.name }, "event sink threw");
+      }
+    }
+  };
+
+  let started = accepted;
+  const logSql = state.config.server.logSql;
+  const summary: Record<string, unknown> = {
+    database: entry.id,
+    strategy: request.strategy,
+    candidates: request.candidates,
+    questionChars: body.question.length,
+    ...(logSql ? { question: body.question, evidence: body.evidence } : {}),
+  };
+  try {
+    const job = state.queue.submit(controller, (signal) => {
+      started = performance.now();
+      const deadlineMs = Math.max(1, Math.floor(timeoutMs - (started - accepted)));
+      return state.deps.decode({ ...request, deadlineMs }, { sink, signal });
+    });
+    const answer = await raceAbort(job, controller.signal);
+    const now = performance.now();
+    metrics.tokens.inc({ kind: "prompt" }, answer.usage.promptTokens);
+    metrics.tokens.inc({ kind: "evaluated" }, answer.usage.evaluatedTokens);
+    metrics.tokens.inc({ kind: "generated" }, answer.usage.generatedTokens);
+    options.log.info(
+      { ...summary, sqlChars: answer.sql?.length ?? 0, answerable: answer.answerable, winner: answer.winner, queueMs: round(started - accepted), totalMs: round(now - accepted), ...(logSql ? { sql: answer.sql } : {}) },
+      "answered",
+    );
+    return shape(answer, trace, { totalMs: now - accepted, queueMs: started - accepted });
+  } catch (err) {
+    const code = err instanceof ReexError ? err.code : "INTERNAL";
+    options.log.info({ ...summary, code, totalMs: round(performance.now() - accepted) }, "not answered");
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    options.cancel?.removeEventListener("abort", onCancel);
+  }
+}

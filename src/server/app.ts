@@ -1,0 +1,208 @@
+/** The fastify app factory: hooks, error mapping, routes, and graceful shutdown. */
+import fastifyWebsocket from "@fastify/websocket";
+import Fastify, { type FastifyInstance } from "fastify";
+import { ReexError } from "../errors/index.js";
+import type { Policy } from "../policy/types.js";
+import { KeyRing } from "./auth.js";
+import { toApiError } from "./http-errors.js";
+import { createLogger, redactUrl, requestId } from "./logging.js";
+import { createServerMetrics } from "./metrics.js";
+import { buildOpenApi } from "./openapi.js";
+import { PLAYGROUND_HTML } from "./public/playground.js";
+import { GenerationQueue } from "./queue.js";
+import { RateLimiter } from "./rate-limit.js";
+import { databaseRoutes } from "./routes/databases.js";
+import { sqlRoutes } from "./routes/sql.js";
+import { streamRoutes } from "./routes/stream.js";
+import type { ServerState } from "./state.js";
+import type { ServerDeps } from "./types.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Identity of the caller's API key (undefined when auth is off). */
+    reexOwner?: string;
+  }
+}
+
+const UPLOAD_TYPES = ["application/octet-stream", "application/vnd.sqlite3", "application/x-sqlite3"];
+
+function policyOf(deps: ServerDeps): () => Policy | undefined {
+  const p = deps.policy;
+  if (typeof p === "function") return p;
+  return () => p;
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * Builds the reex HTTP app from its dependencies (not listening yet). `app.close()` drains: /readyz
+ * turns 503 and /v1 refuses new work with SHUTTING_DOWN (the listener stays open meanwhile so
+ * both stay observable), in-flight work gets `deps.shutdownGraceMs` (default 10000) to finish and
+ * is then aborted, WebSockets close with 1001, the listener closes, and `deps.close` runs.
+ */
+export function buildApp(deps: ServerDeps): FastifyInstance {
+  const { config } = deps;
+  const sc = config.server;
+  const logger = createLogger(config, { ...(deps.logger ? { base: deps.logger } : {}), ...(deps.logStream ? { stream: deps.logStream } : {}) });
+  const app = Fastify({
+    loggerInstance: logger,
+    genReqId: requestId,
+    bodyLimit: sc.bodyLimitBytes,
+    connectionTimeout: sc.connectionTimeoutMs,
+    requestTimeout: sc.requestTimeoutMs,
+    return503OnClosing: false,
+    forceCloseConnections: "idle",
+  }) as unknown as FastifyInstance;
+
+  const policy = policyOf(deps);
+  const queue = new GenerationQueue(sc.maxConcurrent, sc.maxQueued);
+  const state: ServerState = {
+    config,
+    deps,
+    queue,
+    metrics: createServerMetrics({ queueDepth: () => queue.waiting, liveSequences: () => policy()?.liveTrajectories() ?? 0 }),
+    keys: new KeyRing(sc.apiKeys),
+    limiter: new RateLimiter(sc.rateLimitPerMinute, deps.now),
+    draining: false,
+    sockets: new Set(),
+    log: app.log,
+    policy,
+  };
+  const httpInFlight = new Set<object>();
+
+  app.decorateRequest("reexOwner", undefined);
+
+  app.addContentTypeParser(UPLOAD_TYPES, { parseAs: "buffer", bodyLimit: sc.bodyLimitBytes }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, request, reply) => {
+    const e = toApiError(err);
+    if (e.status >= 500 && e.code !== "QUEUE_FULL" && e.code !== "SHUTTING_DOWN" && e.code !== "MODEL_NOT_READY") {
+      const cause = e.code === "INTERNAL" ? (e.cause ?? err) : err;
+      request.log.error(
+        { code: e.code, errName: (cause as Error)?.name, messageChars: (cause as Error)?.message?.length, ...(sc.logSql ? { err: cause } : { stack: stackFrames(cause) }) },
+        "request failed",
+      );
+    } else {
+      request.log.info({ code: e.code, status: e.status }, "request refused");
+    }
+    if (e.code === "RATE_LIMITED") reply.header("retry-after", String(e.details?.retryAfterSeconds ?? 60));
+    if (e.code === "UNAUTHORIZED") reply.header("www-authenticate", 'Bearer realm="reex"');
+    return reply.code(e.status).type("application/json; charset=utf-8").send(e.toJSON());
+  });
+
+  app.setNotFoundHandler((request) => {
+    const path = redactUrl(request.url).split("?")[0];
+    throw new ReexError("NOT_FOUND", `no route ${request.method} ${path}`);
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+    if (request.headers.upgrade?.toLowerCase() !== "websocket") {
+      httpInFlight.add(request);
+      reply.raw.once("close", () => httpInFlight.delete(request));
+    }
+  });
+
+  app.addHook("onResponse", async (request, reply) => {
+    httpInFlight.delete(request);
+    const route = request.routeOptions.url ?? "unmatched";
+    state.metrics.requests.inc({ route, status: String(reply.statusCode) });
+    state.metrics.duration.observe(reply.elapsedTime / 1000, { route });
+  });
+
+  app.register(fastifyWebsocket, {
+    options: { maxPayload: sc.wsMaxPayloadBytes },
+    preClose: (done) => done(),
+    errorHandler: (error, socket, request) => {
+      request.log.info({ errName: error.name, code: (error as { code?: string }).code }, "websocket error");
+      socket.terminate();
+    },
+  });
+
+  app.register(
+    async (v1) => {
+      v1.addHook("onRequest", async (request) => {
+        if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
+        const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
+        request.reexOwner = state.keys.authenticate(request.headers.authorization, typeof queryKey === "string" ? queryKey : undefined);
+        const decision = state.limiter.take(request.reexOwner ?? `ip:${request.ip}`);
+        if (!decision.allowed) {
+          throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
+        }
+      });
+      await databaseRoutes(v1, state);
+      await sqlRoutes(v1, state);
+      await streamRoutes(v1, state);
+    },
+    { prefix: "/v1" },
+  );
+
+  const quiet = { logLevel: "warn" as const };
+  app.get("/healthz", quiet, async () => ({ status: "ok" }));
+
+  app.get("/readyz", quiet, async () => {
+    if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
+    const p = policy();
+    if (!p) throw new ReexError("MODEL_NOT_READY", "the model is still loading");
+    return { status: "ready", policy: p.info, queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued } };
+  });
+
+  app.get("/metrics", quiet, async (_request, reply) => {
+    return reply.type("text/plain; version=0.0.4; charset=utf-8").send(state.metrics.registry.render());
+  });
+
+  const openapi = buildOpenApi(config);
+  app.get("/openapi.json", async () => openapi);
+
+  app.get("/", async (_request, reply) =>
+    reply
+      .type("text/html; charset=utf-8")
+      .header("cache-control", "no-store")
+      .header("content-security-policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'")
+      .send(PLAYGROUND_HTML),
+  );
+  app.get("/favicon.ico", quiet, async (_request, reply) => reply.code(204).send());
+
+  const graceMs = deps.shutdownGraceMs ?? 10_000;
+  app.addHook("preClose", async () => {
+    state.draining = true;
+    if (!(await queue.drain(graceMs))) {
+      app.log.warn({ inFlight: queue.inFlight }, "shutdown grace period over; aborting in-flight work");
+      queue.abortAll(new ReexError("SHUTTING_DOWN", "the server is shutting down"));
+      await queue.drain(5_000);
+    }
+    for (let waited = 0; httpInFlight.size > 0 && waited < 2_000; waited += 20) await pause(20);
+    const closing = [...state.sockets].map(
+      (socket) =>
+        new Promise<void>((resolve) => {
+          if (socket.readyState === socket.CLOSED) return resolve();
+          socket.once("close", () => resolve());
+          socket.close(1001, "server shutting down");
+          setTimeout(() => {
+            socket.terminate();
+            resolve();
+          }, 2_000).unref();
+        }),
+    );
+    await Promise.all(closing);
+    app.websocketServer.close();
+    app.server.closeAllConnections();
+  });
+
+  app.addHook("onClose", async () => {
+    if (deps.close) await deps.close();
+    else {
+      await deps.executor?.close();
+      await policy()?.close();
+    }
+  });
+
+  return app;
+}
+
+function stackFrames(err: unknown): string | undefined {
+  const stack = (err as Error)?.stack;
+  return stack?.split("\n").filter((line) => line.trimStart().startsWith("at ")).slice(0, 8).join("\n");
+}

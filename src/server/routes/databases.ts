@@ -1,0 +1,115 @@
+/** /v1/databases: upload, register by path, list, describe and delete SQLite databases. */
+import { realpath } from "node:fs/promises";
+import { isAbsolute, relative, resolve, sep } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { Config } from "../../config/index.js";
+import { ReexError } from "../../errors/index.js";
+import { loadSchema } from "../../sql/index.js";
+import { databaseParamsSchema, parseWith, registerPathSchema, uploadQuerySchema } from "../schemas.js";
+import type { ServerState } from "../state.js";
+import type { RegistryEntry } from "../types.js";
+
+function isInside(child: string, root: string): boolean {
+  const rel = relative(root, child);
+  return rel === "" || (!rel.startsWith(".." + sep) && rel !== ".." && !isAbsolute(rel));
+}
+
+async function realOrResolved(p: string): Promise<string> {
+  try {
+    return await realpath(p);
+  } catch {
+    return resolve(p);
+  }
+}
+
+/**
+ * The real path to register, when path registration is on and `requested` lies under an allowed
+ * root after symlinks are resolved; DB_PATH_NOT_ALLOWED otherwise, DB_FILE_NOT_FOUND for a
+ * missing file inside a root.
+ */
+async function allowedPath(requested: string, config: Config): Promise<string> {
+  if (!config.server.allowPathRegistration) {
+    throw new ReexError("DB_PATH_NOT_ALLOWED", "registering server-side paths is disabled (server.allowPathRegistration)");
+  }
+  if (config.server.allowedRoots.length === 0) throw new ReexError("DB_PATH_NOT_ALLOWED", "no folder is open to path registration (server.allowedRoots is empty)");
+  const lexical = resolve(requested);
+  const roots = await Promise.all(config.server.allowedRoots.map((r) => realOrResolved(r)));
+  const lexicalRoots = config.server.allowedRoots.map((r) => resolve(r));
+  const notAllowed = (): ReexError => new ReexError("DB_PATH_NOT_ALLOWED", "the path is outside server.allowedRoots");
+  if (!lexicalRoots.some((r) => isInside(lexical, r)) && !roots.some((r) => isInside(lexical, r))) throw notAllowed();
+  let real: string;
+  try {
+    real = await realpath(lexical);
+  } catch {
+    throw new ReexError("DB_FILE_NOT_FOUND", `no file at ${requested}`);
+  }
+  if (!roots.some((r) => isInside(real, r))) throw notAllowed();
+  return real;
+}
+
+/** An entry as the API shows it (no owner; the path only for path registrations). */
+export function publicEntry(entry: RegistryEntry): Record<string, unknown> {
+  return {
+    id: entry.id,
+    name: entry.name,
+    source: entry.source,
+    tables: entry.tables,
+    sizeBytes: entry.sizeBytes,
+    registeredAt: entry.registeredAt,
+    ...(entry.source === "path" ? { path: entry.path } : {}),
+  };
+}
+
+/** The schema GET /v1/databases/:id shows by default: tables, columns, example values and foreign keys. */
+export function describeSchema(entry: RegistryEntry): unknown {
+  return loadSchema(entry.path);
+}
+
+/** The schema without a top-level `path`, so an upload's location on the server never leaks. */
+function withoutPath(schema: unknown): unknown {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema) || !("path" in schema)) return schema;
+  const { path: _path, ...rest } = schema as Record<string, unknown>;
+  return rest;
+}
+
+/** Registers the /v1/databases routes. */
+export async function databaseRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
+  const { registry } = state.deps;
+
+  const describe = state.deps.describe ?? describeSchema;
+
+  app.post("/databases", async (request, reply) => {
+    const owner = request.reexOwner;
+    let entry: RegistryEntry;
+    if (Buffer.isBuffer(request.body)) {
+      const query = parseWith(uploadQuerySchema, request.query, "query");
+      if (request.body.length === 0) throw new ReexError("BAD_REQUEST", "the upload is empty; send the SQLite file as the request body");
+      entry = await registry.registerBytes(request.body, { ...(owner !== undefined ? { owner } : {}), ...(query.name !== undefined ? { name: query.name } : {}) });
+      request.log.info({ database: entry.id, sizeBytes: entry.sizeBytes, tables: entry.tables.length }, "database uploaded");
+    } else {
+      const body = parseWith(registerPathSchema, request.body, "body");
+      const path = await allowedPath(body.path, state.config);
+      entry = await registry.registerPath(path, body.name !== undefined ? { name: body.name } : {});
+      request.log.info({ database: entry.id, tables: entry.tables.length }, "database registered by path");
+    }
+    return reply.code(201).send({ id: entry.id, name: entry.name, tables: entry.tables, source: entry.source });
+  });
+
+  app.get("/databases", async (request) => {
+    const owner = request.reexOwner;
+    return { databases: (await registry.list(owner)).map(publicEntry) };
+  });
+
+  app.get("/databases/:id", async (request) => {
+    const { id } = parseWith(databaseParamsSchema, request.params, "params");
+    const entry = await registry.get(id, request.reexOwner);
+    return { ...publicEntry(entry), schema: withoutPath(await describe(entry)) ?? null };
+  });
+
+  app.delete("/databases/:id", async (request, reply) => {
+    const { id } = parseWith(databaseParamsSchema, request.params, "params");
+    await registry.remove(id, request.reexOwner);
+    request.log.info({ database: id }, "database deleted");
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,137 @@
+/**
+ * The zod schemas of the HTTP and WebSocket API: every body, parameter and query is parsed with
+ * one of these, and /openapi.json is generated from them.
+ */
+import { z } from "zod";
+import type { Config } from "../config/index.js";
+import { ReexError, issuesFrom } from "../errors/index.js";
+
+const strategies = ["greedy", "linear", "tree", "tree-prune"] as const;
+const feedbackModes = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"] as const;
+
+/** The body of POST /v1/sql (and the one message a /v1/stream client sends), bounded by `config`. */
+export function sqlRequestSchema(config: Config) {
+  return z
+    .object({
+      database: z.string().min(1).max(200).describe("Id of a registered database."),
+      question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
+      evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge."),
+      strategy: z.enum(strategies).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
+      candidates: z.number().int().min(1).max(config.decoding.maxCandidates).optional().describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
+      branching: z.number().int().min(2).max(16).optional().describe(`Most children per tree node. Default ${config.decoding.branching}.`),
+      maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
+      maxTokens: z.number().int().min(1).max(config.agent.maxTokens).optional().describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
+      feedback: z.enum(feedbackModes).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
+      temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
+      seed: z.number().int().min(0).max(2 ** 32 - 1).optional().describe("Seed for reproducible sampling."),
+      constrained: z.boolean().optional().describe("Constrain output to the tag structure and the schema's identifiers. Default false."),
+      includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
+    })
+    .strict();
+}
+
+/** A parsed POST /v1/sql body. */
+export type SqlRequest = z.infer<ReturnType<typeof sqlRequestSchema>>;
+
+/** The one request message a /v1/stream client sends: the POST /v1/sql body, optionally tagged `type: "ask"`. */
+export function streamRequestSchema(config: Config) {
+  return sqlRequestSchema(config).extend({ type: z.literal("ask").optional() });
+}
+
+/** A message a /v1/stream client may send after its request. */
+export const streamControlSchema = z.object({ type: z.literal("cancel") }).strict();
+
+/** JSON body of POST /v1/databases registering a server-side path. */
+export const registerPathSchema = z
+  .object({
+    path: z.string().min(1).max(4096).describe("Absolute path of a SQLite file under one of server.allowedRoots."),
+    name: z.string().min(1).max(128).optional().describe("Display name; default the file name."),
+  })
+  .strict();
+
+/** Query of POST /v1/databases for raw uploads. */
+export const uploadQuerySchema = z
+  .object({ name: z.string().min(1).max(128).optional().describe("Display name of the uploaded database.") })
+  .strict();
+
+/** Path parameters of /v1/databases/:id. */
+export const databaseParamsSchema = z.object({ id: z.string().min(1).max(200) }).strict();
+
+const cellSchema = z
+  .union([z.string(), z.number(), z.null(), z.object({ base64: z.string() })])
+  .describe("A cell: text, number (integers beyond 2^53 as decimal strings), null, or a BLOB as {base64}.");
+
+/** A query result as the API shows it. */
+export const resultSchema = z.object({
+  columns: z.array(z.string()),
+  rows: z.array(z.array(cellSchema)),
+  rowCount: z.number().int(),
+  truncated: z.boolean(),
+});
+
+/** One candidate of an answer. */
+export const candidateSchema = z.object({
+  index: z.number().int(),
+  path: z.string(),
+  sql: z.string().nullable(),
+  answerable: z.boolean(),
+  votes: z.number().int(),
+  group: z.number().int().nullable(),
+  error: z.string().optional(),
+});
+
+/** Token counts of an answer. */
+export const usageSchema = z.object({
+  promptTokens: z.number().int(),
+  evaluatedTokens: z.number().int(),
+  generatedTokens: z.number().int(),
+});
+
+/** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */
+export const sqlResponseSchema = z.object({
+  sql: z.string().nullable(),
+  answerable: z.boolean(),
+  reason: z.string().optional(),
+  result: resultSchema.nullable(),
+  candidates: z.array(candidateSchema),
+  winner: z.number().int().nullable(),
+  shortfall: z.string().optional(),
+  trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
+  usage: usageSchema,
+  timings: z.object({
+    totalMs: z.number().describe("Server-side time from accepting the request to the answer."),
+    queueMs: z.number().describe("Time spent waiting for a generation slot."),
+    decodeMs: z.number().describe("Time the decoder reported for itself."),
+    firstTokenMs: z.number().optional(),
+  }),
+});
+
+/** A registered database as the API shows it. */
+export const databaseSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  source: z.enum(["path", "upload"]),
+  tables: z.array(z.string()),
+  sizeBytes: z.number().int().optional(),
+  registeredAt: z.string().optional(),
+  path: z.string().optional().describe("The server-side path (path registrations only)."),
+});
+
+/** The body of every error response. */
+export const errorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string(), code: z.string().optional() })).optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/**
+ * Parses `value` with `schema`; on failure throws BAD_REQUEST whose issues carry the zod paths
+ * prefixed with where the value came from ("body", "query", "params", "message").
+ */
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = issuesFrom(parsed.error.issues).map((i) => ({ ...i, path: [where, ...i.path] }));
+  throw new ReexError("BAD_REQUEST", `invalid ${where}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { issues });
+}

@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Counter, Gauge, Histogram, MetricsRegistry } from "../../src/server/index.js";
+import { makeApp, type TestApp } from "./helpers.js";
+
+let t: TestApp | undefined;
+afterEach(async () => {
+  await t?.cleanup();
+  t = undefined;
+});
+
+describe("metrics", () => {
+  it("renders counters, gauges and histograms in the Prometheus text format", () => {
+    const r = new MetricsRegistry();
+    const c = r.register(new Counter("a_total", "A."));
+    const g = r.register(new Gauge("g", "G."));
+    const h = r.register(new Histogram("h_seconds", "H.", [0.1, 1]));
+    c.inc({ route: '/x"y', status: "200" }, 2);
+    g.set(3);
+    h.observe(0.5, { route: "/x" });
+    h.observe(2, { route: "/x" });
+    expect(r.render()).toBe(
+      [
+        "# HELP a_total A.",
+        "# TYPE a_total counter",
+        'a_total{route="/x\\"y",status="200"} 2',
+        "# HELP g G.",
+        "# TYPE g gauge",
+        "g 3",
+        "# HELP h_seconds H.",
+        "# TYPE h_seconds histogram",
+        'h_seconds_bucket{route="/x",le="0.1"} 0',
+        'h_seconds_bucket{route="/x",le="1"} 1',
+        'h_seconds_bucket{route="/x",le="+Inf"} 2',
+        'h_seconds_sum{route="/x"} 2.5',
+        'h_seconds_count{route="/x"} 2',
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("GET /metrics counts requests by route template and status, tokens, probes and live sequences", async () => {
+    t = await makeApp();
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    await t.app.inject({ method: "GET", url: `/v1/databases/${t.dbId}` });
+    await t.app.inject({ method: "GET", url: "/v1/databases/missing" });
+    const res = await t.app.inject({ method: "GET", url: "/metrics" });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toContain("text/plain");
+    const text = res.body;
+    expect(text).toContain('reex_requests_total{route="/v1/sql",status="200"} 1');
+    expect(text).toContain('reex_requests_total{route="/v1/databases/:id",status="200"} 1');
+    expect(text).toContain('reex_requests_total{route="/v1/databases/:id",status="404"} 1');
+    expect(text).toContain('reex_request_duration_seconds_count{route="/v1/sql"} 1');
+    expect(text).toContain('reex_tokens_total{kind="generated"} 30');
+    expect(text).toContain('reex_tokens_total{kind="prompt"} 120');
+    expect(text).toContain("reex_probes_total 1");
+    expect(text).toContain("# TYPE reex_sql_timeouts_total counter");
+    expect(text).toContain("reex_queue_depth 0");
+    expect(text).toContain("reex_live_sequences 0");
+  });
+
+  it("counts SQL timeouts seen in probe results", async () => {
+    t = await makeApp({
+      deps: {
+        decode: async (_req, ctx) => {
+          ctx.sink?.({ type: "probe", path: "0", step: 1, sql: "WITH RECURSIVE ..." });
+          ctx.sink?.({ type: "result", path: "0", step: 1, result: { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "stopped" }, elapsedMs: 5000 }, feedback: "timeout" });
+          return { sql: null, answerable: false, candidates: [], winner: null, usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
+        },
+      },
+    });
+    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    expect(res.json()).toMatchObject({ sql: null, answerable: false, result: null, candidates: [] });
+    expect((await t.app.inject({ method: "GET", url: "/metrics" })).body).toContain("reex_sql_timeouts_total 1");
+  });
+});

@@ -1,0 +1,134 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Answer, AnswerRequest, DecodeContext } from "../../src/decoding/types.js";
+import type { ReexEvent } from "../../src/events/index.js";
+import type { ExecSuccess } from "../../src/sql/types.js";
+import { listen, makeApp, sleep, sqliteBytes, type TestApp } from "./helpers.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const OUTPUT = fileURLToPath(new URL("../.output/", import.meta.url));
+
+const ok = (columns: string[], rows: (string | number)[][]): ExecSuccess => ({ ok: true, columns, rows, rowCount: rows.length, truncated: false, empty: rows.length === 0, elapsedMs: 0.6 });
+
+/** A tree-prune decode with realistic text: one root, three branches, one pruned, two agreeing candidates. */
+async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answer> {
+  const emit = (e: ReexEvent): void => ctx.sink?.(e);
+  const say = async (path: string, text: string): Promise<void> => {
+    for (const piece of text.match(/.{1,12}/gs) ?? []) {
+      emit({ type: "token", path, text: piece });
+      await sleep(2, ctx.signal);
+    }
+  };
+  emit({ type: "branch", path: "0", parent: null, depth: 0 });
+  await say("0", "<think>The question asks for singers older than 30; the age is in singer.age. Let me check the values first.</think>\n<probe>SELECT name, age FROM singer ORDER BY age DESC</probe>");
+  emit({ type: "probe", path: "0", step: 1, sql: "SELECT name, age FROM singer ORDER BY age DESC" });
+  emit({ type: "result", path: "0", step: 1, result: ok(["name", "age"], [["Joe Sharp", 52], ["Rose White", 41], ["Timbaland", 32], ["Justin Brown", 29]]), feedback: "" });
+  for (const p of ["0.0", "0.1", "0.2"]) emit({ type: "branch", path: p, parent: "0", depth: 1 });
+  await say("0.0", "<think>Three singers are above 30.</think>\n<answer>SELECT name FROM singer WHERE age > 30</answer>");
+  await say("0.1", "<probe>SELECT nme FROM singer</probe>");
+  emit({ type: "probe", path: "0.1", step: 2, sql: "SELECT nme FROM singer" });
+  emit({ type: "result", path: "0.1", step: 2, result: { ok: false, error: { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message: "no such column: nme" }, elapsedMs: 0.2 }, feedback: "" });
+  emit({ type: "prune", path: "0.1", reason: "probe_error" });
+  await say("0.2", "<answer>SELECT name FROM singer WHERE age >= 31</answer>");
+  const winner = "SELECT name FROM singer WHERE age > 30";
+  emit({ type: "candidate", path: "0.0", index: 0, sql: winner, ok: true, answerable: true });
+  emit({ type: "candidate", path: "0.2", index: 1, sql: "SELECT name FROM singer WHERE age >= 31", ok: true, answerable: true });
+  emit({ type: "vote", winner: 0, groups: [{ group: 0, votes: 2, members: [0, 1] }], rule: "majority" });
+  emit({ type: "final", sql: winner, answerable: true });
+  const result = ok(["name"], [["Joe Sharp"], ["Timbaland"], ["Rose White"]]);
+  return {
+    sql: winner,
+    answerable: true,
+    result,
+    candidates: [
+      { index: 0, path: "0.0", sql: winner, answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.1 },
+      { index: 1, path: "0.2", sql: "SELECT name FROM singer WHERE age >= 31", answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.3 },
+    ],
+    winner: 0,
+    usage: { promptTokens: 412, evaluatedTokens: 530, generatedTokens: 118 },
+    timings: { totalMs: 180 },
+  };
+}
+
+let browser: Browser | undefined;
+let t: TestApp | undefined;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package`);
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await t?.cleanup();
+  t = undefined;
+});
+
+describe("the playground page", () => {
+  it("lists databases, asks over the WebSocket, and renders the tree and the winning SQL with its result", async () => {
+    t = await makeApp({ deps: { decode: treeDecode } });
+    await t.registry.registerBytes(sqliteBytes(t.dir), { name: "another" });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage({ viewport: { width: 1360, height: 1000 } });
+    const outside: string[] = [];
+    const problems: string[] = [];
+    page.on("request", (r) => {
+      if (!r.url().startsWith(url)) outside.push(r.url());
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(m.text());
+    });
+    page.on("pageerror", (e) => problems.push(e.message));
+
+    await page.goto(url + "/");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    await page.selectOption("#database", t.dbId);
+    await expect.poll(() => page.textContent("#tables")).toContain("singer");
+    await page.fill("#question", "Which singers are older than 30?");
+    await page.fill("#evidence", "older than 30 refers to age > 30");
+    await page.selectOption("#strategy", "tree-prune");
+    await page.fill("#candidates", "3");
+    await page.click("#ask");
+
+    await page.waitForSelector("#final-result table", { timeout: 10_000 });
+    expect(await page.textContent("#final-sql")).toBe("SELECT name FROM singer WHERE age > 30");
+    expect(await page.locator(".node").count()).toBe(4);
+    expect(await page.locator('.node[data-path="0"] > .children > .node').count()).toBe(3);
+    expect(await page.locator(".node.pruned").getAttribute("data-path")).toBe("0.1");
+    expect(await page.locator(".node.pruned").textContent()).toContain("pruned: probe error");
+    expect(await page.locator(".node.winner").getAttribute("data-path")).toBe("0.0");
+    expect(await page.locator('.node[data-path="0"] .probe table tbody tr').count()).toBe(4);
+    expect(await page.locator('.node[data-path="0.1"] .probe .err').textContent()).toContain("SQL_NO_SUCH_COLUMN");
+    expect(await page.locator("#final-result tbody tr").count()).toBe(3);
+    expect(await page.textContent("#final-meta")).toContain("2 votes for the winner");
+    expect(await page.isEnabled("#ask")).toBe(true);
+
+    mkdirSync(OUTPUT, { recursive: true });
+    await page.screenshot({ path: OUTPUT + "playground.png", fullPage: true });
+    expect(outside).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it("asks for the API key when the server needs one and keeps it in localStorage", async () => {
+    t = await makeApp({ server: { apiKeys: ["browser-key-0123"] }, deps: { decode: treeDecode } });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await expect.poll(() => page.textContent("#banner")).toContain("API key");
+    await page.fill("#key", "browser-key-0123");
+    await page.dispatchEvent("#key", "change");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    expect(await page.evaluate<string | null>('localStorage.getItem("reex.apiKey")')).toBe("browser-key-0123");
+    await page.fill("#question", "How many singers?");
+    await page.click("#ask");
+    await page.waitForSelector("#final-result table", { timeout: 10_000 });
+    await page.close();
+  });
+});
