@@ -1,0 +1,93 @@
+/**
+ * What the model is shown of a probe's execution: the text placed inside `<result>…</result>`.
+ * One function per feedback mode of the ReEx robustness study; cell values and error messages are
+ * compacted, truncated and defused so that database content can never forge a tag.
+ */
+import type { FeedbackMode } from "../decoding/types.js";
+import type { ExecResult, SqlValue } from "../sql/types.js";
+
+/** Shown for every probe in "locked" mode. */
+export const LOCKED_FEEDBACK = "Execution result hidden.";
+
+/** Shown for every probe in "timeout" mode, and for probes that really timed out. */
+export const TIMEOUT_FEEDBACK = "Timeout: the query did not finish within the time limit.";
+
+/** Shown instead of executing a probe that repeats an earlier one. */
+export const REPEATED_PROBE_FEEDBACK = "You already ran this query; its result was above.";
+
+/** Shown for a probe written after the interaction limit; the server then opens `<final_sql>` for the model. */
+export const LIMIT_FEEDBACK = "Interaction limit reached; no more queries can be run. Write the final SQL now.";
+
+/** How feedback is rendered. */
+export interface FeedbackOptions {
+  /** Default "full". */
+  mode?: FeedbackMode;
+  /** Rows shown in "full" mode. Default 3. */
+  rows?: number;
+  /** Longest cell (and column name) shown before truncation with "…". Default 60. */
+  maxCellChars?: number;
+}
+
+const TAG_LIKE = /<(\/?)(think|intermediate_sql|result|final_sql|reasoning|answer)>/gi;
+
+/** Neutralises tag-like text from the database or an error message so it cannot open or close a block. */
+export function defuse(text: string): string {
+  return text.replace(TAG_LIKE, "‹$1$2›");
+}
+
+function cell(value: SqlValue, max: number): string {
+  let s: string;
+  if (value === null) s = "NULL";
+  else if (value instanceof Uint8Array) s = `<blob ${value.byteLength} bytes>`;
+  else if (typeof value === "number") s = Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(12)));
+  else s = String(value);
+  s = s.replace(/\s+/g, " ").replace(/\|/g, "¦");
+  if (s.length > max) s = s.slice(0, Math.max(0, max - 1)) + "…";
+  return defuse(s);
+}
+
+function failure(result: Extract<ExecResult, { ok: false }>): string {
+  if (result.error.category === "timeout") return TIMEOUT_FEEDBACK;
+  return `Error (${result.error.category}): ${defuse(result.error.message.replace(/\s+/g, " ").trim())}`;
+}
+
+function rowsTotal(result: Extract<ExecResult, { ok: true }>): string {
+  const n = Math.max(result.rowCount, result.rows.length);
+  return result.truncated ? `more than ${n} rows` : `${n} row${n === 1 ? "" : "s"}`;
+}
+
+/**
+ * The text inside `<result>…</result>` for one execution. Modes: full (headers + first `rows` rows,
+ * " | "-separated, a total when rows are left out), schema-only (column names), row-count,
+ * error-only ("OK" or the error), locked (a fixed note), timeout (always a timeout note).
+ */
+export function formatFeedback(result: ExecResult, options: FeedbackOptions = {}): string {
+  const mode = options.mode ?? "full";
+  const k = Math.max(0, options.rows ?? 3);
+  const max = Math.max(4, options.maxCellChars ?? 60);
+  if (mode === "locked") return LOCKED_FEEDBACK;
+  if (mode === "timeout") return TIMEOUT_FEEDBACK;
+  if (!result.ok) return failure(result);
+  const header = result.columns.map((c) => cell(c, max)).join(" | ");
+  const n = Math.max(result.rowCount, result.rows.length);
+  switch (mode) {
+    case "error-only":
+      return "OK";
+    case "row-count":
+      return n === 0 ? "0 rows (empty result)" : rowsTotal(result);
+    case "schema-only":
+      return `Columns: ${header}`;
+    case "full": {
+      if (n === 0) return `${header}\n(empty result)`;
+      const shown = result.rows.slice(0, k).map((row) => row.map((v) => cell(v, max)).join(" | "));
+      const lines = [header, ...shown];
+      if (n > shown.length || result.truncated) lines.push(`… ${rowsTotal(result)} in total`);
+      return lines.join("\n");
+    }
+  }
+}
+
+/** Wraps feedback as the injected block: `<result>\n…\n</result>\n`. */
+export function resultBlock(feedback: string): string {
+  return `<result>\n${feedback}\n</result>\n`;
+}

@@ -1,0 +1,357 @@
+/**
+ * The stepwise rollout of ReEx Algorithm 1 on one trajectory: generate until the model closes a
+ * probe or its final SQL (or ends its turn, or the token budget runs out); execute each probe and
+ * inject its `<result>` block as unsampled text; repeat.
+ *
+ * The loop is resumable: all of its progress lives in a {@link RolloutState}. Tree decoding runs
+ * {@link rolloutStep} until a probe has been answered, then {@link forkRollout}s the trajectory and
+ * its state k times and calls {@link continueRollout} on each child independently.
+ *
+ * Interaction limit: probes 1..N are executed (repeats are counted but not executed). A probe
+ * written after that is not executed: the server answers it with {@link LIMIT_FEEDBACK} and opens
+ * `<final_sql>` itself, so the model must write its answer next (the opening tag is injected,
+ * marked 0 in the record, and counts for the format check as the model's).
+ */
+import { ReexError, toReexError } from "../errors/index.js";
+import type { EventSink } from "../events/index.js";
+import type { FeedbackMode, PromptFamily } from "../decoding/types.js";
+import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/types.js";
+import type { ExecResult, Executor } from "../sql/types.js";
+import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, resultBlock } from "./feedback.js";
+import type { SegmentGrammars } from "./grammar.js";
+import { extractFinal, normalizeSql, segments, unwrapSql, type Segment } from "./parse.js";
+import type { BuiltPrompt } from "./prompts.js";
+
+const PROBE_CLOSE = "</intermediate_sql>";
+const FINAL_OPEN = "<final_sql>";
+const FINAL_CLOSE = "</final_sql>";
+
+/** How one rollout runs. */
+export interface RolloutOptions {
+  executor: Executor;
+  /** The database probes run against. */
+  dbPath: string;
+  /** Only "execution-aware" executes probes; the others generate until `</final_sql>`. Default "execution-aware". */
+  family?: PromptFamily;
+  /** Probe rounds (executed or repeated) at most. Default 10. */
+  maxInteractions?: number;
+  /** Sampled tokens over the whole rollout (across generate calls and forks) at most. Default 1024. */
+  maxTokens?: number;
+  /** Default 0 (greedy). */
+  temperature?: number;
+  /** Default 1. */
+  topP?: number;
+  /** Seed passed to every generate call; default random. */
+  seed?: number;
+  /** What the model is shown of each probe; probes run in every mode, so events and pruning see real outcomes. Default "full". */
+  feedback?: FeedbackMode;
+  /** Rows shown per probe in "full" mode. Default 3. */
+  feedbackRows?: number;
+  /** Longest cell shown. Default 60. */
+  maxCellChars?: number;
+  /** Per-probe execution limit, ms; default: the executor's. */
+  timeoutMs?: number;
+  /** Rows fetched per probe; default: the executor's. */
+  maxRows?: number;
+  /** GBNF grammars for constrained decoding (see `buildSegmentGrammars`); default none. */
+  grammar?: SegmentGrammars;
+  signal?: AbortSignal;
+  /** Receives token, probe, result and error events (and final, with `emitFinal`). */
+  sink?: EventSink;
+  /** The `path` of emitted events. Default the trajectory's id. */
+  path?: string;
+  /** Emit a `final` event when the rollout ends (for single-rollout callers; decoders emit their own). Default false. */
+  emitFinal?: boolean;
+}
+
+/** One probe the model wrote and what it was answered. */
+export interface ProbeRecord {
+  /** 1-based interaction number (the limit-refused probe gets N + 1). */
+  step: number;
+  sql: string;
+  /** The execution (for a repeat, the earlier one's); null for a probe refused by the limit. */
+  result: ExecResult | null;
+  /** The exact text injected inside `<result>`. */
+  feedback: string;
+  /** Same normalised SQL as an earlier probe: not executed again. */
+  repeated: boolean;
+  /** Written after the interaction limit: not executed, the final SQL was forced. */
+  overLimit: boolean;
+}
+
+/** Why a rollout ended: a closed final SQL, the model stopped without one, budget, abort, or a backend failure. */
+export type RolloutStopReason = "final" | "end" | "maxTokens" | "aborted" | "error";
+
+/** Everything a rollout has done so far; copy it with {@link cloneRolloutState} to continue a fork. */
+export interface RolloutState {
+  /** The response so far (sampled and injected text after the prompt). */
+  text: string;
+  probes: ProbeRecord[];
+  /** Probe rounds used (executed and repeated probes). */
+  interactions: number;
+  /** Tokens sampled so far, counted against `maxTokens`. */
+  generatedTokens: number;
+  /** The server has opened `<final_sql>` after the interaction limit. */
+  forcedFinal: boolean;
+  done: boolean;
+  stopReason: RolloutStopReason | null;
+  error?: { code: string; message: string };
+}
+
+/** What one {@link rolloutStep} did: answered a probe, refused one at the limit, or ended the rollout. */
+export type StepOutcome =
+  | { kind: "probe"; probe: ProbeRecord }
+  | { kind: "limit"; probe: ProbeRecord }
+  | { kind: "done"; stopReason: RolloutStopReason };
+
+/** The outcome of a rollout. */
+export interface RolloutResult {
+  path: string;
+  /** The final SQL; null when there is none, the model declared the question unanswerable, or the rollout was cut off. */
+  finalSql: string | null;
+  answerable: boolean;
+  reason?: string;
+  /** The full response after the prompt, injected blocks included. */
+  text: string;
+  probes: ProbeRecord[];
+  /** Token ids after the prompt; `sampled` is 0 for injected text. */
+  record: TokenRecord;
+  promptTokens: number[];
+  /** The trajectory's own usage (a fork counts its generated tokens from the fork on). */
+  usage: TokenUsage;
+  interactions: number;
+  /** Ran out of tokens before closing a final SQL. */
+  truncated: boolean;
+  stopReason: RolloutStopReason;
+  /** Mean log-probability of the sampled tokens (0 when none). */
+  meanLogprob: number;
+  error?: { code: string; message: string };
+}
+
+/** A fresh state for a rollout that starts right after the prompt. */
+export function createRolloutState(): RolloutState {
+  return { text: "", probes: [], interactions: 0, generatedTokens: 0, forcedFinal: false, done: false, stopReason: null };
+}
+
+/** An independent copy of a state (probe records are immutable and shared). */
+export function cloneRolloutState(state: RolloutState): RolloutState {
+  return { ...state, probes: state.probes.slice(), ...(state.error ? { error: { ...state.error } } : {}) };
+}
+
+/** Forks a trajectory and copies its rollout state so both can continue independently. */
+export async function forkRollout(trajectory: Trajectory, state: RolloutState): Promise<{ trajectory: Trajectory; state: RolloutState }> {
+  return { trajectory: await trajectory.fork(), state: cloneRolloutState(state) };
+}
+
+/** A sink whose exceptions are swallowed: a failing consumer (a closed socket) must not break the rollout. */
+function guarded(sink: EventSink | undefined): EventSink | undefined {
+  if (!sink) return undefined;
+  return (event) => {
+    try {
+      sink(event);
+    } catch {
+      // the EventSink contract forbids throwing; a consumer that does loses only its own events
+    }
+  };
+}
+
+function end(state: RolloutState, stopReason: RolloutStopReason): StepOutcome {
+  state.done = true;
+  state.stopReason = stopReason;
+  return { kind: "done", stopReason };
+}
+
+function fail(state: RolloutState, error: unknown, sink: EventSink | undefined, path: string): StepOutcome {
+  const e = toReexError(error);
+  state.error = { code: e.code, message: e.message };
+  sink?.({ type: "error", path, code: e.code, message: e.message });
+  return end(state, "error");
+}
+
+function emptyQuery(): ExecResult {
+  return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: "empty query" }, elapsedMs: 0 };
+}
+
+/**
+ * Runs one segment: generates until a probe or the final SQL closes, then executes and answers the
+ * probe (or ends the rollout). Mutates `state`; a finished state returns `done` again.
+ */
+export async function rolloutStep(trajectory: Trajectory, state: RolloutState, options: RolloutOptions): Promise<StepOutcome> {
+  const path = options.path ?? trajectory.id;
+  const sink = guarded(options.sink);
+  if (state.done) return { kind: "done", stopReason: state.stopReason ?? "end" };
+  if (options.signal?.aborted) return end(state, "aborted");
+  const remaining = (options.maxTokens ?? 1024) - state.generatedTokens;
+  if (remaining <= 0) return end(state, "maxTokens");
+  const probing = (options.family ?? "execution-aware") === "execution-aware" && !state.forcedFinal;
+  const grammars = options.grammar;
+  const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
+
+  let generated;
+  try {
+    generated = await trajectory.generate({
+      stop: probing ? [PROBE_CLOSE, FINAL_CLOSE] : [FINAL_CLOSE],
+      maxTokens: remaining,
+      ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+      ...(options.topP !== undefined ? { topP: options.topP } : {}),
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      ...(grammar !== undefined ? { grammar } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),
+    });
+  } catch (error) {
+    return fail(state, error, sink, path);
+  }
+  state.text += generated.text;
+  state.generatedTokens += generated.tokens.length;
+  if (generated.stopReason === "aborted" || options.signal?.aborted) return end(state, "aborted");
+
+  const blocks = segments(generated.text);
+  const finalClosed = blocks.some((b) => b.kind === "final_sql" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(FINAL_CLOSE));
+  if (finalClosed) return end(state, "final");
+  const probe = probing ? closingProbe(blocks, generated.stop === PROBE_CLOSE) : undefined;
+  if (!probe) return end(state, generated.stopReason === "maxTokens" ? "maxTokens" : "end");
+  return answerProbe(trajectory, state, options, unwrapSql(probe.content), path);
+}
+
+/**
+ * The probe that ended a segment: the last block when it is a closed probe (trailing whitespace
+ * allowed), or, when the policy reports the probe stop string, the last closed probe even if the
+ * final token ran on past the tag.
+ */
+function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | undefined {
+  const last = [...blocks].reverse().find((b) => b.kind !== "text" || b.content.trim().length > 0);
+  if (last?.kind === "intermediate_sql" && last.closed) return last;
+  if (!stoppedAtProbe) return undefined;
+  return [...blocks].reverse().find((b) => b.kind === "intermediate_sql" && b.closed);
+}
+
+async function answerProbe(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, sql: string, path: string): Promise<StepOutcome> {
+  const sink = guarded(options.sink);
+  const maxInteractions = options.maxInteractions ?? 10;
+  if (state.interactions >= maxInteractions) {
+    const probe: ProbeRecord = { step: state.interactions + 1, sql, result: null, feedback: LIMIT_FEEDBACK, repeated: false, overLimit: true };
+    const injected = resultBlock(LIMIT_FEEDBACK) + FINAL_OPEN;
+    try {
+      await trajectory.append(injected);
+    } catch (error) {
+      return fail(state, error, sink, path);
+    }
+    state.text += injected;
+    state.probes.push(probe);
+    state.forcedFinal = true;
+    return { kind: "limit", probe };
+  }
+
+  const step = state.interactions + 1;
+  const key = normalizeSql(sql);
+  const earlier = state.probes.find((p) => p.result !== null && normalizeSql(p.sql) === key);
+  sink?.({ type: "probe", path, step, sql });
+  if (options.signal?.aborted) return end(state, "aborted");
+  let result: ExecResult;
+  let feedback: string;
+  if (earlier?.result) {
+    result = earlier.result;
+    feedback = REPEATED_PROBE_FEEDBACK;
+  } else {
+    try {
+      result =
+        sql.length === 0
+          ? emptyQuery()
+          : await options.executor.execute(options.dbPath, sql, {
+              ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+              ...(options.maxRows !== undefined ? { maxRows: options.maxRows } : {}),
+              ...(options.signal ? { signal: options.signal } : {}),
+            });
+    } catch (error) {
+      return fail(state, error, sink, path);
+    }
+    if (options.signal?.aborted) return end(state, "aborted");
+    feedback = formatFeedback(result, {
+      ...(options.feedback ? { mode: options.feedback } : {}),
+      ...(options.feedbackRows !== undefined ? { rows: options.feedbackRows } : {}),
+      ...(options.maxCellChars !== undefined ? { maxCellChars: options.maxCellChars } : {}),
+    });
+  }
+  sink?.({ type: "result", path, step, result, feedback });
+  const injected = resultBlock(feedback);
+  try {
+    await trajectory.append(injected);
+  } catch (error) {
+    return fail(state, error, sink, path);
+  }
+  state.text += injected;
+  state.interactions = step;
+  const probe: ProbeRecord = { step, sql, result, feedback, repeated: earlier !== undefined, overLimit: false };
+  state.probes.push(probe);
+  return { kind: "probe", probe };
+}
+
+/** Runs steps until the rollout ends, then reads its answer. Mutates `state` (clone it first to keep a copy). */
+export async function continueRollout(trajectory: Trajectory, state: RolloutState, options: RolloutOptions): Promise<RolloutResult> {
+  while (!state.done) await rolloutStep(trajectory, state, options);
+  return finishRollout(trajectory, state, options);
+}
+
+/** Runs a whole rollout on a trajectory that has just been started from its prompt. */
+export async function rollout(trajectory: Trajectory, options: RolloutOptions): Promise<RolloutResult> {
+  return continueRollout(trajectory, createRolloutState(), options);
+}
+
+/**
+ * Renders a built prompt through the policy, starts a trajectory, runs one rollout and releases the
+ * trajectory: the one-call form for the CLI, evaluation and training.
+ */
+export async function runRollout(policy: Policy, prompt: BuiltPrompt, options: RolloutOptions): Promise<RolloutResult> {
+  const spec = policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
+  const trajectory = await policy.start(spec, options.signal ? { signal: options.signal } : {});
+  try {
+    return await rollout(trajectory, options);
+  } finally {
+    await trajectory.release();
+  }
+}
+
+/**
+ * The result of a finished (or abandoned) rollout. After a clean end any answer counts (an unclosed
+ * `<final_sql>` too); after running out of tokens, an abort or an error, only a closed answer block.
+ */
+export function finishRollout(trajectory: Trajectory, state: RolloutState, options: Pick<RolloutOptions, "path" | "sink" | "emitFinal"> = {}): RolloutResult {
+  if (!state.done) throw new ReexError("INTERNAL", "finishRollout called on a rollout that has not ended");
+  const stopReason = state.stopReason ?? "end";
+  const final = extractFinal(state.text);
+  const cleanEnd = stopReason === "final" || stopReason === "end";
+  const closedAnswer = final.closed && (final.source === "final_sql" || final.source === "answer");
+  const usable = cleanEnd || closedAnswer;
+  const finalSql = usable ? final.sql : null;
+  const answerable = usable ? final.answerable : true;
+  const source = trajectory.record;
+  const record: TokenRecord = { tokens: source.tokens.slice(), sampled: source.sampled.slice(), logprobs: source.logprobs.slice() };
+  let sum = 0;
+  let count = 0;
+  record.sampled.forEach((s, i) => {
+    if (s === 1) {
+      sum += record.logprobs[i] ?? 0;
+      count++;
+    }
+  });
+  const path = options.path ?? trajectory.id;
+  const result: RolloutResult = {
+    path,
+    finalSql,
+    answerable,
+    ...(usable && final.reason !== undefined ? { reason: final.reason } : {}),
+    text: state.text,
+    probes: state.probes.slice(),
+    record,
+    promptTokens: trajectory.promptTokens.slice(),
+    usage: { ...trajectory.usage },
+    interactions: state.interactions,
+    truncated: stopReason === "maxTokens" && !closedAnswer,
+    stopReason,
+    meanLogprob: count ? sum / count : 0,
+    ...(state.error ? { error: { ...state.error } } : {}),
+  };
+  if (options.emitFinal) guarded(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
+  return result;
+}
