@@ -1,0 +1,202 @@
+"""Command line: ``python3 -m reex_learner step|logprobs|info ...`` (see docs/learner.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, Dict, Optional, Sequence
+
+_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def _torch_setup(args: argparse.Namespace):
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = getattr(torch, _DTYPES[args.dtype])
+    if dtype == torch.float16 and not str(device).startswith("cuda"):
+        print("reex_learner: --dtype f16 needs CUDA (PyTorch's CPU autocast is bf16-only); computing in f32", file=sys.stderr)
+        dtype = torch.float32
+    return torch, device, dtype
+
+
+def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
+    for i, r in enumerate(rollouts):
+        for t in r.prompt_tokens + r.tokens:
+            if not 0 <= t < n_vocab:
+                raise SystemExit(f"{path}: rollout {i}: token id {t} outside the model's vocabulary (0..{n_vocab - 1})")
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    torch, device, dtype = _torch_setup(args)
+    from .grpo import StepConfig, read_experience, train_step
+    from .gguf_io import write_gguf
+    from .model import load_model, state_for_gguf
+
+    t0 = time.time()
+    # weights stay float32 (master copies for AdamW); --dtype is the autocast compute dtype
+    policy, g = load_model(args.model, device=device)
+    policy.grad_checkpoint = args.grad_checkpoint
+    policy.attn_impl = args.attn
+    ref = None
+    if args.ref:
+        ref, _ = load_model(args.ref, device=device)
+        ref.eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+    rollouts = read_experience(args.experience)
+    _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
+    cfg = StepConfig(
+        mode=args.mode,
+        lr=args.lr,
+        clip=args.clip,
+        clip_high=args.clip_high,
+        kl_beta=args.kl_beta,
+        loss_agg=args.loss_agg,
+        epochs=args.epochs,
+        micro_batch=args.micro_batch,
+        mini_batch=args.mini_batch,
+        max_grad_norm=args.max_grad_norm,
+        weight_decay=args.weight_decay,
+        temperature=args.temperature,
+        mask_truncated=args.mask_truncated,
+        advantage=args.advantage,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        optimizer_state=args.optimizer_state,
+        compute_dtype=dtype,
+    )
+    load_s = time.time() - t0
+    metrics: Dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
+    t1 = time.time()
+    write_gguf(args.out, g, state_for_gguf(policy), out_type=args.out_type)
+    metrics.update(
+        {
+            "model": args.model,
+            "out": args.out,
+            "experience": args.experience,
+            "device": str(device),
+            "dtype": str(dtype).replace("torch.", ""),
+            "load_s": load_s,
+            "write_s": time.time() - t1,
+        }
+    )
+    text = json.dumps(metrics, sort_keys=True)
+    if args.metrics:
+        with open(args.metrics, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    print(text)
+    return 0
+
+
+def cmd_logprobs(args: argparse.Namespace) -> int:
+    """Per-token log-probs of each rollout's response tokens under the model (JSONL, one per
+    rollout): the numbers the rollout side should have written as old_logprobs."""
+    torch, device, dtype = _torch_setup(args)
+    from .grpo import collate, read_experience, sequence_logprobs
+    from .model import load_model
+
+    model, g = load_model(args.model, device=device)
+    model.eval()
+    rollouts = read_experience(args.experience)
+    _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    try:
+        with torch.no_grad():
+            for i, r in enumerate(rollouts):
+                b = collate([r], device=device)
+                lp, _ = sequence_logprobs(model, b, args.temperature, compute_dtype=dtype)
+                P = len(r.prompt_tokens)
+                row = lp[0].tolist()
+                lps = [row[P - 1 + j] if P - 1 + j >= 0 else None for j in range(len(r.tokens))]
+                rec: Dict[str, Any] = {"index": i, "question_id": r.question_id, "logprobs": lps}
+                if r.old_logprobs is not None:
+                    diffs = [abs(a - b) for a, b, m in zip(lps, r.old_logprobs, r.mask) if m and a is not None]
+                    rec["max_abs_diff_vs_old"] = max(diffs) if diffs else 0.0
+                out.write(json.dumps(rec) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .gguf_io import read_gguf
+
+    g = read_gguf(args.model)
+    info = {
+        "hparams": g.hparams.to_dict(),
+        "tensors": {n: [list(a.shape), g.tensor_types[n].name] for n, a in g.tensors.items()},
+        "parameters": int(sum(a.size for n, a in g.tensors.items() if n != "rope_freqs.weight")),
+        "metadata_keys": [f.name for f in g.fields],
+    }
+    print(json.dumps(info, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m reex_learner", description="reex GRPO/SFT learner over GGUF models")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--model", required=True, help="input GGUF (llama or qwen2 architecture, f32/f16)")
+        sp.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N | auto (default cpu)")
+        sp.add_argument("--dtype", default="f32", choices=sorted(_DTYPES), help="forward-pass compute dtype via autocast (weights and AdamW stay f32); default f32")
+        sp.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
+        sp.add_argument("--temperature", type=float, default=1.0, help="divide logits by this before log-softmax (must match how old_logprobs were computed)")
+
+    s = sub.add_parser("step", help="one GRPO/SFT update from one experience file; writes a new GGUF")
+    common(s)
+    s.add_argument("--experience", required=True, help="experience JSONL (one rollout per line)")
+    s.add_argument("--out", required=True, help="output GGUF (metadata copied unchanged)")
+    s.add_argument("--ref", help="frozen reference GGUF for the KL term / kl metric")
+    s.add_argument("--mode", default="grpo", choices=["grpo", "sft"])
+    s.add_argument("--lr", type=float, default=2e-6)
+    s.add_argument("--clip", type=float, default=0.2, help="PPO clip epsilon (low side, and high side unless --clip-high)")
+    s.add_argument("--clip-high", type=float, default=None, help="upper clip epsilon (DAPO clip-higher); default = --clip")
+    s.add_argument("--kl-beta", type=float, default=0.0, help="weight of the k3 KL to --ref (0 = off)")
+    s.add_argument("--loss-agg", default="token-mean", choices=["token-mean", "seq-mean-token-mean"])
+    s.add_argument("--advantage", default="file", choices=["file", "group", "batch", "none"], help="use the file's advantages or recompute them from reward")
+    s.add_argument("--mask-truncated", action="store_true", help="drop truncated rollouts from the loss (Think2SQL)")
+    s.add_argument("--micro-batch", type=int, default=4, help="rollouts per forward/backward (gradient accumulation unit)")
+    s.add_argument("--mini-batch", type=int, default=0, help="rollouts per optimizer step (0 = all: one step per epoch)")
+    s.add_argument("--epochs", type=int, default=1)
+    s.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0 = off)")
+    s.add_argument("--weight-decay", type=float, default=0.0)
+    s.add_argument("--shuffle", action="store_true", help="shuffle rollouts between epochs")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--optimizer-state", help="AdamW state file: loaded if present, saved after the step")
+    s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the written GGUF")
+    s.add_argument("--grad-checkpoint", action="store_true", help="recompute block activations in backward (less memory)")
+    s.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention kernel (sdpa needs torch >= 2.0)")
+    s.add_argument("--metrics", help="also write the metrics JSON here")
+    s.set_defaults(func=cmd_step)
+
+    lp = sub.add_parser("logprobs", help="score an experience file's response tokens (check old_logprobs)")
+    common(lp)
+    lp.add_argument("--experience", required=True)
+    lp.add_argument("--out", help="JSONL output (default stdout)")
+    lp.set_defaults(func=cmd_logprobs)
+
+    inf = sub.add_parser("info", help="print hyperparameters and tensors of a GGUF")
+    inf.add_argument("--model", required=True)
+    inf.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"reex_learner: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

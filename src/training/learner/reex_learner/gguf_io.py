@@ -1,0 +1,315 @@
+"""Read a llama-family GGUF into numpy tensors + hyperparameters, and write tensors back.
+
+Reading and writing go through llama.cpp's own ``gguf-py`` (shipped inside node-llama-cpp), so the
+file format is llama.cpp's, not ours. Everything that is not a tensor the learner trains (the
+tokenizer, chat template, general.* keys, rope-frequency tensors ...) is kept verbatim and written
+back unchanged, in the original order, with the original value types.
+
+Tensor layout: GGUF stores a tensor with dims ``[ne0, ne1]`` where ``ne0`` varies fastest; gguf-py
+hands it to us as a numpy array of shape ``(ne1, ne0)``. For a weight matrix that is
+``(out_features, in_features)``, i.e. exactly ``torch.nn.Linear.weight`` -- no transpose needed.
+For ``token_embd.weight`` it is ``(n_vocab, n_embd)``, i.e. ``nn.Embedding.weight``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+_GGUF_MODULE = None
+
+
+def _candidate_gguf_py_dirs() -> List[Path]:
+    out: List[Path] = []
+    env = os.environ.get("REEX_GGUF_PY")
+    if env:
+        out.append(Path(env))
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        out.append(parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
+    out.append(Path.cwd() / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
+    out.append(Path("/tmp/llama.cpp/gguf-py"))
+    return out
+
+
+def gguf_module():
+    """Imports llama.cpp's gguf-py (from node-llama-cpp's llama.cpp clone, $REEX_GGUF_PY, or an
+    installed ``gguf`` package), once."""
+    global _GGUF_MODULE
+    if _GGUF_MODULE is not None:
+        return _GGUF_MODULE
+    for d in _candidate_gguf_py_dirs():
+        if (d / "gguf" / "__init__.py").is_file():
+            if str(d) not in sys.path:
+                sys.path.insert(0, str(d))
+            break
+    try:
+        import gguf  # type: ignore
+    except ImportError as err:  # pragma: no cover - environment problem
+        raise ImportError(
+            "llama.cpp's gguf-py was not found. It ships in "
+            "node_modules/node-llama-cpp/llama/llama.cpp/gguf-py; if that folder is missing, run "
+            "`git clone node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp` or set "
+            "REEX_GGUF_PY to a gguf-py folder."
+        ) from err
+    _GGUF_MODULE = gguf
+    return gguf
+
+
+# Architectures whose tensors and graph the learner implements, with llama.cpp's rope type for each
+# (see llama_model_rope_type in llama.cpp/src/llama-model.cpp): "norm" rotates pairs (2i, 2i+1),
+# "neox" rotates pairs (i, i + n_rot/2).
+SUPPORTED_ARCHS: Dict[str, str] = {"llama": "norm", "qwen2": "neox"}
+
+
+@dataclass
+class HParams:
+    arch: str
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_dim: int
+    n_ff: int
+    n_rot: int
+    rope_type: str  # "norm" | "neox"
+    rope_base: float
+    rope_freq_scale: float
+    rms_eps: float
+    n_ctx_train: int
+    attn_scale: float  # multiplier of QK^T; 1/sqrt(head_dim) unless the file says otherwise
+    tied_output: bool
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class MetaField:
+    name: str
+    type: Any  # gguf.GGUFValueType
+    sub_type: Any  # gguf.GGUFValueType | None (arrays)
+    value: Any
+
+
+@dataclass
+class GGUFModel:
+    """A GGUF file in memory: metadata (verbatim), tensors (numpy, gguf-py layout), hyperparameters."""
+
+    path: Optional[str]
+    arch: str
+    hparams: HParams
+    fields: List[MetaField]
+    tensors: Dict[str, np.ndarray]  # insertion order = file order
+    tensor_types: Dict[str, Any]  # name -> gguf.GGMLQuantizationType as stored
+    alignment: int = 32
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def field(self, name: str, default: Any = None) -> Any:
+        for f in self.fields:
+            if f.name == name:
+                return f.value
+        return default
+
+    @property
+    def tokenizer(self) -> Dict[str, Any]:
+        """The tokenizer.* metadata (kept to be written back unchanged)."""
+        return {f.name: f.value for f in self.fields if f.name.startswith("tokenizer.")}
+
+
+def _to_float32(gguf, t) -> np.ndarray:
+    Q = gguf.GGMLQuantizationType
+    if t.tensor_type == Q.F32:
+        return np.array(t.data, dtype=np.float32, copy=True)
+    if t.tensor_type == Q.F16:
+        return np.array(t.data, dtype=np.float32)
+    # BF16 and block-quantised types: gguf-py knows how to dequantise most of them.
+    try:
+        from gguf import quants  # type: ignore
+    except ImportError as err:  # pragma: no cover
+        raise ValueError(f"tensor {t.name}: type {t.tensor_type.name} needs gguf.quants") from err
+    try:
+        return np.asarray(quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+    except NotImplementedError as err:
+        raise ValueError(
+            f"tensor {t.name}: cannot dequantise {t.tensor_type.name}; convert the model to f16/f32 first"
+        ) from err
+
+
+def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
+    """Reads a GGUF file: tensors become float32 numpy arrays (f16/bf16/quantised ones are widened;
+    their stored type is remembered for writing back), metadata is kept verbatim."""
+    gguf = gguf_module()
+    reader = gguf.GGUFReader(str(path), "r")
+    fields: List[MetaField] = []
+    for f in reader.fields.values():
+        if f.name.startswith("GGUF."):
+            continue  # virtual fields (version, counts) that the writer regenerates
+        vtype = f.types[0]
+        sub = f.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        fields.append(MetaField(f.name, vtype, sub, f.contents()))
+    meta = {f.name: f.value for f in fields}
+    arch = meta.get("general.architecture")
+    if arch not in SUPPORTED_ARCHS:
+        raise ValueError(f"{path}: architecture {arch!r} is not supported (supported: {sorted(SUPPORTED_ARCHS)})")
+    tensors: Dict[str, np.ndarray] = {}
+    types: Dict[str, Any] = {}
+    for t in reader.tensors:
+        tensors[t.name] = _to_float32(gguf, t)
+        types[t.name] = t.tensor_type
+    hp = _hparams(arch, meta, tensors, str(path))
+    return GGUFModel(
+        path=str(path),
+        arch=arch,
+        hparams=hp,
+        fields=fields,
+        tensors=tensors,
+        tensor_types=types,
+        alignment=int(meta.get("general.alignment", gguf.GGUF_DEFAULT_ALIGNMENT)),
+    )
+
+
+def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarray], path: str) -> HParams:
+    def key(name: str, default: Any = None, required: bool = True) -> Any:
+        full = f"{arch}.{name}"
+        if full in meta:
+            return meta[full]
+        if required and default is None:
+            raise ValueError(f"{path}: missing metadata {full}")
+        return default
+
+    if any(".attn_qkv." in n for n in tensors):
+        raise ValueError(f"{path}: fused attn_qkv tensors are not supported; use separate attn_q/k/v")
+    if any("_exps." in n or ".ffn_gate_inp." in n for n in tensors):
+        raise ValueError(f"{path}: mixture-of-experts models are not supported")
+    n_embd = int(key("embedding_length"))
+    n_head = int(key("attention.head_count"))
+    n_head_kv = int(key("attention.head_count_kv", n_head))
+    head_dim = int(key("attention.key_length", n_embd // n_head))
+    v_dim = int(key("attention.value_length", head_dim))
+    if v_dim != head_dim:
+        raise ValueError(f"{path}: key_length != value_length is not supported")
+    n_rot = int(key("rope.dimension_count", head_dim))
+    emb = tensors["token_embd.weight"]
+    n_vocab = int(emb.shape[0])
+    scaling = key("rope.scaling.type", "none", required=False)
+    freq_scale = 1.0
+    if scaling == "linear":
+        freq_scale = 1.0 / float(key("rope.scaling.factor", 1.0, required=False))
+    elif scaling not in ("none", None, ""):
+        raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (only none/linear)")
+    attn_scale = float(key("attention.scale", 0.0, required=False) or 0.0)
+    if attn_scale == 0.0:
+        attn_scale = 1.0 / float(np.sqrt(np.float32(head_dim)))
+    return HParams(
+        arch=arch,
+        n_vocab=n_vocab,
+        n_embd=n_embd,
+        n_layer=int(key("block_count")),
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        head_dim=head_dim,
+        n_ff=int(key("feed_forward_length")),
+        n_rot=n_rot,
+        rope_type=SUPPORTED_ARCHS[arch],
+        rope_base=float(key("rope.freq_base", 10000.0, required=False)),
+        rope_freq_scale=freq_scale,
+        rms_eps=float(key("attention.layer_norm_rms_epsilon")),
+        n_ctx_train=int(key("context_length", 0, required=False) or 0),
+        attn_scale=attn_scale,
+        tied_output="output.weight" not in tensors,
+    )
+
+
+def _encode(gguf, name: str, data: np.ndarray, qtype) -> Tuple[np.ndarray, Any]:
+    """Converts a float32 array to the stored type; returns (array, raw_dtype or None)."""
+    Q = gguf.GGMLQuantizationType
+    data = np.ascontiguousarray(data, dtype=np.float32)
+    if qtype == Q.F32:
+        return data, None
+    if qtype == Q.F16:
+        return data.astype(np.float16), None
+    try:
+        from gguf import quants  # type: ignore
+
+        return quants.quantize(data, qtype), qtype
+    except Exception as err:  # NotImplementedError (K-quants, IQ*), QuantError (shape), ImportError
+        print(f"reex_learner: cannot re-quantise {name} to {qtype.name} ({err}); writing it as F16", file=sys.stderr)
+        return data.astype(np.float16), None
+
+
+def write_gguf(
+    path: str | os.PathLike[str],
+    model: GGUFModel,
+    tensors: Optional[Mapping[str, Any]] = None,
+    out_type: str = "keep",
+    name_suffix: Optional[str] = None,
+) -> None:
+    """Writes ``model``'s metadata unchanged plus its tensors, replacing those given in ``tensors``
+    (GGUF names -> numpy arrays or torch tensors, gguf-py layout). ``out_type``: "keep" stores each
+    tensor in the type it was read as; "f32"/"f16" force 2-D weights to that type (1-D tensors such
+    as norms stay f32, as llama.cpp's converter does). Written atomically (temp file + rename)."""
+    gguf = gguf_module()
+    Q = gguf.GGMLQuantizationType
+    final: Dict[str, np.ndarray] = {}
+    for name, arr in model.tensors.items():
+        new = tensors.get(name) if tensors is not None else None
+        if new is None:
+            final[name] = arr
+            continue
+        if hasattr(new, "detach"):
+            new = new.detach().to("cpu").float().numpy()
+        new = np.asarray(new, dtype=np.float32)
+        if new.shape != arr.shape:
+            raise ValueError(f"tensor {name}: shape {new.shape} != stored {arr.shape}")
+        final[name] = new
+    unknown = set(tensors or {}) - set(model.tensors)
+    if unknown:
+        raise ValueError(f"tensors not in the model: {sorted(unknown)}")
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    writer = gguf.GGUFWriter(str(tmp), arch=model.arch)
+    writer.data_alignment = model.alignment
+    if out_type not in ("keep", "f32", "f16"):
+        raise ValueError(f"out_type must be keep|f32|f16, got {out_type!r}")
+    qtypes: Dict[str, Any] = {}
+    for name, arr in final.items():
+        qtype = model.tensor_types[name]
+        if out_type == "f32" and arr.ndim > 1:
+            qtype = Q.F32
+        elif out_type == "f16" and arr.ndim > 1:
+            qtype = Q.F16
+        qtypes[name] = qtype
+    types_changed = any(qtypes[n] != model.tensor_types[n] for n in final)
+    for f in model.fields:
+        if f.name == "general.architecture":
+            continue  # GGUFWriter writes it first, from `arch`
+        value = f.value
+        if f.name == "general.name" and name_suffix:
+            value = f"{value}{name_suffix}"
+        if f.name == "general.file_type" and types_changed:
+            value = 0 if out_type == "f32" else 1  # LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
+        writer.add_key_value(f.name, value, f.type, sub_type=f.sub_type)
+    for name, arr in final.items():
+        data, raw = _encode(gguf, name, arr, qtypes[name])
+        writer.add_tensor(name, data, raw_dtype=raw)
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            writer.close()
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        raise

@@ -1,0 +1,240 @@
+"""A plain PyTorch llama-family decoder that computes what llama.cpp computes for the same GGUF.
+
+Matches llama.cpp's graph for ``llama`` (llama.cpp/src/models/llama.cpp) and ``qwen2``:
+
+* token embedding lookup (``token_embd.weight``, shape ``(n_vocab, n_embd)``);
+* per block: ``x + attn_output(attn(rms_norm(x) * attn_norm))``, then
+  ``h + ffn_down(silu(ffn_gate(n)) * ffn_up(n))`` with ``n = rms_norm(h) * ffn_norm``;
+* RMSNorm: ``x / sqrt(mean(x^2) + eps) * w``;
+* RoPE on Q and K as stored in the GGUF. For ``llama`` llama.cpp uses rope type NORM: pairs
+  ``(x[2i], x[2i+1])`` are rotated (the HF->GGUF converter permuted Q/K rows so that this is
+  right); for ``qwen2`` rope type NEOX: pairs ``(x[i], x[i + n_rot/2])``. Angle of pair ``i`` at
+  position ``p``: ``p * base^(-2i/n_rot) * freq_scale / freq_factor[i]``, computed in float32 the
+  way ggml's CPU kernel does (running product of ``theta_scale``);
+* grouped-query attention: query head ``h`` reads key/value head ``h // (n_head / n_head_kv)``;
+  scores scaled by ``1/sqrt(head_dim)`` (or ``{arch}.attention.scale``), causal mask, softmax;
+* ``output_norm`` then ``output.weight`` (or ``token_embd.weight`` when the file has no output
+  tensor: tied embeddings, as llama.cpp does).
+
+Works on PyTorch 1.13 (Debian) and 2.x. ``torch.nn.functional.scaled_dot_product_attention`` is used
+only when asked for (``attn_impl="sdpa"``) and present.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterator, Optional, Tuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .gguf_io import GGUFModel, HParams, read_gguf
+
+_BLOCK_TENSORS = (
+    "attn_norm",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_output",
+    "ffn_norm",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        y = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        return (y * self.weight.float()).to(x.dtype)
+
+
+def rope_angles(
+    positions: torch.Tensor, n_rot: int, base: float, freq_scale: float = 1.0, freq_factors: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of shape ``positions.shape + (n_rot // 2,)``, computed as ggml_rope_cache_init does:
+    ``theta = p; for each pair: use theta (/ freq_factor), theta *= theta_scale`` in float32."""
+    theta_scale = torch.tensor(np.float32(base) ** np.float32(-2.0 / n_rot), dtype=torch.float32)
+    theta = positions.to(torch.float32)
+    cols = []
+    for i in range(n_rot // 2):
+        t = theta
+        if freq_factors is not None:
+            t = t / freq_factors[i].to(torch.float32)
+        cols.append(t * freq_scale if freq_scale != 1.0 else t)
+        theta = theta * theta_scale
+    angles = torch.stack(cols, dim=-1)
+    return torch.cos(angles), torch.sin(angles)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: int, rope_type: str) -> torch.Tensor:
+    """x: (B, T, H, D); cos/sin: (B or 1, T, n_rot/2). Rotates the first n_rot channels of each head."""
+    cos = cos.unsqueeze(2).to(x.dtype)  # (B, T, 1, n_rot/2)
+    sin = sin.unsqueeze(2).to(x.dtype)
+    xr, rest = x[..., :n_rot], x[..., n_rot:]
+    if rope_type == "norm":
+        x0, x1 = xr[..., 0::2], xr[..., 1::2]
+        out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+    elif rope_type == "neox":
+        half = n_rot // 2
+        x0, x1 = xr[..., :half], xr[..., half:]
+        out = torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+    else:
+        raise ValueError(f"unknown rope type {rope_type!r}")
+    return torch.cat((out, rest), dim=-1) if rest.shape[-1] else out
+
+
+class Block(nn.Module):
+    def __init__(self, hp: HParams, biases: Dict[str, bool]):
+        super().__init__()
+        e, hd = hp.n_embd, hp.head_dim
+        self.hp = hp
+        self.attn_norm = RMSNorm(e, hp.rms_eps)
+        self.attn_q = nn.Linear(e, hp.n_head * hd, bias=biases.get("attn_q", False))
+        self.attn_k = nn.Linear(e, hp.n_head_kv * hd, bias=biases.get("attn_k", False))
+        self.attn_v = nn.Linear(e, hp.n_head_kv * hd, bias=biases.get("attn_v", False))
+        self.attn_output = nn.Linear(hp.n_head * hd, e, bias=biases.get("attn_output", False))
+        self.ffn_norm = RMSNorm(e, hp.rms_eps)
+        self.ffn_gate = nn.Linear(e, hp.n_ff, bias=biases.get("ffn_gate", False))
+        self.ffn_up = nn.Linear(e, hp.n_ff, bias=biases.get("ffn_up", False))
+        self.ffn_down = nn.Linear(hp.n_ff, e, bias=biases.get("ffn_down", False))
+
+    def attention(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str) -> torch.Tensor:
+        hp = self.hp
+        B, T, _ = x.shape
+        q = self.attn_q(x).view(B, T, hp.n_head, hp.head_dim)
+        k = self.attn_k(x).view(B, T, hp.n_head_kv, hp.head_dim)
+        v = self.attn_v(x).view(B, T, hp.n_head_kv, hp.head_dim)
+        q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)  # (B, H, T, D)
+        k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)  # (B, Hkv, T, D)
+        v = v.transpose(1, 2)
+        group = hp.n_head // hp.n_head_kv
+        if attn_impl == "sdpa" and hasattr(F, "scaled_dot_product_attention"):
+            if group > 1:
+                k = k.repeat_interleave(group, dim=1)
+                v = v.repeat_interleave(group, dim=1)
+            # `scale=` only exists from torch 2.1; pre-scale q instead (default scale is 1/sqrt(D))
+            q = q * (hp.attn_scale * (hp.head_dim**0.5))
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            qg = q.reshape(B, hp.n_head_kv, group, T, hp.head_dim)
+            kg = k.unsqueeze(2)  # (B, Hkv, 1, T, D)
+            vg = v.unsqueeze(2)
+            scores = torch.matmul(qg, kg.transpose(-1, -2)).float() * hp.attn_scale  # (B, Hkv, G, T, T)
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(causal, float("-inf"))
+            probs = torch.softmax(scores, dim=-1).to(v.dtype)
+            out = torch.matmul(probs, vg).reshape(B, hp.n_head, T, hp.head_dim)
+        out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
+        return self.attn_output(out)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str = "eager") -> torch.Tensor:
+        h = x + self.attention(self.attn_norm(x), cos, sin, attn_impl)
+        n = self.ffn_norm(h)
+        return h + self.ffn_down(F.silu(self.ffn_gate(n)) * self.ffn_up(n))
+
+
+class LlamaModel(nn.Module):
+    """Parameter names mirror the GGUF names with ``blk.N.`` spelled ``layers.N.`` (see
+    :func:`gguf_name` / :func:`module_name`)."""
+
+    def __init__(self, hp: HParams, biases: Optional[Dict[str, bool]] = None, rope_freqs: Optional[torch.Tensor] = None):
+        super().__init__()
+        self.hp = hp
+        self.token_embd = nn.Embedding(hp.n_vocab, hp.n_embd)
+        self.layers = nn.ModuleList(Block(hp, biases or {}) for _ in range(hp.n_layer))
+        self.output_norm = RMSNorm(hp.n_embd, hp.rms_eps)
+        self.output: Optional[nn.Linear] = None if hp.tied_output else nn.Linear(hp.n_embd, hp.n_vocab, bias=False)
+        if rope_freqs is not None:
+            self.register_buffer("rope_freqs", rope_freqs.float(), persistent=False)
+        else:
+            self.rope_freqs = None
+        self.attn_impl = "eager"
+        self.grad_checkpoint = False
+
+    def forward(self, tokens: torch.Tensor, positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """tokens: (T,) or (B, T) int64 -> logits (B, T, n_vocab) float32. Positions default to
+        0..T-1 per row (right padding is harmless: real tokens never attend to later positions)."""
+        if tokens.dim() == 1:
+            tokens = tokens.unsqueeze(0)
+        B, T = tokens.shape
+        if positions is None:
+            positions = torch.arange(T, device=tokens.device).unsqueeze(0)
+        cos, sin = rope_angles(positions, self.hp.n_rot, self.hp.rope_base, self.hp.rope_freq_scale, self.rope_freqs)
+        x = self.token_embd(tokens)
+        for layer in self.layers:
+            if self.grad_checkpoint and self.training and torch.is_grad_enabled():
+                from torch.utils.checkpoint import checkpoint
+
+                x = checkpoint(layer, x, cos, sin, self.attn_impl, use_reentrant=False)
+            else:
+                x = layer(x, cos, sin, self.attn_impl)
+        x = self.output_norm(x)
+        w = self.token_embd.weight if self.output is None else self.output.weight
+        return F.linear(x, w).float()
+
+    # --- GGUF <-> module -----------------------------------------------------------------------
+    def gguf_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
+        """(GGUF name, tensor) for every trainable tensor."""
+        for name, p in self.named_parameters():
+            yield gguf_name(name), p
+
+
+def gguf_name(module_name: str) -> str:
+    return "blk." + module_name[len("layers.") :] if module_name.startswith("layers.") else module_name
+
+
+def module_name(gguf_tensor_name: str) -> str:
+    return "layers." + gguf_tensor_name[len("blk.") :] if gguf_tensor_name.startswith("blk.") else gguf_tensor_name
+
+
+def from_gguf(g: GGUFModel, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> LlamaModel:
+    """Builds the module from a read GGUF. Tensors the module does not know (other than
+    ``rope_freqs.weight``, which becomes a buffer) are an error, so nothing is silently dropped."""
+    hp = g.hparams
+    biases = {t: f"blk.0.{t}.bias" in g.tensors for t in _BLOCK_TENSORS}
+    rope_freqs = torch.from_numpy(g.tensors["rope_freqs.weight"].copy()) if "rope_freqs.weight" in g.tensors else None
+    model = LlamaModel(hp, biases, rope_freqs)
+    expected = dict(model.named_parameters())
+    seen = set()
+    with torch.no_grad():
+        for name, arr in g.tensors.items():
+            if name == "rope_freqs.weight":
+                continue
+            mname = module_name(name)
+            if mname not in expected:
+                raise ValueError(f"GGUF tensor {name} has no place in the {hp.arch} module")
+            p = expected[mname]
+            t = torch.from_numpy(np.ascontiguousarray(arr))
+            if tuple(t.shape) != tuple(p.shape):
+                raise ValueError(f"GGUF tensor {name}: shape {tuple(t.shape)} != expected {tuple(p.shape)}")
+            p.copy_(t)
+            seen.add(mname)
+    missing = set(expected) - seen
+    if missing:
+        raise ValueError(f"GGUF lacks tensors: {sorted(gguf_name(m) for m in missing)}")
+    return model.to(device=device, dtype=dtype)
+
+
+def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> Tuple[LlamaModel, GGUFModel]:
+    g = read_gguf(path)
+    return from_gguf(g, dtype=dtype, device=device), g
+
+
+def state_for_gguf(model: LlamaModel) -> Dict[str, torch.Tensor]:
+    """The module's trainable tensors under their GGUF names, float32 on CPU, for write_gguf."""
+    return {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log p(targets) under softmax(logits / temperature); logits (..., V), targets (...)."""
+    if temperature != 1.0:
+        logits = logits / temperature
+    lp = torch.log_softmax(logits.float(), dim=-1)
+    return lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,201 @@
+"""Shared fixtures: tiny GGUF models (made by the project's own writer when it can run, else by
+gguf-py here), llama.cpp logits through node-llama-cpp, and a 1-thread torch."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+LEARNER = Path(__file__).resolve().parents[1]
+ROOT = LEARNER.parents[2]
+sys.path.insert(0, str(LEARNER))
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+from reex_learner.gguf_io import gguf_module, read_gguf, write_gguf  # noqa: E402
+
+LOGITS_SCRIPT = Path(__file__).resolve().parent / "llama_logits.mjs"
+TSX = ROOT / "node_modules" / ".bin" / "tsx"
+MAKE_MODEL = ROOT / "scripts" / "make-test-model.ts"
+
+
+def _make_with_project_script(out: Path, f16: bool = False) -> bool:
+    if os.environ.get("REEX_LEARNER_TEST_PY_MODEL"):  # exercise the gguf-py fallback writer
+        return False
+    if not (TSX.exists() and MAKE_MODEL.exists() and shutil.which("node")):
+        return False
+    cmd = [str(TSX), str(MAKE_MODEL), str(out)] + (["--f16"] if f16 else [])
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return r.returncode == 0 and out.exists()
+
+
+def make_tiny_gguf_py(out: Path, seed: int = 1, f16: bool = False, arch: str = "llama") -> None:
+    """Fallback writer (same shapes as src/policy/tiny-model.ts): 2 blocks, width 64, 4 heads,
+    2 KV heads, byte-level gpt2 vocabulary of 256 bytes + a few merges + ChatML specials."""
+    import numpy as np
+
+    gguf = gguf_module()
+    rng = np.random.default_rng(seed)
+    # GPT-2 byte -> unicode map
+    bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    b2u = {b: chr(c) for b, c in zip(bs, cs)}
+    tokens = [b2u[b] for b in range(256)]
+    merges = ["S E", "L E", "SE LE", "Ġ F", "R O", "ĠF RO"]
+    for m in merges:
+        tokens.append(m.replace(" ", ""))
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    types = [1] * len(tokens) + [3] * len(specials)
+    tokens += specials
+    V, E, H, HKV, FF, L = len(tokens), 64, 4, 2, 128, 2
+    hd = E // H
+    w = gguf.GGUFWriter(str(out), arch=arch)
+    w.add_string("general.name", f"reex-tiny-py-seed{seed}")
+    w.add_uint32("general.file_type", 1 if f16 else 0)
+    for k, v in [
+        ("context_length", 2048),
+        ("embedding_length", E),
+        ("block_count", L),
+        ("feed_forward_length", FF),
+        ("attention.head_count", H),
+        ("attention.head_count_kv", HKV),
+        ("rope.dimension_count", hd),
+        ("vocab_size", V),
+    ]:
+        w.add_uint32(f"{arch}.{k}", v)
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)
+    w.add_float32(f"{arch}.rope.freq_base", 10000.0)
+    w.add_string("tokenizer.ggml.model", "gpt2")
+    w.add_string("tokenizer.ggml.pre", "default")
+    w.add_array("tokenizer.ggml.tokens", tokens)
+    w.add_array("tokenizer.ggml.token_type", types)
+    w.add_array("tokenizer.ggml.merges", merges)
+    w.add_uint32("tokenizer.ggml.bos_token_id", V - 3)
+    w.add_uint32("tokenizer.ggml.eos_token_id", V - 1)
+    w.add_bool("tokenizer.ggml.add_bos_token", False)
+
+    def t(name, shape, std, mean=0.0, bias_ok=False):
+        a = (mean + std * rng.standard_normal(shape)).astype(np.float32)
+        if f16 and len(shape) > 1:
+            a = a.astype(np.float16)
+        w.add_tensor(name, a)
+
+    t("token_embd.weight", (V, E), 1.0)
+    t("output_norm.weight", (E,), 0.0, 1.0)
+    t("output.weight", (V, E), 0.3)
+    for l in range(L):
+        t(f"blk.{l}.attn_norm.weight", (E,), 0.0, 1.0)
+        t(f"blk.{l}.attn_q.weight", (E, E), E**-0.5)
+        t(f"blk.{l}.attn_k.weight", (HKV * hd, E), E**-0.5)
+        t(f"blk.{l}.attn_v.weight", (HKV * hd, E), E**-0.5)
+        t(f"blk.{l}.attn_output.weight", (E, E), E**-0.5)
+        t(f"blk.{l}.ffn_norm.weight", (E,), 0.0, 1.0)
+        t(f"blk.{l}.ffn_gate.weight", (FF, E), E**-0.5)
+        t(f"blk.{l}.ffn_up.weight", (FF, E), E**-0.5)
+        t(f"blk.{l}.ffn_down.weight", (E, FF), FF**-0.5)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def to_qwen2(src: Path, out: Path, seed: int = 3) -> None:
+    """Re-labels a tiny llama GGUF as qwen2 (rope NEOX) and adds random Q/K/V biases, as Qwen2 has."""
+    import numpy as np
+
+    g = read_gguf(src)
+    g.arch = "qwen2"
+    for f in g.fields:
+        if f.name == "general.architecture":
+            f.value = "qwen2"
+        elif f.name.startswith("llama."):
+            f.name = "qwen2." + f.name[len("llama.") :]
+    gguf = gguf_module()
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for name, arr in g.tensors.items():
+        tensors[name] = arr
+        for proj in ("attn_q", "attn_k", "attn_v"):
+            if name.endswith(f".{proj}.weight"):
+                tensors[name.replace(".weight", ".bias")] = (0.5 * rng.standard_normal(arr.shape[0])).astype(np.float32)
+    g.tensor_types.update({n: gguf.GGMLQuantizationType.F32 for n in tensors if n not in g.tensor_types})
+    g.tensors = tensors
+    write_gguf(out, g)
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def tiny_f32(model_dir) -> Path:
+    out = model_dir / "tiny.gguf"
+    if not _make_with_project_script(out):
+        make_tiny_gguf_py(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_f16(model_dir) -> Path:
+    out = model_dir / "tiny16.gguf"
+    if not _make_with_project_script(out, f16=True):
+        make_tiny_gguf_py(out, f16=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2(model_dir, tiny_f32) -> Path:
+    out = model_dir / "tiny-qwen2.gguf"
+    to_qwen2(tiny_f32, out)
+    return out
+
+
+def llama_cpp_available() -> Optional[str]:
+    """None when node-llama-cpp can run here, else the reason it cannot."""
+    if not shutil.which("node"):
+        return "node is not installed"
+    if not (ROOT / "node_modules" / "node-llama-cpp").exists():
+        return "node_modules/node-llama-cpp is missing (npm ci)"
+    return None
+
+
+def llama_cpp_logits(model: Path, tokens: List[int], *flags: str) -> torch.Tensor:
+    """(T, n_vocab) logits from llama.cpp (CPU) for every position of `tokens`."""
+    why = llama_cpp_available()
+    if why:
+        pytest.skip(why)
+    r = subprocess.run(
+        ["node", str(LOGITS_SCRIPT), str(model), json.dumps(tokens), *flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"llama_logits.mjs failed ({r.returncode}): {r.stderr[-2000:]}")
+    rows = json.loads(r.stdout)["rows"]
+    assert [row["position"] for row in rows] == list(range(len(tokens)))
+    return torch.tensor([row["logits"] for row in rows], dtype=torch.float32)
+
+
+# a token sequence that mixes bytes, merges and the ChatML specials
+def sample_tokens(n_vocab: int, n: int = 48, seed: int = 0) -> List[int]:
+    g = torch.Generator().manual_seed(seed)
+    toks = torch.randint(0, n_vocab, (n,), generator=g).tolist()
+    toks[0] = n_vocab - 2  # <|im_start|>
+    return toks

@@ -1,0 +1,96 @@
+"""(d) GGUF export -> reload gives the same logits; metadata is carried over unchanged."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from conftest import llama_cpp_logits, sample_tokens
+from reex_learner.gguf_io import read_gguf, write_gguf
+from reex_learner.model import from_gguf, load_model, state_for_gguf
+
+
+def _meta(g):
+    return [(f.name, f.type, f.sub_type, f.value) for f in g.fields]
+
+
+def test_export_reload_same_logits_and_metadata_f32(tiny_f32, tmp_path):
+    model, g = load_model(str(tiny_f32))
+    out = tmp_path / "roundtrip.gguf"
+    write_gguf(out, g, state_for_gguf(model))
+    g2 = read_gguf(out)
+    assert _meta(g2) == _meta(g)
+    assert list(g2.tensors) == list(g.tensors)
+    for name in g.tensors:
+        assert g2.tensor_types[name] == g.tensor_types[name]
+        assert np.array_equal(g2.tensors[name], g.tensors[name]), name
+    model2 = from_gguf(g2)
+    tokens = torch.tensor(sample_tokens(g.hparams.n_vocab, 32))
+    with torch.no_grad():
+        assert torch.equal(model(tokens), model2(tokens))
+    # an untouched export is byte-identical to the project's own writer's file
+    assert out.read_bytes() == tiny_f32.read_bytes()
+
+
+def test_updated_weights_survive_export_f32(tiny_f32, tmp_path):
+    model, g = load_model(str(tiny_f32))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.01 * torch.randn_like(p))
+    out = tmp_path / "updated.gguf"
+    write_gguf(out, g, state_for_gguf(model))
+    model2, _ = load_model(str(out))
+    tokens = torch.tensor(sample_tokens(g.hparams.n_vocab, 32, seed=5))
+    with torch.no_grad():
+        a, b = model(tokens), model2(tokens)
+    assert torch.equal(a, b)
+    # and llama.cpp reads the exported file as the same model
+    ref = llama_cpp_logits(out, tokens.tolist(), "--exact")
+    assert (a[0] - ref).abs().max().item() < 1e-3
+
+
+def test_f16_keeps_type_and_rounds_once(tiny_f16, tmp_path):
+    model, g = load_model(str(tiny_f16))
+    out = tmp_path / "rt16.gguf"
+    write_gguf(out, g, state_for_gguf(model))
+    g2 = read_gguf(out)
+    assert g2.tensor_types == g.tensor_types
+    assert out.read_bytes() == tiny_f16.read_bytes()  # f16 -> f32 -> f16 is lossless
+    out32 = tmp_path / "as32.gguf"
+    write_gguf(out32, g, state_for_gguf(model), out_type="f32")
+    g3 = read_gguf(out32)
+    assert all(t.name == "F32" for t in g3.tensor_types.values())
+    assert dict((f.name, f.value) for f in g3.fields)["general.file_type"] == 0
+    m3 = from_gguf(g3)
+    tokens = torch.tensor(sample_tokens(g.hparams.n_vocab, 16))
+    with torch.no_grad():
+        assert torch.equal(model(tokens), m3(tokens))
+
+
+def test_shape_mismatch_is_an_error(tiny_f32, tmp_path):
+    g = read_gguf(tiny_f32)
+    try:
+        write_gguf(tmp_path / "bad.gguf", g, {"output_norm.weight": np.zeros(3, dtype=np.float32)})
+    except ValueError as err:
+        assert "shape" in str(err)
+    else:
+        raise AssertionError("expected a ValueError")
+    assert not (tmp_path / "bad.gguf").exists()
+
+
+def test_q8_0_is_dequantised_and_requantised(tiny_f32, tmp_path):
+    from reex_learner.gguf_io import gguf_module
+
+    Q = gguf_module().GGMLQuantizationType
+    g = read_gguf(tiny_f32)
+    for name, arr in g.tensors.items():
+        if arr.ndim > 1:
+            g.tensor_types[name] = Q.Q8_0
+    q8 = tmp_path / "q8.gguf"
+    write_gguf(q8, g)
+    g8 = read_gguf(q8)
+    assert {g8.tensor_types[n] for n in g8.tensors if g8.tensors[n].ndim > 1} == {Q.Q8_0}
+    model = from_gguf(g8)
+    again = tmp_path / "q8-again.gguf"
+    write_gguf(again, g8, state_for_gguf(model))
+    assert again.read_bytes() == q8.read_bytes()  # Q8_0 -> f32 -> Q8_0 is a fixed point
