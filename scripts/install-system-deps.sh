@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages reex's test suite uses, when missing (needs root, as in CI):
-# chromium (playground browser test), python3-torch + python3-numpy + OpenBLAS (the learner).
+# chromium (playground browser test), curl (CI smoke), and the learner's PyTorch stack.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -14,3 +14,4 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+bash "$(dirname "$0")/install-learner-deps.sh"

@@ -4,8 +4,8 @@
  */
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/index.js";
-import { ExecutorPool } from "../sql/executor.js";
-import type { ExecResult, SqlValue } from "../sql/types.js";
+import { ExecutorPool } from "../sql/index.js";
+import type { ExecResult, SqlValue } from "../sql/index.js";
 
 /** One-line description shown by `reex --help`. */
 export const summary = "run one read-only SQL query against a SQLite file and print the result";
@@ -47,7 +47,8 @@ export function formatTable(result: Extract<ExecResult, { ok: true }>): string {
   return [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line), footer].join("\n");
 }
 
-function toJson(result: ExecResult): string {
+/** JSON text of any value holding SQL results: bigints as strings, BLOBs as `{"blob_hex": …}`. */
+export function toJson(result: unknown): string {
   return JSON.stringify(
     result,
     (_key, value: unknown) => {
