@@ -1,0 +1,308 @@
+/**
+ * Cold-start SFT traces for the three prompt families, in exactly the text a server rollout
+ * produces: the model writes `<think>`, `<intermediate_sql>` and `<final_sql>` blocks; after each
+ * `</intermediate_sql>` comes the `<result>` block the server would inject (the probe really
+ * executed with `executeDirect` and rendered by `formatFeedback` + `resultBlock`, full mode, 3 rows).
+ *
+ * - execution-aware: a plan, 1–3 probes that discover the encodings the question needs (the
+ *   column's format, then a count to confirm a guessed code; a unit's range; a date's layout), or a
+ *   run of the query itself, each read in a short think, then the gold SQL;
+ * - standard: one think that states the plan and the stored forms, then the gold SQL (the model
+ *   has to infer them from the schema's example values — the same target as the probing family,
+ *   so the two are comparable as an ablation);
+ * - direct: the gold SQL only.
+ *
+ * The prompt is `buildPrompt` with the whole schema (`schemaPrompt` without a budget, the text the
+ * server shows by default, example values included) and no matched values (the server shows none
+ * unless a value index is configured).
+ */
+import { buildPrompt, formatCheck, formatFeedback, normalizeSql, resultBlock } from "../agent/index.js";
+import type { PromptFamily } from "../decoding/types.js";
+import { Rng } from "../examples/prng.js";
+import type { ChatMessage } from "../policy/types.js";
+import { executeDirect, loadSchema, schemaPrompt, type ExecResult, type SqlValue } from "../sql/index.js";
+import { boolPair, type Encoding } from "./generate.js";
+import type { Lookup, SynthQuestion } from "./questions.js";
+
+/** A generated question with its id in its split. */
+export interface SynthItem extends SynthQuestion {
+  question_id: number;
+}
+
+/** One SFT record: the chat prompt of a family and the response to learn. */
+export interface SftRecord {
+  db_id: string;
+  question_id: number;
+  family: PromptFamily;
+  /** `[system, user]` from `buildPrompt`. */
+  messages: ChatMessage[];
+  /** The assistant turn, `<result>` blocks included (mask them out of the loss). */
+  response: string;
+}
+
+/** Probes one execution-aware trace runs at most. */
+export const MAX_TRACE_PROBES = 3;
+
+/** Feedback the traces show, as the server's defaults: full mode, 3 rows. */
+export const TRACE_FEEDBACK = { mode: "full", rows: 3 } as const;
+
+/** The families, in record order. */
+export const TRACE_FAMILIES: readonly PromptFamily[] = ["execution-aware", "standard", "direct"];
+
+/** The schema text a prompt carries for a database: the whole schema, as `preparePrompt` renders it without a budget. */
+export function schemaText(dbPath: string): string {
+  return schemaPrompt(loadSchema(dbPath)).text;
+}
+
+function cellText(v: SqlValue): string {
+  if (v === null) return "NULL";
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(12)));
+  if (v instanceof Uint8Array) return "blob";
+  return String(v);
+}
+
+function firstCells(result: ExecResult, k: number): string[] {
+  if (!result.ok) return [];
+  return result.rows.slice(0, k).map((r) => cellText(r[0] ?? null));
+}
+
+function quoteList(values: string[]): string {
+  return values.join(", ");
+}
+
+const VALUE_DESC: Record<string, Partial<Record<Encoding, string>>> = {
+  country: { iso2: "two-letter country codes", iso3: "three-letter country codes", upper: "country names in capitals", lower: "country names in lower case", plain: "full country names" },
+  city: { code: "three-letter city codes", upper: "city names in capitals", lower: "city names in lower case", plain: "city names" },
+  category: { code: "short codes", letter: "one-letter codes", upper: "words in capitals", title: "capitalised words", plain: "plain words" },
+};
+
+const UNIT_NAME: Partial<Record<Encoding, string>> = { cents: "cents", dollars: "dollars", grams: "grams", kg: "kilograms", seconds: "seconds", minutes: "minutes" };
+const ASKED_UNIT: Record<string, string> = { money: "dollars", weight: "kilograms", duration: "minutes" };
+const DATE_DESC: Partial<Record<Encoding, string>> = {
+  iso: "year-month-day with dashes",
+  dmy: "two numbers and then the year, with slashes",
+  mdy: "two numbers and then the year, with slashes",
+  compact: "year, month and day with no separators",
+  slash: "year/month/day with slashes",
+};
+
+function where(l: Lookup): string {
+  return `${l.table}.${l.column}`;
+}
+
+/** What a think says the plan checks first. */
+function checkText(l: Lookup): string {
+  switch (l.kind) {
+    case "value":
+      return `how ${where(l)} stores ${l.text}`;
+    case "flag":
+      return `the values of ${where(l)}`;
+    case "unit":
+      return `the unit of ${where(l)}`;
+    case "date":
+      return `the date format of ${where(l)}`;
+  }
+}
+
+/** A one-sentence statement of a lookup's stored form (the standard family's reasoning, and unprobed lookups). */
+export function mappingText(l: Lookup): string {
+  switch (l.kind) {
+    case "value":
+      return `${l.text} is ${l.literal} in ${where(l)}.`;
+    case "flag": {
+      const [yes] = boolPair(l.encoding);
+      const yesLit = typeof yes === "number" ? String(yes) : `'${yes}'`;
+      return l.positive ? `${l.text} is ${l.literal} in ${where(l)}.` : `${l.text} is ${yesLit} in ${where(l)}, so use ${l.literal}.`;
+    }
+    case "unit": {
+      const unit = UNIT_NAME[l.encoding] ?? "the asked unit";
+      if (l.purpose === "threshold") return `${where(l)} is in ${unit}, so ${l.text} is ${l.literal}.`;
+      const asked = ASKED_UNIT[l.attr] ?? unit;
+      return l.literal ? `${where(l)} is in ${unit}; divide by ${divisor(l.literal)} for ${asked}.` : `${where(l)} is already in ${asked}.`;
+    }
+    case "date":
+      return `${l.text} matches ${l.literal} in ${where(l)}.`;
+  }
+}
+
+function divisor(scale: string): string {
+  return scale.replace(/^\s*\/\s*/, "").replace(/\.0$/, "");
+}
+
+interface Probe {
+  sql: string;
+  result: ExecResult;
+  feedback: string;
+  read: string;
+}
+
+function run(dbPath: string, sql: string): { result: ExecResult; feedback: string } {
+  const result = executeDirect(dbPath, sql);
+  return { result, feedback: formatFeedback(result, TRACE_FEEDBACK) };
+}
+
+/** The stored literal without quotes, as a result cell shows it. */
+function bare(literal: string): string {
+  return literal.startsWith("'") ? literal.slice(1, -1).replace(/''/g, "'") : literal;
+}
+
+/** Distinct lookups (one per column and kind), in question order. */
+function uniqueLookups(lookups: Lookup[]): Lookup[] {
+  const seen = new Set<string>();
+  return lookups.filter((l) => {
+    const k = `${l.kind}\0${l.table}\0${l.column}\0${l.literal}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+/**
+ * The probes of one lookup: a first look at the column and, when `extra` allows, a confirming or
+ * disambiguating second probe. Returns the probes run and whether the lookup was settled by them.
+ */
+function probeLookup(dbPath: string, l: Lookup, extra: boolean): Probe[] {
+  const out: Probe[] = [];
+  const add = (sql: string, read: (r: ExecResult) => string): ExecResult => {
+    const { result, feedback } = run(dbPath, sql);
+    out.push({ sql, result, feedback, read: read(result) });
+    return result;
+  };
+  switch (l.kind) {
+    case "value": {
+      const first = add(`SELECT DISTINCT ${l.column} FROM ${l.table} LIMIT 5`, () => "");
+      const shown = firstCells(first, 3);
+      const desc = VALUE_DESC[l.attr]?.[l.encoding] ?? "values";
+      const found = shown.includes(bare(l.literal));
+      out[0]!.read = `${where(l)} holds ${desc}: ${quoteList(shown)}.` + (found ? ` ${l.text} is ${l.literal}.` : ` ${l.text} should be ${l.literal}.`);
+      if (!found && extra) {
+        add(`SELECT COUNT(*) FROM ${l.table} WHERE ${l.column} = ${l.literal}`, (r) => {
+          const n = firstCells(r, 1)[0] ?? "0";
+          return `${n} rows have ${l.literal}, so ${l.text} is ${l.literal}.`;
+        });
+      }
+      return out;
+    }
+    case "flag": {
+      add(`SELECT DISTINCT ${l.column} FROM ${l.table}`, (r) => `${where(l)} has the values ${quoteList(firstCells(r, 3))}. ` + mappingText(l));
+      return out;
+    }
+    case "unit": {
+      add(`SELECT MIN(${l.column}), MAX(${l.column}) FROM ${l.table}`, (r) => {
+        const row = r.ok && r.rows[0] ? r.rows[0].map((v) => cellText(v ?? null)) : ["?", "?"];
+        const unit = UNIT_NAME[l.encoding] ?? "the asked unit";
+        const tail =
+          l.purpose === "threshold"
+            ? `${l.text} is ${l.literal}.`
+            : l.literal
+              ? `Divide by ${divisor(l.literal)} for ${ASKED_UNIT[l.attr] ?? unit}.`
+              : "No conversion is needed.";
+        return `${where(l)} runs from ${row[0]} to ${row[1]}, so it is stored in ${unit}. ${tail}`;
+      });
+      return out;
+    }
+    case "date": {
+      const first = add(`SELECT ${l.column} FROM ${l.table} LIMIT 3`, () => "");
+      const shown = firstCells(first, 3);
+      const base = `Dates look like ${shown[0] ?? "?"}: ${DATE_DESC[l.encoding] ?? "text"}.`;
+      const ordered = l.month && (l.encoding === "dmy" || l.encoding === "mdy");
+      if (!ordered) {
+        out[0]!.read = `${base} ${l.text} matches ${l.literal}.`;
+        return out;
+      }
+      const dayFirst = shown.find((v) => Number(v.slice(0, 2)) > 12);
+      if (dayFirst) {
+        out[0]!.read = `${base} ${dayFirst} starts with ${dayFirst.slice(0, 2)}, so the day comes first. ${l.text} matches ${l.literal}.`;
+        return out;
+      }
+      out[0]!.read = `${base} The order of day and month is not clear yet.`;
+      if (extra) {
+        add(`SELECT MAX(SUBSTR(${l.column}, 1, 2)) FROM ${l.table}`, (r) => {
+          const top = firstCells(r, 1)[0] ?? "?";
+          const part = Number(top) > 12 ? "day" : "month";
+          return `The first number goes up to ${top}, so it is the ${part}. ${l.text} matches ${l.literal}.`;
+        });
+      } else {
+        out[0]!.read = `${base} ${l.text} matches ${l.literal}.`;
+      }
+      return out;
+    }
+  }
+}
+
+function summary(result: ExecResult): string {
+  if (!result.ok) return "an error";
+  const n = Math.max(result.rowCount, result.rows.length);
+  if (n === 1 && result.rows[0]!.length === 1) return cellText(result.rows[0]![0] ?? null);
+  return `${n} row${n === 1 ? "" : "s"}`;
+}
+
+function plan(item: SynthQuestion): string {
+  return `Goal: ${item.goal}. Tables: ${item.tables.join(", ")}.`;
+}
+
+/** The probes an execution-aware trace runs for an item (at most {@link MAX_TRACE_PROBES}); `checkRun` adds a run of the gold query when budget remains. */
+export function traceProbes(item: SynthQuestion, dbPath: string, checkRun: boolean): { probes: Probe[]; unprobed: Lookup[] } {
+  const lookups = uniqueLookups(item.lookups);
+  const probes: Probe[] = [];
+  const unprobed: Lookup[] = [];
+  lookups.forEach((l, i) => {
+    const left = MAX_TRACE_PROBES - probes.length;
+    const later = lookups.length - i - 1;
+    if (left <= 0) {
+      unprobed.push(l);
+      return;
+    }
+    const got = probeLookup(dbPath, l, left - 1 > later);
+    probes.push(...got);
+  });
+  const repeated = probes.some((p) => normalizeSql(p.sql) === normalizeSql(item.SQL)); // the server would refuse a repeat
+  if (probes.length < MAX_TRACE_PROBES && (lookups.length === 0 || checkRun) && !repeated) {
+    const { result, feedback } = run(dbPath, item.SQL);
+    probes.push({ sql: item.SQL, result, feedback, read: `The query returns ${summary(result)}. This answers the question.` });
+  }
+  return { probes, unprobed };
+}
+
+/** The execution-aware response: plan, probes with their real results, readings, final SQL. */
+export function executionAwareResponse(item: SynthQuestion, dbPath: string, rng: Rng): string {
+  const lookups = uniqueLookups(item.lookups);
+  const { probes, unprobed } = traceProbes(item, dbPath, rng.chance(0.3));
+  const first = lookups[0];
+  const opening = first ? `${plan(item)} First check ${checkText(first)}.` : `${plan(item)} Run the query to check it.`;
+  let text = `<think>${opening}</think>\n`;
+  probes.forEach((p, i) => {
+    const last = i === probes.length - 1;
+    const extra = last && unprobed.length > 0 ? ` ${unprobed.map(mappingText).join(" ")}` : "";
+    text += `<intermediate_sql>${p.sql}</intermediate_sql>${resultBlock(p.feedback)}<think>${p.read}${extra}</think>\n`;
+  });
+  return `${text}<final_sql>${item.SQL}</final_sql>`;
+}
+
+/** The standard-reasoning response: one think with the plan and the stored forms, then the final SQL. */
+export function standardResponse(item: SynthQuestion): string {
+  const maps = uniqueLookups(item.lookups).map(mappingText);
+  return `<think>${[plan(item), ...maps].join(" ")}</think>\n<final_sql>${item.SQL}</final_sql>`;
+}
+
+/** The direct response: the final SQL only. */
+export function directResponse(item: SynthQuestion): string {
+  return `<final_sql>${item.SQL}</final_sql>`;
+}
+
+/** The three SFT records of one item (execution-aware, standard, direct); throws if one fails `formatCheck`. */
+export function buildTraces(item: SynthItem, dbPath: string, schema: string, seed: string): SftRecord[] {
+  const rng = new Rng(seed);
+  const responses: Record<PromptFamily, string> = {
+    "execution-aware": executionAwareResponse(item, dbPath, rng),
+    standard: standardResponse(item),
+    direct: directResponse(item),
+  };
+  return TRACE_FAMILIES.map((family) => {
+    const response = responses[family];
+    const verdict = formatCheck(response, family);
+    if (!verdict.ok) throw new Error(`${item.db_id}#${item.question_id} ${family}: ${verdict.problems.join("; ")}`);
+    const { messages } = buildPrompt({ family, schema, question: item.question, evidence: item.evidence });
+    return { db_id: item.db_id, question_id: item.question_id, family, messages, response };
+  });
+}

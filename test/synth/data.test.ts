@@ -1,0 +1,239 @@
+import { createHash } from "node:crypto";
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXAMPLE_DATABASES } from "../../src/examples/index.js";
+import { exBird, executeDirect } from "../../src/sql/index.js";
+import {
+  DEFAULT_DEV_DOMAINS,
+  DOMAINS,
+  SYNTH_FILES,
+  formatDate,
+  generateSynth,
+  niceNumber,
+  sqlString,
+  synthDbPath,
+  type SynthItem,
+  type SynthResult,
+} from "../../src/synth/index.js";
+
+const SEED = 7;
+const DBS = 2 * DOMAINS.length; // every domain twice, so both dev domains appear
+
+const dirs: string[] = [];
+let dirA: string;
+let dirB: string;
+let a: SynthResult;
+let b: SynthResult;
+
+function hashes(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else out[relative(root, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+    }
+  };
+  walk(root);
+  return out;
+}
+
+beforeAll(async () => {
+  dirA = await mkdtemp(join(tmpdir(), "reex-synth-a-"));
+  dirB = await mkdtemp(join(tmpdir(), "reex-synth-b-"));
+  dirs.push(dirA, dirB);
+  a = generateSynth(dirA, { seed: SEED, dbs: DBS });
+  b = generateSynth(dirB, { seed: SEED, dbs: DBS });
+});
+
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+const all = (): SynthItem[] => [...a.train, ...a.dev];
+
+describe("synthetic data: layout and determinism", () => {
+  it("is byte-for-byte identical for the same seed", () => {
+    const ha = hashes(dirA);
+    const hb = hashes(dirB);
+    expect(Object.keys(ha).length).toBe(DBS + 4);
+    expect(ha).toEqual(hb);
+    expect(a.manifest.files).toEqual(b.manifest.files);
+  });
+
+  it("differs for another seed, and database i does not depend on how many are built", async () => {
+    const dirC = await mkdtemp(join(tmpdir(), "reex-synth-c-"));
+    const dirD = await mkdtemp(join(tmpdir(), "reex-synth-d-"));
+    dirs.push(dirC, dirD);
+    const c = generateSynth(dirC, { seed: SEED + 1, dbs: 3, traces: false });
+    const d = generateSynth(dirD, { seed: SEED, dbs: 3, traces: false });
+    const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
+    expect(sha(synthDbPath(dirC, c.databases[0]!.dbId))).not.toBe(sha(synthDbPath(dirA, a.databases[0]!.dbId)));
+    for (let i = 0; i < 3; i++) {
+      expect(sha(synthDbPath(dirD, d.databases[i]!.dbId))).toBe(sha(synthDbPath(dirA, a.databases[i]!.dbId)));
+    }
+  });
+
+  it("writes the BIRD layout with exactly BIRD's fields", () => {
+    for (const [file, items] of [[SYNTH_FILES.train, a.train], [SYNTH_FILES.dev, a.dev]] as const) {
+      const rows = JSON.parse(readFileSync(join(dirA, file), "utf8")) as Record<string, unknown>[];
+      expect(rows.length).toBe(items.length);
+      expect(rows.length).toBeGreaterThan(0);
+      rows.forEach((q, i) => {
+        expect(Object.keys(q)).toEqual(["question_id", "db_id", "question", "evidence", "SQL", "difficulty"]);
+        expect(q.question_id).toBe(i);
+        expect(["simple", "moderate", "challenging"]).toContain(q.difficulty);
+        expect(q.SQL).toBe(items[i]!.SQL);
+      });
+    }
+    for (const db of a.databases) {
+      expect(db.path).toBe(join(dirA, "databases", db.dbId, `${db.dbId}.sqlite`));
+      expect(db.questions).toBeGreaterThanOrEqual(10);
+      expect(db.questions).toBeLessThanOrEqual(30);
+    }
+  });
+
+  it("builds small relational databases: 2-3 tables, 10-200 rows, foreign keys that hold", () => {
+    for (const info of a.databases) {
+      const db = new Database(info.path, { readonly: true, fileMustExist: true });
+      try {
+        const tables = (db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]).map((r) => r.name);
+        expect(tables.length).toBeGreaterThanOrEqual(2);
+        expect(tables.length).toBeLessThanOrEqual(3);
+        for (const t of tables) {
+          const n = (db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get() as { n: number }).n;
+          expect(n).toBeGreaterThanOrEqual(10);
+          expect(n).toBeLessThanOrEqual(200);
+        }
+        const fks = tables.flatMap((t) => db.prepare(`SELECT * FROM pragma_foreign_key_list('${t}')`).all());
+        const refs = DOMAINS.find((d) => d.name === info.domain)!.tables.flatMap((t) => t.columns).filter((c) => c.kind === "ref").length;
+        expect(fks.length).toBe(refs);
+        expect(refs).toBeGreaterThanOrEqual(tables.length - 1);
+        expect(db.pragma("foreign_key_check")).toEqual([]);
+        // never the schema of an example (demo / eval) database
+        for (const ex of EXAMPLE_DATABASES) {
+          const exTables = [...ex.ddl.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]!.toLowerCase());
+          expect(tables.filter((t) => exTables.includes(t.toLowerCase())).length, `${info.dbId} vs ${ex.dbId}`).toBeLessThanOrEqual(1);
+        }
+      } finally {
+        db.close();
+      }
+    }
+  });
+
+  it("splits by database: dev holds the held-out domains, no db_id is in both splits", () => {
+    const trainDbs = new Set(a.train.map((q) => q.db_id));
+    const devDbs = new Set(a.dev.map((q) => q.db_id));
+    expect([...trainDbs].filter((d) => devDbs.has(d))).toEqual([]);
+    const domainOf = new Map(a.databases.map((d) => [d.dbId, d.domain]));
+    for (const d of devDbs) expect(DEFAULT_DEV_DOMAINS).toContain(domainOf.get(d));
+    for (const d of trainDbs) expect(DEFAULT_DEV_DOMAINS).not.toContain(domainOf.get(d));
+    expect(new Set([...devDbs].map((d) => domainOf.get(d)))).toEqual(new Set(DEFAULT_DEV_DOMAINS));
+    expect(a.manifest.domains.dev.sort()).toEqual([...DEFAULT_DEV_DOMAINS].sort());
+  });
+
+  it("mixes difficulties in every split", () => {
+    for (const items of [a.train, a.dev]) {
+      const counts = { simple: 0, moderate: 0, challenging: 0 };
+      for (const q of items) counts[q.difficulty]++;
+      for (const v of Object.values(counts)) expect(v / items.length).toBeGreaterThan(0.15);
+    }
+  });
+});
+
+describe("synthetic data: questions", () => {
+  it("every gold SQL runs and returns a non-empty, non-trivial result", () => {
+    for (const q of all()) {
+      const path = synthDbPath(dirA, q.db_id);
+      const r = executeDirect(path, q.SQL);
+      expect(r.ok, `${q.db_id}: ${q.SQL}`).toBe(true);
+      if (!r.ok) continue;
+      expect(r.rows.length, q.SQL).toBeGreaterThan(0);
+      expect(r.rows.length === 1 && r.rows[0]!.every((v) => v === null || v === 0 || v === 0n), q.SQL).toBe(false);
+    }
+  });
+
+  it("encoding questions need probing: the naive natural-value SQL gives a different result", () => {
+    let flagged = 0;
+    for (const q of all()) {
+      const path = synthDbPath(dirA, q.db_id);
+      const gold = executeDirect(path, q.SQL);
+      const naive = executeDirect(path, q.naive);
+      const same = gold.ok && naive.ok && exBird(naive.rows, gold.rows);
+      expect(q.encoded, `${q.SQL} vs ${q.naive}`).toBe(!same);
+      if (q.encoded) flagged++;
+      // a value stored differently from how the question names it always changes the answer
+      const hidden = q.lookups.filter(
+        (l) => (l.kind === "value" && l.literal !== sqlString(l.text)) || (l.kind === "flag" && l.encoding !== "10") || (l.kind === "date" && l.encoding !== "iso"),
+      );
+      if (hidden.length > 0) expect(q.encoded, `${q.question} | ${q.SQL}`).toBe(true);
+    }
+    expect(flagged / all().length).toBeGreaterThan(0.55);
+  });
+
+  it("names values as a person would while the data stores the encoding; hints point at columns, not values", () => {
+    for (const q of all()) {
+      for (const l of q.lookups) {
+        if (l.kind === "value" || l.kind === "flag" || l.kind === "date") expect(q.evidence).toContain(`${l.table}.${l.column}`);
+        if (l.kind === "value" && l.literal !== sqlString(l.text)) {
+          expect(q.question.toLowerCase()).toContain(l.text.toLowerCase());
+          expect(q.question).not.toContain(l.literal);
+          expect(q.evidence).not.toContain(l.literal);
+        }
+      }
+    }
+  });
+
+  it("uses the templates' SQL shapes: joins, GROUP BY, HAVING, nesting, ORDER BY LIMIT", () => {
+    const sqls = all().map((q) => q.SQL);
+    for (const re of [/INNER JOIN/, /GROUP BY/, /HAVING COUNT/, /\(SELECT/, /ORDER BY .* LIMIT 1/, /CAST\(SUM\(CASE WHEN/]) {
+      expect(sqls.some((s) => re.test(s)), String(re)).toBe(true);
+    }
+  });
+});
+
+describe("synthetic data: helpers", () => {
+  it("writes dates in every format", () => {
+    expect(formatDate("2021-03-04", "iso")).toBe("2021-03-04");
+    expect(formatDate("2021-03-04", "dmy")).toBe("04/03/2021");
+    expect(formatDate("2021-03-04", "mdy")).toBe("03/04/2021");
+    expect(formatDate("2021-03-04", "compact")).toBe("20210304");
+    expect(formatDate("2021-03-04", "slash")).toBe("2021/03/04");
+  });
+
+  it("rounds thresholds to numbers a person would say", () => {
+    expect(niceNumber(23.7, false)).toBe(25);
+    expect(niceNumber(4.3, false)).toBe(4);
+    expect(niceNumber(740, false)).toBe(750);
+    expect(niceNumber(0.34, false)).toBe(0.3);
+    expect(niceNumber(0.4, true)).toBe(1);
+  });
+
+  it("builds 200 databases well under a minute", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "reex-synth-speed-"));
+    dirs.push(dir);
+    const started = performance.now();
+    const r = generateSynth(dir, { seed: 3, dbs: 200 });
+    const seconds = (performance.now() - started) / 1000;
+    expect(r.databases.length).toBe(200);
+    expect(r.train.length + r.dev.length).toBeGreaterThan(2000);
+    expect(seconds).toBeLessThan(45);
+    // every encoding of every kind shows up in questions of a full-size build
+    const encodings = new Set([...r.train, ...r.dev].flatMap((q) => q.lookups.map((l) => `${l.attr}:${l.encoding}`)));
+    const expected = {
+      country: ["iso2", "iso3", "upper", "lower", "plain"],
+      city: ["code", "upper", "lower", "plain"],
+      category: ["code", "letter", "upper", "title", "plain"],
+      bool: ["YN", "10", "yesno", "TF", "truefalse"],
+      money: ["cents", "dollars"],
+      weight: ["grams", "kg"],
+      duration: ["seconds", "minutes"],
+      date: ["iso", "dmy", "mdy", "compact", "slash"],
+    };
+    for (const [kind, encs] of Object.entries(expected)) for (const e of encs) expect(encodings, `${kind}:${e}`).toContain(`${kind}:${e}`);
+  }, 120_000);
+});
