@@ -63,10 +63,14 @@ const policySchema = z
     modelsDir: z.string().default("models"),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */
     gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
-    /** Context window shared by all sequences, tokens. Default 8192. */
-    contextSize: z.number().int().positive().default(8192),
-    /** Sequences in the context (live trajectories + cached prefixes). Default 24. */
-    sequences: z.number().int().positive().max(256).default(24),
+    /** Context window of each sequence, tokens; the KV cache holds contextSize × sequences. Default 4096. */
+    contextSize: z.number().int().positive().default(4096),
+    /** Sequences in the context (live trajectories + cached prefixes). Default 20. */
+    sequences: z.number().int().positive().max(256).default(20),
+    /** CPU threads for llama.cpp; on shared or busy cores 1 avoids spin-wait stalls. Default: all cores. */
+    threads: z.number().int().positive().optional(),
+    /** Flash attention: off is faster on CPU, "auto" lets llama.cpp decide on a GPU. Default "auto" on GPU, off on CPU. */
+    flashAttention: z.boolean().optional(),
     /** LoRA adapter files applied on load. Default []. */
     lora: z.array(z.string()).default([]),
     /** Remote endpoint base URL (backend "remote"), e.g. http://gpu-1:8000/v1. */

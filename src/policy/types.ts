@@ -11,7 +11,7 @@ export interface TokenUsage {
   promptTokens: number;
   /** Tokens this trajectory actually ran through the model (prompt tokens not served from a cache, injected text, sampled tokens). */
   evaluatedTokens: number;
-  /** Tokens sampled by the model. */
+  /** Tokens sampled by the model. A fork starts at 0, so usage summed over a tree counts each token once. */
   generatedTokens: number;
 }
 
@@ -19,6 +19,7 @@ export interface TokenUsage {
  * The token-level record of a trajectory after its prompt: every token appended or sampled, in
  * order. `sampled[i]` is 1 for a token the model sampled and 0 for injected text (executor
  * `<result>` blocks); `logprobs[i]` is the sampling log-probability (0 for injected tokens).
+ * A fork inherits its parent's record up to the fork.
  */
 export interface TokenRecord {
   tokens: number[];
@@ -28,21 +29,24 @@ export interface TokenRecord {
 
 /** How to sample one segment. */
 export interface GenerateOptions {
-  /** Generation ends right after the first of these strings is produced (it stays in the text). */
+  /**
+   * Generation ends with the token that completes the first of these strings in the decoded text
+   * (it stays in the text; a stop string split across tokens is found too).
+   */
   stop: string[];
-  /** Most tokens to sample in this call. */
+  /** Most tokens to sample in this call; also ends early when the context window is full. */
   maxTokens: number;
   /** 0 means greedy. Default 0. */
   temperature?: number;
-  /** Nucleus sampling threshold. Default 1. */
+  /** Nucleus sampling threshold; keep 1 for training rollouts so logprobs are the full policy's. Default 1. */
   topP?: number;
-  /** Seed for reproducible sampling; default random. */
+  /** Seed for reproducible sampling (same seed, same state, same tokens); default a fresh random seed per call. */
   seed?: number;
   /** GBNF grammar text that constrains this segment; default none. */
   grammar?: string;
   /** Aborting ends generation promptly with `stopReason: "aborted"`. */
   signal?: AbortSignal;
-  /** Called with each decoded piece of text as it is sampled. */
+  /** Called with each decoded piece of text as it is sampled (incomplete UTF-8 characters held back). */
   onText?: (text: string) => void;
 }
 
@@ -51,8 +55,20 @@ export type StopReason = "stop" | "eos" | "maxTokens" | "aborted";
 
 /** The outcome of one generate call. */
 export interface GenerateResult {
+  /**
+   * Exactly the decoded `tokens` (control tokens such as end-of-turn decode to ""). When a stop
+   * string ends inside a token, the text goes on to that token's end.
+   */
   text: string;
+  /** Sampled token ids, an end-of-turn token included. */
   tokens: number[];
+  /**
+   * Per token, the natural log of its probability under the distribution it was drawn from:
+   * softmax(logits / temperature) renormalised over the grammar-allowed tokens inside the top-p
+   * nucleus (llama.cpp picks the nucleus before tempering). At temperature 1 and topP 1 this is the
+   * policy's own log π(token | context), what a GRPO importance ratio needs. For greedy decoding
+   * (temperature 0) it is the log-probability under the untempered softmax (grammar mask applied).
+   */
   logprobs: number[];
   stopReason: StopReason;
   /** The stop string that matched, when `stopReason` is "stop". */
@@ -62,11 +78,17 @@ export interface GenerateResult {
 /** One path of generation with its own KV state. Release it when done. */
 export interface Trajectory {
   readonly id: string;
-  /** Samples until a stop string, end of turn, `maxTokens`, or abort. */
+  /** Samples until a stop string, end of turn, `maxTokens`, or abort. Calls on one trajectory run one at a time. */
   generate(options: GenerateOptions): Promise<GenerateResult>;
-  /** Tokenises and evaluates text that the model did not sample (marked 0 in the record). */
+  /**
+   * Tokenises and evaluates text that the model did not sample (marked 0 in the record). Control-token
+   * spellings in it stay plain text, so executor output cannot end the turn.
+   */
   append(text: string): Promise<{ tokens: number[] }>;
-  /** A new trajectory that starts from this one's state without re-evaluating it. */
+  /**
+   * A new trajectory that starts from this one's state without re-evaluating it. Fails with
+   * CONTEXT_EXHAUSTED when no sequence is free (waiting could deadlock a caller holding them all).
+   */
   fork(): Promise<Trajectory>;
   /** Everything appended or sampled after the prompt. */
   readonly record: TokenRecord;
@@ -77,12 +99,30 @@ export interface Trajectory {
   release(): Promise<void>;
 }
 
-/** A prompt split so that its first part can be cached and shared across requests. */
+/**
+ * A piece of rendered prompt text. `special: true` marks chat-template text whose control-token
+ * spellings (`<|im_start|>`, …) become control tokens; message content is `special: false` and is
+ * tokenised as plain text, so a question containing `<|im_end|>` cannot forge a turn boundary.
+ */
+export interface PromptPart {
+  text: string;
+  special: boolean;
+}
+
+/**
+ * A prompt split so that its first part can be cached and shared across requests. Prompt text is
+ * tokenised with control-token spellings recognised, except inside `parts` marked plain.
+ */
 export interface PromptSpec {
   /** Text shared by many requests (system message + schema); cached per policy. */
   prefix: string;
   /** The rest (question, hint, assistant header). */
   suffix: string;
+  /**
+   * How `renderChat` built `prefix` and `suffix`. Used only when each list joins to exactly its
+   * string, so editing the strings simply drops the plain-text protection. Default none.
+   */
+  parts?: { prefix: PromptPart[]; suffix: PromptPart[] };
 }
 
 /** A chat message for rendering through the model's chat template. */
@@ -100,26 +140,37 @@ export interface PolicyInfo {
   contextSize: number;
   /** Trajectories that can be alive at once. */
   maxSequences: number;
+  /** LoRA adapter files applied, in order. Default []. */
+  lora?: readonly string[];
 }
 
 /** A language model that trajectories can be started from. */
 export interface Policy {
   readonly info: PolicyInfo;
   /**
-   * Renders messages through the model's chat template and splits the result so that
-   * `prefix` ends where `messages[splitAt]`'s own content starts differing across requests.
-   * Returns a prompt ending with the assistant turn opened.
+   * Renders messages through the model's chat template, ending with the assistant turn opened (a
+   * final assistant message is continued, not closed). `prefix` ends right after the first occurrence
+   * of `sharedPrefix` in the rendered text; without it (or when it is not found), right before the
+   * last message's content (after its turn header). Fills `parts`.
    */
   renderChat(messages: ChatMessage[], options?: { sharedPrefix?: string }): PromptSpec;
-  /** Starts a trajectory from a prompt, reusing a cached prefix when one matches. */
+  /**
+   * Starts a trajectory from a prompt, reusing a cached prefix when one matches. Waits (abortable
+   * by `signal`, then CANCELLED) while every sequence is held by other trajectories.
+   */
   start(prompt: PromptSpec, options?: { signal?: AbortSignal }): Promise<Trajectory>;
-  /** Token ids for text (no special tokens added). */
+  /** Token ids for text as a prompt would tokenise it (control-token spellings recognised, no BOS added). */
   tokenize(text: string): number[];
-  /** Text for token ids. */
+  /** Text for token ids (control tokens decode to their spelling). */
   detokenize(tokens: readonly number[]): string;
-  /** Live trajectories (sequences in use), for tests and metrics. */
+  /** Live trajectories (sequences in use, the prefix cache not counted), for tests and metrics. */
   liveTrajectories(): number;
-  /** Loads new weights or LoRA adapters without restarting the process. */
+  /**
+   * Loads new weights or LoRA adapters without restarting the process (omitted fields keep their
+   * value; `lora: []` removes adapters). Live trajectories become unusable (POLICY_ERROR); starts
+   * made during the reload wait for it; the prefix cache is cleared.
+   */
   reload?(options: { model?: string; lora?: string[] }): Promise<void>;
+  /** Frees everything; later calls fail. Safe to call twice. */
   close(): Promise<void>;
 }

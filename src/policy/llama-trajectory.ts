@@ -1,0 +1,275 @@
+/**
+ * One trajectory of the llama.cpp policy: a context sequence plus the tokens not yet evaluated into
+ * it. The last known token is always kept pending (unevaluated) so that the next generate call has
+ * a token whose logits it computes; this is also what lets a fork share the KV state exactly.
+ */
+import { randomInt } from "node:crypto";
+import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
+import { ReexError } from "../errors/index.js";
+import { asTokens, copySequenceState } from "./internals.js";
+import { IncrementalText, StopMatcher } from "./stop.js";
+import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
+
+/** What a trajectory needs from its policy. */
+export interface TrajectoryHost {
+  readonly kvCopy: boolean;
+  grammar(text: string): Promise<LlamaGrammar>;
+  acquire(mode: "wait" | "now", signal?: AbortSignal): Promise<LlamaContextSequence | null>;
+  releaseSequence(seq: LlamaContextSequence): Promise<void>;
+  forgetTrajectory(t: LlamaTrajectory): void;
+  adoptTrajectory(t: LlamaTrajectory): void;
+  nextTrajectoryId(): string;
+  isCurrent(loaded: unknown): boolean;
+}
+
+/** The state a trajectory starts with. */
+export interface TrajectoryInit {
+  id: string;
+  promptTokens: readonly number[];
+  pending: number[];
+  record: TokenRecord;
+  loaded: { model: LlamaModel };
+}
+
+const MIN_LOGPROB = Math.log(1e-45);
+
+/** A trajectory backed by one llama.cpp sequence. */
+export class LlamaTrajectory implements Trajectory {
+  readonly id: string;
+  readonly promptTokens: readonly number[];
+  readonly record: TokenRecord;
+  private pending: number[];
+  private readonly loaded: { model: LlamaModel };
+  private generated = 0;
+  private evaluatedAtRelease: number | undefined;
+  private released = false;
+  private invalid = false;
+  private broken: unknown;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly host: TrajectoryHost,
+    private readonly seq: LlamaContextSequence,
+    init: TrajectoryInit,
+  ) {
+    this.id = init.id;
+    this.promptTokens = init.promptTokens;
+    this.pending = init.pending;
+    this.record = init.record;
+    this.loaded = init.loaded;
+  }
+
+  get usage(): TokenUsage {
+    return {
+      promptTokens: this.promptTokens.length,
+      evaluatedTokens: this.evaluatedAtRelease ?? this.meterCount(),
+      generatedTokens: this.generated,
+    };
+  }
+
+  private meterCount(): number {
+    const meter = this.seq.tokenMeter;
+    return meter.usedInputTokens + meter.usedOutputTokens;
+  }
+
+  private get model(): LlamaModel {
+    return this.loaded.model;
+  }
+
+  /** Runs calls on this trajectory one at a time, in order. */
+  private run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(() => {
+      this.ensureUsable();
+      return fn();
+    });
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  private ensureUsable(): void {
+    if (this.released) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} was released`);
+    if (this.invalid || !this.host.isCurrent(this.loaded)) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} belongs to a model that was reloaded or closed`);
+    if (this.broken) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} failed earlier: ${String(this.broken)}`, { cause: this.broken });
+  }
+
+  private fail(err: unknown): ReexError {
+    if (err instanceof ReexError) return err;
+    this.broken = err instanceof Error ? err.message : err;
+    return new ReexError("POLICY_ERROR", `llama.cpp failed in trajectory ${this.id}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+
+  /** Tokens that can still be evaluated after the pending ones (node-llama-cpp keeps one cell spare). */
+  private room(): number {
+    return this.seq.contextSize - 1 - this.seq.nextTokenIndex - this.pending.length;
+  }
+
+  /** Evaluates all pending tokens but the last one. */
+  async settle(): Promise<void> {
+    if (this.pending.length <= 1) return;
+    const head = this.pending.slice(0, -1);
+    await this.seq.evaluateWithoutGeneratingNewTokens(asTokens(head));
+    this.pending = this.pending.slice(-1);
+  }
+
+  /** Makes sure one token is pending, taking the last evaluated one back out of the KV cache if needed. */
+  private async ensurePending(): Promise<void> {
+    if (this.pending.length > 0) return;
+    const n = this.seq.nextTokenIndex;
+    const last = this.seq.contextTokens.at(-1);
+    if (n === 0 || last === undefined) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} has no tokens to continue from`);
+    await this.seq.eraseContextTokenRanges([{ start: n - 1, end: n }]);
+    this.pending = [last];
+  }
+
+  generate(options: GenerateOptions): Promise<GenerateResult> {
+    return this.run(async () => {
+      const temperature = options.temperature ?? 0;
+      const topP = options.topP ?? 1;
+      if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
+      if (!(topP > 0 && topP <= 1)) throw new ReexError("BAD_REQUEST", `topP must be in (0, 1], got ${topP}`);
+      const empty = (stopReason: StopReason): GenerateResult => ({ text: "", tokens: [], logprobs: [], stopReason });
+      if (options.signal?.aborted) return empty("aborted");
+      try {
+        await this.ensurePending();
+      } catch (err) {
+        throw this.fail(err);
+      }
+      const limit = Math.min(options.maxTokens, this.room() + 1);
+      if (limit <= 0) return empty("maxTokens");
+      const grammar = options.grammar !== undefined ? await this.host.grammar(options.grammar) : undefined;
+      const model = this.model;
+      const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;
+      const before = [...this.promptTokens, ...this.record.tokens].slice(-8);
+      const text = new IncrementalText((tokens, last) => model.detokenize(asTokens(tokens), false, asTokens(last.length ? last : before)));
+      const stops = new StopMatcher(options.stop);
+      const tokens: number[] = [];
+      const logprobs: number[] = [];
+      const textTokens: number[] = [];
+      let emitted = 0;
+      let stopReason: StopReason = "maxTokens";
+      let stop: string | undefined;
+      const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: true }, {
+        temperature,
+        topK: 0,
+        topP,
+        seed: options.seed ?? randomInt(0, 2 ** 32),
+        yieldEogToken: true,
+        ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+      });
+      try {
+        for (;;) {
+          if (options.signal?.aborted) {
+            stopReason = "aborted";
+            break;
+          }
+          const step = await generator.next();
+          if (step.done) {
+            this.pending = [];
+            stopReason = "eos";
+            break;
+          }
+          const { token, confidence } = step.value;
+          this.pending = [token];
+          const logprob = Math.max(Math.log(confidence), MIN_LOGPROB);
+          tokens.push(token);
+          logprobs.push(logprob);
+          this.record.tokens.push(token);
+          this.record.sampled.push(1);
+          this.record.logprobs.push(logprob);
+          this.generated++;
+          if (model.isEogToken(token)) {
+            stopReason = "eos";
+            break;
+          }
+          textTokens.push(token);
+          const stable = text.push(token);
+          if (stable.length > emitted) {
+            options.onText?.(stable.slice(emitted));
+            emitted = stable.length;
+          }
+          const matched = stops.match(stable);
+          if (matched) {
+            stopReason = "stop";
+            stop = matched.stop;
+            break;
+          }
+          if (tokens.length >= limit) break;
+        }
+      } catch (err) {
+        throw this.fail(err);
+      } finally {
+        await generator.return().catch(() => undefined);
+      }
+      const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
+      if (full.length > emitted) options.onText?.(full.slice(emitted));
+      return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}) };
+    });
+  }
+
+  append(text: string): Promise<{ tokens: number[] }> {
+    return this.run(async () => {
+      const tokens = this.model.tokenize(text, false);
+      if (tokens.length === 0) return { tokens };
+      if (tokens.length > this.room()) {
+        throw new ReexError("CONTEXT_EXHAUSTED", `appending ${tokens.length} tokens would overflow the context window (${this.room()} left)`);
+      }
+      this.pending.push(...tokens);
+      for (const t of tokens) {
+        this.record.tokens.push(t);
+        this.record.sampled.push(0);
+        this.record.logprobs.push(0);
+      }
+      try {
+        await this.settle();
+      } catch (err) {
+        throw this.fail(err);
+      }
+      return { tokens };
+    });
+  }
+
+  fork(): Promise<Trajectory> {
+    return this.run(async () => {
+      const seq = await this.host.acquire("now");
+      if (!seq) throw new ReexError("POLICY_ERROR", "the policy was reloaded during fork");
+      try {
+        const copied = this.host.kvCopy && (await copySequenceState(seq, this.seq));
+        if (!copied && this.seq.contextTokens.length > 0) await seq.evaluateWithoutGeneratingNewTokens(this.seq.contextTokens);
+        const child = new LlamaTrajectory(this.host, seq, {
+          id: this.host.nextTrajectoryId(),
+          promptTokens: this.promptTokens,
+          pending: [...this.pending],
+          record: { tokens: [...this.record.tokens], sampled: [...this.record.sampled], logprobs: [...this.record.logprobs] },
+          loaded: this.loaded,
+        });
+        this.host.adoptTrajectory(child);
+        return child;
+      } catch (err) {
+        await this.host.releaseSequence(seq);
+        throw err instanceof ReexError ? err : new ReexError("POLICY_ERROR", `fork failed: ${String(err)}`, { cause: err });
+      }
+    });
+  }
+
+  release(): Promise<void> {
+    const done = this.tail.then(async () => {
+      if (this.released) return;
+      this.released = true;
+      this.evaluatedAtRelease = this.meterCount();
+      this.host.forgetTrajectory(this);
+      if (this.invalid) return;
+      await this.host.releaseSequence(this.seq);
+    });
+    this.tail = done.catch(() => undefined);
+    return done;
+  }
+
+  /** Called by the policy on reload/close: waits for the running call, then frees the sequence without handing it on. */
+  async invalidate(): Promise<void> {
+    await this.tail;
+    if (this.invalid) return;
+    this.invalid = true;
+    if (this.evaluatedAtRelease === undefined) this.evaluatedAtRelease = this.meterCount();
+    if (!this.seq.disposed) await this.seq.dispose();
+  }
+}

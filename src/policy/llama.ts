@@ -1,0 +1,549 @@
+/**
+ * The embedded llama.cpp policy (through node-llama-cpp): one model, one context whose sequences
+ * are shared by all trajectories (so llama.cpp batches their tokens together), KV-copy forks, a
+ * least-recently-used cache of evaluated prompt prefixes, grammars, LoRA adapters and hot reload.
+ */
+import { stat } from "node:fs/promises";
+import { resolve as resolvePath } from "node:path";
+import {
+  getLlama,
+  LlamaLogLevel,
+  resolveChatWrapper,
+  resolveModelFile,
+  type ChatHistoryItem,
+  type ChatWrapper,
+  type Llama,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaModel,
+  type LlamaText,
+} from "node-llama-cpp";
+import { ReexError } from "../errors/index.js";
+import { ggufHeaderProblem } from "./gguf.js";
+import { GrammarCache } from "./grammar.js";
+import { asTokens, copySequenceState, kvCopySupport } from "./internals.js";
+import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
+import { PrefixCache } from "./prefix-cache.js";
+import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
+import type { ChatMessage, Policy, PolicyInfo, PromptPart, PromptSpec, Trajectory } from "./types.js";
+
+/** How to load the llama.cpp policy. */
+export interface LlamaPolicyOptions {
+  /**
+   * A GGUF file path (relative to the working directory, else to `modelsDir`) or a model URI
+   * (`hf:owner/repo/file.gguf`, `https://…/file.gguf`) resolved into `modelsDir`.
+   */
+  model: string;
+  /** Where model URIs are looked up and downloaded to. Default "models". */
+  modelsDir?: string;
+  /** Download a URI's file when it is not in `modelsDir` yet; false makes that MODEL_NOT_FOUND. Default true. */
+  download?: boolean;
+  /** Download progress of a model URI, in bytes. Default none. */
+  onDownloadProgress?: (progress: { downloadedBytes: number; totalBytes: number }) => void;
+  /** "auto" uses CUDA (or Vulkan/Metal) when its prebuilt binary works here, else the CPU. Default "auto". */
+  gpu?: "auto" | "cuda" | "cpu";
+  /** Context window of each sequence, in tokens (the KV cache holds `contextSize × sequences`). Default 8192. */
+  contextSize?: number;
+  /** Sequences in the context: live trajectories plus cached prefixes. Default 24. */
+  sequences?: number;
+  /** LoRA adapter GGUF files applied on load, each at scale 1. Default []. */
+  lora?: string[];
+  /**
+   * CPU threads for evaluation. llama.cpp's worker threads spin while they wait, so on cores shared
+   * with other busy processes use 1–2 (measured here: orders of magnitude slower otherwise). Default: all math cores.
+   */
+  threads?: number;
+  /** Tokens per llama.cpp batch. Default min(512, contextSize × sequences). */
+  batchSize?: number;
+  /**
+   * llama.cpp flash attention ("auto": where supported). On CPU it made generation 2.6× and
+   * appending a `<result>` block 17× slower in bench/policy.ts. Default: "auto" on a GPU, off on CPU.
+   */
+  flashAttention?: "auto" | boolean;
+  /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
+  maxCachedPrefixes?: number;
+  /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
+  logger?: (level: string, message: string) => void;
+  /** Least severe llama.cpp log level passed on. Default "error". */
+  logLevel?: "error" | "warn" | "info" | "debug";
+}
+
+interface Loaded {
+  modelPath: string;
+  modelSource: string;
+  model: LlamaModel;
+  context: LlamaContext;
+  chat: ChatWrapper;
+  lora: string[];
+  device: string;
+}
+
+const llamas = new Map<string, Promise<Llama>>();
+
+function llamaFor(gpu: "auto" | "cuda" | "cpu", logLevel: string, logger?: (level: string, message: string) => void): Promise<Llama> {
+  const key = gpu;
+  let llama = llamas.get(key);
+  if (!llama) {
+    llama = getLlama({
+      gpu: gpu === "cpu" ? false : gpu,
+      build: "never",
+      logLevel: logLevel as LlamaLogLevel,
+      ...(logger ? { logger: (level: LlamaLogLevel, message: string) => logger(level, message) } : {}),
+    }).catch((err: unknown) => {
+      llamas.delete(key);
+      const hint = gpu === "cuda" ? " (CUDA was requested: is the CUDA prebuilt installed and a GPU visible?)" : "";
+      throw new ReexError("MODEL_LOAD_FAILED", `could not start llama.cpp for gpu "${gpu}"${hint}: ${errorText(err)}`, { cause: err });
+    });
+    llamas.set(key, llama);
+  } else {
+    void llama.then((l) => {
+      l.logLevel = logLevel as LlamaLogLevel;
+      if (logger) l.logger = (level, message) => logger(level, message);
+    }, () => undefined);
+  }
+  return llama;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function isUri(model: string): boolean {
+  return /^(hf:|huggingface:|https?:\/\/)/i.test(model);
+}
+
+async function isFile(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves a model path or URI to a local file (downloading if allowed); MODEL_NOT_FOUND otherwise. */
+async function resolveModel(model: string, options: LlamaPolicyOptions): Promise<string> {
+  const modelsDir = resolvePath(options.modelsDir ?? "models");
+  if (isUri(model)) {
+    try {
+      return await resolveModelFile(model, {
+        directory: modelsDir,
+        download: options.download === false ? false : "auto",
+        cli: false,
+        ...(options.onDownloadProgress
+          ? { onProgress: ({ totalSize, downloadedSize }) => options.onDownloadProgress!({ downloadedBytes: downloadedSize, totalBytes: totalSize }) }
+          : {}),
+      });
+    } catch (err) {
+      throw new ReexError("MODEL_NOT_FOUND", `model ${model} could not be resolved into ${modelsDir}: ${errorText(err)}`, { cause: err });
+    }
+  }
+  const path = model.startsWith("file:") ? new URL(model).pathname : model;
+  for (const candidate of [resolvePath(path), resolvePath(modelsDir, path)]) {
+    if (await isFile(candidate)) return candidate;
+  }
+  throw new ReexError("MODEL_NOT_FOUND", `model file not found: ${model} (looked in the working directory and ${modelsDir})`);
+}
+
+async function resolveLora(paths: readonly string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of paths) {
+    const abs = resolvePath(p);
+    if (!(await isFile(abs))) throw new ReexError("MODEL_NOT_FOUND", `LoRA adapter file not found: ${p}`);
+    const problem = await ggufHeaderProblem(abs);
+    if (problem) throw new ReexError("MODEL_LOAD_FAILED", `LoRA adapter ${p} cannot be loaded: ${problem}`);
+    out.push(abs);
+  }
+  return out;
+}
+
+function pickChatWrapper(model: LlamaModel): ChatWrapper {
+  try {
+    const jinja = resolveChatWrapper(model, { type: "jinjaTemplate", fallbackToOtherWrappersOnJinjaError: false });
+    if (jinja) return jinja;
+  } catch {
+    // no usable template in the file: fall back to node-llama-cpp's detection
+  }
+  const auto = resolveChatWrapper(model);
+  if (!auto) throw new ReexError("MODEL_LOAD_FAILED", "no chat template could be resolved for this model");
+  return auto;
+}
+
+function noContextShift(): never {
+  throw new ReexError("CONTEXT_EXHAUSTED", "the trajectory reached the end of its context window");
+}
+
+interface Waiter {
+  resolve: (seq: LlamaContextSequence | null) => void;
+  reject: (err: unknown) => void;
+}
+
+/** The llama.cpp policy; see {@link createLlamaPolicy}. */
+class LlamaPolicy implements Policy, TrajectoryHost {
+  private loaded: Loaded;
+  private readonly cache = new PrefixCache<LlamaContextSequence>();
+  private readonly grammars = new GrammarCache();
+  private readonly live = new Set<LlamaTrajectory>();
+  private readonly waiters: Waiter[] = [];
+  private readonly inflightPrefixes = new Map<string, Promise<void>>();
+  private readonly starting = new Set<Promise<unknown>>();
+  private reloading: Promise<void> | undefined;
+  private closed = false;
+  private nextId = 1;
+
+  constructor(
+    private readonly llama: Llama,
+    loaded: Loaded,
+    private readonly options: LlamaPolicyOptions,
+    readonly kvCopy: boolean,
+  ) {
+    this.loaded = loaded;
+  }
+
+  get info(): PolicyInfo {
+    return {
+      backend: "llama",
+      model: this.loaded.modelSource,
+      device: this.loaded.device,
+      contextSize: this.loaded.context.contextSize,
+      maxSequences: this.loaded.context.totalSequences,
+      lora: [...this.loaded.lora],
+    };
+  }
+
+  tokenize(text: string): number[] {
+    return this.loaded.model.tokenize(text, true);
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    return this.loaded.model.detokenize(asTokens(tokens), true);
+  }
+
+  liveTrajectories(): number {
+    return this.live.size;
+  }
+
+  renderChat(messages: ChatMessage[], options: { sharedPrefix?: string } = {}): PromptSpec {
+    const history: ChatHistoryItem[] = messages.map((m) =>
+      m.role === "assistant" ? { type: "model", response: [m.content] } : { type: m.role, text: m.content },
+    );
+    if (messages.at(-1)?.role !== "assistant") history.push({ type: "model", response: [] });
+    let json: ReturnType<LlamaText["toJSON"]>;
+    try {
+      json = this.loaded.chat.generateContextState({ chatHistory: history }).contextText.toJSON();
+    } catch (err) {
+      throw new ReexError("POLICY_ERROR", `the model's chat template could not render these messages: ${errorText(err)}`, { cause: err });
+    }
+    const parts: PromptPart[] = [];
+    for (const v of typeof json === "string" ? [json] : json) {
+      if (typeof v === "string") parts.push({ text: v, special: false });
+      else if (v.type === "specialTokensText") parts.push({ text: v.value, special: true });
+      else {
+        const spelled = this.spellSpecial(v.value);
+        if (spelled) parts.push({ text: spelled, special: true });
+      }
+    }
+    const merged = mergeParts(parts);
+    return promptFromParts(merged, options.sharedPrefix, contentOffset(merged, messages.at(-1)?.content ?? ""));
+  }
+
+  private spellSpecial(value: string): string | null {
+    const t = this.loaded.model.tokens;
+    switch (value) {
+      case "BOS": return t.bosString;
+      case "EOS": return t.eosString;
+      case "EOT": return t.eotString;
+      case "SEP": return t.sepString;
+      case "NL": return t.nlString;
+      default: return null;
+    }
+  }
+
+  private tokenizePrompt(text: string, parts: PromptPart[] | undefined): number[] {
+    const model = this.loaded.model;
+    return tokenizePieces(piecesOf(text, parts), (t, special) => model.tokenize(t, special));
+  }
+
+  async start(prompt: PromptSpec, options: { signal?: AbortSignal } = {}): Promise<Trajectory> {
+    for (;;) {
+      this.ensureOpen();
+      if (this.reloading) {
+        await this.reloading.catch(() => undefined);
+        continue;
+      }
+      const loaded = this.loaded;
+      const prefix = this.tokenizePrompt(prompt.prefix, prompt.parts?.prefix);
+      const suffix = this.tokenizePrompt(prompt.suffix, prompt.parts?.suffix);
+      const total = prefix.length + suffix.length;
+      if (total === 0) throw new ReexError("POLICY_ERROR", "cannot start a trajectory from an empty prompt");
+      if (total >= loaded.context.contextSize) {
+        throw new ReexError("CONTEXT_EXHAUSTED", `the prompt has ${total} tokens; the context window holds ${loaded.context.contextSize} (prompt and output)`);
+      }
+      const seq = await this.acquire("wait", options.signal);
+      if (!seq) continue;
+      if (!this.isCurrent(loaded)) {
+        if (!seq.disposed) await seq.dispose();
+        continue;
+      }
+      const work = (async () => {
+        try {
+          const pending = await this.loadPrompt(seq, prefix, suffix);
+          const trajectory = new LlamaTrajectory(this, seq, {
+            id: this.nextTrajectoryId(),
+            promptTokens: [...prefix, ...suffix],
+            pending,
+            record: { tokens: [], sampled: [], logprobs: [] },
+            loaded,
+          });
+          await trajectory.settle();
+          this.live.add(trajectory);
+          return trajectory;
+        } catch (err) {
+          await this.releaseSequence(seq);
+          throw wrap(err);
+        }
+      })();
+      this.starting.add(work);
+      try {
+        return await work;
+      } finally {
+        this.starting.delete(work);
+      }
+    }
+  }
+
+  /** Fills `seq` with all but the last prompt token (from the prefix cache when possible); returns the tokens left to evaluate. */
+  private async loadPrompt(seq: LlamaContextSequence, prefix: number[], suffix: number[]): Promise<number[]> {
+    if (prefix.length < 2) return [...prefix, ...suffix];
+    const head = prefix.slice(0, -1);
+    const key = PrefixCache.key(head);
+    for (;;) {
+      const inflight = this.inflightPrefixes.get(key);
+      if (!inflight) break;
+      await inflight.catch(() => undefined);
+    }
+    const hit = this.cache.acquire(key);
+    if (hit) {
+      try {
+        if (!(await copySequenceState(seq, hit.value))) await seq.evaluateWithoutGeneratingNewTokens(asTokens(head));
+      } finally {
+        hit.unpin();
+      }
+    } else {
+      const work = (async () => {
+        await seq.evaluateWithoutGeneratingNewTokens(asTokens(head));
+        const spare = await this.spareForCache();
+        if (!spare) return;
+        if (await copySequenceState(spare, seq)) await this.cache.add(key, head, spare);
+        else await this.releaseSequence(spare);
+      })();
+      this.inflightPrefixes.set(key, work);
+      try {
+        await work;
+      } finally {
+        this.inflightPrefixes.delete(key);
+      }
+    }
+    return [prefix.at(-1)!, ...suffix];
+  }
+
+  /** A free sequence for a new cache entry, evicting the oldest entry when the cache is full; never waits. */
+  private async spareForCache(): Promise<LlamaContextSequence | undefined> {
+    if (!this.kvCopy || this.waiters.length > 0) return undefined;
+    const max = this.options.maxCachedPrefixes ?? Math.max(1, Math.floor(this.loaded.context.totalSequences / 4));
+    if (max <= 0) return undefined;
+    if (this.cache.size >= max && !(await this.cache.evictOne())) return undefined;
+    const context = this.loaded.context;
+    if (context.sequencesLeft === 0) return undefined;
+    return context.getSequence({ contextShift: { strategy: noContextShift } });
+  }
+
+  /** A sequence for a trajectory: free, or freed by evicting cached prefixes; else wait ("wait") or fail ("now"). Null: reloaded meanwhile, retry. */
+  async acquire(mode: "wait" | "now", signal?: AbortSignal): Promise<LlamaContextSequence | null> {
+    for (;;) {
+      this.ensureOpen();
+      if (signal?.aborted) throw new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal.reason });
+      const context = this.loaded.context;
+      if (context.sequencesLeft > 0 && (mode === "now" || this.waiters.length === 0)) {
+        return context.getSequence({ contextShift: { strategy: noContextShift } });
+      }
+      if (await this.cache.evictOne()) continue;
+      if (mode === "now") {
+        throw new ReexError("CONTEXT_EXHAUSTED", `all ${context.totalSequences} sequences are held by live trajectories`);
+      }
+      return await new Promise<LlamaContextSequence | null>((resolve, reject) => {
+        const waiter: Waiter = {
+          resolve: (seq) => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve(seq);
+          },
+          reject: (err) => {
+            signal?.removeEventListener("abort", onAbort);
+            reject(err);
+          },
+        };
+        const onAbort = (): void => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal?.reason }));
+        };
+        if (signal?.aborted) return onAbort();
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.waiters.push(waiter);
+      });
+    }
+  }
+
+  /** Disposes a sequence and hands a fresh one to the first waiter. */
+  async releaseSequence(seq: LlamaContextSequence): Promise<void> {
+    if (!seq.disposed) await seq.dispose();
+    const context = this.loaded.context;
+    while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
+      this.waiters.shift()!.resolve(context.getSequence({ contextShift: { strategy: noContextShift } }));
+    }
+  }
+
+  forgetTrajectory(t: LlamaTrajectory): void {
+    this.live.delete(t);
+  }
+
+  nextTrajectoryId(): string {
+    return `t${this.nextId++}`;
+  }
+
+  adoptTrajectory(t: LlamaTrajectory): void {
+    this.live.add(t);
+  }
+
+  grammar(text: string) {
+    return this.grammars.get(this.llama, text);
+  }
+
+  isCurrent(loaded: unknown): boolean {
+    return !this.closed && loaded === this.loaded && !this.reloading;
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new ReexError("POLICY_ERROR", "the policy is closed");
+  }
+
+  async reload(options: { model?: string; lora?: string[] }): Promise<void> {
+    this.ensureOpen();
+    while (this.reloading) await this.reloading.catch(() => undefined);
+    const run = this.doReload(options);
+    this.reloading = run;
+    try {
+      await run;
+    } finally {
+      this.reloading = undefined;
+      const context = this.loaded.context;
+      while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
+        this.waiters.shift()!.resolve(context.getSequence({ contextShift: { strategy: noContextShift } }));
+      }
+    }
+  }
+
+  private async doReload(options: { model?: string; lora?: string[] }): Promise<void> {
+    const old = this.loaded;
+    const modelSource = options.model ?? old.modelSource;
+    const modelPath = options.model !== undefined ? await resolveModel(options.model, this.options) : old.modelPath;
+    const lora = options.lora !== undefined ? await resolveLora(options.lora) : old.lora;
+    for (const w of this.waiters.splice(0)) w.resolve(null);
+    await this.dropAll();
+    await old.context.dispose();
+    if (modelPath === old.modelPath) {
+      try {
+        this.loaded = await loadContext(this.llama, old.model, modelPath, modelSource, lora, this.options);
+      } catch (err) {
+        this.loaded = await loadContext(this.llama, old.model, old.modelPath, old.modelSource, old.lora, this.options);
+        throw err;
+      }
+      return;
+    }
+    let next: Loaded;
+    try {
+      next = await loadModelAndContext(this.llama, modelPath, modelSource, lora, this.options);
+    } catch (err) {
+      this.loaded = await loadContext(this.llama, old.model, old.modelPath, old.modelSource, old.lora, this.options);
+      throw err;
+    }
+    await old.model.dispose();
+    this.loaded = next;
+  }
+
+  /** Lets starts that hold a sequence finish, invalidates live trajectories (after their running calls) and empties the prefix cache. */
+  private async dropAll(): Promise<void> {
+    await Promise.allSettled([...this.starting]);
+    const live = [...this.live];
+    await Promise.all(live.map((t) => t.invalidate()));
+    this.live.clear();
+    await this.cache.clear();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    while (this.reloading) await this.reloading.catch(() => undefined);
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w.reject(new ReexError("SHUTTING_DOWN", "the policy is closing"));
+    await this.dropAll();
+    await this.loaded.context.dispose();
+    await this.loaded.model.dispose();
+  }
+}
+
+function wrap(err: unknown): ReexError {
+  if (err instanceof ReexError) return err;
+  return new ReexError("POLICY_ERROR", `llama.cpp failed: ${errorText(err)}`, { cause: err });
+}
+
+async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {
+  const device = llama.gpu !== false && model.gpuLayers > 0 ? llama.gpu : "cpu";
+  let context: LlamaContext;
+  try {
+    context = await model.createContext({
+      contextSize: options.contextSize ?? 8192,
+      sequences: options.sequences ?? 24,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+      flashAttention: options.flashAttention ?? (device === "cpu" ? false : "auto"),
+      ...(lora.length > 0 ? { lora: { adapters: lora.map((filePath) => ({ filePath })) } } : {}),
+    });
+  } catch (err) {
+    throw new ReexError("MODEL_LOAD_FAILED", `could not create a context for ${modelSource}${lora.length ? ` with LoRA ${lora.join(", ")}` : ""}: ${errorText(err)}`, { cause: err });
+  }
+  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device };
+}
+
+async function loadModelAndContext(llama: Llama, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {
+  const problem = await ggufHeaderProblem(modelPath);
+  if (problem) throw new ReexError("MODEL_LOAD_FAILED", `llama.cpp cannot load ${modelSource}: ${problem}`);
+  let model: LlamaModel;
+  try {
+    model = await llama.loadModel({ modelPath });
+  } catch (err) {
+    throw new ReexError("MODEL_LOAD_FAILED", `llama.cpp could not load ${modelSource}: ${errorText(err)}`, { cause: err });
+  }
+  try {
+    return await loadContext(llama, model, modelPath, modelSource, lora, options);
+  } catch (err) {
+    await model.dispose();
+    throw err;
+  }
+}
+
+/**
+ * Loads a GGUF model (path or URI) into llama.cpp and returns it as a Policy. Fails with
+ * MODEL_NOT_FOUND (no such file, URI not resolvable) or MODEL_LOAD_FAILED (llama.cpp refused it).
+ */
+export async function createLlamaPolicy(options: LlamaPolicyOptions): Promise<Policy> {
+  const modelPath = await resolveModel(options.model, options);
+  const lora = await resolveLora(options.lora ?? []);
+  const llama = await llamaFor(options.gpu ?? "auto", options.logLevel ?? "error", options.logger);
+  const loaded = await loadModelAndContext(llama, modelPath, options.model, lora, options);
+  const support = await kvCopySupport();
+  if (!support.verified) {
+    const message = `reex: KV-copy forks were verified on node-llama-cpp 3.22.1; running ${support.version}${support.available ? "" : " without it (forks re-evaluate)"}`;
+    if (options.logger) options.logger("warn", message);
+    else console.warn(message);
+  }
+  return new LlamaPolicy(llama, loaded, options, support.available);
+}

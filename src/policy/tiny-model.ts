@@ -1,0 +1,287 @@
+/**
+ * A tiny llama-architecture GGUF with random weights, for tests and benchmarks that must run the
+ * real llama.cpp path without downloading anything: byte-level BPE (gpt2-style) with merges learned
+ * from a small SQL-flavoured sample, ChatML special tokens and chat template. Deterministic for a
+ * given seed. Its outputs are meaningless; its tokenisation, shapes and control tokens are real.
+ */
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { encodeGguf, gguf, type GgufTensor, type GgufValue } from "./gguf.js";
+
+/** Shape and seed of a tiny model. */
+export interface TinyModelOptions {
+  /** PRNG seed for the weights. Default 1. */
+  seed?: number;
+  /** Transformer blocks. Default 2. */
+  layers?: number;
+  /** Hidden width. Default 64. */
+  embedding?: number;
+  /** Attention heads. Default 4. */
+  heads?: number;
+  /** Key/value heads (grouped-query attention when fewer than `heads`). Default 2. */
+  kvHeads?: number;
+  /** Feed-forward width. Default 128. */
+  feedForward?: number;
+  /** Trained context length written to the metadata. Default 2048. */
+  contextLength?: number;
+  /** BPE merges learned on top of the 256 byte tokens. Default 300. */
+  merges?: number;
+  /** Weight storage type. Default "f32". */
+  weightType?: "f32" | "f16";
+}
+
+/** Options for a random LoRA adapter matching a tiny model of the same shape. */
+export interface TinyLoraOptions {
+  /** PRNG seed for the adapter weights. Default 7. */
+  seed?: number;
+  /** Adapter rank. Default 4. */
+  rank?: number;
+  /** LoRA alpha (scale = alpha / rank). Default 4. */
+  alpha?: number;
+}
+
+/** ChatML, the template Qwen-style chat models ship in `tokenizer.chat_template`. */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
+
+const BPE_SAMPLE = `
+SELECT name FROM users WHERE id = 1;
+SELECT COUNT(*) FROM orders WHERE status = 'shipped';
+SELECT T1.name, T2.total FROM customers AS T1 JOIN orders AS T2 ON T1.id = T2.customer_id WHERE T2.total > 100 ORDER BY T2.total DESC LIMIT 3;
+SELECT school, AVG(score) FROM results GROUP BY school HAVING COUNT(*) > 5;
+SELECT DISTINCT country FROM singer WHERE age > 20 ORDER BY country;
+SELECT MAX(price), MIN(price) FROM products WHERE category = 'books';
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created_at TEXT);
+CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, total REAL, status TEXT);
+users.name (TEXT | values : 'Alice', 'Bob')
+orders.total (REAL | comment : order amount in dollars)
+<think> The question asks for the number of orders per customer. I should join the tables. </think>
+<intermediate_sql> SELECT customer_id, COUNT(*) FROM orders GROUP BY customer_id LIMIT 3; </intermediate_sql>
+<result> customer_id | COUNT(*)
+1 | 4
+2 | 7 </result>
+<think> The result looks right, the counts match the condition in the question. </think>
+<final_sql> SELECT T1.name, COUNT(T2.id) FROM customers AS T1 JOIN orders AS T2 ON T1.id = T2.customer_id GROUP BY T1.id; </final_sql>
+You are an experienced database expert. Given the database schema and the question, write a SQLite query that answers the question.
+Question: How many schools have an average score above the state average? Hint: average score refers to AVG(score).
+`;
+
+/** GPT-2's reversible map from bytes to printable unicode characters. */
+export function byteToUnicode(): string[] {
+  const bs: number[] = [];
+  for (let b = 0x21; b <= 0x7e; b++) bs.push(b);
+  for (let b = 0xa1; b <= 0xac; b++) bs.push(b);
+  for (let b = 0xae; b <= 0xff; b++) bs.push(b);
+  const cs = [...bs];
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    if (!bs.includes(b)) {
+      bs.push(b);
+      cs.push(256 + n);
+      n++;
+    }
+  }
+  const map: string[] = new Array(256);
+  bs.forEach((b, i) => (map[b] = String.fromCodePoint(cs[i]!)));
+  return map;
+}
+
+const PRETOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+
+/** Learns `count` byte-level BPE merges from `text`; ties go to the lexicographically smallest pair. */
+export function learnMerges(text: string, count: number): [string, string][] {
+  const b2u = byteToUnicode();
+  const words = new Map<string, number>();
+  for (const m of text.matchAll(PRETOKENIZE)) {
+    const w = [...Buffer.from(m[0], "utf8")].map((b) => b2u[b]).join("\u0000");
+    words.set(w, (words.get(w) ?? 0) + 1);
+  }
+  let entries = [...words.entries()].map(([w, n]) => ({ parts: w.split("\u0000"), n }));
+  const merges: [string, string][] = [];
+  while (merges.length < count) {
+    const pairs = new Map<string, number>();
+    for (const { parts, n } of entries) {
+      for (let i = 0; i + 1 < parts.length; i++) {
+        const key = parts[i] + "\u0000" + parts[i + 1];
+        pairs.set(key, (pairs.get(key) ?? 0) + n);
+      }
+    }
+    let best: string | undefined;
+    let bestN = 0;
+    for (const [key, n] of pairs) {
+      if (n > bestN || (n === bestN && best !== undefined && key < best)) {
+        best = key;
+        bestN = n;
+      }
+    }
+    if (best === undefined) break;
+    const [a, b] = best.split("\u0000") as [string, string];
+    merges.push([a, b]);
+    entries = entries.map(({ parts, n }) => {
+      const out: string[] = [];
+      for (let i = 0; i < parts.length; i++) {
+        if (i + 1 < parts.length && parts[i] === a && parts[i + 1] === b) {
+          out.push(a + b);
+          i++;
+        } else out.push(parts[i]!);
+      }
+      return { parts: out, n };
+    });
+  }
+  return merges;
+}
+
+/** A seeded PRNG (mulberry32) with a normal draw (Box-Muller). */
+function rng(seed: number): { uniform: () => number; normal: () => number } {
+  let s = seed >>> 0;
+  const uniform = (): number => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const normal = (): number => {
+    const u = Math.max(uniform(), 1e-12);
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());
+  };
+  return { uniform, normal };
+}
+
+function resolve(options: TinyModelOptions): Required<TinyModelOptions> {
+  return {
+    seed: options.seed ?? 1,
+    layers: options.layers ?? 2,
+    embedding: options.embedding ?? 64,
+    heads: options.heads ?? 4,
+    kvHeads: options.kvHeads ?? 2,
+    feedForward: options.feedForward ?? 128,
+    contextLength: options.contextLength ?? 2048,
+    merges: options.merges ?? 300,
+    weightType: options.weightType ?? "f32",
+  };
+}
+
+/** The vocabulary of the tiny model: 256 byte tokens, learned merges, then the ChatML specials. */
+export function tinyVocabulary(mergeCount = 300): { tokens: string[]; types: number[]; merges: string[]; special: Record<(typeof SPECIAL_TOKENS)[number], number> } {
+  const b2u = byteToUnicode();
+  const merges = learnMerges(BPE_SAMPLE, mergeCount);
+  const tokens = [...b2u];
+  const seen = new Set(tokens);
+  for (const [a, b] of merges) {
+    if (!seen.has(a + b)) {
+      tokens.push(a + b);
+      seen.add(a + b);
+    }
+  }
+  const types = tokens.map(() => 1);
+  const special = {} as Record<(typeof SPECIAL_TOKENS)[number], number>;
+  for (const s of SPECIAL_TOKENS) {
+    special[s] = tokens.length;
+    tokens.push(s);
+    types.push(3);
+  }
+  return { tokens, types, merges: merges.map(([a, b]) => `${a} ${b}`), special };
+}
+
+/** The GGUF bytes of a tiny random llama model. */
+export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
+  const o = resolve(options);
+  const { tokens, types, merges, special } = tinyVocabulary(o.merges);
+  const vocab = tokens.length;
+  const headDim = o.embedding / o.heads;
+  const kvWidth = headDim * o.kvHeads;
+  const r = rng(o.seed);
+  const tensor = (name: string, shape: number[], std: number, mean = 0): GgufTensor => {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) data[i] = mean + (std === 0 ? 0 : std * r.normal());
+    return { name, shape, data, type: shape.length > 1 ? o.weightType : "f32" };
+  };
+  const e = o.embedding;
+  const tensors: GgufTensor[] = [
+    tensor("token_embd.weight", [e, vocab], 1),
+    tensor("output_norm.weight", [e], 0, 1),
+    tensor("output.weight", [e, vocab], 0.3),
+  ];
+  const output = tensors[2]!.data;
+  for (const id of Object.values(special)) output.fill(0, id * e, (id + 1) * e);
+  for (let l = 0; l < o.layers; l++) {
+    tensors.push(
+      tensor(`blk.${l}.attn_norm.weight`, [e], 0, 1),
+      tensor(`blk.${l}.attn_q.weight`, [e, e], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.attn_k.weight`, [e, kvWidth], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.attn_v.weight`, [e, kvWidth], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.attn_output.weight`, [e, e], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.ffn_norm.weight`, [e], 0, 1),
+      tensor(`blk.${l}.ffn_gate.weight`, [e, o.feedForward], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.ffn_up.weight`, [e, o.feedForward], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.ffn_down.weight`, [o.feedForward, e], 1 / Math.sqrt(o.feedForward)),
+    );
+  }
+  const metadata: [string, GgufValue][] = [
+    ["general.architecture", gguf.str("llama")],
+    ["general.name", gguf.str(`reex-tiny-seed${o.seed}`)],
+    ["general.file_type", gguf.u32(o.weightType === "f16" ? 1 : 0)],
+    ["llama.context_length", gguf.u32(o.contextLength)],
+    ["llama.embedding_length", gguf.u32(e)],
+    ["llama.block_count", gguf.u32(o.layers)],
+    ["llama.feed_forward_length", gguf.u32(o.feedForward)],
+    ["llama.attention.head_count", gguf.u32(o.heads)],
+    ["llama.attention.head_count_kv", gguf.u32(o.kvHeads)],
+    ["llama.attention.layer_norm_rms_epsilon", gguf.f32(1e-5)],
+    ["llama.rope.dimension_count", gguf.u32(headDim)],
+    ["llama.rope.freq_base", gguf.f32(10000)],
+    ["llama.vocab_size", gguf.u32(vocab)],
+    ["tokenizer.ggml.model", gguf.str("gpt2")],
+    ["tokenizer.ggml.pre", gguf.str("default")],
+    ["tokenizer.ggml.tokens", gguf.arr("string", tokens)],
+    ["tokenizer.ggml.token_type", gguf.arr("i32", types)],
+    ["tokenizer.ggml.merges", gguf.arr("string", merges)],
+    ["tokenizer.ggml.bos_token_id", gguf.u32(special["<|endoftext|>"])],
+    ["tokenizer.ggml.eos_token_id", gguf.u32(special["<|im_end|>"])],
+    ["tokenizer.ggml.eot_token_id", gguf.u32(special["<|im_end|>"])],
+    ["tokenizer.ggml.padding_token_id", gguf.u32(special["<|endoftext|>"])],
+    ["tokenizer.ggml.add_bos_token", gguf.bool(false)],
+    ["tokenizer.chat_template", gguf.str(CHATML_TEMPLATE)],
+  ];
+  return encodeGguf({ metadata, tensors });
+}
+
+/** The GGUF bytes of a random LoRA adapter for a tiny model built with the same shape options. */
+export function buildTinyLora(model: TinyModelOptions = {}, options: TinyLoraOptions = {}): Buffer {
+  const o = resolve(model);
+  const rank = options.rank ?? 4;
+  const r = rng(options.seed ?? 7);
+  const vocab = tinyVocabulary(o.merges).tokens.length;
+  const pair = (name: string, inDim: number, outDim: number, std: number): GgufTensor[] => {
+    const a = new Float32Array(inDim * rank).map(() => r.normal() / Math.sqrt(inDim));
+    const b = new Float32Array(rank * outDim).map(() => std * r.normal());
+    return [
+      { name: `${name}.lora_a`, shape: [inDim, rank], data: a },
+      { name: `${name}.lora_b`, shape: [rank, outDim], data: b },
+    ];
+  };
+  const tensors: GgufTensor[] = [...pair("output.weight", o.embedding, vocab, 2)];
+  for (let l = 0; l < o.layers; l++) tensors.push(...pair(`blk.${l}.ffn_down.weight`, o.feedForward, o.embedding, 0.5));
+  return encodeGguf({
+    metadata: [
+      ["general.architecture", gguf.str("llama")],
+      ["general.type", gguf.str("adapter")],
+      ["general.name", gguf.str(`reex-tiny-lora-seed${options.seed ?? 7}`)],
+      ["adapter.type", gguf.str("lora")],
+      ["adapter.lora.alpha", gguf.f32(options.alpha ?? rank)],
+    ],
+    tensors,
+  });
+}
+
+/** Writes `bytes` to `path` atomically (temporary file + rename), creating folders as needed. */
+export async function writeFileAtomic(path: string, bytes: Uint8Array): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  await writeFile(tmp, bytes);
+  await rename(tmp, path);
+}

@@ -1,0 +1,104 @@
+/**
+ * Wires the real parts from one parsed {@link Config}: the database registry (with the example
+ * databases registered), the executor pool, the policy and the decoder. The server, `reex ask`
+ * and `reex eval` all start from here, so they run the same code.
+ */
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Config } from "../config/index.js";
+import { createDecoder } from "../decoding/index.js";
+import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
+import { buildExamples } from "../examples/index.js";
+import { buildTinyModel, createLlamaPolicy, writeFileAtomic } from "../policy/index.js";
+import type { Policy } from "../policy/types.js";
+import { DatabaseRegistry, ExecutorPool, loadSchema } from "../sql/index.js";
+import type { DatabaseEntry } from "../sql/index.js";
+
+/** File name of the project's own starter policy inside `policy.modelsDir`. */
+export const STARTER_MODEL = "reex-starter.gguf";
+/** Placeholder written when no starter model is present: random weights, real tokenizer and shapes. */
+export const PLACEHOLDER_MODEL = "reex-tiny-random.gguf";
+
+/** Everything a front end runs on, with one close for all of it. */
+export interface Runtime {
+  config: Config;
+  registry: DatabaseRegistry;
+  executor: ExecutorPool;
+  policy: Policy;
+  decode: (request: AnswerRequest, ctx: DecodeContext) => Promise<Answer>;
+  /** The schema shown by GET /v1/databases/:id. */
+  describe: (entry: DatabaseEntry) => unknown;
+  /** Which model file was loaded and why (configured, starter, placeholder). */
+  model: { path: string; origin: "configured" | "starter" | "placeholder" };
+  close(): Promise<void>;
+}
+
+/** Options beyond the config: progress output and whether to register the example databases. */
+export interface RuntimeOptions {
+  /** Register examples/ databases (built if missing). Default true. */
+  examples?: boolean;
+  /** Progress and warnings for a person watching start-up. Default: none. */
+  log?: (message: string) => void;
+}
+
+/**
+ * Resolves the model to load: the configured one, else the starter policy in `modelsDir`, else a
+ * random-weight placeholder written there (so a fresh clone starts; its answers are meaningless).
+ */
+export async function resolveModel(config: Config, log?: (m: string) => void): Promise<Runtime["model"]> {
+  if (config.policy.model) return { path: config.policy.model, origin: "configured" };
+  const dir = resolve(config.policy.modelsDir);
+  const starter = join(dir, STARTER_MODEL);
+  if (existsSync(starter)) return { path: starter, origin: "starter" };
+  const placeholder = join(dir, PLACEHOLDER_MODEL);
+  if (!existsSync(placeholder)) {
+    log?.(`no ${STARTER_MODEL} in ${dir}: writing a random-weight placeholder model (${PLACEHOLDER_MODEL}); its SQL is noise`);
+    await writeFileAtomic(placeholder, buildTinyModel({ seed: 1 }));
+  }
+  return { path: placeholder, origin: "placeholder" };
+}
+
+/** Builds the runtime for `config`; closes what it opened if any step fails. */
+export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
+  const log = options.log;
+  const registry = new DatabaseRegistry({ dataDir: config.sql.dataDir, allowedRoots: config.server.allowedRoots.length ? config.server.allowedRoots : undefined });
+  if (options.examples ?? true) {
+    const sets = await buildExamples();
+    for (const set of sets) await registry.registerPath(set.path, { name: set.dbId });
+    log?.(`registered ${sets.length} example databases: ${sets.map((s) => s.dbId).join(", ")}`);
+  }
+  const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
+  let policy: Policy | undefined;
+  try {
+    const model = await resolveModel(config, log);
+    log?.(`loading model ${model.path} (${model.origin}, gpu=${config.policy.gpu})`);
+    policy = await createLlamaPolicy({
+      model: model.path,
+      modelsDir: config.policy.modelsDir,
+      gpu: config.policy.gpu,
+      contextSize: config.policy.contextSize,
+      sequences: config.policy.sequences,
+      lora: config.policy.lora,
+      ...(config.policy.threads !== undefined ? { threads: config.policy.threads } : {}),
+      ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
+    });
+    log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);
+    const decode = createDecoder({ policy, executor, config, indexDir: join(config.sql.dataDir, "indexes") });
+    const loaded = policy;
+    return {
+      config,
+      registry,
+      executor,
+      policy: loaded,
+      decode,
+      describe: (entry) => loadSchema(entry.path),
+      model,
+      async close() {
+        await Promise.allSettled([loaded.close(), executor.close()]);
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled([policy?.close(), executor.close()]);
+    throw err;
+  }
+}
