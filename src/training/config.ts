@@ -1,0 +1,247 @@
+/**
+ * The configuration of `reex train sft|grpo --config FILE`: one zod schema with every default
+ * (unknown keys rejected), read from a JSON file whose relative paths resolve against the file's
+ * own folder. Documented field by field in docs/training.md; examples in examples/training/.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { z } from "zod";
+import { ReexError, issuesFrom } from "../errors/index.js";
+import { ADVANTAGE_SCALINGS } from "./advantages.js";
+import { REWARD_PRESETS, resolveRewardSpec } from "./rewards.js";
+
+/** The two training modes: supervised fine-tuning on traces, or GRPO on questions. */
+export type TrainMode = "sft" | "grpo";
+
+const layout = z.enum(["auto", "bird", "spider"]);
+
+const dataSchema = z
+  .object({
+    /** BIRD or Spider JSON file of training questions. */
+    dataset: z.string().min(1),
+    /** Folder of `<db_id>/<db_id>.sqlite` (or `<db_id>.sqlite`). */
+    dbRoot: z.string().min(1),
+    /** Default "auto". */
+    layout: layout.default("auto"),
+    /** Skip the first N questions of the file. Default 0. */
+    offset: z.number().int().min(0).default(0),
+    /** Use only N questions (after `offset`); default all. */
+    limit: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const evalSchema = z
+  .object({
+    /** BIRD or Spider JSON file of held-out questions. */
+    dataset: z.string().min(1),
+    dbRoot: z.string().min(1),
+    /** Default "auto". */
+    layout: layout.default("auto"),
+    /** Evaluate every K steps (and after the last). Default 10. */
+    every: z.number().int().positive().default(10),
+    /** Evaluate the initial model before step 1 too. Default true. */
+    atStart: z.boolean().default(true),
+    /** Skip the first N questions of the file. Default 0. */
+    offset: z.number().int().min(0).default(0),
+    /** Only N held-out questions (after `offset`); default all. */
+    limit: z.number().int().positive().optional(),
+    /** Default "greedy". */
+    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]).default("greedy"),
+    /** Candidates for linear/tree strategies; default the decoder's. */
+    candidates: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const sftSchema = z
+  .object({
+    /** Traces, JSONL (or a JSON array) of {"messages": [...] | "prompt": "...", "response": "...", "question_id"?}. */
+    traces: z.string().min(1),
+    /** Appended to every response (mask 1) so the model learns to end its turn. Default "<|im_end|>". */
+    endOfTurn: z.string().default("<|im_end|>"),
+  })
+  .strict();
+
+const weightsSchema = z
+  .object({ format: z.number(), em: z.number(), exec: z.number(), entity: z.number(), exploration: z.number() })
+  .partial()
+  .strict();
+
+const rewardSchema = z
+  .object({
+    /** A name from REWARD_PRESETS (case and punctuation ignored). Default "maxtune". */
+    preset: z.string().default("maxtune"),
+    /** ReEx presets: weights overriding the preset's. Default none. */
+    weights: weightsSchema.optional(),
+    /** The ReEx exploration term on or off (off: weight 0, still logged). Default true. */
+    exploration: z.boolean().default(true),
+    /** EX rule that decides "correct". Default "bird". */
+    exRule: z.enum(["bird", "spider", "refined"]).default("bird"),
+    /** k of the SQL-R1 / CogniSQL length terms. Default 512. */
+    lengthTokens: z.number().int().positive().default(512),
+    /** Default "family". */
+    template: z.enum(["family", "reasoning-answer", "think-answer"]).default("family"),
+    /** Time limit of final and gold SQL executions for the reward, ms. Default 30000. */
+    timeoutMs: z.number().int().positive().default(30_000),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    try {
+      resolveRewardSpec({ preset: r.preset, ...(r.weights ? { weights: r.weights } : {}) });
+    } catch (err) {
+      ctx.addIssue({ code: "custom", path: ["preset"], message: `${(err as Error).message} (presets: ${REWARD_PRESETS.join(", ")})` });
+    }
+  });
+
+const policySchema = z
+  .object({
+    /** Default "auto". */
+    gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
+    /** Context window per sequence, tokens. Default 4096. */
+    contextSize: z.number().int().positive().default(4096),
+    /** Sequences in the llama.cpp context. Default 16. */
+    sequences: z.number().int().positive().default(16),
+    /** CPU threads; default all math cores. */
+    threads: z.number().int().positive().optional(),
+  })
+  .strict();
+
+const learnerSchema = z
+  .object({
+    /** Python interpreter with torch installed. Default "/usr/bin/python3". */
+    python: z.string().min(1).default("/usr/bin/python3"),
+    /** "cpu", "cuda", "cuda:N" or "auto". Default "auto". */
+    device: z.string().min(1).default("auto"),
+    /** Default "f32". */
+    dtype: z.enum(["f32", "bf16", "f16"]).default("f32"),
+    /** Rollouts per forward/backward. Default 4. */
+    microBatch: z.number().int().positive().default(4),
+    /** Passes over each step's experience. Default 1. */
+    epochs: z.number().int().positive().default(1),
+    /** Gradient clipping norm (0 = off). Default 1.0. */
+    maxGradNorm: z.number().min(0).default(1.0),
+    /** Default "token-mean". */
+    lossAgg: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
+    /** More arguments passed to `reex_learner step` as is. Default []. */
+    extraArgs: z.array(z.string()).default([]),
+    /** Wall-clock limit of one learner step, ms. Default 3600000. */
+    timeoutMs: z.number().int().positive().default(3_600_000),
+  })
+  .strict();
+
+const executorSchema = z
+  .object({
+    /** Executor worker processes. Default 2. */
+    workers: z.number().int().positive().max(64).default(2),
+    /** Per-probe time limit, ms. Default 5000. */
+    timeoutMs: z.number().int().positive().default(5000),
+    /** Rows fetched per probe. Default 1000. */
+    maxRows: z.number().int().positive().default(1000),
+  })
+  .strict();
+
+/** The training configuration schema (input: what a file may hold; output: with defaults). */
+export const trainConfigSchema = z
+  .object({
+    /** Free text about the run, shown in the report. Default none. */
+    description: z.string().optional(),
+    /** The initial GGUF; also the frozen KL reference. */
+    model: z.string().min(1),
+    /** Where checkpoints, experience, metrics and the report go. */
+    runDir: z.string().min(1),
+    /** GRPO's training questions (required for grpo). */
+    data: dataSchema.optional(),
+    /** SFT's traces (required for sft). */
+    sft: sftSchema.optional(),
+    /** Held-out evaluation; default none. */
+    eval: evalSchema.optional(),
+    /** Learner steps. Default 50. */
+    steps: z.number().int().positive().default(50),
+    /** Questions (GRPO) or traces (SFT) per step. Default 8. */
+    questionsPerStep: z.number().int().positive().default(8),
+    /** Rollouts per question, G. Default 8. */
+    groupSize: z.number().int().min(2).default(8),
+    /** Rollout sampling temperature. Default 1.0. */
+    temperature: z.number().gt(0).max(2).default(1.0),
+    /** Probe rounds per rollout, N. Default 10. */
+    maxInteractions: z.number().int().min(0).max(50).default(10),
+    /** Tokens sampled per rollout. Default 1024. */
+    maxTokens: z.number().int().positive().default(1024),
+    /** Default "execution-aware". */
+    promptFamily: z.enum(["execution-aware", "standard", "direct"]).default("execution-aware"),
+    /** Default "full". */
+    feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
+    /** Rows shown per probe result. Default 3. */
+    feedbackRows: z.number().int().min(0).max(50).default(3),
+    /** Rollouts running at once. Default 8. */
+    rolloutConcurrency: z.number().int().positive().default(8),
+    /** AdamW learning rate. Default 2e-6. */
+    learningRate: z.number().positive().default(2e-6),
+    /** PPO clip ε. Default 0.2. */
+    clip: z.number().positive().max(1).default(0.2),
+    /** KL weight β to the frozen initial model (0 = no reference). Default 0.001. */
+    klBeta: z.number().min(0).default(0.001),
+    /** Default "group". */
+    advantage: z.enum(ADVANTAGE_SCALINGS as [string, ...string[]]).default("group"),
+    /** Drop truncated rollouts from the loss (Think2SQL). Default false. */
+    maskTruncated: z.boolean().default(false),
+    reward: rewardSchema.default(() => rewardSchema.parse({})),
+    /** Save a checkpoint every K steps (and after the last). Default 10. */
+    checkpointEvery: z.number().int().positive().default(10),
+    /** Seed of the question order and the rollout sampling. Default 0. */
+    seed: z.number().int().min(0).default(0),
+    policy: policySchema.default(() => policySchema.parse({})),
+    learner: learnerSchema.default(() => learnerSchema.parse({})),
+    executor: executorSchema.default(() => executorSchema.parse({})),
+  })
+  .strict();
+
+/** A parsed training configuration (defaults filled, paths absolute). */
+export type TrainConfig = Omit<z.infer<typeof trainConfigSchema>, "advantage"> & { advantage: (typeof ADVANTAGE_SCALINGS)[number] };
+/** A training configuration as a file may give it. */
+export type TrainConfigInput = z.input<typeof trainConfigSchema>;
+
+function abs(base: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(base, p);
+}
+
+/**
+ * Validates a configuration object for `mode`, resolving relative paths against `baseDir`;
+ * CONFIG_INVALID with one issue per problem (grpo needs `data`, sft needs `sft`).
+ */
+export function parseTrainConfig(input: unknown, mode: TrainMode, baseDir = process.cwd()): TrainConfig {
+  const parsed = trainConfigSchema.safeParse(input);
+  if (!parsed.success) throw new ReexError("CONFIG_INVALID", "invalid training configuration", { issues: issuesFrom(parsed.error.issues) });
+  const c = parsed.data;
+  if (mode === "grpo" && !c.data) throw new ReexError("CONFIG_INVALID", "grpo training needs `data` (dataset and dbRoot)", { issues: [{ path: ["data"], message: "required for grpo" }] });
+  if (mode === "sft" && !c.sft) throw new ReexError("CONFIG_INVALID", "sft training needs `sft.traces`", { issues: [{ path: ["sft"], message: "required for sft" }] });
+  return {
+    ...c,
+    advantage: c.advantage as TrainConfig["advantage"],
+    model: abs(baseDir, c.model),
+    runDir: abs(baseDir, c.runDir),
+    ...(c.data ? { data: { ...c.data, dataset: abs(baseDir, c.data.dataset), dbRoot: abs(baseDir, c.data.dbRoot) } } : {}),
+    ...(c.sft ? { sft: { ...c.sft, traces: abs(baseDir, c.sft.traces) } } : {}),
+    ...(c.eval ? { eval: { ...c.eval, dataset: abs(baseDir, c.eval.dataset), dbRoot: abs(baseDir, c.eval.dbRoot) } } : {}),
+    learner: { ...c.learner, python: c.learner.python.includes("/") ? abs(baseDir, c.learner.python) : c.learner.python },
+  };
+}
+
+/** Reads a JSON configuration file for `mode` (relative paths against its folder); a missing file is BAD_REQUEST. */
+export function loadTrainConfig(file: string, mode: TrainMode, overrides: Partial<TrainConfigInput> = {}): TrainConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ReexError("BAD_REQUEST", `cannot read training config ${file}: ${(err as Error).message}`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new ReexError("CONFIG_INVALID", `${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) throw new ReexError("CONFIG_INVALID", `${file}: expected a JSON object`);
+  const merged = { ...(data as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) merged[k] = v;
+  return parseTrainConfig(merged, mode, dirname(resolve(file)));
+}

@@ -1,0 +1,193 @@
+/**
+ * Rollout groups for GRPO: G rollouts per question through the same agent code the server runs
+ * (`runRollout` with the policy, the executor and the decoder's prompt builder), each scored by a
+ * reward preset, then advantages over the step's groups. The token record of each rollout gives
+ * the loss mask (sampled = 1, injected `<result>` text = 0) and the sampling log-probs.
+ */
+import { runRollout, type RolloutResult } from "../agent/index.js";
+import type { PromptFor } from "../decoding/prompt.js";
+import type { FeedbackMode, PromptFamily } from "../decoding/types.js";
+import { ReexError, type ErrorCode } from "../errors/index.js";
+import type { Policy } from "../policy/types.js";
+import type { Executor } from "../sql/types.js";
+import { computeAdvantages, type AdvantageOptions, type AdvantageScaling } from "./advantages.js";
+import { sanitizeLogprobs, type ExperienceRecord } from "./experience.js";
+import { gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardEnv, type RewardSpec } from "./rewards.js";
+
+/** One training question. */
+export interface TrainingQuestion {
+  questionId: string | number;
+  /** Absolute path of the SQLite file. */
+  dbPath: string;
+  question: string;
+  evidence?: string;
+  goldSql: string;
+}
+
+/** How a group is sampled and scored. */
+export interface GroupOptions {
+  policy: Policy;
+  executor: Executor;
+  /** The prompt of a question (the decoder's `createPromptBuilder().promptFor`). */
+  promptFor: PromptFor;
+  /** Rollouts per question (G). Default 8. */
+  groupSize?: number;
+  /** Sampling temperature. Default 1.0. */
+  temperature?: number;
+  /** Probe rounds per rollout. Default 10. */
+  maxInteractions?: number;
+  /** Tokens sampled per rollout at most. Default 1024. */
+  maxTokens?: number;
+  /** Default "execution-aware". */
+  family?: PromptFamily;
+  /** Default "full". */
+  feedback?: FeedbackMode;
+  /** Rows shown per probe. Default 3. */
+  feedbackRows?: number;
+  /** Per-probe limit, ms; default the executor's. */
+  probeTimeoutMs?: number;
+  /** Base seed; rollout i of a group uses seed + i. Default random. */
+  seed?: number;
+  /** Rollouts of a group running at once. Default the group size. */
+  concurrency?: number;
+  /** Default the "maxtune" preset. */
+  reward?: RewardSpec;
+  /** Where the rewards execute SQL; default `{executor}`. */
+  rewardEnv?: RewardEnv;
+  signal?: AbortSignal;
+}
+
+/** One scored rollout of a group. */
+export interface ScoredRollout {
+  questionId: string | number;
+  /** Position in its group. */
+  index: number;
+  rollout: RolloutResult;
+  reward: RewardBreakdown;
+  /** Loss mask over `rollout.record.tokens`: the record's `sampled`, all 0 for a rollout that failed. */
+  mask: (0 | 1)[];
+  /** Filled by {@link assignAdvantages}. Default 0. */
+  advantage: number;
+}
+
+/** G scored rollouts of one question. */
+export interface RolloutGroup {
+  question: TrainingQuestion;
+  rollouts: ScoredRollout[];
+}
+
+/** Groups of one step with their advantages. */
+export interface StepBatch {
+  groups: RolloutGroup[];
+  zeroVarianceGroups: number;
+}
+
+const FATAL: readonly string[] = ["CANCELLED", "MODEL_NOT_FOUND", "MODEL_LOAD_FAILED", "EXECUTOR_UNAVAILABLE", "SHUTTING_DOWN"] satisfies ErrorCode[];
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T, i: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return out;
+}
+
+/** Samples G rollouts of one question and scores each; advantages are left at 0 (see {@link assignAdvantages}). */
+export async function runGroup(question: TrainingQuestion, options: GroupOptions): Promise<RolloutGroup> {
+  const g = options.groupSize ?? 8;
+  if (!Number.isInteger(g) || g < 1) throw new ReexError("BAD_REQUEST", `group size must be a positive integer, got ${g}`);
+  const family = options.family ?? "execution-aware";
+  const spec = resolveRewardSpec(options.reward);
+  const env: RewardEnv = options.rewardEnv ?? { executor: options.executor };
+  const prompt = await options.promptFor(question.dbPath, question.question, question.evidence, family);
+  const rollouts = await mapLimit(Array.from({ length: g }, (_, i) => i), options.concurrency ?? g, async (index) => {
+    if (options.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
+    const rollout = await runRollout(options.policy, prompt, {
+      executor: options.executor,
+      dbPath: question.dbPath,
+      family,
+      maxInteractions: options.maxInteractions ?? 10,
+      maxTokens: options.maxTokens ?? 1024,
+      temperature: options.temperature ?? 1.0,
+      topP: 1,
+      ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
+      ...(options.feedback ? { feedback: options.feedback } : {}),
+      ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
+      ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      path: `${question.questionId}/${index}`,
+    });
+    if (rollout.stopReason === "aborted") throw new ReexError("CANCELLED", "training cancelled");
+    if (rollout.error && FATAL.includes(rollout.error.code)) throw new ReexError(rollout.error.code as ErrorCode, rollout.error.message);
+    const generatedTokens = rollout.record.sampled.reduce<number>((a, s) => a + s, 0);
+    const facts = await gatherFacts(
+      {
+        response: rollout.text,
+        family,
+        finalSql: rollout.finalSql,
+        probes: rollout.probes.filter((p) => !p.overLimit).map((p) => ({ sql: p.sql, repeated: p.repeated })),
+        interactions: rollout.interactions,
+        goldSql: question.goldSql,
+        dbPath: question.dbPath,
+        generatedTokens,
+      },
+      env,
+      spec,
+    );
+    const mask: (0 | 1)[] = rollout.stopReason === "error" ? rollout.record.sampled.map(() => 0) : rollout.record.sampled.slice();
+    const scored: ScoredRollout = { questionId: question.questionId, index, rollout, reward: rewardFromFacts(facts, spec), mask, advantage: 0 };
+    return scored;
+  });
+  return { question, rollouts };
+}
+
+/** Sets every rollout's advantage from its group's rewards; returns how many groups had zero variance. */
+export function assignAdvantages(groups: readonly RolloutGroup[], scaling: AdvantageScaling, options: AdvantageOptions = {}): { zeroVarianceGroups: number } {
+  const result = computeAdvantages(
+    groups.map((g) => g.rollouts.map((r) => r.reward.total)),
+    scaling,
+    options,
+  );
+  groups.forEach((g, i) => g.rollouts.forEach((r, j) => (r.advantage = result.advantages[i]![j]!)));
+  return { zeroVarianceGroups: result.zeroVarianceGroups };
+}
+
+/** Runs one group per question (one question at a time, G rollouts each) and assigns advantages over the batch. */
+export async function collectStep(
+  questions: readonly TrainingQuestion[],
+  options: GroupOptions & { scaling?: AdvantageScaling; advantage?: AdvantageOptions; onGroup?: (group: RolloutGroup, done: number) => void },
+): Promise<StepBatch> {
+  const groups: RolloutGroup[] = [];
+  for (const q of questions) {
+    const group = await runGroup(q, options);
+    groups.push(group);
+    options.onGroup?.(group, groups.length);
+  }
+  const { zeroVarianceGroups } = assignAdvantages(groups, options.scaling ?? "group", options.advantage);
+  return { groups, zeroVarianceGroups };
+}
+
+/** The experience record of a scored rollout (learner format). */
+export function toExperienceRecord(r: ScoredRollout): ExperienceRecord {
+  const rec = r.rollout.record;
+  return {
+    prompt_tokens: r.rollout.promptTokens.slice(),
+    tokens: rec.tokens.slice(),
+    mask: r.mask.slice(),
+    old_logprobs: sanitizeLogprobs(rec.logprobs, r.mask),
+    advantage: r.advantage,
+    reward: r.reward.total,
+    components: { ...r.reward.components },
+    truncated: r.rollout.truncated,
+    interactions: r.rollout.interactions,
+    question_id: r.questionId,
+    final_sql: r.rollout.finalSql,
+    weights: { ...r.reward.weights },
+    stop_reason: r.rollout.stopReason,
+  };
+}
