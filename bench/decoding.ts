@@ -1,0 +1,166 @@
+/**
+ * Decoding strategies compared in one run: linear-16, tree-16 and tree-prune-16 on the same
+ * example questions with the same model, printing evaluated tokens, generated tokens and wall time
+ * per strategy, with ratios to linear.
+ *
+ *   npx tsx bench/decoding.ts [--model PATH] [--questions N] [--candidates K] [--repeat R]
+ *                             [--seed S] [--threads T] [--constrained]
+ *
+ * Without --model it loads the tiny random test model (written to bench/.output/tiny.gguf), whose
+ * text is noise; each question then gets a fixed-choice grammar (a short think, then one of a few
+ * probes built from the question's gold SQL and tables, then a probe or an answer), so that
+ * trajectories have the probe → result → answer structure of a real execution-aware model.
+ * With --model the model writes freely (add --constrained for the schema grammar).
+ */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import type { SegmentGrammars } from "../src/agent/index.js";
+import { createDecoder, createGrammarBuilder, type Answer, type Strategy } from "../src/decoding/index.js";
+import { buildExamples, type BirdQuestion, type ExampleSet } from "../src/examples/index.js";
+import { buildTinyModel, createLlamaPolicy, gbnfLiteral, writeFileAtomic } from "../src/policy/index.js";
+import { ExecutorPool, loadSchema } from "../src/sql/index.js";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string" },
+    questions: { type: "string", default: "3" },
+    candidates: { type: "string", default: "16" },
+    repeat: { type: "string", default: "1" },
+    seed: { type: "string", default: "1" },
+    threads: { type: "string" },
+    constrained: { type: "boolean", default: false },
+  },
+});
+
+const QUESTIONS = Number(values.questions);
+const CANDIDATES = Number(values.candidates);
+const REPEAT = Number(values.repeat);
+const SEED = Number(values.seed);
+const STRATEGIES: Strategy[] = ["linear", "tree", "tree-prune"];
+const tiny = values.model === undefined;
+
+/** Questions taken round-robin over the example databases. */
+function pickQuestions(sets: ExampleSet[], n: number): { set: ExampleSet; q: BirdQuestion }[] {
+  const out: { set: ExampleSet; q: BirdQuestion }[] = [];
+  for (let i = 0; out.length < n && i < 1000; i++) {
+    const set = sets[i % sets.length]!;
+    const q = set.questions[Math.floor(i / sets.length)];
+    if (q) out.push({ set, q });
+  }
+  return out;
+}
+
+/** The fixed-choice grammars for one question: probes and answers around its gold SQL and tables. */
+function choiceGrammars(dbPath: string, gold: string): SegmentGrammars {
+  const tables = loadSchema(dbPath).tables.map((t) => t.name);
+  const used = tables.filter((t) => new RegExp(`\\b${t}\\b`, "i").test(gold));
+  const main = used[0] ?? tables[0]!;
+  const quote = (t: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(t) ? t : `"${t}"`);
+  const probes = [...used.slice(0, 2).map((t) => `SELECT * FROM ${quote(t)} LIMIT 3`), `SELECT COUNT(*) FROM ${quote(main)}`, gold, `SELECT no_such_column FROM ${quote(main)}`];
+  const finals = [gold, `SELECT COUNT(*) FROM ${quote(main)}`, `SELECT * FROM ${quote(main)} LIMIT 1`, `SELECT no_such_column FROM ${quote(main)}`];
+  const alt = (xs: string[]): string => [...new Set(xs)].map(gbnfLiteral).join(" | ");
+  const words = ["check", "the", "rows", "table", "count", "filter", "join", "value", "codes", "status"];
+  const rules = [
+    `think ::= "<think>" word (" " word){0,7} "</think>"`,
+    `word ::= ${alt(words)}`,
+    `probe ::= "<intermediate_sql>" probe-sql "</intermediate_sql>"`,
+    `probe-sql ::= ${alt(probes)}`,
+    `final ::= "<final_sql>" final-sql "</final_sql>"`,
+    `final-sql ::= ${alt(finals)}`,
+  ].join("\n");
+  return {
+    first: `root ::= think probe\n${rules}\n`,
+    segment: `root ::= think (probe | final)\n${rules}\n`,
+    finalBody: `root ::= final-sql "</final_sql>"\n${rules}\n`,
+  };
+}
+
+interface Totals {
+  evaluated: number;
+  generated: number;
+  wallMs: number;
+  candidates: number;
+  shortfalls: number;
+  runs: number;
+}
+
+async function main(): Promise<void> {
+  const sets = await buildExamples();
+  const items = pickQuestions(sets, QUESTIONS);
+  let modelPath = values.model;
+  if (!modelPath) {
+    modelPath = fileURLToPath(new URL("./.output/tiny.gguf", import.meta.url));
+    if (!existsSync(modelPath)) await writeFileAtomic(modelPath, buildTinyModel({ seed: 1 }));
+  }
+  const threads = values.threads !== undefined ? Number(values.threads) : tiny ? 1 : undefined;
+  const policy = await createLlamaPolicy({
+    model: modelPath,
+    gpu: tiny ? "cpu" : "auto",
+    contextSize: tiny ? 2048 : 8192,
+    sequences: CANDIDATES + 8,
+    ...(threads !== undefined ? { threads } : {}),
+  });
+  const executor = new ExecutorPool({ workers: 2 });
+  const grammars = new Map(items.map(({ set, q }) => [q.question_id, choiceGrammars(set.path, q.SQL)]));
+  const schemaGrammar = createGrammarBuilder();
+  const byQuestion = new Map<string, number>();
+  const decode = createDecoder({
+    policy,
+    executor,
+    promptOptions: { indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) },
+    grammarFor: (dbPath, family) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family)),
+  });
+  const constrained = tiny || values.constrained === true;
+
+  console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
+  console.log(`questions: ${items.length} (${items.map(({ q }) => `${q.db_id}#${q.question_id}`).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
+
+  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0 }]));
+  const rows: string[] = [];
+  try {
+    for (let r = 0; r < REPEAT; r++) {
+      for (const { set, q } of items) {
+        byQuestion.set(set.path, q.question_id);
+        const base = { dbPath: set.path, question: q.question, evidence: q.evidence, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + q.question_id };
+        await decode({ ...base, strategy: "greedy" });
+        for (const strategy of STRATEGIES) {
+          const started = performance.now();
+          const answer: Answer = await decode({ ...base, strategy, candidates: CANDIDATES });
+          const wallMs = performance.now() - started;
+          const t = totals.get(strategy)!;
+          t.evaluated += answer.usage.evaluatedTokens;
+          t.generated += answer.usage.generatedTokens;
+          t.wallMs += wallMs;
+          t.candidates += answer.candidates.length;
+          t.shortfalls += answer.shortfall ? 1 : 0;
+          t.runs++;
+          rows.push(
+            `  ${`${q.db_id}#${q.question_id}`.padEnd(12)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
+              `${(wallMs / 1000).toFixed(2).padStart(6)} s  cand ${answer.candidates.length}${answer.shortfall ? ` (shortfall: ${answer.shortfall})` : ""}`,
+          );
+        }
+      }
+    }
+  } finally {
+    decode.close();
+    await policy.close();
+    await executor.close();
+  }
+
+  console.log("\nper question:");
+  for (const row of rows) console.log(row);
+  const linear = totals.get("linear")!;
+  console.log(`\n${"strategy".padEnd(16)}${"evaluated".padStart(10)}${"generated".padStart(11)}${"wall s".padStart(9)}${"cand".padStart(6)}${"eval/lin".padStart(10)}${"gen/lin".padStart(9)}${"wall/lin".padStart(10)}`);
+  for (const s of STRATEGIES) {
+    const t = totals.get(s)!;
+    const ratio = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
+    console.log(
+      `${`${s}-${CANDIDATES}`.padEnd(16)}${String(t.evaluated).padStart(10)}${String(t.generated).padStart(11)}${(t.wallMs / 1000).toFixed(2).padStart(9)}` +
+        `${(t.candidates / Math.max(1, t.runs)).toFixed(1).padStart(6)}${ratio(t.evaluated, linear.evaluated).padStart(10)}${ratio(t.generated, linear.generated).padStart(9)}${ratio(t.wallMs, linear.wallMs).padStart(10)}`,
+    );
+  }
+  console.log("\ntargets: tree-16 evaluates ≤ 50% of linear-16's tokens and takes ≤ 55% of its wall time");
+}
+
+await main();

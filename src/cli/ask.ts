@@ -1,0 +1,154 @@
+/**
+ * `reex ask`: answers one question over one SQLite file with the same runtime the server uses,
+ * printing the probes and their results as they happen, then the final SQL and its result.
+ */
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config/index.js";
+import type { Answer, AnswerRequest, FeedbackMode, Strategy } from "../decoding/types.js";
+import { ReexError } from "../errors/index.js";
+import type { ReexEvent } from "../events/index.js";
+import { formatTable, toJson } from "./exec.js";
+
+/** One-line description shown by `reex --help`. */
+export const summary = "answer one question over a SQLite file, showing the probes the model runs";
+
+const USAGE = `usage: reex ask --db PATH "question" [options]
+
+Runs the execution-aware agent on one question and prints its trace (probes and their results),
+the final SQL and the final SQL's result. Exit code 0 when a final SQL ran, 1 otherwise, 2 on
+bad usage.
+
+options:
+  --db PATH               SQLite database file (opened read-only)
+  --evidence TEXT         hint ("evidence" in BIRD) shown to the model
+  --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
+  --strategy S            greedy | linear | tree | tree-prune (default greedy)
+  --candidates N          candidates for linear/tree strategies (default 16)
+  --max-interactions N    probe rounds at most (default 10)
+  --feedback MODE         full | schema-only | row-count | error-only | locked | timeout (default full)
+  --constrained           restrict output to the tag structure and the schema's identifiers
+  --seed N                sampling seed
+  --json                  print the whole answer record as JSON (no live trace)
+  --config FILE           configuration file (see reex serve --help)
+  -h, --help              show this help`;
+
+const FEEDBACK = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"];
+const STRATEGIES = ["greedy", "linear", "tree", "tree-prune"];
+
+function int(flag: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new ReexError("BAD_REQUEST", `${flag} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function printEvent(event: ReexEvent, out: (s: string) => void): void {
+  switch (event.type) {
+    case "probe":
+      out(`\n[${event.path}] probe ${event.step}: ${event.sql}\n`);
+      break;
+    case "result":
+      out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);
+      break;
+    case "prune":
+      out(`[${event.path}] pruned: ${event.reason}\n`);
+      break;
+    case "error":
+      out(`[${event.path ?? "request"}] ${event.code}: ${event.message}\n`);
+      break;
+    default:
+      break;
+  }
+}
+
+/** Runs `reex ask`; returns the exit code. */
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        db: { type: "string" },
+        evidence: { type: "string" },
+        model: { type: "string" },
+        strategy: { type: "string" },
+        candidates: { type: "string" },
+        "max-interactions": { type: "string" },
+        feedback: { type: "string" },
+        constrained: { type: "boolean", default: false },
+        seed: { type: "string" },
+        json: { type: "boolean", default: false },
+        config: { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (err) {
+    console.error(`reex ask: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const question = positionals.join(" ").trim();
+  if (!values.db || !question) {
+    console.error(`reex ask: --db and a question are required\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.feedback !== undefined && !FEEDBACK.includes(values.feedback)) {
+    console.error(`reex ask: --feedback must be one of ${FEEDBACK.join(", ")}`);
+    return 2;
+  }
+  if (values.strategy !== undefined && !STRATEGIES.includes(values.strategy)) {
+    console.error(`reex ask: --strategy must be one of ${STRATEGIES.join(", ")}`);
+    return 2;
+  }
+
+  const flags: Record<string, string> = {};
+  if (values.model) flags["policy.model"] = values.model;
+  const config = loadConfig({ env: process.env, flags, ...(values.config ? { file: values.config } : {}) });
+  const { createRuntime } = await import("../runtime/index.js");
+  const runtime = await createRuntime(config, { examples: false, log: values.json ? undefined : (m) => console.error(`reex: ${m}`) });
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.once("SIGINT", onSignal);
+  try {
+    const entry = await runtime.registry.registerPath(values.db);
+    const request: AnswerRequest = {
+      dbPath: entry.path,
+      question,
+      ...(values.evidence ? { evidence: values.evidence } : {}),
+      ...(values.strategy ? { strategy: values.strategy as Strategy } : {}),
+      ...(int("--candidates", values.candidates) !== undefined ? { candidates: int("--candidates", values.candidates)! } : {}),
+      ...(int("--max-interactions", values["max-interactions"]) !== undefined ? { maxInteractions: int("--max-interactions", values["max-interactions"])! } : {}),
+      ...(values.feedback ? { feedback: values.feedback as FeedbackMode } : {}),
+      ...(int("--seed", values.seed) !== undefined ? { seed: int("--seed", values.seed)! } : {}),
+      constrained: values.constrained,
+    };
+    const out = (s: string): void => void process.stdout.write(s);
+    const answer: Answer = await runtime.decode(request, {
+      signal: controller.signal,
+      ...(values.json ? {} : { sink: (e: ReexEvent) => printEvent(e, out) }),
+    });
+    if (values.json) {
+      console.log(toJson(answer));
+    } else {
+      out("\n");
+      if (!answer.answerable) out(`The model says the question cannot be answered from this database${answer.reason ? `: ${answer.reason}` : "."}\n`);
+      else if (answer.sql === null) out("No final SQL was produced.\n");
+      else {
+        out(`final SQL: ${answer.sql}\n`);
+        if (answer.result?.ok) out(`${formatTable(answer.result)}\n`);
+        else if (answer.result) out(`${answer.result.error.code} (${answer.result.error.category}): ${answer.result.error.message}\n`);
+      }
+      if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
+      out(`tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${answer.timings.totalMs} ms\n`);
+    }
+    return answer.sql !== null && answer.result?.ok ? 0 : 1;
+  } finally {
+    process.off("SIGINT", onSignal);
+    await runtime.close();
+  }
+}

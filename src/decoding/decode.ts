@@ -1,0 +1,267 @@
+/**
+ * The decoder: builds the prompt, runs the requested strategy under the request's limits
+ * (sequences, token budget, deadline, cancellation), executes every candidate's final SQL, votes,
+ * and answers. Every trajectory it starts is released before it returns or throws.
+ */
+import type { SegmentGrammars } from "../agent/index.js";
+import type { Config } from "../config/index.js";
+import { ReexError } from "../errors/index.js";
+import type { EventSink, ReexEvent } from "../events/index.js";
+import type { Policy } from "../policy/types.js";
+import type { Executor } from "../sql/types.js";
+import { RequestControl } from "./control.js";
+import { runLinear } from "./linear.js";
+import { createGrammarBuilder, createPromptBuilder, type GrammarFor, type PromptBuilderOptions, type PromptFor } from "./prompt.js";
+import { LeafCollector, leafError, type Run, type StrategyOutcome } from "./run.js";
+import { runTree } from "./tree.js";
+import type { Answer, AnswerRequest, Candidate, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
+import { VOTE_RULE, vote } from "./vote.js";
+
+/** Values used where a request leaves a field out. */
+export interface DecoderDefaults {
+  /** Default "greedy". */
+  strategy: Strategy;
+  /** Default 16. */
+  candidates: number;
+  /** Default 3. */
+  branching: number;
+  /** Sampling temperature of linear and tree strategies. Default 0.7. */
+  temperature: number;
+  /** Default 10. */
+  maxInteractions: number;
+  /** Default 1024. */
+  maxTokens: number;
+  /** Default "full". */
+  feedback: FeedbackMode;
+  /** Rows shown per probe result. Default 3. */
+  feedbackRows: number;
+  /** Default "execution-aware". */
+  promptFamily: PromptFamily;
+  /** Time limit of each probe, ms; default the executor's. */
+  probeTimeoutMs?: number;
+  /** Time limit of each final-SQL execution for the vote, ms. Default 10000. */
+  finalTimeoutMs: number;
+  /** Rows fetched per final SQL; default the executor's. */
+  finalMaxRows?: number;
+  /** Largest `candidates` a request may ask for. Default 32. */
+  maxCandidates: number;
+}
+
+/** The built-in defaults (the paper's settings). */
+export const DEFAULT_DECODER_DEFAULTS: Readonly<DecoderDefaults> = {
+  strategy: "greedy",
+  candidates: 16,
+  branching: 3,
+  temperature: 0.7,
+  maxInteractions: 10,
+  maxTokens: 1024,
+  feedback: "full",
+  feedbackRows: 3,
+  promptFamily: "execution-aware",
+  finalTimeoutMs: 10_000,
+  maxCandidates: 32,
+};
+
+/** Decoder defaults from the configuration's `decoding`, `agent` and `sql` sections. */
+export function decoderDefaults(config: Config): DecoderDefaults {
+  return {
+    ...DEFAULT_DECODER_DEFAULTS,
+    strategy: config.decoding.strategy,
+    candidates: config.decoding.candidates,
+    branching: config.decoding.branching,
+    temperature: config.decoding.temperature,
+    maxCandidates: config.decoding.maxCandidates,
+    maxInteractions: config.agent.maxInteractions,
+    maxTokens: config.agent.maxTokens,
+    feedback: config.agent.feedback,
+    feedbackRows: config.agent.feedbackRows,
+    probeTimeoutMs: config.sql.timeoutMs,
+  };
+}
+
+/** What the decoder runs on. */
+export interface DecoderDeps {
+  policy: Policy;
+  executor: Executor;
+  /** The prompt of a question; default {@link createPromptBuilder} with `promptOptions`. */
+  promptFor?: PromptFor;
+  /** Options of the default prompt builder (ignored with `promptFor`). Default {}. */
+  promptOptions?: PromptBuilderOptions;
+  /** Folder of value-index files for the default prompt builder (the server passes `<dataDir>/indexes`). Default ".reex/indexes". */
+  indexDir?: string;
+  /** The configuration whose `decoding`, `agent` and `sql` sections give the defaults (see {@link decoderDefaults}); default none. */
+  config?: Config;
+  /** Grammars for constrained requests; default `buildSegmentGrammars` over the database's schema. */
+  grammarFor?: GrammarFor;
+  /** Overrides of {@link DEFAULT_DECODER_DEFAULTS} (applied after `config`). Default {}. */
+  defaults?: Partial<DecoderDefaults>;
+  /** Live trajectories one decode may hold at most; default the policy's `maxSequences`. */
+  maxLiveTrajectories?: number;
+  /** Clock, ms. Default performance.now. */
+  now?: () => number;
+}
+
+/** Answers one request; the signature the server, evaluation harness and CLI call. */
+export type Decode = (request: AnswerRequest, ctx?: DecodeContext) => Promise<Answer>;
+
+/** The decode function, which also closes what it keeps open (the default prompt builder's value indexes; not the policy or the executor). */
+export type Decoder = Decode & { close(): void };
+
+interface Resolved {
+  strategy: Strategy;
+  candidates: number;
+  branching: number;
+  temperature: number;
+  family: PromptFamily;
+}
+
+function positiveInt(value: number, name: string, max = Infinity): number {
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw new ReexError("BAD_REQUEST", `${name} must be an integer from 1 to ${max}, got ${value}`, { issues: [{ path: [name], message: `must be an integer from 1 to ${max}` }] });
+  }
+  return value;
+}
+
+function resolve(req: AnswerRequest, d: DecoderDefaults): Resolved {
+  const strategy = req.strategy ?? d.strategy;
+  if (!["greedy", "linear", "tree", "tree-prune"].includes(strategy)) throw new ReexError("BAD_REQUEST", `unknown strategy "${strategy}"`);
+  const temperature = strategy === "greedy" ? 0 : (req.temperature ?? d.temperature);
+  if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
+  return {
+    strategy,
+    candidates: strategy === "greedy" ? 1 : positiveInt(req.candidates ?? d.candidates, "candidates", d.maxCandidates),
+    branching: positiveInt(req.branching ?? d.branching, "branching"),
+    temperature,
+    family: req.promptFamily ?? d.promptFamily,
+  };
+}
+
+function safeSink(sink: EventSink | undefined): EventSink {
+  if (!sink) return () => undefined;
+  return (event: ReexEvent) => {
+    try {
+      sink(event);
+    } catch {
+      // a consumer's failure must not break the decode
+    }
+  };
+}
+
+/**
+ * Creates the decode function over a policy and an executor: `decode(request, ctx)` runs greedy,
+ * linear, tree or tree-prune decoding (SPEC §4), votes on the executed candidates and answers.
+ */
+export function createDecoder(deps: DecoderDeps): Decoder {
+  const defaults: DecoderDefaults = { ...DEFAULT_DECODER_DEFAULTS, ...(deps.config ? decoderDefaults(deps.config) : {}), ...deps.defaults };
+  const builder = deps.promptFor
+    ? undefined
+    : createPromptBuilder({ ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}), ...deps.promptOptions });
+  const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
+  const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
+
+  const decode: Decode = async (req, ctx = {}) => {
+    const o = resolve(req, defaults);
+    const emit = safeSink(ctx.sink);
+    const control = new RequestControl({
+      maxLive: deps.maxLiveTrajectories ?? deps.policy.info.maxSequences,
+      ...(req.maxTotalTokens !== undefined ? { maxTotalTokens: req.maxTotalTokens } : {}),
+      ...(req.deadlineMs !== undefined ? { deadlineMs: req.deadlineMs } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...(deps.now ? { now: deps.now } : {}),
+    });
+    try {
+      const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family);
+      const grammar: SegmentGrammars | undefined = req.constrained ? await grammarFor(req.dbPath, o.family) : undefined;
+      if (control.isCancelled()) throw control.reason("cancelled");
+      const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
+      const leaves = new LeafCollector(
+        deps.executor,
+        req.dbPath,
+        { timeoutMs: defaults.finalTimeoutMs, ...(defaults.finalMaxRows !== undefined ? { maxRows: defaults.finalMaxRows } : {}) },
+        control.execSignal,
+        emit,
+      );
+      const run: Run = {
+        policy: deps.policy,
+        spec,
+        control,
+        emit,
+        leaves,
+        temperature: o.temperature,
+        ...(req.seed !== undefined ? { seed: req.seed } : {}),
+        base: {
+          executor: deps.executor,
+          dbPath: req.dbPath,
+          family: o.family,
+          maxInteractions: req.maxInteractions ?? defaults.maxInteractions,
+          maxTokens: req.maxTokens ?? defaults.maxTokens,
+          feedback: req.feedback ?? defaults.feedback,
+          feedbackRows: defaults.feedbackRows,
+          ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
+          ...(grammar ? { grammar } : {}),
+        },
+      };
+
+      let outcome: StrategyOutcome;
+      if (o.strategy === "greedy" || o.strategy === "linear") outcome = await runLinear(run, o.candidates);
+      else outcome = await runTree(run, { candidates: o.candidates, branching: o.branching, prune: o.strategy === "tree-prune" });
+      if (control.isCancelled()) throw control.reason("cancelled");
+      await control.releaseAll();
+
+      const ballots = leaves.leaves.map((l) => ({ sql: l.rollout.finalSql, meanLogprob: l.rollout.meanLogprob, answerable: l.rollout.answerable, ...(l.exec ? { result: l.exec } : {}) }));
+      const outcomeOfVote = vote(ballots);
+      const candidates: Candidate[] = leaves.leaves.map((l, index) => {
+        const group = outcomeOfVote.groupOf[index] ?? null;
+        const error = leafError(l.rollout, l.exec);
+        return {
+          index,
+          path: l.path,
+          sql: l.rollout.finalSql,
+          answerable: l.rollout.answerable,
+          ...(l.exec ? { result: l.exec } : {}),
+          group,
+          votes: group === null ? 0 : outcomeOfVote.groups[group]!.votes,
+          ...(error !== undefined ? { error } : {}),
+          interactions: l.rollout.interactions,
+          meanLogprob: l.rollout.meanLogprob,
+        };
+      });
+      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice() })), rule: VOTE_RULE });
+
+      const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
+      const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
+      const answerable = winner ? winner.answerable : true;
+      const reason = winner && !winner.answerable ? winnerLeaf!.rollout.reason : undefined;
+      emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}) });
+
+      const shortfall = candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
+      const firstTokenMs = control.firstTokenMs();
+      return {
+        sql: winner?.sql ?? null,
+        answerable,
+        ...(reason !== undefined ? { reason } : {}),
+        ...(winner?.result ? { result: winner.result } : {}),
+        candidates,
+        winner: outcomeOfVote.winner,
+        ...(shortfall !== undefined ? { shortfall } : {}),
+        usage: control.usage(),
+        timings: { totalMs: control.elapsed(), ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) },
+      };
+    } catch (err) {
+      if (control.isCancelled()) throw control.reason("cancelled");
+      throw err;
+    } finally {
+      control.dispose();
+      await control.releaseAll();
+    }
+  };
+
+  return Object.assign(decode, { close: () => builder?.close() });
+}
+
+function genericShortfall(control: RequestControl, got: number, wanted: number, req: AnswerRequest): string {
+  const head = `${got} of ${wanted} candidates finished`;
+  if (control.cause === "deadline") return `${head}: the deadline of ${req.deadlineMs} ms passed`;
+  if (control.cause === "budget") return `${head}: the request's budget of ${req.maxTotalTokens} generated tokens was spent`;
+  return `${head}: the other trajectories failed before a final answer`;
+}

@@ -1,0 +1,23 @@
+/** Decoding: greedy, linear, tree and tree-prune strategies over the agent's rollout, and the vote on executed candidates. */
+export type { Answer, AnswerRequest, Candidate, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
+export { VOTE_RULE, vote, type Ballot, type VoteGroup, type VoteOutcome } from "./vote.js";
+export {
+  DEFAULT_DECODER_DEFAULTS,
+  createDecoder,
+  decoderDefaults,
+  type Decode,
+  type Decoder,
+  type DecoderDefaults,
+  type DecoderDeps,
+} from "./decode.js";
+export {
+  createGrammarBuilder,
+  createPromptBuilder,
+  schemaNames,
+  type GrammarFor,
+  type PromptBuilder,
+  type PromptBuilderOptions,
+  type PromptFor,
+} from "./prompt.js";
+export { ROOT_PATH, TREE_SPAWN_FACTOR, splitQuota } from "./tree.js";
+export { pathSeed } from "./run.js";

@@ -1,0 +1,149 @@
+/**
+ * What every strategy shares within one decode: the policy and prompt, the request control, the
+ * rollout settings, and the collector that executes each finished leaf's final SQL and numbers it
+ * as a candidate.
+ */
+import { normalizeSql, type RolloutOptions, type RolloutResult } from "../agent/index.js";
+import type { EventSink } from "../events/index.js";
+import type { Policy, PromptSpec } from "../policy/types.js";
+import type { ExecResult, Executor } from "../sql/types.js";
+import type { RequestControl } from "./control.js";
+
+/** The rollout settings every trajectory of a decode shares (path, seed, temperature, signal and sink are set per branch). */
+export type BaseRolloutOptions = Omit<RolloutOptions, "path" | "seed" | "temperature" | "signal" | "sink" | "emitFinal">;
+
+/** One finished leaf: its rollout, the execution of its final SQL, and its tree path. */
+export interface Leaf {
+  path: string;
+  rollout: RolloutResult;
+  exec: ExecResult | undefined;
+}
+
+/** How final SQL is executed for the vote. */
+export interface FinalExecOptions {
+  timeoutMs: number;
+  maxRows?: number;
+}
+
+/** Executes final SQL (once per distinct normalised query) and keeps the candidates in finishing order. */
+export class LeafCollector {
+  readonly leaves: Leaf[] = [];
+  private readonly cache = new Map<string, Promise<ExecResult>>();
+
+  constructor(
+    private readonly executor: Executor,
+    private readonly dbPath: string,
+    private readonly options: FinalExecOptions,
+    private readonly signal: AbortSignal,
+    private readonly emit: EventSink,
+  ) {}
+
+  get count(): number {
+    return this.leaves.length;
+  }
+
+  /** The execution of a rollout's final SQL; undefined when it has none. */
+  async execute(rollout: RolloutResult): Promise<ExecResult | undefined> {
+    const sql = rollout.finalSql;
+    if (sql === null) return undefined;
+    const key = normalizeSql(sql);
+    let pending = this.cache.get(key);
+    if (!pending) {
+      pending = this.executor
+        .execute(this.dbPath, sql, {
+          timeoutMs: this.options.timeoutMs,
+          ...(this.options.maxRows !== undefined ? { maxRows: this.options.maxRows } : {}),
+          signal: this.signal,
+        })
+        .catch((err: unknown): ExecResult => ({
+          ok: false,
+          error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: err instanceof Error ? err.message : String(err) },
+          elapsedMs: 0,
+        }));
+      this.cache.set(key, pending);
+    }
+    return pending;
+  }
+
+  /** Adds a leaf as the next candidate and emits its `candidate` event; returns its index. */
+  add(path: string, rollout: RolloutResult, exec: ExecResult | undefined): number {
+    const index = this.leaves.length;
+    this.leaves.push({ path, rollout, exec });
+    const error = leafError(rollout, exec);
+    this.emit({
+      type: "candidate",
+      path,
+      index,
+      sql: rollout.finalSql,
+      ok: error === undefined,
+      ...(error !== undefined ? { error } : {}),
+      answerable: rollout.answerable,
+    });
+    return index;
+  }
+}
+
+/** Why a leaf cannot vote, if it cannot: its SQL failed, it has no SQL, or its rollout failed. */
+export function leafError(rollout: RolloutResult, exec: ExecResult | undefined): string | undefined {
+  if (rollout.finalSql !== null) return exec && !exec.ok ? `${exec.error.code}: ${exec.error.message}` : undefined;
+  if (!rollout.answerable) return undefined;
+  if (rollout.error) return `${rollout.error.code}: ${rollout.error.message}`;
+  if (rollout.truncated) return "ran out of tokens before a final SQL";
+  if (rollout.stopReason === "aborted") return "stopped before a final SQL";
+  return "no final SQL";
+}
+
+/** Everything a strategy runs with. */
+export interface Run {
+  policy: Policy;
+  spec: PromptSpec;
+  control: RequestControl;
+  emit: EventSink;
+  base: BaseRolloutOptions;
+  leaves: LeafCollector;
+  /** Sampling temperature of this strategy's trajectories. */
+  temperature: number;
+  /** The request's seed; each branch samples with a seed derived from it and its path. */
+  seed?: number;
+}
+
+/** What a strategy reports besides its leaves. */
+export interface StrategyOutcome {
+  /** Why fewer leaves than requested finished, when the strategy knows better than the generic reason. */
+  shortfall?: string;
+}
+
+/** Rollout options of one branch: its path, a seed derived from the request's, and the decode's signal and sink. */
+export function branchOptions(run: Run, path: string): RolloutOptions {
+  return {
+    ...run.base,
+    path,
+    temperature: run.temperature,
+    signal: run.control.signal,
+    sink: run.emit,
+    ...(run.seed !== undefined ? { seed: pathSeed(run.seed, path) } : {}),
+  };
+}
+
+/** A 32-bit seed for a branch: FNV-1a over the request seed and the path, so siblings never share a seed. */
+export function pathSeed(seed: number, path: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of `${seed}:${path}`) {
+    h ^= ch.codePointAt(0)!;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** The prune reason for a branch that a stop cut off: "budget" for the token budget and the deadline, else "cancelled". */
+export function stopPruneReason(run: Run): "cancelled" | "budget" {
+  const cause = run.control.cause;
+  return cause === "budget" || cause === "deadline" ? "budget" : "cancelled";
+}
+
+/** Waits for every promise; rethrows the first rejection after all settled. */
+export async function settleAll(tasks: Promise<unknown>[]): Promise<void> {
+  const results = await Promise.allSettled(tasks);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+}

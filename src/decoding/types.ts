@@ -1,0 +1,87 @@
+/**
+ * What one request to answer a question looks like, and what comes back. The server, the CLI,
+ * the evaluation harness and the trainer all call the decoder through these types.
+ */
+import type { EventSink } from "../events/index.js";
+import type { ExecResult } from "../sql/types.js";
+import type { TokenUsage } from "../policy/types.js";
+
+/** Decoding strategies: one greedy rollout, k independent rollouts, or a tree that shares prefixes (optionally pruned). */
+export type Strategy = "greedy" | "linear" | "tree" | "tree-prune";
+
+/** Feedback modes: what the model is shown of a probe's execution. */
+export type FeedbackMode = "full" | "schema-only" | "row-count" | "error-only" | "locked" | "timeout";
+
+/** Prompt families of the ReEx appendix. */
+export type PromptFamily = "execution-aware" | "standard" | "direct";
+
+/** One question to answer against one registered database file. */
+export interface AnswerRequest {
+  /** Absolute path of the SQLite file (already registered and validated). */
+  dbPath: string;
+  question: string;
+  evidence?: string;
+  /** Default "greedy". */
+  strategy?: Strategy;
+  /** Candidates for linear/tree strategies. Default 16. */
+  candidates?: number;
+  /** Most children per tree node. Default 3. */
+  branching?: number;
+  /** Probe rounds per trajectory. Default 10. */
+  maxInteractions?: number;
+  /** Tokens sampled per trajectory at most. Default 1024. */
+  maxTokens?: number;
+  /** Budget of generated tokens over all trajectories of the request; default unlimited. */
+  maxTotalTokens?: number;
+  /** Default "full". */
+  feedback?: FeedbackMode;
+  /** Default "execution-aware". */
+  promptFamily?: PromptFamily;
+  /** Sampling temperature for non-greedy strategies. Default 0.7. */
+  temperature?: number;
+  seed?: number;
+  /** Constrain output to the tag structure and the schema's identifiers. Default false. */
+  constrained?: boolean;
+  /** Wall-clock deadline for the whole request, ms; default none. */
+  deadlineMs?: number;
+}
+
+/** One finished trajectory's answer and how the vote saw it. */
+export interface Candidate {
+  index: number;
+  /** Tree path / trajectory id that produced it. */
+  path: string;
+  sql: string | null;
+  answerable: boolean;
+  /** Execution of the final SQL (absent when there is no SQL). */
+  result?: ExecResult;
+  /** Vote group (identical results share one); null when the candidate failed. */
+  group: number | null;
+  /** Size of this candidate's group. */
+  votes: number;
+  error?: string;
+  interactions: number;
+  meanLogprob: number;
+}
+
+/** The answer to one request. */
+export interface Answer {
+  sql: string | null;
+  answerable: boolean;
+  /** Why the model said the question cannot be answered, when it did. */
+  reason?: string;
+  result?: ExecResult;
+  candidates: Candidate[];
+  /** Index of the winning candidate, or null. */
+  winner: number | null;
+  /** Why fewer than the requested candidates came back, if so. */
+  shortfall?: string;
+  usage: TokenUsage;
+  timings: { totalMs: number; firstTokenMs?: number };
+}
+
+/** Context for one decode: where events go and how to stop. */
+export interface DecodeContext {
+  sink?: EventSink;
+  signal?: AbortSignal;
+}
