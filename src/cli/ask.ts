@@ -109,13 +109,14 @@ export async function run(argv: string[]): Promise<number> {
   const flags: Record<string, string> = {};
   if (values.model) flags["policy.model"] = values.model;
   const config = loadConfig({ env: process.env, flags, ...(values.config ? { file: values.config } : {}) });
+  const { DatabaseRegistry } = await import("../sql/index.js");
+  const entry = await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
   const { createRuntime } = await import("../runtime/index.js");
   const runtime = await createRuntime(config, { examples: false, log: values.json ? undefined : (m) => console.error(`reex: ${m}`) });
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once("SIGINT", onSignal);
   try {
-    const entry = await runtime.registry.registerPath(values.db);
     const request: AnswerRequest = {
       dbPath: entry.path,
       question,
