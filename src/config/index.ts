@@ -67,7 +67,7 @@ const policySchema = z
     contextSize: z.number().int().positive().default(4096),
     /** Sequences in the context (live trajectories + cached prefixes). Default 20. */
     sequences: z.number().int().positive().max(256).default(20),
-    /** CPU threads for llama.cpp; on shared or busy cores 1 avoids spin-wait stalls. Default: all cores. */
+    /** CPU threads for llama.cpp; leaving one core to the server and the SQL workers avoids llama.cpp's spin-wait stalls. Default: cores − 1 (at least 1). */
     threads: z.number().int().positive().optional(),
     /** Flash attention: off is faster on CPU, "auto" lets llama.cpp decide on a GPU. Default "auto" on GPU, off on CPU. */
     flashAttention: z.boolean().optional(),

@@ -4,6 +4,7 @@
  * and `reex eval` all start from here, so they run the same code.
  */
 import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
@@ -79,7 +80,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       contextSize: config.policy.contextSize,
       sequences: config.policy.sequences,
       lora: config.policy.lora,
-      ...(config.policy.threads !== undefined ? { threads: config.policy.threads } : {}),
+      threads: config.policy.threads ?? Math.max(1, availableParallelism() - 1),
       ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
     });
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);
