@@ -1,7 +1,8 @@
 /**
  * Policy benchmark: prompt evaluation and generation speed on this machine's device, how much of a
  * second request's prompt is evaluated again when it shares the database prefix (target ≤ 10%),
- * fork cost, and the cost of injecting a `<result>` block; with llama.cpp flash attention "auto"
+ * fork cost (idle, and while other trajectories keep the context busy: fork, first token of the
+ * child, a start from a cached prefix, a release), and the cost of injecting a `<result>` block; with llama.cpp flash attention "auto"
  * and off, side by side (the policy's default is off on CPU, "auto" on a GPU).
  *
  *   npx tsx bench/policy.ts [--model PATH] [--gpu auto|cuda|cpu] [--threads N] [--schema-tokens N] [--gen N] [--batch N]
@@ -10,7 +11,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildTinyModel, createLlamaPolicy, writeFileAtomic, type Policy, type PromptSpec } from "../src/policy/index.js";
+import { buildTinyModel, createLlamaPolicy, writeFileAtomic, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
 
 const { values } = parseArgs({
   options: {
@@ -68,6 +69,8 @@ interface Measures {
   appendTokens: number;
   appendMs: number;
   batchTokensPerS: number;
+  /** While `batch` trajectories generate: fork call, fork to the child's first token, a cached-prefix start, a release (ms). */
+  loaded: { forkMs: number; forkFirstTokenMs: number; startMs: number; releaseMs: number; busyThroughout: boolean };
 }
 
 async function measure(path: string, flashAttention: "auto" | boolean): Promise<Measures> {
@@ -107,6 +110,7 @@ async function measure(path: string, flashAttention: "auto" | boolean): Promise<
     const results = await Promise.all(forks.map((f, i) => f.generate({ stop: [], maxTokens: perTrajectory, temperature: 1, seed: i + 1 })));
     const batchMs = ms(t0);
     const total = results.reduce((s, r) => s + r.tokens.length, 0);
+    const loaded = await underLoad(policy, db, warm, forks);
     await Promise.all([...forks.map((f) => f.release()), warm.release()]);
     return {
       device: policy.info.device,
@@ -122,10 +126,41 @@ async function measure(path: string, flashAttention: "auto" | boolean): Promise<
       appendTokens: appended.tokens.length,
       appendMs,
       batchTokensPerS: total / (batchMs / 1000),
+      loaded,
     };
   } finally {
     await policy.close();
   }
+}
+
+/**
+ * Fork, start and release latencies while `busy` trajectories generate (each up to 4 × --gen tokens,
+ * stopped once measured): what a tree decode's forks see with other branches or requests running.
+ */
+async function underLoad(policy: Policy, db: string, warm: Trajectory, busy: Trajectory[]): Promise<Measures["loaded"]> {
+  const controller = new AbortController();
+  let sampled = 0;
+  let finished = 0;
+  const runs = busy.map((f, i) =>
+    f.generate({ stop: [], maxTokens: 4 * genTokens, temperature: 1, seed: 100 + i, signal: controller.signal, onText: () => void sampled++ }).finally(() => void finished++),
+  );
+  while (sampled < 2 * busy.length && finished === 0) await new Promise((r) => setTimeout(r, 2));
+  let t0 = process.hrtime.bigint();
+  const child = await warm.fork();
+  const forkMs = ms(t0);
+  await child.generate({ stop: [], maxTokens: 1 });
+  const forkFirstTokenMs = ms(t0);
+  t0 = process.hrtime.bigint();
+  const started = await policy.start(prompt(policy, db, "How many customers ordered twice?"));
+  const startMs = ms(t0);
+  t0 = process.hrtime.bigint();
+  await child.release();
+  const releaseMs = ms(t0);
+  const busyThroughout = finished === 0;
+  controller.abort();
+  await Promise.all(runs);
+  await started.release();
+  return { forkMs, forkFirstTokenMs, startMs, releaseMs, busyThroughout };
 }
 
 const path = await modelPath();
@@ -143,6 +178,8 @@ const rows: [string, (m: Measures) => string][] = [
   ["start latency cold → warm", (m) => `${m.coldMs.toFixed(0)} → ${m.warmMs.toFixed(0)} ms (${(m.coldMs / m.warmMs).toFixed(1)}×)`],
   ["fork (KV copy), ms each / tokens evaluated", (m) => `${m.forkMs.toFixed(1)} / ${m.forkEvaluated}`],
   ["append <result> block", (m) => `${m.appendTokens} tokens in ${m.appendMs.toFixed(1)} ms`],
+  [`while ${batch} generate: fork / child's 1st token, ms`, (m) => `${m.loaded.forkMs.toFixed(1)} / ${m.loaded.forkFirstTokenMs.toFixed(1)}${m.loaded.busyThroughout ? "" : " (load ended)"}`],
+  [`while ${batch} generate: warm start / release, ms`, (m) => `${m.loaded.startMs.toFixed(1)} / ${m.loaded.releaseMs.toFixed(1)}`],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));
 const col = Math.max(...variants.map(([, n]) => n.length), ...results.flatMap((m) => rows.map(([, f]) => f(m).length)));

@@ -95,7 +95,7 @@ export interface DecoderDeps {
   grammarFor?: GrammarFor;
   /** Overrides of {@link DEFAULT_DECODER_DEFAULTS} (applied after `config`). Default {}. */
   defaults?: Partial<DecoderDefaults>;
-  /** Live trajectories one decode may hold at most; default the policy's `maxSequences`. */
+  /** Live trajectories one decode may hold at most; default the policy's `maxSequences` − 1, so the prompt's cached prefix is not evicted. */
   maxLiveTrajectories?: number;
   /** Clock, ms. Default performance.now. */
   now?: () => number;
@@ -163,7 +163,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     const o = resolve(req, defaults);
     const emit = safeSink(ctx.sink);
     const control = new RequestControl({
-      maxLive: deps.maxLiveTrajectories ?? deps.policy.info.maxSequences,
+      maxLive: deps.maxLiveTrajectories ?? Math.max(1, deps.policy.info.maxSequences - 1),
       ...(req.maxTotalTokens !== undefined ? { maxTotalTokens: req.maxTotalTokens } : {}),
       ...(req.deadlineMs !== undefined ? { deadlineMs: req.deadlineMs } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),

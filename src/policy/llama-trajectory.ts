@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, copySequenceState } from "./internals.js";
+import { asTokens, beginSequenceCopy } from "./internals.js";
 import { IncrementalText, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
 
@@ -29,6 +29,11 @@ export interface TrajectoryInit {
   pending: number[];
   record: TokenRecord;
   loaded: { model: LlamaModel };
+  /**
+   * Settles once the sequence holds the state the trajectory starts from (a fork's KV copy still
+   * under way); calls on the trajectory wait for it, and a rejection makes them fail. Default: ready.
+   */
+  ready?: Promise<void>;
 }
 
 const MIN_LOGPROB = Math.log(1e-45);
@@ -57,6 +62,11 @@ export class LlamaTrajectory implements Trajectory {
     this.pending = init.pending;
     this.record = init.record;
     this.loaded = init.loaded;
+    if (init.ready) {
+      this.tail = init.ready.catch((err: unknown) => {
+        this.broken = err instanceof Error ? err.message : err;
+      });
+    }
   }
 
   get usage(): TokenUsage {
@@ -228,26 +238,43 @@ export class LlamaTrajectory implements Trajectory {
     });
   }
 
+  /**
+   * With the scheduled KV copy (see internals.ts) the child is returned before its copy has run: the
+   * copy is ordered before any later decode, so this trajectory may go on at once, and the child's
+   * own calls wait for the copy (re-evaluating the tokens if it failed).
+   */
   fork(): Promise<Trajectory> {
     return this.run(async () => {
       const seq = await this.host.acquire("now");
       if (!seq) throw new ReexError("POLICY_ERROR", "the policy was reloaded during fork");
+      let ready: Promise<void> | undefined;
       try {
-        const copied = this.host.kvCopy && (await copySequenceState(seq, this.seq));
-        if (!copied && this.seq.contextTokens.length > 0) await seq.evaluateWithoutGeneratingNewTokens(this.seq.contextTokens);
-        const child = new LlamaTrajectory(this.host, seq, {
-          id: this.host.nextTrajectoryId(),
-          promptTokens: this.promptTokens,
-          pending: [...this.pending],
-          record: { tokens: [...this.record.tokens], sampled: [...this.record.sampled], logprobs: [...this.record.logprobs] },
-          loaded: this.loaded,
-        });
-        this.host.adoptTrajectory(child);
-        return child;
+        const tokens = this.seq.contextTokens;
+        const reevaluate = async (copied: boolean): Promise<void> => {
+          if (!copied && tokens.length > 0) await seq.evaluateWithoutGeneratingNewTokens(tokens);
+        };
+        if (this.host.kvCopy) {
+          const copy = beginSequenceCopy(seq, this.seq);
+          const finished = copy.done.then(reevaluate);
+          if (copy.ordered) ready = finished;
+          else await finished;
+        } else {
+          await reevaluate(false);
+        }
       } catch (err) {
         await this.host.releaseSequence(seq);
         throw err instanceof ReexError ? err : new ReexError("POLICY_ERROR", `fork failed: ${String(err)}`, { cause: err });
       }
+      const child = new LlamaTrajectory(this.host, seq, {
+        id: this.host.nextTrajectoryId(),
+        promptTokens: this.promptTokens,
+        pending: [...this.pending],
+        record: { tokens: [...this.record.tokens], sampled: [...this.record.sampled], logprobs: [...this.record.logprobs] },
+        loaded: this.loaded,
+        ...(ready ? { ready } : {}),
+      });
+      this.host.adoptTrajectory(child);
+      return child;
     });
   }
 

@@ -21,7 +21,7 @@ import {
 import { ReexError } from "../errors/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { GrammarCache } from "./grammar.js";
-import { asTokens, copySequenceState, kvCopySupport } from "./internals.js";
+import { asTokens, copySequenceState, enableScheduledKvOps, kvCopySupport } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
@@ -510,6 +510,9 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
   } catch (err) {
     throw new ReexError("MODEL_LOAD_FAILED", `could not create a context for ${modelSource}${lora.length ? ` with LoRA ${lora.join(", ")}` : ""}: ${errorText(err)}`, { cause: err });
   }
+  // KV copies and sequence frees run between decode batches instead of waiting for generation on
+  // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.
+  await enableScheduledKvOps(context);
   return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device };
 }
 

@@ -81,7 +81,8 @@ describe("decoding with the tiny llama model", () => {
     expect(policy.liveTrajectories()).toBe(0);
   });
 
-  it.each(["linear", "tree", "tree-prune"] as const)("%s: cancellation stops within 100 ms and frees every sequence", async (strategy) => {
+  // timing on 2 shared cores: a retry absorbs a scheduler stall, a slow cancel fails all three tries
+  it.each(["linear", "tree", "tree-prune"] as const)("%s: cancellation stops within 100 ms and frees every sequence", { retry: 2 }, async (strategy) => {
     const controller = new AbortController();
     const pending = decode({ ...base, strategy, candidates: 16, maxInteractions: 10, maxTokens: 1000 }, { signal: controller.signal });
     for (let i = 0; i < 2000 && policy.liveTrajectories() < 3; i++) await new Promise((r) => setTimeout(r, 5));
