@@ -1,8 +1,9 @@
-"""Command line: ``python3 -m reex_learner step|logprobs|info ...`` (see docs/learner.md)."""
+"""Command line: ``python3 -m reex_learner step|logprobs|info|hf-step ...`` (see docs/learner.md)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any, Dict, Optional, Sequence
@@ -139,6 +140,68 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hf_step(args: argparse.Namespace) -> int:
+    """Path (b): one GRPO/SFT update of a LoRA adapter on a Hugging Face checkpoint (hf_lora.py)."""
+    from .hf_lora import MissingHFDependency, run_hf_step
+
+    try:
+        metrics = run_hf_step(args)
+    except MissingHFDependency as err:
+        print(f"reex_learner: error: {err}", file=sys.stderr)
+        return 3
+    if int(os.environ.get("RANK", "0") or 0) == 0:
+        if args.metrics:
+            with open(args.metrics, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        print(json.dumps(metrics, sort_keys=True))
+    return 0
+
+
+def add_hf_step_parser(sub: Any) -> argparse.ArgumentParser:
+    h = sub.add_parser(
+        "hf-step",
+        help="path (b): one GRPO/SFT update of a LoRA adapter on a Hugging Face checkpoint (transformers + peft; torchrun-able)",
+    )
+    h.add_argument("--base", required=True, help="HF checkpoint folder or hub id (the one the rollouts' GGUF was converted from)")
+    h.add_argument("--adapter-in", help="peft LoRA adapter folder to continue from (its r/alpha/targets win); default: a fresh adapter")
+    h.add_argument("--experience", required=True, help="experience JSONL (one rollout per line), as for `step`")
+    h.add_argument("--adapter-out", required=True, help="folder for the updated adapter (peft save_pretrained)")
+    h.add_argument("--gguf-out", help="also write the adapter as a llama.cpp GGUF LoRA (runs llama.cpp's convert_lora_to_gguf.py)")
+    h.add_argument("--gguf-outtype", default="f32", choices=["f32", "f16", "bf16", "q8_0"], help="tensor type of --gguf-out (default f32)")
+    h.add_argument("--convert-script", help="path to convert_lora_to_gguf.py (or its llama.cpp folder); default: node-llama-cpp's copy")
+    h.add_argument("--ref-free", action="store_true", help="no reference model: no KL term, no kl metric, no extra forward")
+    h.add_argument("--mode", default="grpo", choices=["grpo", "sft"])
+    h.add_argument("--lr", type=float, default=2e-6)
+    h.add_argument("--clip", type=float, default=0.2, help="PPO clip epsilon (low side, and high side unless --clip-high)")
+    h.add_argument("--clip-high", type=float, default=None, help="upper clip epsilon (DAPO clip-higher); default = --clip")
+    h.add_argument("--kl-beta", type=float, default=None, help="weight of the k3 KL to the base (adapter disabled); default 0.001, 0 with --ref-free")
+    h.add_argument("--loss-agg", default="token-mean", choices=["token-mean", "seq-mean-token-mean"])
+    h.add_argument("--advantage", default="file", choices=["file", "group", "batch", "none"], help="use the file's advantages or recompute them from reward")
+    h.add_argument("--mask-truncated", action="store_true", help="drop truncated rollouts from the loss (Think2SQL)")
+    h.add_argument("--micro-batch", type=int, default=1, help="rollouts per forward/backward per rank (default 1)")
+    h.add_argument("--mini-batch", type=int, default=0, help="rollouts per optimizer step, over all ranks (0 = all: one step per epoch)")
+    h.add_argument("--epochs", type=int, default=1)
+    h.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient clipping (0 = off)")
+    h.add_argument("--weight-decay", type=float, default=0.0)
+    h.add_argument("--shuffle", action="store_true", help="shuffle rollouts between epochs")
+    h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--optimizer-state", help="AdamW state file for the LoRA parameters: loaded if present, saved after the step")
+    h.add_argument("--lora-r", type=int, default=16, help="rank of a fresh adapter")
+    h.add_argument("--lora-alpha", type=float, default=32.0, help="alpha of a fresh adapter (llama.cpp scales by alpha/r too)")
+    h.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj", help="comma-separated module names of a fresh adapter")
+    h.add_argument("--lora-dropout", type=float, default=0.0, help="LoRA dropout (keep 0 for GRPO: dropout makes the ratio noisy)")
+    h.add_argument("--dtype", default="bf16", choices=sorted(_DTYPES), help="dtype of the frozen base weights and the autocast compute dtype (LoRA weights and AdamW stay f32); default bf16")
+    h.add_argument("--device", default="auto", help="cuda | cpu | auto (default); under torchrun each rank uses cuda:LOCAL_RANK")
+    h.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
+    h.add_argument("--temperature", type=float, default=1.0, help="divide logits by this before log-softmax (must match how old_logprobs were computed)")
+    h.add_argument("--attn", default="auto", choices=["auto", "eager", "sdpa", "flash_attention_2"], help="transformers attn_implementation (auto = transformers' default)")
+    h.add_argument("--grad-checkpoint", action="store_true", help="gradient checkpointing (non-reentrant) in the base model")
+    h.add_argument("--trust-remote-code", action="store_true")
+    h.add_argument("--metrics", help="also write the metrics JSON here (rank 0)")
+    h.set_defaults(func=cmd_hf_step)
+    return h
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m reex_learner", description="reex GRPO/SFT learner over GGUF models")
     sub = p.add_subparsers(dest="command", required=True)
@@ -186,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     inf = sub.add_parser("info", help="print hyperparameters and tensors of a GGUF")
     inf.add_argument("--model", required=True)
     inf.set_defaults(func=cmd_info)
+
+    add_hf_step_parser(sub)
     return p
 
 

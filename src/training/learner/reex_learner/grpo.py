@@ -291,6 +291,23 @@ def agg_denominator(rollouts_mask: Iterable[torch.Tensor], loss_agg: str) -> flo
     return max(tot, 1.0)
 
 
+def micro_batch_loss(
+    cfg: "StepConfig", lp: torch.Tensor, b: Batch, denom: float, ref_lp: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
+    """The loss of one micro-batch as its share of the optimizer-batch mean (``denom`` = the loss-token
+    or sequence count of the whole optimizer batch), and its per-token stats. ``lp``: the policy's
+    (B, L-1) log-probs of ``b.targets``; ``ref_lp``: the reference's (KL term / metric), or None.
+    SFT: cross-entropy on mask-1 tokens; GRPO: ``grpo_token_loss``. Pure: no model, no optimizer --
+    shared by ``train_step`` and the Hugging Face LoRA path (``hf_lora``)."""
+    if cfg.mode == "sft":
+        per_token = -lp * b.mask
+        loss = aggregate(per_token, b.mask, cfg.loss_agg, denom)
+        stats = {"pg": per_token.detach(), "kl": torch.zeros_like(lp), "ratio": b.mask, "clipped": torch.zeros_like(lp)}
+        return loss, stats
+    per_token, stats = grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high, ref_lp, cfg.kl_beta)
+    return aggregate(per_token, b.mask, cfg.loss_agg, denom), stats
+
+
 # ------------------------------------------------------------------------------------------------
 # Training step
 # ------------------------------------------------------------------------------------------------
@@ -347,6 +364,21 @@ def save_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str]) -> Non
     os.replace(tmp, path)
 
 
+def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", device: Any) -> None:
+    """Scores ``rollouts`` with ``policy`` (no grad, eval mode) and stores the result as their
+    ``old_logprobs`` (0 where mask = 0): the on-policy case, ratio = 1 before the first update."""
+    policy.eval()
+    with torch.no_grad():
+        for chunk in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch):
+            b = collate(chunk, cfg.pad_id, device=device)
+            lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+            for i, r in enumerate(chunk):
+                P = len(r.prompt_tokens)
+                row = lp[i].tolist()
+                r.old_logprobs = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
+                r.old_logprobs = [x if m else 0.0 for x, m in zip(r.old_logprobs, r.mask)]
+
+
 def train_step(
     policy: torch.nn.Module,
     rollouts: Sequence[Rollout],
@@ -375,16 +407,7 @@ def train_step(
     # Rollouts without old log-probs (on-policy files): score them once with the current weights.
     missing = [r for r in rollouts if r.old_logprobs is None and cfg.mode == "grpo"]
     if missing:
-        policy.eval()
-        with torch.no_grad():
-            for chunk in _chunks(sorted(missing, key=lambda r: r.length), cfg.micro_batch):
-                b = collate(chunk, cfg.pad_id, device=device)
-                lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
-                for i, r in enumerate(chunk):
-                    P = len(r.prompt_tokens)
-                    row = lp[i].tolist()
-                    r.old_logprobs = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
-                    r.old_logprobs = [x if m else 0.0 for x, m in zip(r.old_logprobs, r.mask)]
+        fill_old_logprobs(policy, missing, cfg, device)
     policy.train()
 
     sums = {k: 0.0 for k in ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")}
@@ -408,22 +431,14 @@ def train_step(
                 if float(b.mask.sum()) == 0.0:
                     continue
                 lp, ent = sequence_logprobs(policy, b, cfg.temperature, with_entropy=True, compute_dtype=cfg.compute_dtype)
-                if cfg.mode == "sft":
-                    per_token = -lp * b.mask
-                    loss = aggregate(per_token, b.mask, cfg.loss_agg, denom)
-                    stats = {"pg": per_token.detach(), "kl": torch.zeros_like(lp), "ratio": b.mask, "clipped": torch.zeros_like(lp)}
-                else:
-                    ref_lp = None
-                    if ref is not None:
-                        with torch.no_grad():
-                            ref_lp, _ = sequence_logprobs(ref, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
-                    per_token, stats = grpo_token_loss(
-                        lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high, ref_lp, cfg.kl_beta
-                    )
-                    loss = aggregate(per_token, b.mask, cfg.loss_agg, denom)
-                    if epoch == 0 and mi == 0:
-                        first_diff_sum += float(((lp.detach() - b.old_logprobs).abs() * b.mask).sum())
-                        first_diff_n += float(b.mask.sum())
+                ref_lp = None
+                if cfg.mode != "sft" and ref is not None:
+                    with torch.no_grad():
+                        ref_lp, _ = sequence_logprobs(ref, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+                loss, stats = micro_batch_loss(cfg, lp, b, denom, ref_lp)
+                if cfg.mode != "sft" and epoch == 0 and mi == 0:
+                    first_diff_sum += float(((lp.detach() - b.old_logprobs).abs() * b.mask).sum())
+                    first_diff_n += float(b.mask.sum())
                 (scaler.scale(loss) if scaler is not None else loss).backward()
                 n = float(b.mask.sum())
                 sums["tokens"] += n

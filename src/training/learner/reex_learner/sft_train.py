@@ -1,0 +1,559 @@
+"""Multi-step supervised fine-tuning in one process: ``python3 -m reex_learner.sft_train``.
+
+Reads a GGUF (the initial model), a pre-tokenized JSONL in the learner's experience format
+(``prompt_tokens``, ``tokens``, ``mask``; optional ``db_id`` / ``family`` / ``question_id``), trains for
+a step and/or wall-clock budget with AdamW (warmup, then cosine / linear / constant decay), logs the
+loss as JSONL, writes GGUF checkpoints and the final GGUF (metadata copied unchanged, as ``step``
+does). Cross-entropy on mask-1 tokens only (token mean over the batch): prompt and injected
+executor ``<result>`` tokens are context, never targets.
+
+**Prefix-shared packing** (default on). SFT records of one database and one prompt family share
+their chat-templated prompt up to the question (system message + schema: most of the tokens). Such
+records are packed into one row: ``[shared prefix][suffix 1][suffix 2]...`` where suffix ``i`` is the
+rest of record ``i``'s prompt plus its response. Attention is restricted so that suffix ``i`` sees the
+prefix and itself only (causally), and positions restart after the prefix for every suffix, so each
+suffix token gets exactly the logits it would get in its own unpacked sequence (tested against the
+plain model) while the prefix is computed once per row. On the synthetic starter data this cuts the
+tokens per epoch about 3x. ``--no-share-prefix`` packs one record per row (plain SFT).
+
+Progress goes to stdout as JSON lines (``event``: start | calibrated | step | eval | checkpoint |
+done); ``--log`` gets the step/eval lines too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from .gguf_io import write_gguf
+from .model import LlamaModel, apply_rope, load_model, rope_angles, state_for_gguf
+
+
+# ------------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Record:
+    prompt: List[int]
+    tokens: List[int]
+    mask: List[int]
+    group: str  # records with the same group may share a packed prefix
+    key: str  # question identity (held-out split is by question, all families together)
+    family: str
+
+
+def read_records(path: str) -> List[Record]:
+    out: List[Record] = []
+    with open(path, "r", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            obj = json.loads(line)
+            prompt = [int(t) for t in obj["prompt_tokens"]]
+            tokens = [int(t) for t in obj["tokens"]]
+            mask = [int(m) for m in obj["mask"]]
+            if len(mask) != len(tokens):
+                raise ValueError(f"{path}:{n}: mask has {len(mask)} entries for {len(tokens)} tokens")
+            if not prompt:
+                raise ValueError(f"{path}:{n}: empty prompt_tokens")
+            family = str(obj.get("family", ""))
+            db = str(obj.get("db_id", ""))
+            qid = obj.get("question_id", n)
+            key = str(qid)
+            if db and family and key.endswith(":" + family):
+                key = key[: -len(family) - 1]
+            out.append(Record(prompt, tokens, mask, f"{db}|{family}" if db else f"#{n}", key, family))
+    if not out:
+        raise ValueError(f"{path}: no records")
+    return out
+
+
+def held_out(key: str, frac: float) -> bool:
+    return frac > 0 and (zlib.crc32(key.encode()) % 10_000) < frac * 10_000
+
+
+def weighted(records: Sequence[Record], weights: Dict[str, float]) -> List[Record]:
+    """Each record floor(w) times, plus once more for a fixed hash-chosen share frac(w) of them."""
+    out: List[Record] = []
+    for r in records:
+        w = weights.get(r.family, 1.0)
+        k = int(math.floor(w))
+        frac = w - k
+        if frac > 0 and (zlib.crc32(f"w|{r.key}|{r.family}".encode()) % 10_000) < frac * 10_000:
+            k += 1
+        out.extend([r] * k)
+    return out
+
+
+@dataclass
+class Pack:
+    """One row: a shared prefix and suffixes that each continue it on their own."""
+
+    prefix: List[int]
+    suffixes: List[Tuple[List[int], List[int]]]  # (tokens, loss mask) per suffix
+
+    @property
+    def length(self) -> int:
+        return len(self.prefix) + sum(len(t) for t, _ in self.suffixes)
+
+    @property
+    def unpacked_length(self) -> int:
+        return sum(len(self.prefix) + len(t) for t, _ in self.suffixes)
+
+    @property
+    def loss_tokens(self) -> int:
+        return sum(sum(m) for _, m in self.suffixes)
+
+
+def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    i = 0
+    while i < n and all(s[i] == first[i] for s in seqs[1:]):
+        i += 1
+    return i
+
+
+def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, rng: Optional[random.Random] = None) -> List[Pack]:
+    """Groups records (by database + family when sharing), cuts each group's common prompt prefix
+    (at most all but the last prompt token of the shortest prompt, so every suffix starts with a
+    prompt token and every loss token is predicted from inside its own suffix), then fills rows up
+    to ``pack_tokens`` (a record longer than that gets a row of its own)."""
+    groups: Dict[str, List[Record]] = {}
+    for i, r in enumerate(records):
+        groups.setdefault(r.group if share_prefix else f"#{i}", []).append(r)
+    packs: List[Pack] = []
+    for members in groups.values():
+        members = list(members)
+        if rng is not None:
+            rng.shuffle(members)
+        P = common_prefix_len([m.prompt for m in members])
+        P = min(P, min(len(m.prompt) for m in members) - 1)
+        prefix = members[0].prompt[:P]
+        cur: List[Tuple[List[int], List[int]]] = []
+        cur_len = P
+        for m in members:
+            toks = m.prompt[P:] + m.tokens
+            mask = [0] * (len(m.prompt) - P) + m.mask
+            if cur and cur_len + len(toks) > pack_tokens:
+                packs.append(Pack(prefix, cur))
+                cur, cur_len = [], P
+            cur.append((toks, mask))
+            cur_len += len(toks)
+        if cur:
+            packs.append(Pack(prefix, cur))
+    return packs
+
+
+@dataclass
+class Batch:
+    ids: torch.Tensor  # (B, T)
+    pos: torch.Tensor  # (B, T)
+    seg: torch.Tensor  # (B, T): 0 prefix, i >= 1 suffix i, -1 padding
+    targets: torch.Tensor  # (B, T): next token of the same suffix (0 where none)
+    mask: torch.Tensor  # (B, T) float: 1 where targets[t] is a loss token
+    real_tokens: int
+    unpacked_tokens: int
+
+
+def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
+    T = max(p.length for p in packs)
+    B = len(packs)
+    ids = torch.full((B, T), pad_id, dtype=torch.long)
+    pos = torch.zeros((B, T), dtype=torch.long)
+    seg = torch.full((B, T), -1, dtype=torch.long)
+    targets = torch.zeros((B, T), dtype=torch.long)
+    mask = torch.zeros((B, T))
+    for b, p in enumerate(packs):
+        P = len(p.prefix)
+        ids[b, :P] = torch.tensor(p.prefix, dtype=torch.long) if P else ids[b, :0]
+        pos[b, :P] = torch.arange(P)
+        seg[b, :P] = 0
+        at = P
+        for s, (toks, m) in enumerate(p.suffixes, 1):
+            n = len(toks)
+            ids[b, at : at + n] = torch.tensor(toks, dtype=torch.long)
+            pos[b, at : at + n] = torch.arange(P, P + n)
+            seg[b, at : at + n] = s
+            # token j of the suffix (j >= 1) is predicted at position at + j - 1 (inside the suffix);
+            # token 0 is a prompt token (mask 0) by construction of the prefix
+            if n > 1:
+                targets[b, at : at + n - 1] = torch.tensor(toks[1:], dtype=torch.long)
+                mask[b, at : at + n - 1] = torch.tensor(m[1:], dtype=torch.float32)
+            at += n
+    return Batch(ids, pos, seg, targets, mask, sum(p.length for p in packs), sum(p.unpacked_length for p in packs))
+
+
+def attention_bias(seg: torch.Tensor) -> torch.Tensor:
+    """(B, 1, 1, T, T) additive bias: 0 where query t may read key s (s <= t and s is in the prefix
+    or in t's own suffix), -inf elsewhere. Every position may read itself (no empty rows)."""
+    B, T = seg.shape
+    idx = torch.arange(T, device=seg.device)
+    causal = idx.unsqueeze(0) <= idx.unsqueeze(1)  # [t, s]: s <= t
+    same = (seg.unsqueeze(2) == seg.unsqueeze(1)) | (seg.unsqueeze(1) == 0)  # (B, t, s)
+    allowed = causal.unsqueeze(0) & same
+    allowed = allowed | torch.eye(T, dtype=torch.bool, device=seg.device).unsqueeze(0)
+    bias = torch.zeros(B, T, T, device=seg.device)
+    bias = bias.masked_fill(~allowed, float("-inf"))
+    return bias.view(B, 1, 1, T, T)
+
+
+def packed_forward(model: LlamaModel, ids: torch.Tensor, pos: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
+    """LlamaModel.forward with explicit positions and the packed attention mask (same weights,
+    same maths as model.py's eager attention)."""
+    hp = model.hp
+    B, T = ids.shape
+    cos, sin = rope_angles(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, model.rope_freqs)
+    bias = attention_bias(seg)
+    x = model.token_embd(ids)
+    group = hp.n_head // hp.n_head_kv
+
+    def block(layer, x):
+        n = layer.attn_norm(x)
+        q = layer.attn_q(n).view(B, T, hp.n_head, hp.head_dim)
+        k = layer.attn_k(n).view(B, T, hp.n_head_kv, hp.head_dim)
+        v = layer.attn_v(n).view(B, T, hp.n_head_kv, hp.head_dim)
+        q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
+        k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
+        v = v.transpose(1, 2)
+        qg = q.reshape(B, hp.n_head_kv, group, T, hp.head_dim)
+        scores = torch.matmul(qg, k.unsqueeze(2).transpose(-1, -2)).float() * hp.attn_scale + bias
+        probs = torch.softmax(scores, dim=-1).to(v.dtype)
+        out = torch.matmul(probs, v.unsqueeze(2)).reshape(B, hp.n_head, T, hp.head_dim)
+        out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
+        h = x + layer.attn_output(out)
+        m = layer.ffn_norm(h)
+        return h + layer.ffn_down(F.silu(layer.ffn_gate(m)) * layer.ffn_up(m))
+
+    for layer in model.layers:
+        if model.grad_checkpoint and model.training and torch.is_grad_enabled():
+            from torch.utils.checkpoint import checkpoint
+
+            x = checkpoint(block, layer, x, use_reentrant=False)
+        else:
+            x = block(layer, x)
+    x = model.output_norm(x)
+    w = model.token_embd.weight if model.output is None else model.output.weight
+    return F.linear(x, w).float()
+
+
+def packing_max_diff(model: LlamaModel, records: Sequence[Record], pack_tokens: int = 100_000) -> float:
+    """Largest |logit difference| between packed rows and each suffix run alone after its prefix
+    (the check that prefix-shared packing computes exactly the unpacked model)."""
+    packs = make_packs(records, pack_tokens, True)
+    b = collate_packs(packs)
+    worst = 0.0
+    with torch.no_grad():
+        logits = packed_forward(model, b.ids, b.pos, b.seg)
+        for i, p in enumerate(packs):
+            at = len(p.prefix)
+            for toks, _ in p.suffixes:
+                ref = model(torch.tensor(p.prefix + toks, dtype=torch.long))[0, len(p.prefix) :]
+                worst = max(worst, float((logits[i, at : at + len(toks)] - ref).abs().max()))
+                at += len(toks)
+    return worst
+
+
+def batch_loss(model: LlamaModel, b: Batch) -> Tuple[torch.Tensor, float]:
+    """(sum of -log p over loss tokens, loss-token count)."""
+    logits = packed_forward(model, b.ids, b.pos, b.seg)
+    nll = F.cross_entropy(logits.view(-1, logits.shape[-1]), b.targets.view(-1), reduction="none").view(b.mask.shape)
+    return (nll * b.mask).sum(), float(b.mask.sum())
+
+
+def make_batches(packs: Sequence[Pack], batch_tokens: int, rng: random.Random) -> List[List[Pack]]:
+    """Rows of similar length together (sorted inside shuffled windows of 64) so that
+    rows x longest row <= batch_tokens; batch order shuffled."""
+    order = list(packs)
+    rng.shuffle(order)
+    batches: List[List[Pack]] = []
+    for w in range(0, len(order), 64):
+        window = sorted(order[w : w + 64], key=lambda p: p.length)
+        cur: List[Pack] = []
+        for p in window:
+            longest = max([p.length] + [q.length for q in cur])
+            if cur and longest * (len(cur) + 1) > batch_tokens:
+                batches.append(cur)
+                cur = []
+            cur.append(p)
+        if cur:
+            batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+# ------------------------------------------------------------------------------------------------
+# Schedule and optimizer
+# ------------------------------------------------------------------------------------------------
+def lr_at(step: int, progress: float, base: float, warmup: int, schedule: str, min_ratio: float) -> float:
+    """Linear warmup over ``warmup`` steps, then decay by ``progress`` in [0, 1] (steps or wall clock)."""
+    if warmup > 0 and step < warmup:
+        return base * (step + 1) / warmup
+    p = min(max(progress, 0.0), 1.0)
+    if schedule == "constant":
+        f = 1.0
+    elif schedule == "linear":
+        f = 1.0 - p
+    elif schedule == "cosine":
+        f = 0.5 * (1.0 + math.cos(math.pi * p))
+    else:
+        raise ValueError(f"schedule must be cosine|linear|constant, got {schedule!r}")
+    return base * (min_ratio + (1.0 - min_ratio) * f)
+
+
+def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95), eps=1e-8
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Training
+# ------------------------------------------------------------------------------------------------
+class Logger:
+    def __init__(self, path: Optional[str]):
+        self.fh = open(path, "a", encoding="utf-8") if path else None
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        rec = {"event": event, **fields}
+        line = json.dumps(rec, sort_keys=False)
+        print(line, flush=True)
+        if self.fh and event in ("start", "calibrated", "step", "eval", "checkpoint", "done"):
+            self.fh.write(line + "\n")
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh:
+            self.fh.close()
+
+
+def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float]:
+    if not batches:
+        return None
+    model.eval()
+    tot, n = 0.0, 0.0
+    with torch.no_grad():
+        for bp in batches:
+            s, c = batch_loss(model, collate_packs(bp))
+            tot += float(s)
+            n += c
+    model.train()
+    return tot / max(n, 1.0)
+
+
+def train(args: argparse.Namespace) -> Dict[str, Any]:
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    log = Logger(args.log)
+    t_start = time.time()
+    model, g = load_model(args.model)
+    model.grad_checkpoint = args.grad_checkpoint
+    records = read_records(args.data)
+    n_vocab = g.hparams.n_vocab
+    for i, r in enumerate(records):
+        if any(not 0 <= t < n_vocab for t in r.prompt) or any(not 0 <= t < n_vocab for t in r.tokens):
+            raise ValueError(f"{args.data}: record {i}: token id outside the model's vocabulary (0..{n_vocab - 1})")
+    weights: Dict[str, float] = {}
+    for spec in args.family_weight or []:
+        fam, _, w = spec.partition("=")
+        weights[fam] = float(w)
+    train_recs = [r for r in records if not held_out(r.key, args.eval_frac)]
+    eval_recs = [r for r in records if held_out(r.key, args.eval_frac) and weights.get(r.family, 1.0) > 0]
+    expanded = weighted(train_recs, weights)
+    eval_packs = make_packs(eval_recs, args.pack_tokens, not args.no_share_prefix)
+    eval_batches = make_batches(eval_packs, args.batch_tokens, random.Random(0))
+    epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
+    params = sum(p.numel() for p in model.parameters())
+    log(
+        "start",
+        model=args.model,
+        data=args.data,
+        parameters=params,
+        records=len(records),
+        train_records=len(expanded),
+        eval_records=len(eval_recs),
+        packs_per_epoch=len(epoch_packs),
+        tokens_per_epoch=sum(p.length for p in epoch_packs),
+        unpacked_tokens_per_epoch=sum(p.unpacked_length for p in epoch_packs),
+        loss_tokens_per_epoch=sum(p.loss_tokens for p in epoch_packs),
+        share_prefix=not args.no_share_prefix,
+        threads=torch.get_num_threads(),
+        load_s=round(time.time() - t_start, 2),
+    )
+    opt = make_optimizer(model, args.lr, args.weight_decay)
+    budget = args.minutes * 60.0 if args.minutes else None
+    max_steps = args.steps if args.steps else None
+    if budget is None and max_steps is None:
+        raise ValueError("give --steps and/or --minutes")
+    t0 = time.time()
+    deadline = t0 + budget - args.reserve_s if budget is not None else None
+
+    def progress(step: int) -> float:
+        ps = step / max_steps if max_steps else 0.0
+        pt = (time.time() - t0) / max(budget - args.reserve_s, 1.0) if budget is not None else 0.0
+        return max(ps, pt)
+
+    step = 0
+    epoch = 0
+    window = {"loss": 0.0, "n": 0.0, "tokens": 0, "unpacked": 0, "t": time.time()}
+    total_tokens = 0
+    total_unpacked = 0
+    total_loss_tokens = 0.0
+    curve: List[Dict[str, Any]] = []
+    evals: List[Dict[str, Any]] = []
+    first_loss: Optional[float] = None
+    stop_reason = "steps"
+    model.train()
+    while True:
+        batches = make_batches(epoch_packs, args.batch_tokens, rng)
+        for bp in batches:
+            if max_steps is not None and step >= max_steps:
+                stop_reason = "steps"
+                break
+            if deadline is not None and time.time() >= deadline:
+                stop_reason = "time"
+                break
+            lr = lr_at(step, progress(step), args.lr, args.warmup, args.schedule, args.min_lr_ratio)
+            for grp in opt.param_groups:
+                grp["lr"] = lr
+            b = collate_packs(bp)
+            opt.zero_grad(set_to_none=True)
+            s, n = batch_loss(model, b)
+            loss = s / max(n, 1.0)
+            loss.backward()
+            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
+            opt.step()
+            step += 1
+            lv = float(loss)
+            if first_loss is None:
+                first_loss = lv
+            window["loss"] += float(s)
+            window["n"] += n
+            window["tokens"] += b.real_tokens
+            window["unpacked"] += b.unpacked_tokens
+            total_tokens += b.real_tokens
+            total_unpacked += b.unpacked_tokens
+            total_loss_tokens += n
+            if step % args.log_every == 0 or step == 1:
+                dt = max(time.time() - window["t"], 1e-9)
+                rec = {
+                    "step": step,
+                    "epoch": round(epoch + 0.0, 0),
+                    "loss": round(window["loss"] / max(window["n"], 1.0), 4),
+                    "lr": lr,
+                    "grad_norm": round(float(gn), 4),
+                    "tokens_per_s": round(window["tokens"] / dt, 1),
+                    "unpacked_tokens_per_s": round(window["unpacked"] / dt, 1),
+                    "tokens": total_tokens,
+                    "epochs_done": round(total_loss_tokens / max(sum(p.loss_tokens for p in epoch_packs), 1), 3),
+                    "elapsed_s": round(time.time() - t0, 1),
+                }
+                curve.append(rec)
+                log("step", **rec)
+                window = {"loss": 0.0, "n": 0.0, "tokens": 0, "unpacked": 0, "t": time.time()}
+            if args.eval_every and step % args.eval_every == 0 and eval_batches:
+                ev = evaluate(model, eval_batches)
+                evals.append({"step": step, "eval_loss": ev})
+                log("eval", step=step, eval_loss=round(ev, 4) if ev is not None else None, elapsed_s=round(time.time() - t0, 1))
+                window["t"] = time.time()  # eval time is not training time
+            if args.save_every and step % args.save_every == 0 and args.checkpoint_dir:
+                path = os.path.join(args.checkpoint_dir, f"step-{step:05d}.gguf")
+                write_gguf(path, g, state_for_gguf(model), out_type="keep")
+                log("checkpoint", step=step, path=path)
+                window["t"] = time.time()
+        else:
+            epoch += 1
+            epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
+            continue
+        break
+    train_s = time.time() - t0
+    if evals and evals[-1]["step"] == step:
+        final_eval = evals[-1]["eval_loss"]
+    else:
+        final_eval = evaluate(model, eval_batches)
+    if final_eval is not None and evals[-1:] != [{"step": step, "eval_loss": final_eval}]:
+        evals.append({"step": step, "eval_loss": final_eval})
+        log("eval", step=step, eval_loss=round(final_eval, 4), elapsed_s=round(time.time() - t0, 1))
+    out_type = args.out_type
+    write_gguf(args.out, g, state_for_gguf(model), out_type=out_type)
+    if args.optimizer_state:
+        torch.save({"optimizer": opt.state_dict(), "step": step}, args.optimizer_state)
+    summary = {
+        "out": args.out,
+        "steps": step,
+        "stop_reason": stop_reason,
+        "epochs_done": round(total_loss_tokens / max(sum(p.loss_tokens for p in epoch_packs), 1), 3),
+        "train_s": round(train_s, 1),
+        "tokens": total_tokens,
+        "unpacked_tokens": total_unpacked,
+        "loss_tokens": int(total_loss_tokens),
+        "tokens_per_s": round(total_tokens / max(train_s, 1e-9), 1),
+        "unpacked_tokens_per_s": round(total_unpacked / max(train_s, 1e-9), 1),
+        "first_loss": first_loss,
+        "last_loss": curve[-1]["loss"] if curve else None,
+        "eval_loss": final_eval,
+        "evals": evals,
+        "parameters": params,
+    }
+    log("done", **summary)
+    log.close()
+    return summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m reex_learner.sft_train", description="multi-step SFT of a GGUF policy on pre-tokenized records")
+    p.add_argument("--model", required=True, help="initial GGUF (llama/qwen2)")
+    p.add_argument("--data", required=True, help="pre-tokenized JSONL (prompt_tokens, tokens, mask[, db_id, family, question_id])")
+    p.add_argument("--out", required=True, help="final GGUF")
+    p.add_argument("--steps", type=int, default=0, help="optimizer steps (0 = until --minutes)")
+    p.add_argument("--minutes", type=float, default=0.0, help="wall-clock training budget (0 = until --steps)")
+    p.add_argument("--reserve-s", type=float, default=30.0, help="seconds of --minutes kept for the final eval and export")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--min-lr-ratio", type=float, default=0.1, help="final lr as a share of --lr")
+    p.add_argument("--warmup", type=int, default=30, help="linear warmup steps")
+    p.add_argument("--schedule", default="cosine", choices=["cosine", "linear", "constant"], help="decay over the step or time budget (whichever runs out first)")
+    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay of matrices (norms: 0)")
+    p.add_argument("--max-grad-norm", type=float, default=1.0)
+    p.add_argument("--batch-tokens", type=int, default=4096, help="rows x longest row per batch (padding included)")
+    p.add_argument("--pack-tokens", type=int, default=1024, help="most tokens per packed row")
+    p.add_argument("--no-share-prefix", action="store_true", help="one record per row (no prefix-shared packing)")
+    p.add_argument("--family-weight", action="append", help="FAMILY=W: records of FAMILY appear W times per epoch; a fraction keeps that share of them (chosen by question, fixed); repeatable")
+    p.add_argument("--eval-frac", type=float, default=0.02, help="share of questions held out for the eval loss")
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--log", help="append step/eval JSON lines here")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--save-every", type=int, default=0, help="write a GGUF checkpoint every N steps (needs --checkpoint-dir)")
+    p.add_argument("--checkpoint-dir")
+    p.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the final GGUF")
+    p.add_argument("--optimizer-state", help="save AdamW state here at the end (to continue training)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--grad-checkpoint", action="store_true")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        train(args)
+        return 0
+    except (ValueError, FileNotFoundError) as err:
+        print(f"reex_learner.sft_train: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
