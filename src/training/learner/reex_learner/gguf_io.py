@@ -30,6 +30,7 @@ def _candidate_gguf_py_dirs() -> List[Path]:
         out.append(Path(env))
     here = Path(__file__).resolve()
     for parent in here.parents:
+        out.append(parent / "node_modules" / ".cache" / "reex-llama.cpp" / "gguf-py")
         out.append(parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
     out.append(Path.cwd() / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
     out.append(Path("/tmp/llama.cpp/gguf-py"))
@@ -51,10 +52,9 @@ def gguf_module():
         import gguf  # type: ignore
     except ImportError as err:  # pragma: no cover - environment problem
         raise ImportError(
-            "llama.cpp's gguf-py was not found. It ships in "
-            "node_modules/node-llama-cpp/llama/llama.cpp/gguf-py; if that folder is missing, run "
-            "`git clone node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp` or set "
-            "REEX_GGUF_PY to a gguf-py folder."
+            "llama.cpp's gguf-py was not found. `npm install` extracts it from node-llama-cpp's "
+            "llama.cpp bundle into node_modules/.cache/reex-llama.cpp (bash scripts/extract-llama-py.sh "
+            "does it again); or set REEX_GGUF_PY to a gguf-py folder."
         ) from err
     _GGUF_MODULE = gguf
     return gguf

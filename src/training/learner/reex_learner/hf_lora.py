@@ -502,6 +502,7 @@ def _candidate_convert_scripts() -> List[Path]:
         out.append(Path(env) / "convert_lora_to_gguf.py")
     here = Path(__file__).resolve()
     for parent in here.parents:
+        out.append(parent / "node_modules" / ".cache" / "reex-llama.cpp" / "convert_lora_to_gguf.py")
         out.append(parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "convert_lora_to_gguf.py")
     out.append(Path.cwd() / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "convert_lora_to_gguf.py")
     out.append(Path("/tmp/llama.cpp/convert_lora_to_gguf.py"))

@@ -1,0 +1,145 @@
+/**
+ * Drives the one-process SFT trainer (`python3 -m reex_learner.sft_train`, see
+ * src/training/learner/reex_learner/sft_train.py): builds its command line, streams its JSON
+ * progress lines to a callback and returns the final summary.
+ */
+import { spawn } from "node:child_process";
+import { learnerDir } from "../training/index.js";
+
+/** Options of one SFT run (see `python3 -m reex_learner.sft_train --help`). */
+export interface SftOptions {
+  model: string;
+  data: string;
+  out: string;
+  /** Optimizer steps; 0 = until `minutes`. */
+  steps?: number;
+  /** Wall-clock budget in minutes; 0 = until `steps`. */
+  minutes?: number;
+  lr?: number;
+  minLrRatio?: number;
+  warmup?: number;
+  schedule?: "cosine" | "linear" | "constant";
+  weightDecay?: number;
+  batchTokens?: number;
+  packTokens?: number;
+  sharePrefix?: boolean;
+  /** Family → records per epoch (1 = once; 0.2 = a fixed fifth of them; 2 = twice). */
+  familyWeights?: Record<string, number>;
+  evalFrac?: number;
+  evalEvery?: number;
+  log?: string;
+  logEvery?: number;
+  saveEvery?: number;
+  checkpointDir?: string;
+  outType?: "keep" | "f32" | "f16";
+  optimizerState?: string;
+  threads?: number;
+  seed?: number;
+  /** Python with torch. Default "/usr/bin/python3". */
+  python?: string;
+  /** Every JSON line the trainer prints (start, step, eval, checkpoint, done). */
+  onEvent?: (event: SftEvent) => void;
+  /** Lines the trainer writes to stderr. */
+  onStderr?: (line: string) => void;
+}
+
+/** A progress line of the trainer. */
+export interface SftEvent {
+  event: "start" | "calibrated" | "step" | "eval" | "checkpoint" | "done";
+  [key: string]: unknown;
+}
+
+/** The trainer's final summary (its `done` line). */
+export interface SftSummary {
+  out: string;
+  steps: number;
+  stop_reason: string;
+  epochs_done: number;
+  train_s: number;
+  tokens: number;
+  unpacked_tokens: number;
+  loss_tokens: number;
+  tokens_per_s: number;
+  unpacked_tokens_per_s: number;
+  first_loss: number | null;
+  last_loss: number | null;
+  eval_loss: number | null;
+  evals: { step: number; eval_loss: number }[];
+  parameters: number;
+}
+
+/** The trainer's argument list for `options`. */
+export function sftArgs(o: SftOptions): string[] {
+  const a = ["-m", "reex_learner.sft_train", "--model", o.model, "--data", o.data, "--out", o.out];
+  const num = (flag: string, v: number | undefined): void => {
+    if (v !== undefined) a.push(flag, String(v));
+  };
+  num("--steps", o.steps);
+  num("--minutes", o.minutes);
+  num("--lr", o.lr);
+  num("--min-lr-ratio", o.minLrRatio);
+  num("--warmup", o.warmup);
+  if (o.schedule) a.push("--schedule", o.schedule);
+  num("--weight-decay", o.weightDecay);
+  num("--batch-tokens", o.batchTokens);
+  num("--pack-tokens", o.packTokens);
+  if (o.sharePrefix === false) a.push("--no-share-prefix");
+  for (const [family, w] of Object.entries(o.familyWeights ?? {})) a.push("--family-weight", `${family}=${w}`);
+  num("--eval-frac", o.evalFrac);
+  num("--eval-every", o.evalEvery);
+  if (o.log) a.push("--log", o.log);
+  num("--log-every", o.logEvery);
+  num("--save-every", o.saveEvery);
+  if (o.checkpointDir) a.push("--checkpoint-dir", o.checkpointDir);
+  if (o.outType) a.push("--out-type", o.outType);
+  if (o.optimizerState) a.push("--optimizer-state", o.optimizerState);
+  num("--threads", o.threads);
+  num("--seed", o.seed);
+  return a;
+}
+
+/** Runs the trainer to completion; rejects with its stderr tail when it fails. */
+export function runSft(options: SftOptions): Promise<SftSummary> {
+  const python = options.python ?? "/usr/bin/python3";
+  const dir = learnerDir();
+  const env = { ...process.env, PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(":"), PYTHONUNBUFFERED: "1" };
+  return new Promise((resolve, reject) => {
+    const child = spawn(python, sftArgs(options), { env, stdio: ["ignore", "pipe", "pipe"] });
+    let summary: SftSummary | undefined;
+    const errTail: string[] = [];
+    let outBuf = "";
+    let errBuf = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      outBuf += chunk;
+      let nl;
+      while ((nl = outBuf.indexOf("\n")) >= 0) {
+        const line = outBuf.slice(0, nl).trim();
+        outBuf = outBuf.slice(nl + 1);
+        if (!line.startsWith("{")) continue;
+        try {
+          const ev = JSON.parse(line) as SftEvent;
+          if (ev.event === "done") summary = ev as unknown as SftSummary;
+          options.onEvent?.(ev);
+        } catch {
+          /* not a progress line */
+        }
+      }
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      errBuf += chunk;
+      let nl;
+      while ((nl = errBuf.indexOf("\n")) >= 0) {
+        const line = errBuf.slice(0, nl);
+        errBuf = errBuf.slice(nl + 1);
+        errTail.push(line);
+        if (errTail.length > 40) errTail.shift();
+        options.onStderr?.(line);
+      }
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0 && summary) resolve(summary);
+      else reject(new Error(`sft_train exited with ${code}${summary ? "" : " (no summary)"}:\n${[...errTail, errBuf].join("\n").trim()}`));
+    });
+  });
+}
