@@ -79,6 +79,13 @@ const policySchema = z
     remoteModel: z.string().optional(),
     /** Bearer key for the remote endpoint. */
     remoteApiKey: z.string().optional(),
+    /** Longest wait for the remote endpoint (response headers, or between streamed chunks), ms. Default 120000. */
+    remoteTimeoutMs: z.number().int().positive().default(120_000),
+    /**
+     * Prompt template for the remote endpoint (completions take raw text), with `{system}` and `{user}`
+     * placeholders; default ChatML. See docs/scale-out.md.
+     */
+    remoteChatTemplate: z.string().optional(),
   })
   .strict();
 

@@ -20,3 +20,4 @@ export { ScriptedPolicy, SCRIPTED_EOS, type Script, type ScriptContext, type Scr
 export { exactTextGrammar, gbnfLiteral } from "./grammar.js";
 export { buildTinyLora, buildTinyModel, CHATML_TEMPLATE, writeFileAtomic, type TinyLoraOptions, type TinyModelOptions } from "./tiny-model.js";
 export { encodeGguf, gguf, type GgufContents, type GgufTensor, type GgufValue } from "./gguf.js";
+export { createRemotePolicy, type RemotePolicyOptions } from "./remote.js";

@@ -10,7 +10,8 @@ import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
 import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
 import { buildExamples } from "../examples/index.js";
-import { buildTinyModel, createLlamaPolicy, writeFileAtomic } from "../policy/index.js";
+import { ReexError } from "../errors/index.js";
+import { buildTinyModel, createLlamaPolicy, createRemotePolicy, writeFileAtomic } from "../policy/index.js";
 import type { Policy } from "../policy/types.js";
 import { DatabaseRegistry, ExecutorPool, loadSchema } from "../sql/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
@@ -71,18 +72,35 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
   let policy: Policy | undefined;
   try {
-    const model = await resolveModel(config, log);
-    log?.(`loading model ${model.path} (${model.origin}, gpu=${config.policy.gpu})`);
-    policy = await createLlamaPolicy({
-      model: model.path,
-      modelsDir: config.policy.modelsDir,
-      gpu: config.policy.gpu,
-      contextSize: config.policy.contextSize,
-      sequences: config.policy.sequences,
-      lora: config.policy.lora,
-      threads: config.policy.threads ?? Math.max(1, availableParallelism() - 1),
-      ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
-    });
+    let model: Runtime["model"];
+    if (config.policy.backend === "remote") {
+      // A remote OpenAI-compatible completions endpoint (docs/scale-out.md); no local model file.
+      const url = config.policy.remoteUrl;
+      if (!url) throw new ReexError("CONFIG_INVALID", 'policy.backend is "remote" but policy.remoteUrl is not set');
+      log?.(`using the remote policy at ${url}`);
+      policy = await createRemotePolicy({
+        url,
+        timeoutMs: config.policy.remoteTimeoutMs,
+        ...(config.policy.remoteModel !== undefined ? { model: config.policy.remoteModel } : {}),
+        ...(config.policy.remoteApiKey !== undefined ? { apiKey: config.policy.remoteApiKey } : {}),
+        ...(config.policy.remoteChatTemplate !== undefined ? { chatTemplate: config.policy.remoteChatTemplate } : {}),
+        ...(log ? { log } : {}),
+      });
+      model = { path: `${url} (${policy.info.model})`, origin: "configured" };
+    } else {
+      model = await resolveModel(config, log);
+      log?.(`loading model ${model.path} (${model.origin}, gpu=${config.policy.gpu})`);
+      policy = await createLlamaPolicy({
+        model: model.path,
+        modelsDir: config.policy.modelsDir,
+        gpu: config.policy.gpu,
+        contextSize: config.policy.contextSize,
+        sequences: config.policy.sequences,
+        lora: config.policy.lora,
+        threads: config.policy.threads ?? Math.max(1, availableParallelism() - 1),
+        ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
+      });
+    }
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);
     const decode = createDecoder({ policy, executor, config, indexDir: join(config.sql.dataDir, "indexes") });
     const loaded = policy;
