@@ -4,11 +4,10 @@
  * probing, with questions in BIRD's layout. Output is byte-for-byte deterministic.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, posix, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
+import { packageRoot } from "../paths/index.js";
 import { clinic } from "./clinic.js";
 import { music } from "./music.js";
 import { Rng } from "./prng.js";
@@ -16,6 +15,7 @@ import { retail } from "./retail.js";
 import type { BirdQuestion, ExampleDatabase, ExampleSet } from "./types.js";
 
 export type { BirdQuestion, Difficulty, ExampleDatabase, ExampleQuestion, ExampleSet } from "./types.js";
+export { Rng } from "./prng.js";
 
 /** Bump when a generator's data changes without its DDL or questions changing; part of the build key. Currently 1. */
 export const GENERATOR_VERSION = 1;
@@ -31,16 +31,6 @@ export const BUILD_MARKER = ".build-hash";
 
 /** SQLite page size of every example file. Default 4096. */
 export const PAGE_SIZE = 4096;
-
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json"))) {
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-  return dir;
-}
 
 /** Where `buildExamples` writes when no directory is given. Default `<package root>/examples`. */
 export const DEFAULT_EXAMPLES_DIR = join(packageRoot(), "examples");

@@ -18,6 +18,26 @@ export type {
 export { createLlamaPolicy, type LlamaPolicyOptions } from "./llama.js";
 export { ScriptedPolicy, SCRIPTED_EOS, type Script, type ScriptContext, type ScriptedPolicyOptions } from "./scripted.js";
 export { exactTextGrammar, gbnfLiteral } from "./grammar.js";
-export { buildTinyLora, buildTinyModel, CHATML_TEMPLATE, writeFileAtomic, type TinyLoraOptions, type TinyModelOptions } from "./tiny-model.js";
+export {
+  buildTinyLora,
+  buildTinyModel,
+  byteToUnicode,
+  CHATML_SPECIALS,
+  CHATML_TEMPLATE,
+  GPT2_PRETOKENIZE,
+  learnMerges,
+  llamaMetadata,
+  llamaTensors,
+  seededRandom,
+  vocabularyFromMerges,
+  writeFileAtomic,
+  type ChatmlSpecial,
+  type ChatmlVocabulary,
+  type LlamaInit,
+  type LlamaShape,
+  type TinyLoraOptions,
+  type TinyModelOptions,
+} from "./tiny-model.js";
 export { encodeGguf, gguf, type GgufContents, type GgufTensor, type GgufValue } from "./gguf.js";
 export { createRemotePolicy, type RemotePolicyOptions } from "./remote.js";
+export { piecesOf, tokenizePieces } from "./prompt.js";

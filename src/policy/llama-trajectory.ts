@@ -7,7 +7,7 @@ import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
 import { asTokens, beginSequenceCopy } from "./internals.js";
-import { IncrementalText, StopMatcher } from "./stop.js";
+import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
 
 /** What a trajectory needs from its policy. */
@@ -133,19 +133,15 @@ export class LlamaTrajectory implements Trajectory {
 
   generate(options: GenerateOptions): Promise<GenerateResult> {
     return this.run(async () => {
-      const temperature = options.temperature ?? 0;
-      const topP = options.topP ?? 1;
-      if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
-      if (!(topP > 0 && topP <= 1)) throw new ReexError("BAD_REQUEST", `topP must be in (0, 1], got ${topP}`);
-      const empty = (stopReason: StopReason): GenerateResult => ({ text: "", tokens: [], logprobs: [], stopReason });
-      if (options.signal?.aborted) return empty("aborted");
+      const { temperature, topP } = samplingSettings(options);
+      if (options.signal?.aborted) return emptyResult("aborted");
       try {
         await this.ensurePending();
       } catch (err) {
         throw this.fail(err);
       }
       const limit = Math.min(options.maxTokens, this.room() + 1);
-      if (limit <= 0) return empty("maxTokens");
+      if (limit <= 0) return emptyResult("maxTokens");
       const grammar = options.grammar !== undefined ? await this.host.grammar(options.grammar) : undefined;
       const model = this.model;
       const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;

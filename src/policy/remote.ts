@@ -21,7 +21,7 @@ import { randomInt } from "node:crypto";
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { ReexError } from "../errors/index.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts } from "./prompt.js";
-import { StopMatcher } from "./stop.js";
+import { emptyResult, samplingSettings, StopMatcher } from "./stop.js";
 import type {
   ChatMessage,
   GenerateOptions,
@@ -569,18 +569,14 @@ class RemoteTrajectory implements Trajectory {
 
   generate(options: GenerateOptions): Promise<GenerateResult> {
     return this.run(async () => {
-      const temperature = options.temperature ?? 0;
-      const topP = options.topP ?? 1;
-      if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
-      if (!(topP > 0 && topP <= 1)) throw new ReexError("BAD_REQUEST", `topP must be in (0, 1], got ${topP}`);
-      const empty = (stopReason: StopReason): GenerateResult => ({ text: "", tokens: [], logprobs: [], stopReason });
-      if (options.signal?.aborted) return empty("aborted");
+      const { temperature, topP } = samplingSettings(options);
+      if (options.signal?.aborted) return emptyResult("aborted");
       const policy = this.policy;
       const ids = this.sentIds();
       const contextSize = policy.info.contextSize;
       let limit = options.maxTokens;
       if (contextSize > 0 && ids) limit = Math.min(limit, contextSize - ids.length);
-      if (limit <= 0) return empty("maxTokens");
+      if (limit <= 0) return emptyResult("maxTokens");
       const stops = options.stop.filter((s) => s.length > 0);
       const body: Record<string, unknown> = {
         model: policy.info.model,

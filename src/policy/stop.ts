@@ -4,6 +4,23 @@
  * split across tokens.
  */
 
+import { ReexError } from "../errors/index.js";
+import type { GenerateOptions, GenerateResult, StopReason } from "./types.js";
+
+/** A request's temperature (default 0) and top-p (default 1), checked the same way by every backend. */
+export function samplingSettings(options: GenerateOptions): { temperature: number; topP: number } {
+  const temperature = options.temperature ?? 0;
+  const topP = options.topP ?? 1;
+  if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
+  if (!(topP > 0 && topP <= 1)) throw new ReexError("BAD_REQUEST", `topP must be in (0, 1], got ${topP}`);
+  return { temperature, topP };
+}
+
+/** A generation that produced nothing, ended for `stopReason`. */
+export function emptyResult(stopReason: StopReason): GenerateResult {
+  return { text: "", tokens: [], logprobs: [], stopReason };
+}
+
 /** Finds the earliest-ending stop string in a growing text; scans only what new text can complete. */
 export class StopMatcher {
   private readonly stops: string[];

@@ -45,7 +45,21 @@ export const CHATML_TEMPLATE =
   "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
+/** ChatML control tokens, in vocabulary order after the merges: BOS/padding, turn start, turn end (EOS/EOT). */
+export const CHATML_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
+export type ChatmlSpecial = (typeof CHATML_SPECIALS)[number];
+
+/** A byte-level BPE vocabulary with the ChatML control tokens, ready for the GGUF `tokenizer.ggml.*` keys. */
+export interface ChatmlVocabulary {
+  /** Token strings (byte-level unicode spelling), ids are indexes. */
+  tokens: string[];
+  /** llama.cpp token types: 1 normal, 3 control. */
+  types: number[];
+  /** Merges as `"a b"`, in priority order. */
+  merges: string[];
+  /** Ids of the control tokens. */
+  special: Record<ChatmlSpecial, number>;
+}
 
 const BPE_SAMPLE = `
 SELECT name FROM users WHERE id = 1;
@@ -89,13 +103,14 @@ export function byteToUnicode(): string[] {
   return map;
 }
 
-const PRETOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+/** GPT-2's pre-tokenizer (llama.cpp's `gpt-2` pre-type regex, plus a whitespace fallback). Use with `matchAll`. */
+export const GPT2_PRETOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
 
 /** Learns `count` byte-level BPE merges from `text`; ties go to the lexicographically smallest pair. */
 export function learnMerges(text: string, count: number): [string, string][] {
   const b2u = byteToUnicode();
   const words = new Map<string, number>();
-  for (const m of text.matchAll(PRETOKENIZE)) {
+  for (const m of text.matchAll(GPT2_PRETOKENIZE)) {
     const w = [...Buffer.from(m[0], "utf8")].map((b) => b2u[b]).join("\u0000");
     words.set(w, (words.get(w) ?? 0) + 1);
   }
@@ -135,7 +150,7 @@ export function learnMerges(text: string, count: number): [string, string][] {
 }
 
 /** A seeded PRNG (mulberry32) with a normal draw (Box-Muller). */
-function rng(seed: number): { uniform: () => number; normal: () => number } {
+export function seededRandom(seed: number): { uniform: () => number; normal: () => number } {
   let s = seed >>> 0;
   const uniform = (): number => {
     s = (s + 0x6d2b79f5) >>> 0;
@@ -165,11 +180,9 @@ function resolve(options: TinyModelOptions): Required<TinyModelOptions> {
   };
 }
 
-/** The vocabulary of the tiny model: 256 byte tokens, learned merges, then the ChatML specials. */
-export function tinyVocabulary(mergeCount = 300): { tokens: string[]; types: number[]; merges: string[]; special: Record<(typeof SPECIAL_TOKENS)[number], number> } {
-  const b2u = byteToUnicode();
-  const merges = learnMerges(BPE_SAMPLE, mergeCount);
-  const tokens = [...b2u];
+/** Builds the vocabulary from merges: the 256 byte tokens, merged symbols (first occurrence), then the ChatML specials. */
+export function vocabularyFromMerges(merges: readonly (readonly [string, string])[]): ChatmlVocabulary {
+  const tokens = [...byteToUnicode()];
   const seen = new Set(tokens);
   for (const [a, b] of merges) {
     if (!seen.has(a + b)) {
@@ -178,8 +191,8 @@ export function tinyVocabulary(mergeCount = 300): { tokens: string[]; types: num
     }
   }
   const types = tokens.map(() => 1);
-  const special = {} as Record<(typeof SPECIAL_TOKENS)[number], number>;
-  for (const s of SPECIAL_TOKENS) {
+  const special = {} as Record<ChatmlSpecial, number>;
+  for (const s of CHATML_SPECIALS) {
     special[s] = tokens.length;
     tokens.push(s);
     types.push(3);
@@ -187,74 +200,122 @@ export function tinyVocabulary(mergeCount = 300): { tokens: string[]; types: num
   return { tokens, types, merges: merges.map(([a, b]) => `${a} ${b}`), special };
 }
 
-/** The GGUF bytes of a tiny random llama model. */
-export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
-  const o = resolve(options);
-  const { tokens, types, merges, special } = tinyVocabulary(o.merges);
-  const vocab = tokens.length;
-  const headDim = o.embedding / o.heads;
-  const kvWidth = headDim * o.kvHeads;
-  const r = rng(o.seed);
-  const tensor = (name: string, shape: number[], std: number, mean = 0): GgufTensor => {
-    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < data.length; i++) data[i] = mean + (std === 0 ? 0 : std * r.normal());
-    return { name, shape, data, type: shape.length > 1 ? o.weightType : "f32" };
+/** The vocabulary of the tiny model: 256 byte tokens, learned merges, then the ChatML specials. */
+export function tinyVocabulary(mergeCount = 300): ChatmlVocabulary {
+  return vocabularyFromMerges(learnMerges(BPE_SAMPLE, mergeCount));
+}
+
+/** Shape of a llama-architecture model. */
+export interface LlamaShape {
+  layers: number;
+  embedding: number;
+  heads: number;
+  kvHeads: number;
+  feedForward: number;
+  /** Trained context length written to the metadata. */
+  contextLength: number;
+  /** Storage type of 2-D tensors (1-D ones are always f32). */
+  weightType: "f32" | "f16";
+}
+
+/** Initial standard deviations of a llama model's weight matrices (norm weights start at 1). */
+export interface LlamaInit {
+  embedding: number;
+  output: number;
+  /** attn_q, attn_k, attn_v. */
+  attention: number;
+  attentionOutput: number;
+  /** ffn_gate, ffn_up. */
+  feedForward: number;
+  feedForwardDown: number;
+}
+
+/**
+ * The tensors of a llama model of `shape` with `vocab` tokens (untied output), drawn from `normal`
+ * in a fixed order (token_embd, output_norm, output, then each block's).
+ */
+export function llamaTensors(shape: LlamaShape, vocab: number, init: LlamaInit, normal: () => number): GgufTensor[] {
+  const e = shape.embedding;
+  const kvWidth = (e / shape.heads) * shape.kvHeads;
+  const ff = shape.feedForward;
+  const tensor = (name: string, dims: number[], std: number, mean = 0): GgufTensor => {
+    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < data.length; i++) data[i] = mean + (std === 0 ? 0 : std * normal());
+    return { name, shape: dims, data, type: dims.length > 1 ? shape.weightType : "f32" };
   };
-  const e = o.embedding;
   const tensors: GgufTensor[] = [
-    tensor("token_embd.weight", [e, vocab], 1),
+    tensor("token_embd.weight", [e, vocab], init.embedding),
     tensor("output_norm.weight", [e], 0, 1),
-    tensor("output.weight", [e, vocab], 0.3),
+    tensor("output.weight", [e, vocab], init.output),
   ];
-  const output = tensors[2]!.data;
-  for (const id of Object.values(special)) output.fill(0, id * e, (id + 1) * e);
-  for (let l = 0; l < o.layers; l++) {
+  for (let l = 0; l < shape.layers; l++) {
     tensors.push(
       tensor(`blk.${l}.attn_norm.weight`, [e], 0, 1),
-      tensor(`blk.${l}.attn_q.weight`, [e, e], 1 / Math.sqrt(e)),
-      tensor(`blk.${l}.attn_k.weight`, [e, kvWidth], 1 / Math.sqrt(e)),
-      tensor(`blk.${l}.attn_v.weight`, [e, kvWidth], 1 / Math.sqrt(e)),
-      tensor(`blk.${l}.attn_output.weight`, [e, e], 1 / Math.sqrt(e)),
+      tensor(`blk.${l}.attn_q.weight`, [e, e], init.attention),
+      tensor(`blk.${l}.attn_k.weight`, [e, kvWidth], init.attention),
+      tensor(`blk.${l}.attn_v.weight`, [e, kvWidth], init.attention),
+      tensor(`blk.${l}.attn_output.weight`, [e, e], init.attentionOutput),
       tensor(`blk.${l}.ffn_norm.weight`, [e], 0, 1),
-      tensor(`blk.${l}.ffn_gate.weight`, [e, o.feedForward], 1 / Math.sqrt(e)),
-      tensor(`blk.${l}.ffn_up.weight`, [e, o.feedForward], 1 / Math.sqrt(e)),
-      tensor(`blk.${l}.ffn_down.weight`, [o.feedForward, e], 1 / Math.sqrt(o.feedForward)),
+      tensor(`blk.${l}.ffn_gate.weight`, [e, ff], init.feedForward),
+      tensor(`blk.${l}.ffn_up.weight`, [e, ff], init.feedForward),
+      tensor(`blk.${l}.ffn_down.weight`, [ff, e], init.feedForwardDown),
     );
   }
-  const metadata: [string, GgufValue][] = [
+  return tensors;
+}
+
+/**
+ * The metadata of a llama model with a GPT-2-style BPE vocabulary, ChatML control tokens and chat
+ * template; `preTokenizer` is written to `tokenizer.ggml.pre`.
+ */
+export function llamaMetadata(name: string, shape: LlamaShape, vocab: ChatmlVocabulary, preTokenizer: string): [string, GgufValue][] {
+  const sp = vocab.special;
+  return [
     ["general.architecture", gguf.str("llama")],
-    ["general.name", gguf.str(`reex-tiny-seed${o.seed}`)],
-    ["general.file_type", gguf.u32(o.weightType === "f16" ? 1 : 0)],
-    ["llama.context_length", gguf.u32(o.contextLength)],
-    ["llama.embedding_length", gguf.u32(e)],
-    ["llama.block_count", gguf.u32(o.layers)],
-    ["llama.feed_forward_length", gguf.u32(o.feedForward)],
-    ["llama.attention.head_count", gguf.u32(o.heads)],
-    ["llama.attention.head_count_kv", gguf.u32(o.kvHeads)],
+    ["general.name", gguf.str(name)],
+    ["general.file_type", gguf.u32(shape.weightType === "f16" ? 1 : 0)],
+    ["llama.context_length", gguf.u32(shape.contextLength)],
+    ["llama.embedding_length", gguf.u32(shape.embedding)],
+    ["llama.block_count", gguf.u32(shape.layers)],
+    ["llama.feed_forward_length", gguf.u32(shape.feedForward)],
+    ["llama.attention.head_count", gguf.u32(shape.heads)],
+    ["llama.attention.head_count_kv", gguf.u32(shape.kvHeads)],
     ["llama.attention.layer_norm_rms_epsilon", gguf.f32(1e-5)],
-    ["llama.rope.dimension_count", gguf.u32(headDim)],
+    ["llama.rope.dimension_count", gguf.u32(shape.embedding / shape.heads)],
     ["llama.rope.freq_base", gguf.f32(10000)],
-    ["llama.vocab_size", gguf.u32(vocab)],
+    ["llama.vocab_size", gguf.u32(vocab.tokens.length)],
     ["tokenizer.ggml.model", gguf.str("gpt2")],
-    ["tokenizer.ggml.pre", gguf.str("default")],
-    ["tokenizer.ggml.tokens", gguf.arr("string", tokens)],
-    ["tokenizer.ggml.token_type", gguf.arr("i32", types)],
-    ["tokenizer.ggml.merges", gguf.arr("string", merges)],
-    ["tokenizer.ggml.bos_token_id", gguf.u32(special["<|endoftext|>"])],
-    ["tokenizer.ggml.eos_token_id", gguf.u32(special["<|im_end|>"])],
-    ["tokenizer.ggml.eot_token_id", gguf.u32(special["<|im_end|>"])],
-    ["tokenizer.ggml.padding_token_id", gguf.u32(special["<|endoftext|>"])],
+    ["tokenizer.ggml.pre", gguf.str(preTokenizer)],
+    ["tokenizer.ggml.tokens", gguf.arr("string", vocab.tokens)],
+    ["tokenizer.ggml.token_type", gguf.arr("i32", vocab.types)],
+    ["tokenizer.ggml.merges", gguf.arr("string", vocab.merges)],
+    ["tokenizer.ggml.bos_token_id", gguf.u32(sp["<|endoftext|>"])],
+    ["tokenizer.ggml.eos_token_id", gguf.u32(sp["<|im_end|>"])],
+    ["tokenizer.ggml.eot_token_id", gguf.u32(sp["<|im_end|>"])],
+    ["tokenizer.ggml.padding_token_id", gguf.u32(sp["<|endoftext|>"])],
     ["tokenizer.ggml.add_bos_token", gguf.bool(false)],
     ["tokenizer.chat_template", gguf.str(CHATML_TEMPLATE)],
   ];
-  return encodeGguf({ metadata, tensors });
+}
+
+/** The GGUF bytes of a tiny random llama model. */
+export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
+  const o = resolve(options);
+  const vocab = tinyVocabulary(o.merges);
+  const e = o.embedding;
+  const attention = 1 / Math.sqrt(e);
+  const init = { embedding: 1, output: 0.3, attention, attentionOutput: attention, feedForward: attention, feedForwardDown: 1 / Math.sqrt(o.feedForward) };
+  const tensors = llamaTensors(o, vocab.tokens.length, init, seededRandom(o.seed).normal);
+  const output = tensors[2]!.data;
+  for (const id of Object.values(vocab.special)) output.fill(0, id * e, (id + 1) * e);
+  return encodeGguf({ metadata: llamaMetadata(`reex-tiny-seed${o.seed}`, o, vocab, "default"), tensors });
 }
 
 /** The GGUF bytes of a random LoRA adapter for a tiny model built with the same shape options. */
 export function buildTinyLora(model: TinyModelOptions = {}, options: TinyLoraOptions = {}): Buffer {
   const o = resolve(model);
   const rank = options.rank ?? 4;
-  const r = rng(options.seed ?? 7);
+  const r = seededRandom(options.seed ?? 7);
   const vocab = tinyVocabulary(o.merges).tokens.length;
   const pair = (name: string, inDim: number, outDim: number, std: number): GgufTensor[] => {
     const a = new Float32Array(inDim * rank).map(() => r.normal() / Math.sqrt(inDim));

@@ -3,25 +3,13 @@ import type { DestinationStream, Logger } from "pino";
 import type { Config } from "../config/index.js";
 import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
 import type { Policy } from "../policy/types.js";
-import type { Executor } from "../sql/types.js";
+import type { DatabaseEntry, Executor } from "../sql/index.js";
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
 
-/** A registered database as the registry keeps it. */
-export interface RegistryEntry {
-  id: string;
-  name: string;
-  /** Absolute path of the SQLite file on this server. */
-  path: string;
-  source: "path" | "upload";
-  /** Identity of the key that uploaded it; absent for path registrations and unauthenticated uploads. */
-  owner?: string;
-  sizeBytes: number;
-  tables: string[];
-  /** ISO-8601 time of the first registration. */
-  registeredAt: string;
-}
+/** A registered database as the registry keeps it (src/sql's entry). */
+export type RegistryEntry = DatabaseEntry;
 
 /** The registry surface the server uses (src/sql's DatabaseRegistry satisfies it). */
 export interface DatabaseRegistryLike {

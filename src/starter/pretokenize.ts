@@ -20,9 +20,7 @@ import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
-import { createLlamaPolicy } from "../policy/index.js";
-import { piecesOf, tokenizePieces } from "../policy/prompt.js";
-import type { ChatMessage, Policy } from "../policy/types.js";
+import { createLlamaPolicy, piecesOf, tokenizePieces, type ChatMessage, type Policy } from "../policy/index.js";
 import type { SftRecord } from "../synth/index.js";
 
 /** A piece of a response: model-written text or an injected executor block. */

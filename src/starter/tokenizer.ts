@@ -12,26 +12,16 @@
  * merged pair are revisited), so a 3k vocabulary over ~20 MB of text takes seconds, not minutes.
  * Ties are broken by the pair's string (smallest first), so the result is deterministic.
  */
-import { byteToUnicode } from "../policy/tiny-model.js";
+import { byteToUnicode, CHATML_SPECIALS, GPT2_PRETOKENIZE, vocabularyFromMerges, type ChatmlSpecial, type ChatmlVocabulary } from "../policy/index.js";
+
+export { GPT2_PRETOKENIZE, vocabularyFromMerges };
 
 /** ChatML specials, in vocabulary order after the merges: BOS/padding, turn start, turn end (EOS/EOT). */
-export const STARTER_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
-export type StarterSpecial = (typeof STARTER_SPECIALS)[number];
-
-/** GPT-2's pre-tokenizer (llama.cpp's `gpt-2` pre-type regex, plus a whitespace fallback). */
-export const GPT2_PRETOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+export const STARTER_SPECIALS = CHATML_SPECIALS;
+export type StarterSpecial = ChatmlSpecial;
 
 /** A trained vocabulary, ready for the GGUF `tokenizer.ggml.*` keys. */
-export interface StarterVocabulary {
-  /** Token strings (byte-level unicode spelling), ids are indexes. */
-  tokens: string[];
-  /** llama.cpp token types: 1 normal, 3 control. */
-  types: number[];
-  /** Merges as `"a b"`, in priority order. */
-  merges: string[];
-  /** Ids of the control tokens. */
-  special: Record<StarterSpecial, number>;
-}
+export type StarterVocabulary = ChatmlVocabulary;
 
 /** Options of {@link trainTokenizer}. */
 export interface TokenizerOptions {
@@ -134,26 +124,6 @@ export function learnMergesFast(words: Map<string, number>, count: number, minWo
     if (merges.length % 64 === 0) for (const [k, n] of [...pairCount]) if (n <= 0) pairCount.delete(k);
   }
   return merges;
-}
-
-/** Builds the vocabulary from merges: bytes, merged symbols (first occurrence), then the specials. */
-export function vocabularyFromMerges(merges: readonly (readonly [string, string])[]): StarterVocabulary {
-  const tokens = [...byteToUnicode()];
-  const seen = new Set(tokens);
-  for (const [a, b] of merges) {
-    if (!seen.has(a + b)) {
-      tokens.push(a + b);
-      seen.add(a + b);
-    }
-  }
-  const types = tokens.map(() => 1);
-  const special = {} as Record<StarterSpecial, number>;
-  for (const s of STARTER_SPECIALS) {
-    special[s] = tokens.length;
-    tokens.push(s);
-    types.push(3);
-  }
-  return { tokens, types, merges: merges.map(([a, b]) => `${a} ${b}`), special };
 }
 
 /** Trains the starter tokenizer on `texts` (deterministic for the same texts and options). */

@@ -7,8 +7,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, posix } from "node:path";
-import type { BirdQuestion, Difficulty } from "../examples/index.js";
-import { Rng } from "../examples/prng.js";
+import { Rng, type BirdQuestion, type Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
 import { DEFAULT_DEV_DOMAINS, DOMAINS } from "./domains.js";
 import { generateDatabase, writeSynthDb, type SynthDb } from "./generate.js";

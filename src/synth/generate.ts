@@ -5,7 +5,7 @@
  * {@link storedValue} turns a natural value into what the file stores under a column's encoding.
  */
 import Database from "better-sqlite3";
-import { Rng } from "../examples/prng.js";
+import { Rng } from "../examples/index.js";
 import {
   CITIES,
   COUNTRIES,

@@ -6,8 +6,7 @@
  * top row for ORDER BY … LIMIT 1), and the "naive" SQL — the same query written with the natural
  * values and units — is run to record whether the question really needs probing.
  */
-import type { Difficulty } from "../examples/index.js";
-import { Rng } from "../examples/prng.js";
+import { Rng, type Difficulty } from "../examples/index.js";
 import { exBird, executeDirect, type ExecResult, type SqlValue } from "../sql/index.js";
 import { COUNTRIES, type ColumnTemplate, type MeasureColumn } from "./domains.js";
 import { storedValue, type ColumnInst, type Encoding, type SynthDb, type TableInst } from "./generate.js";

@@ -18,7 +18,7 @@
  */
 import { buildPrompt, formatCheck, formatFeedback, normalizeSql, resultBlock } from "../agent/index.js";
 import type { PromptFamily } from "../decoding/types.js";
-import { Rng } from "../examples/prng.js";
+import { Rng } from "../examples/index.js";
 import type { ChatMessage } from "../policy/types.js";
 import { executeDirect, loadSchema, schemaPrompt, type ExecResult, type SqlValue } from "../sql/index.js";
 import { boolPair, type Encoding } from "./generate.js";

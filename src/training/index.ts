@@ -66,6 +66,7 @@ export {
   type TrainingQuestion,
 } from "./groups.js";
 export { loadTrainConfig, parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type TrainMode } from "./config.js";
+export { packageRoot } from "../paths/index.js";
 export { lineChart, readMetrics, renderTrainingReport, writeTrainingReport, type MetricsRow, type ReportInfo, type Series } from "./report.js";
 export {
   LEARNER_INSTALL_HINT,
@@ -73,7 +74,6 @@ export {
   latestCheckpoint,
   learnerArgs,
   learnerDir,
-  packageRoot,
   parseTraces,
   runTraining,
   scheduleFor,

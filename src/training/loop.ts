@@ -13,12 +13,12 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, link, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { z } from "zod";
 import { createDecoder, createPromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
+import { packageRoot } from "../paths/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import type { ChatMessage, Policy } from "../policy/types.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
@@ -30,17 +30,6 @@ import { GoldCache, resolveRewardSpec } from "./rewards.js";
 
 /** The command that installs the learner's Python dependencies. */
 export const LEARNER_INSTALL_HINT = "bash scripts/install-learner-deps.sh";
-
-/** The folder holding package.json, found upwards from this module. Default the working directory if none. */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json"))) {
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd();
-    dir = parent;
-  }
-  return dir;
-}
 
 /** The learner's PYTHONPATH entry: `<package root>/src/training/learner`. */
 export function learnerDir(root = packageRoot()): string {

@@ -35,7 +35,7 @@ def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
 
 def cmd_step(args: argparse.Namespace) -> int:
     torch, device, dtype = _torch_setup(args)
-    from .grpo import StepConfig, read_experience, train_step
+    from .grpo import read_experience, step_config_from_args, train_step
     from .gguf_io import write_gguf
     from .model import load_model, state_for_gguf
 
@@ -52,26 +52,7 @@ def cmd_step(args: argparse.Namespace) -> int:
             p.requires_grad_(False)
     rollouts = read_experience(args.experience)
     _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
-    cfg = StepConfig(
-        mode=args.mode,
-        lr=args.lr,
-        clip=args.clip,
-        clip_high=args.clip_high,
-        kl_beta=args.kl_beta,
-        loss_agg=args.loss_agg,
-        epochs=args.epochs,
-        micro_batch=args.micro_batch,
-        mini_batch=args.mini_batch,
-        max_grad_norm=args.max_grad_norm,
-        weight_decay=args.weight_decay,
-        temperature=args.temperature,
-        mask_truncated=args.mask_truncated,
-        advantage=args.advantage,
-        shuffle=args.shuffle,
-        seed=args.seed,
-        optimizer_state=args.optimizer_state,
-        compute_dtype=dtype,
-    )
+    cfg = step_config_from_args(args, dtype, args.kl_beta)
     load_s = time.time() - t0
     metrics: Dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()

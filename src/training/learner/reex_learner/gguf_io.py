@@ -20,21 +20,14 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from .llama_cpp_paths import llama_cpp_candidates
+
 _GGUF_MODULE = None
 
 
 def _candidate_gguf_py_dirs() -> List[Path]:
-    out: List[Path] = []
     env = os.environ.get("REEX_GGUF_PY")
-    if env:
-        out.append(Path(env))
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        out.append(parent / "node_modules" / ".cache" / "reex-llama.cpp" / "gguf-py")
-        out.append(parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
-    out.append(Path.cwd() / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "gguf-py")
-    out.append(Path("/tmp/llama.cpp/gguf-py"))
-    return out
+    return llama_cpp_candidates("gguf-py", Path(env) if env else None)
 
 
 def gguf_module():

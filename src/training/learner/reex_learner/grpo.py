@@ -379,6 +379,132 @@ def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg:
                 r.old_logprobs = [x if m else 0.0 for x, m in zip(r.old_logprobs, r.mask)]
 
 
+STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
+
+
+def accumulate_micro_stats(
+    sums: Dict[str, float],
+    stats: Dict[str, torch.Tensor],
+    lp: torch.Tensor,
+    ent: torch.Tensor,
+    b: Batch,
+    n: float,
+    mode: str,
+    ratio_min: float,
+    ratio_max: float,
+) -> Tuple[float, float]:
+    """Adds one micro-batch's loss statistics (``n`` loss tokens) to ``sums``; returns the updated
+    (ratio_min, ratio_max) over its loss tokens (GRPO only)."""
+    sums["tokens"] += n
+    sums["pg"] += float(stats["pg"].sum())
+    sums["kl"] += float(stats["kl"].sum())
+    sums["ratio"] += float(stats["ratio"].sum())
+    sums["clipped"] += float(stats["clipped"].sum())
+    sums["entropy"] += float((ent * b.mask).sum())
+    sums["nll"] += float((-lp.detach() * b.mask).sum())
+    keep = b.mask > 0
+    if mode == "grpo" and bool(keep.any()):
+        r = stats["ratio"][keep]
+        ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
+    return ratio_min, ratio_max
+
+
+def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Optional[Any], max_grad_norm: float) -> float:
+    """Unscales (fp16), clips to ``max_grad_norm`` (when > 0) and applies the accumulated gradients;
+    returns the gradient norm before clipping."""
+    if scaler is not None:
+        scaler.unscale_(opt)
+    with_grad = [p for p in params if p.grad is not None]
+    if not with_grad:
+        gn = torch.zeros(())
+    elif max_grad_norm and max_grad_norm > 0:
+        gn = torch.nn.utils.clip_grad_norm_(with_grad, max_grad_norm)
+    else:
+        gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
+    if scaler is not None:
+        scaler.step(opt)
+        scaler.update()
+    else:
+        opt.step()
+    return float(gn)
+
+
+def step_metrics(
+    cfg: StepConfig,
+    rollouts: Sequence[Rollout],
+    sums: Dict[str, float],
+    step_losses: Sequence[float],
+    ratio_min: float,
+    ratio_max: float,
+    grad_norms: Sequence[float],
+    first_diff_sum: float,
+    first_diff_n: float,
+    steps: int,
+    resumed: bool,
+    with_ref: bool,
+    dt: float,
+) -> Dict[str, Any]:
+    """The metrics of a training step (the same keys for the GGUF and the HF path)."""
+    ntok = max(sums["tokens"], 1.0)
+    rewards = [r.reward for r in rollouts]
+    advs = [r.advantage for r in rollouts]
+    mean_r = sum(rewards) / len(rewards)
+    return {
+        "mode": cfg.mode,
+        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
+        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
+        "nll": sums["nll"] / ntok,
+        "kl": sums["kl"] / ntok if with_ref else None,
+        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
+        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
+        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
+        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
+        "entropy": sums["entropy"] / ntok,
+        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
+        "grad_norm_max": max(grad_norms) if grad_norms else None,
+        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
+        "optimizer_steps": steps,
+        "optimizer_resumed": resumed,
+        "epochs": cfg.epochs,
+        "lr": cfg.lr,
+        "rollouts": len(rollouts),
+        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
+        "context_tokens": sum(r.length for r in rollouts),
+        "reward_mean": mean_r,
+        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
+        "advantage_mean": sum(advs) / len(advs),
+        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
+        "truncated": sum(1 for r in rollouts if r.truncated),
+        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
+        "seconds": dt,
+        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
+    }
+
+
+def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype], kl_beta: float) -> StepConfig:
+    """A StepConfig from the ``step``/``hf-step`` command-line arguments (same names on both)."""
+    return StepConfig(
+        mode=args.mode,
+        lr=args.lr,
+        clip=args.clip,
+        clip_high=args.clip_high,
+        kl_beta=kl_beta,
+        loss_agg=args.loss_agg,
+        epochs=args.epochs,
+        micro_batch=args.micro_batch,
+        mini_batch=args.mini_batch,
+        max_grad_norm=args.max_grad_norm,
+        weight_decay=args.weight_decay,
+        temperature=args.temperature,
+        mask_truncated=args.mask_truncated,
+        advantage=args.advantage,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        optimizer_state=args.optimizer_state,
+        compute_dtype=compute_dtype,
+    )
+
+
 def train_step(
     policy: torch.nn.Module,
     rollouts: Sequence[Rollout],
@@ -410,7 +536,7 @@ def train_step(
         fill_old_logprobs(policy, missing, cfg, device)
     policy.train()
 
-    sums = {k: 0.0 for k in ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")}
+    sums = {k: 0.0 for k in STAT_KEYS}
     step_losses: List[float] = []
     ratio_min, ratio_max = math.inf, -math.inf
     grad_norms: List[float] = []
@@ -440,71 +566,12 @@ def train_step(
                     first_diff_sum += float(((lp.detach() - b.old_logprobs).abs() * b.mask).sum())
                     first_diff_n += float(b.mask.sum())
                 (scaler.scale(loss) if scaler is not None else loss).backward()
-                n = float(b.mask.sum())
-                sums["tokens"] += n
                 step_loss += float(loss)
-                sums["pg"] += float(stats["pg"].sum())
-                sums["kl"] += float(stats["kl"].sum())
-                sums["ratio"] += float(stats["ratio"].sum())
-                sums["clipped"] += float(stats["clipped"].sum())
-                sums["entropy"] += float((ent * b.mask).sum())
-                sums["nll"] += float((-lp.detach() * b.mask).sum())
-                keep = b.mask > 0
-                if cfg.mode == "grpo" and bool(keep.any()):
-                    r = stats["ratio"][keep]
-                    ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
-            if scaler is not None:
-                scaler.unscale_(opt)
-            with_grad = [p for p in params if p.grad is not None]
-            if not with_grad:
-                gn = torch.zeros(())
-            elif cfg.max_grad_norm and cfg.max_grad_norm > 0:
-                gn = torch.nn.utils.clip_grad_norm_(with_grad, cfg.max_grad_norm)
-            else:
-                gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
-            grad_norms.append(float(gn))
+                ratio_min, ratio_max = accumulate_micro_stats(sums, stats, lp, ent, b, float(b.mask.sum()), cfg.mode, ratio_min, ratio_max)
+            grad_norms.append(optimizer_step(opt, params, scaler, cfg.max_grad_norm))
             step_losses.append(step_loss)
-            if scaler is not None:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
             steps += 1
     save_optimizer_state(opt, cfg.optimizer_state)
-
-    ntok = max(sums["tokens"], 1.0)
-    rewards = [r.reward for r in rollouts]
-    advs = [r.advantage for r in rollouts]
-    mean_r = sum(rewards) / len(rewards)
-    dt = time.time() - t0
-    metrics: Dict[str, Any] = {
-        "mode": cfg.mode,
-        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
-        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
-        "nll": sums["nll"] / ntok,
-        "kl": sums["kl"] / ntok if ref is not None else None,
-        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
-        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
-        "entropy": sums["entropy"] / ntok,
-        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
-        "grad_norm_max": max(grad_norms) if grad_norms else None,
-        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
-        "optimizer_steps": steps,
-        "optimizer_resumed": resumed,
-        "epochs": cfg.epochs,
-        "lr": cfg.lr,
-        "rollouts": len(rollouts),
-        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
-        "context_tokens": sum(r.length for r in rollouts),
-        "reward_mean": mean_r,
-        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
-        "advantage_mean": sum(advs) / len(advs),
-        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
-        "truncated": sum(1 for r in rollouts if r.truncated),
-        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
-        "seconds": dt,
-        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
-    }
-    return metrics
+    return step_metrics(
+        cfg, rollouts, sums, step_losses, ratio_min, ratio_max, grad_norms, first_diff_sum, first_diff_n, steps, resumed, ref is not None, time.time() - t0
+    )

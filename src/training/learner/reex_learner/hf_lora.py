@@ -40,19 +40,25 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from .grpo import (
+    STAT_KEYS,
     Batch,
     Rollout,
     StepConfig,
     _chunks,
+    accumulate_micro_stats,
     collate,
     compute_advantages,
     fill_old_logprobs,
     load_optimizer_state,
     make_optimizer,
     micro_batch_loss,
+    optimizer_step,
     save_optimizer_state,
     sequence_logprobs,
+    step_metrics,
 )
+from .grpo import step_config_from_args as grpo_step_config_from_args
+from .llama_cpp_paths import llama_cpp_candidates
 
 HF_IMPORT_HINT = (
     "path (b) needs transformers and peft: pip install 'transformers>=4.40' 'peft>=0.10' safetensors "
@@ -281,7 +287,7 @@ def train_lora_step(
     _fill_missing_old_logprobs(plain_view, rollouts, cfg, device, dist_info)
     model.train()
 
-    sums = {k: 0.0 for k in ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")}
+    sums = {k: 0.0 for k in STAT_KEYS}
     step_losses: List[float] = []
     ratio_min, ratio_max = math.inf, -math.inf
     grad_norms: List[float] = []
@@ -320,34 +326,10 @@ def train_lora_step(
                         first_diff_n += n
                     scaled = loss * W if dist_info.enabled else loss  # DDP averages; we want the sum
                     (scaler.scale(scaled) if scaler is not None else scaled).backward()
-                sums["tokens"] += n
                 step_loss += float(loss)
-                sums["pg"] += float(stats["pg"].sum())
-                sums["kl"] += float(stats["kl"].sum())
-                sums["ratio"] += float(stats["ratio"].sum())
-                sums["clipped"] += float(stats["clipped"].sum())
-                sums["entropy"] += float((ent * b.mask).sum())
-                sums["nll"] += float((-lp.detach() * b.mask).sum())
-                keep = b.mask > 0
-                if cfg.mode == "grpo" and bool(keep.any()):
-                    r = stats["ratio"][keep]
-                    ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
-            if scaler is not None:
-                scaler.unscale_(opt)
-            with_grad = [p for p in params if p.grad is not None]
-            if not with_grad:
-                gn = torch.zeros(())
-            elif cfg.max_grad_norm and cfg.max_grad_norm > 0:
-                gn = torch.nn.utils.clip_grad_norm_(with_grad, cfg.max_grad_norm)
-            else:
-                gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
-            grad_norms.append(float(gn))
+                ratio_min, ratio_max = accumulate_micro_stats(sums, stats, lp, ent, b, n, cfg.mode, ratio_min, ratio_max)
+            grad_norms.append(optimizer_step(opt, params, scaler, cfg.max_grad_norm))
             step_losses.append(step_loss)
-            if scaler is not None:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
             steps += 1
     save_optimizer_state(opt, cfg.optimizer_state if dist_info.is_main else None)
 
@@ -359,40 +341,23 @@ def train_lora_step(
     ratio_min = _all_reduce([ratio_min], dist_info, "min", comm)[0]
     ratio_max = _all_reduce([ratio_max], dist_info, "max", comm)[0]
 
-    ntok = max(sums["tokens"], 1.0)
-    rewards = [r.reward for r in rollouts]
-    advs = [r.advantage for r in rollouts]
-    mean_r = sum(rewards) / len(rewards)
-    dt = time.time() - t0
+    metrics = step_metrics(
+        cfg,
+        rollouts,
+        sums,
+        step_losses,
+        ratio_min,
+        ratio_max,
+        grad_norms,
+        first_diff_sum,
+        first_diff_n,
+        steps,
+        resumed,
+        ref_view is not None,
+        time.time() - t0,
+    )
     return {
-        "mode": cfg.mode,
-        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
-        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
-        "nll": sums["nll"] / ntok,
-        "kl": sums["kl"] / ntok if ref_view is not None else None,
-        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
-        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
-        "entropy": sums["entropy"] / ntok,
-        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
-        "grad_norm_max": max(grad_norms) if grad_norms else None,
-        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
-        "optimizer_steps": steps,
-        "optimizer_resumed": resumed,
-        "epochs": cfg.epochs,
-        "lr": cfg.lr,
-        "rollouts": len(rollouts),
-        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
-        "context_tokens": sum(r.length for r in rollouts),
-        "reward_mean": mean_r,
-        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
-        "advantage_mean": sum(advs) / len(advs),
-        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
-        "truncated": sum(1 for r in rollouts if r.truncated),
-        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
-        "seconds": dt,
-        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
+        **metrics,
         "world_size": W,
         "trainable_params": int(sum(p.numel() for p in trainable)),
         "ref": None if ref_view is None else "base (adapter disabled)",
@@ -496,17 +461,8 @@ def check_token_ids(rollouts: Sequence[Rollout], n_vocab: int, path: str) -> Non
 # GGUF LoRA export through llama.cpp's own convert_lora_to_gguf.py
 # ------------------------------------------------------------------------------------------------
 def _candidate_convert_scripts() -> List[Path]:
-    out: List[Path] = []
     env = os.environ.get("REEX_LLAMA_CPP")
-    if env:
-        out.append(Path(env) / "convert_lora_to_gguf.py")
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        out.append(parent / "node_modules" / ".cache" / "reex-llama.cpp" / "convert_lora_to_gguf.py")
-        out.append(parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "convert_lora_to_gguf.py")
-    out.append(Path.cwd() / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp" / "convert_lora_to_gguf.py")
-    out.append(Path("/tmp/llama.cpp/convert_lora_to_gguf.py"))
-    return out
+    return llama_cpp_candidates("convert_lora_to_gguf.py", Path(env) / "convert_lora_to_gguf.py" if env else None)
 
 
 def find_convert_lora_script(explicit: Optional[str] = None) -> Path:
@@ -570,26 +526,8 @@ def resolve_kl_beta(kl_beta: Optional[float], ref_free: bool) -> float:
 
 
 def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype]) -> StepConfig:
-    return StepConfig(
-        mode=args.mode,
-        lr=args.lr,
-        clip=args.clip,
-        clip_high=args.clip_high,
-        kl_beta=resolve_kl_beta(args.kl_beta, args.ref_free) if args.mode == "grpo" else 0.0,
-        loss_agg=args.loss_agg,
-        epochs=args.epochs,
-        micro_batch=args.micro_batch,
-        mini_batch=args.mini_batch,
-        max_grad_norm=args.max_grad_norm,
-        weight_decay=args.weight_decay,
-        temperature=args.temperature,
-        mask_truncated=args.mask_truncated,
-        advantage=args.advantage,
-        shuffle=args.shuffle,
-        seed=args.seed,
-        optimizer_state=args.optimizer_state,
-        compute_dtype=compute_dtype,
-    )
+    kl_beta = resolve_kl_beta(args.kl_beta, args.ref_free) if args.mode == "grpo" else 0.0
+    return grpo_step_config_from_args(args, compute_dtype, kl_beta)
 
 
 def lora_settings_from_args(args: Any) -> LoraSettings:
