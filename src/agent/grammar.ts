@@ -7,12 +7,21 @@
  * an optional think: valid at the start and after every injected result) and "final-body" (the SQL
  * after a server-opened `<final_sql>`, up to `</final_sql>`).
  *
+ * Every segment a grammar accepts is finite and short, so constrained generation ends well formed
+ * even when the model never chooses to stop (a random model samples every allowed continuation):
+ * a think holds at most {@link DEFAULT_MAX_THINK_BYTES} bytes, and the SQL is built from budgeted
+ * operand sequences over at most four nesting levels (see LEVELS), with strings, numbers and
+ * aliases capped (free text in bytes: a token is at least one byte, so the caps bound tokens too).
+ * The grammars are recursion-free and use bounded repetitions only.
+ *
  * The SQL is a simplified SQLite SELECT: DISTINCT, result columns (`*`, `T1.*`, expressions with
- * `AS name`), FROM with joins and subqueries, WHERE, GROUP BY, HAVING, compound selects, ORDER BY,
- * LIMIT/OFFSET; expressions over columns (bare, quoted, or qualified by a table name or an alias
- * T1..T9), literals, common functions, CAST, CASE, EXISTS, IN, BETWEEN, LIKE. Table aliases are
- * limited to T1..T9 (the prompt asks for them) because a context-free grammar cannot bind free
- * alias names; output aliases after AS are free but cannot be referenced later; no CTEs.
+ * `AS name`), FROM with joins and a derived table, WHERE, GROUP BY, HAVING, compound selects,
+ * ORDER BY, LIMIT/OFFSET; expressions over columns (bare, or quoted where a bare name is
+ * impossible; qualified by a table name or a bound alias), literals, `COUNT(*)`, common functions
+ * (one argument for the unary ones), CAST, CASE, EXISTS, IN (a list or a subquery), BETWEEN,
+ * LIKE, scalar subqueries. Table aliases are T1..T4 (the prompt asks for T1, T2, …), declared in
+ * FROM order and bound (see {@link buildGrammar}); output aliases after AS are free but cannot be
+ * referenced later; no CTEs.
  */
 import type { PromptFamily } from "../decoding/types.js";
 import { TABLE_ALIASES, UNANSWERABLE_MARKER } from "./prompts.js";
@@ -54,6 +63,9 @@ const FUNCTIONS = [
   "JULIANDAY", "TYPEOF", "PRINTF", "FORMAT", "HEX", "UNICODE", "CHAR",
 ];
 
+/** The functions of {@link FUNCTIONS} that take exactly one argument; the others take one or more. */
+const UNARY_FUNCTIONS = new Set(["COUNT", "SUM", "AVG", "TOTAL", "ABS", "LENGTH", "UPPER", "LOWER", "TYPEOF", "HEX", "UNICODE"]);
+
 const TYPES = ["INTEGER", "INT", "REAL", "TEXT", "NUMERIC", "FLOAT", "DOUBLE", "DECIMAL", "BLOB", "DATE"];
 
 /** A GBNF string literal for `s`. */
@@ -82,27 +94,209 @@ function isBare(name: string): boolean {
 }
 
 /** The spellings of one identifier: bare (when allowed), "double-quoted", `backticked`, [bracketed]. */
-function identifierAlternatives(name: string): string[] {
+function identifierSpellings(name: string): string[] {
+  if (isBare(name)) return [name];
   const out: string[] = [];
-  if (isBare(name)) out.push(lit(name));
-  out.push(lit(`"${name.replace(/"/g, '""')}"`));
-  if (!name.includes("`")) out.push(lit(`\`${name}\``));
-  if (!name.includes("]")) out.push(lit(`[${name}]`));
+  out.push(`"${name.replace(/"/g, '""')}"`);
+  if (!name.includes("`")) out.push(`\`${name}\``);
+  if (!name.includes("]")) out.push(`[${name}]`);
   return out;
+}
+
+interface TrieNode {
+  end: boolean;
+  kids: Map<string, TrieNode>;
+}
+
+/**
+ * Rules matching exactly one of `words`, as a radix tree: every choice point branches on distinct
+ * next characters. A flat alternation of hundreds of names makes llama.cpp follow one grammar stack
+ * per name at every position where a name may start; the tree needs one per first character.
+ */
+function trieRules(name: string, words: string[]): string[] {
+  const root: TrieNode = { end: false, kids: new Map() };
+  for (const word of words) {
+    let node = root;
+    for (const ch of word) {
+      let kid = node.kids.get(ch);
+      if (!kid) {
+        kid = { end: false, kids: new Map() };
+        node.kids.set(ch, kid);
+      }
+      node = kid;
+    }
+    node.end = true;
+  }
+  const rules: string[] = [];
+  let count = 0;
+  const emit = (node: TrieNode, rule: string): void => {
+    const alternatives: string[] = [];
+    const children: [TrieNode, string][] = [];
+    for (const [ch, first] of node.kids) {
+      let label = ch;
+      let kid = first;
+      while (!kid.end && kid.kids.size === 1) {
+        const [next, grandkid] = kid.kids.entries().next().value!;
+        label += next;
+        kid = grandkid;
+      }
+      if (kid.kids.size === 0) {
+        alternatives.push(lit(label));
+      } else {
+        const sub = `${name}-${++count}`;
+        alternatives.push(`${lit(label)} ${sub}${kid.end ? "?" : ""}`);
+        children.push([kid, sub]);
+      }
+    }
+    rules.push(`${rule} ::= ${alternatives.join(" | ")}`);
+    for (const [kid, sub] of children) emit(kid, sub);
+  };
+  emit(root, name);
+  return rules;
+}
+
+/**
+ * Rules for text of at most `max` UTF-8 bytes (at least one): `name` and a chain `name-n` (n bytes
+ * left). `units` are the ASCII pieces with their byte lengths; any non-ASCII character is allowed
+ * too and costs its UTF-8 length. Empty when `max` is 0 (then `name` must not be referenced).
+ */
+function byteBounded(name: string, max: number, units: [string, number][]): string[] {
+  if (max === 0) return [];
+  const pieces: [string, number][] = [...units, ["[\\u0080-\\u07FF]", 2], ["[\\u0800-\\uFFFF]", 3], ["[\\U00010000-\\U0010FFFF]", 4]];
+  const rules = [`${name} ::= ${name}-${max}`];
+  for (let n = 1; n <= max; n++) {
+    const alternatives = pieces.filter(([, cost]) => cost <= n).map(([piece, cost]) => (cost < n ? `${piece} ${name}-${n - cost}?` : piece));
+    rules.push(`${name}-${n} ::= ${alternatives.join(" | ")}`);
+  }
+  return rules;
+}
+
+/** A flat alternation of up to 64 names (cheap enough, and readable), a radix tree beyond. */
+function nameRules(name: string, words: string[]): string[] {
+  return words.length <= 64 ? [`${name} ::= ${words.map(lit).join(" | ")}`] : trieRules(name, words);
 }
 
 function unique(names: string[]): string[] {
   return [...new Set(names)];
 }
 
+/** Bounds that keep a constrained segment finite (see {@link buildGrammar}). */
+export interface GrammarBounds {
+  /**
+   * Length of one `<think>` block's text at most, in UTF-8 bytes (characters, for ASCII text).
+   * Default {@link DEFAULT_MAX_THINK_BYTES}.
+   */
+  maxThinkBytes?: number;
+}
+
+/** Options of {@link buildGrammar}. */
+export interface GrammarOptions extends GrammarBounds {
+  /** Which segment the grammar covers. Default "segment". */
+  start?: GrammarStart;
+}
+
+/**
+ * Default cap on a `<think>` block's text, in UTF-8 bytes: the synthetic SFT traces' thinks (ASCII,
+ * up to about 230 characters) fit. A byte never takes more than one token, so neither does the think.
+ */
+export const DEFAULT_MAX_THINK_BYTES = 256;
+
+/**
+ * The size budget of SQL at one nesting level. Every expression list (result columns, a WHERE,
+ * function arguments, …) is an operand sequence with a budget: a plain operand (a column, a
+ * literal, `*`, `COUNT(*)`), an output alias and a `COLLATE NOCASE` cost 1; a function call, CAST
+ * or parenthesised list costs `call`, a CASE `case` and a subquery `query`. The content of a call,
+ * a CAST or a subquery is budgeted at the next level; a CASE's expressions stay at its level but
+ * cannot hold another CASE.
+ */
+interface LevelBudget {
+  /** Budgets of a SELECT's clauses at this level (`on`: each join condition). */
+  select: number;
+  where: number;
+  on: number;
+  group: number;
+  having: number;
+  order: number;
+  /** Budget of the arguments, CAST operand or parenthesised list of a construct opened one level up. */
+  args: number;
+  /** Budget of each WHEN condition of a CASE at this level (its other expressions are single operands). */
+  caseWhen: number;
+  /** Cost of a function call, CAST or parenthesised list opened at this level; 0: none (the deepest level). */
+  call: number;
+  /** Cost of a CASE opened at this level; 0: none. */
+  case: number;
+  /** Cost of a subquery opened at this level; 0: none. */
+  query: number;
+  /** Tables of one FROM clause. */
+  tables: number;
+  /** Table aliases one SELECT may declare (T1..Tn, in FROM order). */
+  aliases: number;
+  /** Extra SELECTs joined by UNION / INTERSECT / EXCEPT. */
+  compound: number;
+  /** WHEN … THEN arms of a CASE opened at this level. */
+  whens: number;
+}
+
+/**
+ * Budgets per level, 0 being the statement. Generous enough for BIRD-style queries (four joined
+ * tables, a WHERE of three or four conditions, `CAST(SUM(CASE WHEN … END) AS REAL) * 100 /
+ * COUNT(…)`, a scalar or IN subquery; all SQL of the synthetic SFT traces, and the example
+ * databases' gold SQL once its aliases are renamed T1..Tn, but for the few queries that alias a
+ * nested SELECT's tables or reuse an output alias), small enough that a sampler which never
+ * chooses to stop (the tiny random model) writes about 85 tokens of SQL at the median and under
+ * 300 at most (bench/constrained.ts).
+ */
+const LEVELS: readonly LevelBudget[] = [
+  { select: 5, where: 8, on: 2, group: 2, having: 3, order: 2, args: 0, caseWhen: 3, call: 2, case: 3, query: 3, tables: 4, aliases: 4, compound: 1, whens: 2 },
+  { select: 2, where: 4, on: 2, group: 1, having: 2, order: 1, args: 4, caseWhen: 3, call: 2, case: 3, query: 0, tables: 2, aliases: 0, compound: 0, whens: 1 },
+  { select: 0, where: 0, on: 0, group: 0, having: 0, order: 0, args: 3, caseWhen: 3, call: 2, case: 3, query: 0, tables: 0, aliases: 0, compound: 0, whens: 1 },
+  { select: 0, where: 0, on: 0, group: 0, having: 0, order: 0, args: 3, caseWhen: 0, call: 0, case: 0, query: 0, tables: 0, aliases: 0, compound: 0, whens: 0 },
+];
+
+/** Caps on literal and free text. */
+const TEXT_CAPS = {
+  /** UTF-8 bytes of a string literal's content. */
+  stringBytes: 32,
+  /** Characters of an output alias after AS. */
+  aliasChars: 24,
+  /** Digits of a number's integer or fractional part. */
+  digits: 10,
+  /** Digits of a LIMIT or OFFSET. */
+  limitDigits: 6,
+  /** UTF-8 bytes of an UNANSWERABLE reason. */
+  reasonBytes: 96,
+} as const;
+
+/** The operand sequences: result columns, conditions (WHERE, ON, HAVING, CASE, CAST), lists, ORDER BY items. */
+type SequenceKind = "sel" | "cond" | "part" | "list" | "ord";
+
 /**
  * A GBNF grammar for one generate segment of a family: the tag structure plus a simplified SQLite
  * SELECT whose identifiers come from `schema`. Root rule "root". Default start "segment".
+ *
+ * Every sentence is finite and bounded: a think holds at most `maxThinkBytes` bytes, and SQL
+ * is built from budgeted operand sequences over at most four nesting levels (see LEVELS), so even
+ * a sampler that never picks a closing token (a random model) is walked to `</intermediate_sql>`
+ * or `</final_sql>`; after that the grammar is complete and only end-of-turn may follow (the
+ * rollout stops at the tag first).
+ *
+ * No accepted text holds a tag other than the segment's own: `<` inside a think, a string or an
+ * alias, and a bare `<` operator, is never directly followed by a letter, `/` or `|`. So the stop
+ * strings and the format check see exactly the structure the grammar built.
+ *
+ * Table aliases are bound: a statement-level SELECT either declares none or names its FROM tables
+ * T1, T2, … Tn in order, and its expressions (subqueries included) may qualify columns with T1..Tn
+ * only. A context-free grammar cannot know n while the result columns are written, so that SELECT
+ * exists once per n (llama.cpp follows the candidates in parallel until the FROM clause settles
+ * it). Nested SELECTs declare no aliases of their own.
  */
-export function buildGrammar(schema: SchemaNames, family: PromptFamily, options: { start?: GrammarStart } = {}): string {
+export function buildGrammar(schema: SchemaNames, family: PromptFamily, options: GrammarOptions = {}): string {
   const start = options.start ?? "segment";
+  const maxThink = options.maxThinkBytes ?? DEFAULT_MAX_THINK_BYTES;
+  if (!Number.isInteger(maxThink) || maxThink < 0) throw new RangeError(`maxThinkBytes must be a non-negative integer, got ${maxThink}`);
   const tables = unique(schema.tables.map((t) => t.name));
   const columns = unique(schema.tables.flatMap((t) => t.columns));
+  const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
   const keywords = new Set<string>();
   const kw = (...words: string[]): string =>
     words
@@ -119,58 +313,229 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   else if (start === "first") root = "root ::= ows think ows (probe | final)";
   else root = "root ::= ows (think ows)? (probe | final)";
 
+  // Free text is printable (tab and newline allowed in thinks): "<" only before a character that
+  // cannot start a tag, an end tag or a special token, so no stop string or tag can start inside it.
+  const ltFollow = "\\x20-\\x2E\\x30-\\x3B\\x3D-\\x40\\x5B-\\x60\\x7B\\x7D\\x7E";
   const rules: string[] = [
     root,
-    `think ::= ${lit("<think>")} think-text ${lit("</think>")}`,
-    `think-text ::= ([^<] | "<" [^/<])*`,
-    `probe ::= ${lit("<intermediate_sql>")} ows query ows (";" ows)? ${lit("</intermediate_sql>")}`,
+    `think ::= ${lit("<think>")} ${maxThink > 0 ? "think-text?" : ""} ${lit("</think>")}`,
+    ...byteBounded("think-text", maxThink, [
+      ["[\\t\\n\\x20-\\x3B\\x3D-\\x7E]", 1],
+      [`"<" [${ltFollow}]`, 2],
+    ]),
+    `probe ::= ${lit("<intermediate_sql>")} ows statement ows (";" ows)? ${lit("</intermediate_sql>")}`,
     `final ::= ${lit("<final_sql>")} final-body ${lit("</final_sql>")}`,
-    `final-body ::= ows (query ows (";" ows)? | unanswerable)`,
-    `unanswerable ::= (${lit(UNANSWERABLE_MARKER)} | ${lit(UNANSWERABLE_MARKER.toLowerCase())}) ":" [^<]*`,
-    `query ::= select-core (ws compound-op ws select-core)* (ws order-by)? (ws limit)?`,
+    `final-body ::= ows (statement ows (";" ows)? | unanswerable)`,
+    `unanswerable ::= (${lit(UNANSWERABLE_MARKER)} | ${lit(UNANSWERABLE_MARKER.toLowerCase())}) ":" reason?`,
+    ...byteBounded("reason", TEXT_CAPS.reasonBytes, [
+      ["[\\x20-\\x3B\\x3D-\\x7E]", 1],
+      [`"<" [${ltFollow}]`, 2],
+    ]),
     `compound-op ::= ${kw("UNION")} (ws ${kw("ALL")})? | ${kw("INTERSECT")} | ${kw("EXCEPT")}`,
-    `select-core ::= ${kw("SELECT")} (ws ${kw("DISTINCT")})? ws result-cols (ws ${kw("FROM")} ws from-clause)? (ws ${kw("WHERE")} ws expr)? (ws ${kw("GROUP", "BY")} ws expr-list (ws ${kw("HAVING")} ws expr)?)?`,
-    `result-cols ::= result-col (ows "," ows result-col)*`,
-    `result-col ::= "*" | qual "." "*" | expr (ws ${kw("AS")} ws out-alias)?`,
-    `out-alias ::= [A-Za-z_] [A-Za-z0-9_]{0,40} | "\\"" [^"\\n]{1,60} "\\""`,
-    `from-clause ::= table-ref (join-sep table-ref (ws ${kw("ON")} ws expr)?)*`,
+    `out-alias ::= [A-Za-z_] [A-Za-z0-9_]{0,${TEXT_CAPS.aliasChars - 1}} | "\\"" [\\x20\\x21\\x23-\\x3B\\x3D-\\x7E]{1,${TEXT_CAPS.aliasChars}} "\\""`,
     `join-sep ::= ows "," ows | ws ((${kw("INNER")} | ${kw("LEFT")} (ws ${kw("OUTER")})? | ${kw("CROSS")}) ws)? ${kw("JOIN")} ws`,
-    `table-ref ::= (table | "(" ows query ows ")") (ws (${kw("AS")} ws)? alias)?`,
-    `qual ::= table | alias`,
-    `alias ::= ${TABLE_ALIASES.map(lit).join(" | ")}`,
-    `expr-list ::= expr (ows "," ows expr)*`,
-    `expr ::= operand (op operand)*`,
-    `op ::= ows ("=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">=" | "+" | "-" | "*" | "/" | "%" | "||") ows | ws word-op ws`,
-    `word-op ::= ${kw("AND")} | ${kw("OR")} | ${kw("IS")} (ws ${kw("NOT")})? | (${kw("NOT")} ws)? (${kw("LIKE")} | ${kw("GLOB")} | ${kw("IN")} | ${kw("BETWEEN")})`,
-    `operand ::= (${kw("NOT")} ws | "-" ows)? primary (ws ${kw("COLLATE")} ws ${kw("NOCASE")})?`,
-    `primary ::= literal | column-ref | func-call | cast | case-expr | ${kw("EXISTS")} ows "(" ows query ows ")" | "(" ows (query | expr-list) ows ")"`,
-    `column-ref ::= (qual ".")? column`,
-    `func-call ::= func ows "(" ows ((${kw("DISTINCT")} ws)? expr-list | "*")? ows ")"`,
-    `func ::= ${FUNCTIONS.map((f) => kw(f)).join(" | ")}`,
-    `cast ::= ${kw("CAST")} ows "(" ows expr ws ${kw("AS")} ws (${TYPES.map((t) => kw(t)).join(" | ")}) ows ")"`,
-    `case-expr ::= ${kw("CASE")} (ws expr)? (ws ${kw("WHEN")} ws expr ws ${kw("THEN")} ws expr)+ (ws ${kw("ELSE")} ws expr)? ws ${kw("END")}`,
-    `order-by ::= ${kw("ORDER", "BY")} ws order-item (ows "," ows order-item)*`,
-    `order-item ::= expr (ws (${kw("ASC")} | ${kw("DESC")}))?`,
+    // a bare "<" is followed by whitespace (or, in a sequence, directly by a number or a string)
+    `op ::= ows ("=" | "==" | "!=" | "<>" | "<=" | ">" | ">=" | "+" | "-" | "*" | "/" | "%" | "||") ows | ows "<" ws | ws word-op ws`,
+    `word-op ::= ${kw("AND")} | ${kw("OR")} | ${kw("IS")} (ws ${kw("NOT")})? | (${kw("NOT")} ws)? (${kw("LIKE")} | ${kw("GLOB")})`,
+    // IN takes a parenthesised list or subquery (SQLite reads a bare name after IN as a table), BETWEEN two operands
+    `in-op ::= ws (${kw("NOT")} ws)? ${kw("IN")} ows`,
+    `between-op ::= ws (${kw("NOT")} ws)? ${kw("BETWEEN")} ws`,
+    `direction ::= ${kw("ASC")} | ${kw("DESC")}`,
+    `prefix ::= ${kw("NOT")} ws | "-" ows`,
+    `collate ::= ws ${kw("COLLATE")} ws ${kw("NOCASE")}`,
+    `count-star ::= ${kw("COUNT")} ows "(" ows "*" ows ")"`,
+    ...trieRules("func-1", FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
+    ...trieRules("func-n", FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
+    ...trieRules("type-name", TYPES.flatMap((t) => [t, t.toLowerCase()])),
     `limit ::= ${kw("LIMIT")} ws integer ((ws ${kw("OFFSET")} ws | ows "," ows) integer)?`,
     `literal ::= number | string | ${kw("NULL")}`,
-    `number ::= [0-9]+ ("." [0-9]+)? | "." [0-9]+`,
-    `integer ::= [0-9]+`,
-    `string ::= "'" ([^'] | "''")* "'"`,
-    `table ::= ${tables.length ? tables.flatMap(identifierAlternatives).join(" | ") : lit("sqlite_master")}`,
-    `column ::= ${columns.length ? columns.flatMap(identifierAlternatives).join(" | ") : lit("rowid")}`,
-    `ws ::= [ \\t\\n]{1,8}`,
-    `ows ::= [ \\t\\n]{0,8}`,
+    `number ::= [0-9]{1,${TEXT_CAPS.digits}} ("." [0-9]{0,${TEXT_CAPS.digits}})? | "." [0-9]{1,${TEXT_CAPS.digits}}`,
+    `integer ::= [0-9]{1,${TEXT_CAPS.limitDigits}}`,
+    `string ::= "'" string-text? "'"`,
+    ...byteBounded("string-text", TEXT_CAPS.stringBytes, [
+      ["[\\t\\n\\x20-\\x26\\x28-\\x3B\\x3D-\\x7E]", 1],
+      [`"''"`, 2],
+      [`"<" [${ltFollow.replace("\\x20-\\x2E", "\\x20-\\x26\\x28-\\x2E")}]`, 2],
+    ]),
+    ...nameRules("table", tables.length ? tables.flatMap(identifierSpellings) : ["sqlite_master"]),
+    ...nameRules("column", columns.length ? columns.flatMap(identifierSpellings) : ["rowid"]),
+    // one space or tab, or a line break with indentation
+    `ws ::= " " | "\\n" [ \\t]{0,8}`,
+    `ows ::= ws?`,
   ];
+  for (let v = 0; v <= maxAliases; v++) {
+    rules.push(`qual-${v} ::= table${TABLE_ALIASES.slice(0, v).map((a) => ` | ${lit(a)}`).join("")}`);
+    rules.push(`column-ref-${v} ::= (qual-${v} ".")? column`);
+    rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star)`);
+  }
+
+  // The SQL rules, generated on demand. `-d-` is the nesting level (0: the statement), `-v-` the
+  // number of visible table aliases, `-r` the budget left in an operand sequence.
+  const defined = new Set<string>();
+  const pending: (() => void)[] = [];
+  const need = (name: string, define: () => string): string => {
+    if (!defined.has(name)) {
+      defined.add(name);
+      pending.push(() => rules.push(`${name} ::= ${define()}`));
+    }
+    return name;
+  };
+  const level = (d: number): LevelBudget => LEVELS[d]!;
+
+  /** An operand sequence of `kind` at level d with budget r (≥ 1); `kind` "part" is a CASE's expression (no CASE inside). */
+  const seq = (kind: SequenceKind, d: number, v: number, r: number): string =>
+    need(`s-${kind}-${d}-${v}-${r}`, () => {
+      const { call, case: caseCost, query } = level(d);
+      const then = (left: number): string => {
+        const next = after(kind, d, v, left);
+        return next ? ` ${next}?` : "";
+      };
+      const alternatives = [`leaf-${v}${then(r - 1)}`];
+      if (kind === "sel") alternatives.push(`("*" | qual-${v} "." "*")${r > 1 ? ` (ows "," ows ${seq(kind, d, v, r - 1)})?` : ""}`);
+      if (call > 0 && r >= call) alternatives.push(`${construct(d, v)}${then(r - call)}`);
+      if (caseCost > 0 && r >= caseCost && kind !== "part") alternatives.push(`${caseExpr(d, v)}${then(r - caseCost)}`);
+      if (query > 0 && r >= query) alternatives.push(`${subquery(d, v)}${then(r - query)}`);
+      return alternatives.join(" | ");
+    });
+
+  /** What may follow an operand of a sequence with budget r left; "" when nothing may. */
+  const after = (kind: SequenceKind, d: number, v: number, r: number): string => {
+    if (r === 0 && kind !== "ord") return "";
+    return need(`a-${kind}-${d}-${v}-${r}`, () => {
+      const more = r > 0 ? seq(kind, d, v, r) : "";
+      const alternatives: string[] = [];
+      if (more) alternatives.push(`op ${more}`);
+      const { call, query: queryCost } = level(d);
+      if (call > 0 && r >= call) {
+        const tail = after(kind, d, v, r - call);
+        alternatives.push(`in-op ${inList(d, v)}${tail ? ` ${tail}?` : ""}`);
+      }
+      if (queryCost > 0 && r >= queryCost) {
+        const tail = after(kind, d, v, r - queryCost);
+        alternatives.push(`in-op "(" ows ${query(d + 1, v)} ows ")"${tail ? ` ${tail}?` : ""}`);
+      }
+      if (r >= 2) alternatives.push(`between-op ${between(kind, d, v, r)}`);
+      if ((kind === "cond" || kind === "part") && r > 0) {
+        // "COLLATE NOCASE" and a "<" glued to its literal take one unit of the budget
+        const tail = after(kind, d, v, r - 1);
+        alternatives.push(`ows "<" (number | string)${tail ? ` ${tail}?` : ""}`, `collate${tail ? ` ${tail}?` : ""}`);
+      }
+      if ((kind === "list" || kind === "sel") && more) alternatives.push(`ows "," ows ${more}`);
+      // an output alias takes one unit of the budget
+      if (kind === "sel" && r > 0) alternatives.push(`ws ${kw("AS")} ws out-alias${r > 1 ? ` (ows "," ows ${seq(kind, d, v, r - 1)})?` : ""}`);
+      if (kind === "ord") {
+        if (more) alternatives.push(`(ws direction)? ows "," ows ${more}`);
+        alternatives.push("ws direction");
+      }
+      return alternatives.join(" | ");
+    });
+  };
+
+  /** The list after IN at level d: its items at d + 1. */
+  const inList = (d: number, v: number): string => need(`in-list-${d}-${v}`, () => `"(" ows ${seq("list", d + 1, v, level(d + 1).args)} ows ")"`);
+
+  /** `a AND b` after BETWEEN, then the rest of the sequence (b and what follows it), budget r ≥ 2 for both. */
+  const between = (kind: SequenceKind, d: number, v: number, r: number): string =>
+    need(`between-${kind}-${d}-${v}-${r}`, () => {
+      const and = `ws ${kw("AND")} ws`;
+      const alternatives = [`leaf-${v} ${and} ${seq(kind, d, v, r - 1)}`];
+      const { call } = level(d);
+      if (call > 0 && r - call >= 1) alternatives.push(`${construct(d, v)} ${and} ${seq(kind, d, v, r - call)}`);
+      return alternatives.join(" | ");
+    });
+
+  /** A function call, CAST or parenthesised list opened at level d (content at d + 1). */
+  const construct = (d: number, v: number): string =>
+    need(`construct-${d}-${v}`, () => {
+      const inner = level(d + 1);
+      const args = seq("list", d + 1, v, inner.args);
+      const operand = seq("cond", d + 1, v, inner.args);
+      const alternatives = [
+        `func-1 ows "(" ows (${kw("DISTINCT")} ws)? ${operand} ows ")"`,
+        `func-n ows "(" ows (${kw("DISTINCT")} ws)? ${args} ows ")"`,
+        `${kw("CAST")} ows "(" ows ${operand} ws ${kw("AS")} ws type-name ows ")"`,
+        `"(" ows ${args} ows ")"`,
+      ];
+      return `prefix? (${alternatives.join(" | ")})`;
+    });
+
+  /**
+   * A CASE at level d: its expressions stay at the same level and hold no CASE; a WHEN condition
+   * has its own budget, the operand after CASE, THEN and ELSE is a single plain operand.
+   */
+  const caseExpr = (d: number, v: number): string =>
+    need(`case-${d}-${v}`, () => {
+      const when = seq("part", d, v, level(d).caseWhen);
+      const value = `leaf-${v}`;
+      const arm = `ws ${kw("WHEN")} ws ${when} ws ${kw("THEN")} ws ${value}`;
+      const whens = level(d).whens;
+      return `${kw("CASE")} (ws ${value})? ${arm}${whens > 1 ? ` (${arm}){0,${whens - 1}}` : ""} (ws ${kw("ELSE")} ws ${value})? ws ${kw("END")}`;
+    });
+
+  /** A subquery opened at level d: a SELECT at level d + 1 that sees the same aliases. */
+  const subquery = (d: number, v: number): string =>
+    need(`subquery-${d}-${v}`, () => `(${kw("NOT")} ws)? (${kw("EXISTS")} ows)? "(" ows ${query(d + 1, v)} ows ")"`);
+
+  /** A whole SELECT statement at level d with v outer aliases visible. */
+  const query = (d: number, v: number): string =>
+    need(`query-${d}-${v}`, () => {
+      const b = level(d);
+      const alternatives: string[] = [];
+      for (let n = 0; n <= b.aliases; n++) {
+        const order = b.order > 0 ? ` (ws ${kw("ORDER", "BY")} ws ${seq("ord", d, Math.max(v, n), b.order)})?` : "";
+        alternatives.push(`${core(d, v, n, false)}${order}`);
+      }
+      if (b.compound > 0) {
+        // the SELECTs of a compound are budgeted like the next level's (there are two or more)
+        const any = need(`core-any-${d}-${v}`, () => Array.from({ length: b.aliases + 1 }, (_, n) => core(d, v, n, true)).join(" | "));
+        alternatives.push(`${any} (ws compound-op ws ${any}){1,${b.compound}}`);
+      }
+      return `(${alternatives.join(" | ")}) (ws limit)?`;
+    });
+
+  /** One SELECT at level d, v outer aliases visible, declaring n aliases (0: none); `part` of a compound. */
+  const core = (d: number, v: number, n: number, part: boolean): string =>
+    need(`core-${d}-${v}-${n}${part ? "-part" : ""}`, () => {
+      const b = part ? { ...level(d), ...pick(level(d + 1), "select", "where", "on", "group", "having") } : level(d);
+      const seen = Math.max(v, n);
+      const on = b.on > 0 ? ` (ws ${kw("ON")} ws ${seq("cond", d, seen, b.on)})?` : "";
+      // a derived table (statement level, first table only) is not correlated: it sees no aliases
+      const first = d === 0 && b.query > 0 ? need(`derived-${d}`, () => `table | "(" ows ${query(d + 1, 0)} ows ")"`) : "table";
+      const alias = (i: number): string => ` ws (${kw("AS")} ws)? ${lit(TABLE_ALIASES[i]!)}`;
+      let from: string;
+      if (n === 0) {
+        from = `(ws ${kw("FROM")} ws ${first}${b.tables > 1 ? ` (join-sep table${on}){0,${b.tables - 1}}` : ""})?`;
+      } else {
+        const refs = Array.from({ length: n }, (_, i) => (i === 0 ? `${first}${alias(0)}` : `join-sep table${alias(i)}${on}`));
+        from = `ws ${kw("FROM")} ws ${refs.join(" ")}`;
+      }
+      const clauses = [`${kw("SELECT")} (ws ${kw("DISTINCT")})? ws ${seq("sel", d, seen, b.select)}`, from];
+      if (b.where > 0) clauses.push(`(ws ${kw("WHERE")} ws ${seq("cond", d, seen, b.where)})?`);
+      if (b.group > 0) {
+        const having = b.having > 0 ? ` (ws ${kw("HAVING")} ws ${seq("cond", d, seen, b.having)})?` : "";
+        clauses.push(`(ws ${kw("GROUP", "BY")} ws ${seq("list", d, seen, b.group)}${having})?`);
+      }
+      return clauses.join(" ");
+    });
+
+  rules.push(`statement ::= ${query(0, 0)}`);
+  while (pending.length > 0) pending.shift()!();
   for (const word of [...keywords].sort()) rules.push(`${ruleName(word)} ::= ${lit(word)} | ${lit(word.toLowerCase())}`);
   return rules.join("\n") + "\n";
 }
 
+function pick<T extends object, K extends keyof T>(source: T, ...keys: K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const key of keys) out[key] = source[key];
+  return out;
+}
+
 /** The three segment grammars of a family for a constrained rollout (`RolloutOptions.grammar`). */
-export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily): SegmentGrammars {
+export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, bounds: GrammarBounds = {}): SegmentGrammars {
   return {
-    first: buildGrammar(schema, family, { start: "first" }),
-    segment: buildGrammar(schema, family, { start: "segment" }),
-    finalBody: buildGrammar(schema, family, { start: "final-body" }),
+    first: buildGrammar(schema, family, { ...bounds, start: "first" }),
+    segment: buildGrammar(schema, family, { ...bounds, start: "segment" }),
+    finalBody: buildGrammar(schema, family, { ...bounds, start: "final-body" }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { getLlama, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildGrammar, buildSegmentGrammars, checkIdentifiers, type SchemaNames } from "../../src/agent/index.js";
+import { DEFAULT_MAX_THINK_BYTES } from "../../src/agent/grammar.js";
 
 const schema: SchemaNames = {
   tables: [
@@ -26,18 +27,29 @@ describe("buildGrammar structure", () => {
     }
   });
 
-  it("spells identifiers bare, quoted, backticked or bracketed, and keywords-as-names only quoted", () => {
-    const text = buildGrammar(schema, "direct");
-    const column = text.split("\n").find((l) => l.startsWith("column ::= "))!;
-    expect(column).toContain('"singer_id"');
-    expect(column).toContain('"\\"Song Name\\""');
-    expect(column).toContain('"`Song Name`"');
-    expect(column).toContain('"[Song Name]"');
-    expect(column).not.toMatch(/\| "order" \|/);
-    expect(column).toContain('"\\"order\\""');
-    const table = text.split("\n").find((l) => l.startsWith("table ::= "))!;
-    expect(table).not.toContain('| "Stadium Info"');
-    expect(table).toContain('"\\"Stadium Info\\""');
+  it("is recursion-free with bounded repetitions only, so every sentence is finite", () => {
+    for (const family of ["execution-aware", "standard", "direct"] as const) {
+      for (const start of ["first", "segment", "final-body"] as const) {
+        const lines = buildGrammar(schema, family, { start }).trim().split("\n");
+        const refs = new Map<string, string[]>();
+        for (const line of lines) {
+          const name = line.split(" ::= ")[0]!;
+          const body = line.slice(line.indexOf(" ::= ") + 5).replace(/"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]/g, " ");
+          expect(body, name).not.toMatch(/[*+]/);
+          refs.set(name, body.replace(/\{\d+,\d+\}/g, " ").match(/[a-z][a-z0-9-]*/g) ?? []);
+        }
+        // depth-first search for a cycle in the rule reference graph
+        const state = new Map<string, "open" | "done">();
+        const visit = (name: string, path: string[]): void => {
+          if (state.get(name) === "done") return;
+          expect(state.get(name), `cycle ${[...path, name].join(" → ")}`).not.toBe("open");
+          state.set(name, "open");
+          for (const next of refs.get(name) ?? []) visit(next, [...path, name]);
+          state.set(name, "done");
+        };
+        visit("root", []);
+      }
+    }
   });
 
   it("shapes the segment per family and start", () => {
@@ -118,6 +130,134 @@ describe("buildGrammar compiled by llama.cpp", () => {
     expect(await accepts("<think>a</think><intermediate_sql>SELECT 1</intermediate_sql>", standard)).toBe(false);
     expect(await accepts("<think>a</think>\n<final_sql>SELECT name FROM singer</final_sql>", standard)).toBe(true);
     expect(await accepts("<final_sql>SELECT name FROM singer</final_sql>", buildGrammar(schema, "direct"))).toBe(true);
+  });
+});
+
+/** The constraints that make constrained output well formed and bounded, checked with llama.cpp's matcher. */
+describe("buildGrammar bounds and bindings", () => {
+  let llama: Llama;
+  const compiled = new Map<string, LlamaGrammar>();
+  const accepts = async (text: string, grammar: string): Promise<boolean> => {
+    let g = compiled.get(grammar);
+    if (!g) {
+      g = await llama.createGrammar({ grammar });
+      compiled.set(grammar, g);
+    }
+    return (g as unknown as { _testText(text: string): boolean })._testText(text);
+  };
+  const final = (sql: string): string => `<final_sql>${sql}</final_sql>`;
+  const tagged: SchemaNames = { tables: [...schema.tables, { name: "lab", columns: ["result", "think", "value"] }] };
+
+  beforeAll(async () => {
+    llama = await getLlama({ gpu: false, build: "never", logLevel: "warn" as never });
+  });
+
+  it("caps a think at maxThinkBytes UTF-8 bytes (default 256), so at as many tokens", async () => {
+    const segment = buildGrammar(schema, "execution-aware");
+    const sql = "<final_sql>SELECT name FROM singer</final_sql>";
+    expect(await accepts(`<think>${"x".repeat(DEFAULT_MAX_THINK_BYTES)}</think>${sql}`, segment)).toBe(true);
+    expect(await accepts(`<think>${"x".repeat(DEFAULT_MAX_THINK_BYTES + 1)}</think>${sql}`, segment)).toBe(false);
+    const short = buildGrammar(schema, "execution-aware", { maxThinkBytes: 10 });
+    expect(await accepts(`<think>${"x".repeat(10)}</think>${sql}`, short)).toBe(true);
+    expect(await accepts(`<think>é€😀x</think>${sql}`, short)).toBe(true);
+    expect(await accepts(`<think>${"é".repeat(6)}</think>${sql}`, short)).toBe(false);
+    expect(await accepts(`<think>${"x".repeat(11)}</think>${sql}`, short)).toBe(false);
+    const none = buildGrammar(schema, "standard", { maxThinkBytes: 0 });
+    expect(await accepts(`<think></think>${sql}`, none)).toBe(true);
+    expect(await accepts(`<think>x</think>${sql}`, none)).toBe(false);
+    expect(() => buildGrammar(schema, "direct", { maxThinkBytes: -1 })).toThrow(RangeError);
+  });
+
+  it("never lets a tag, an end tag or a special token start inside a think, a string or after a bare <", async () => {
+    const segment = buildGrammar(tagged, "execution-aware");
+    const sql = "<final_sql>SELECT name FROM singer</final_sql>";
+    for (const inner of ["a <= b, a < 3, a<>b, x <- y", "costs €5 → ok\n\tnext line"]) {
+      expect(await accepts(`<think>${inner}</think>${sql}`, segment), inner).toBe(true);
+    }
+    for (const inner of ["<final_sql>", "x</think", "<intermediate_sql>", "<result>", "<|im_end|>", "a<b", "bell \x07"]) {
+      expect(await accepts(`<think>${inner}</think>${sql}`, segment), inner).toBe(false);
+    }
+    expect(await accepts(final("SELECT value FROM lab WHERE value < result"), segment)).toBe(true);
+    expect(await accepts(final("SELECT value FROM lab WHERE value <3 AND value<'x'"), segment)).toBe(true);
+    expect(await accepts(final("SELECT value FROM lab WHERE value<result"), segment)).toBe(false);
+    expect(await accepts(final("SELECT value FROM lab WHERE value<think"), segment)).toBe(false);
+    expect(await accepts(final("SELECT value FROM lab WHERE value = 'a < b'"), segment)).toBe(true);
+    expect(await accepts(final("SELECT value FROM lab WHERE value = '</final_sql>'"), segment)).toBe(false);
+    expect(await accepts(final("SELECT value FROM lab WHERE value = '<think>'"), segment)).toBe(false);
+  });
+
+  it("binds table aliases: T1..Tn only when the FROM clause declares them, in order", async () => {
+    const g = buildGrammar(schema, "direct");
+    const good = [
+      "SELECT T1.name FROM singer AS T1",
+      "SELECT T2.concert_name, T1.* FROM singer T1 JOIN concert T2 ON T1.singer_id = T2.singer_id",
+      "SELECT T1.name FROM singer AS T1 WHERE T1.age > (SELECT AVG(age) FROM singer WHERE singer.country = T1.country)",
+      "SELECT COUNT(*) FROM (SELECT country FROM singer GROUP BY country) AS T1",
+      "SELECT singer.name FROM singer",
+    ];
+    const bad = [
+      "SELECT T2.name FROM singer AS T1",
+      "SELECT T1.name FROM singer",
+      "SELECT T1.name FROM concert AS T2",
+      "SELECT T1.name FROM singer AS T1 JOIN concert ON T1.singer_id = concert.singer_id",
+      "SELECT name FROM singer WHERE age > (SELECT AVG(T1.age) FROM singer AS T1)",
+    ];
+    for (const sql of good) expect(await accepts(final(sql), g), sql).toBe(true);
+    for (const sql of bad) expect(await accepts(final(sql), g), sql).toBe(false);
+  });
+
+  it("matches large schemas' names through a radix tree, exactly", async () => {
+    const wide: SchemaNames = { tables: [{ name: "wide", columns: Array.from({ length: 80 }, (_, i) => `col_${i}`).concat(["col", "Big Col"]) }] };
+    const text = buildGrammar(wide, "direct");
+    expect(text).toMatch(/^column ::= "col" column-1\?/m);
+    for (const sql of ["SELECT col_7, col_79, col, [Big Col] FROM wide", "SELECT col_1 FROM wide"]) expect(await accepts(final(sql), text), sql).toBe(true);
+    for (const sql of ["SELECT col_80 FROM wide", "SELECT co FROM wide", "SELECT col_ FROM wide"]) expect(await accepts(final(sql), text), sql).toBe(false);
+  });
+
+  it("spells a name bare when it can be, else quoted, backticked or bracketed", async () => {
+    const g = buildGrammar(schema, "direct");
+    for (const sql of ['SELECT "Song Name", `Song Name`, [Song Name] FROM singer', 'SELECT "order", [order] FROM concert', 'SELECT capacity FROM "Stadium Info"']) {
+      expect(await accepts(final(sql), g), sql).toBe(true);
+    }
+    for (const sql of ["SELECT order FROM concert", "SELECT capacity FROM Stadium Info", 'SELECT "name" FROM singer', "SELECT Name FROM singer"]) {
+      expect(await accepts(final(sql), g), sql).toBe(false);
+    }
+  });
+
+  it("budgets the SQL: long lists, deep nesting and long literals are refused", async () => {
+    const g = buildGrammar(schema, "direct");
+    expect(await accepts(final("SELECT name, age, country, singer_id, \"Song Name\" FROM singer"), g)).toBe(true);
+    expect(await accepts(final("SELECT name, age, country, singer_id, \"Song Name\", name FROM singer"), g)).toBe(false);
+    expect(await accepts(final("SELECT name FROM singer WHERE age > 1 AND age < 9 AND country = 'a' AND name = 'b'"), g)).toBe(true);
+    expect(await accepts(final("SELECT name FROM singer WHERE age > 1 AND age < 9 AND country = 'a' AND name = 'b' AND age = 3"), g)).toBe(false);
+    expect(await accepts(final("SELECT ROUND(ABS(LENGTH(name))) FROM singer"), g)).toBe(true);
+    expect(await accepts(final("SELECT ROUND(ABS(LENGTH(TRIM(name)))) FROM singer"), g)).toBe(false);
+    expect(await accepts(final(`SELECT name FROM singer WHERE name = '${"a".repeat(32)}'`), g)).toBe(true);
+    expect(await accepts(final(`SELECT name FROM singer WHERE name = '${"a".repeat(33)}'`), g)).toBe(false);
+    expect(await accepts(final(`SELECT name FROM singer WHERE name = 'José''s ${"ü".repeat(11)}'`), g)).toBe(true);
+    expect(await accepts(final(`SELECT name FROM singer WHERE name = '${"ü".repeat(17)}'`), g)).toBe(false);
+    expect(await accepts(final("SELECT COUNT(*), MAX(age) FROM singer"), g)).toBe(true);
+    expect(await accepts(final("SELECT ABS(*) FROM singer"), g)).toBe(false);
+  });
+
+  it("gives the unary functions one argument and the others at least one", async () => {
+    const g = buildGrammar(schema, "direct");
+    for (const sql of ["SELECT COUNT(DISTINCT name), SUBSTR(name, 1, 2) FROM singer", "SELECT ROUND(AVG(age), 2), COALESCE(name, country, 'x') FROM singer"]) {
+      expect(await accepts(final(sql), g), sql).toBe(true);
+    }
+    for (const sql of ["SELECT HEX(name, age) FROM singer", "SELECT COUNT(name, age) FROM singer", "SELECT AVG() FROM singer", "SELECT IFNULL() FROM singer"]) {
+      expect(await accepts(final(sql), g), sql).toBe(false);
+    }
+  });
+
+  it("writes IN with a parenthesised list or subquery and BETWEEN with both bounds (what SQLite parses as such)", async () => {
+    const g = buildGrammar(schema, "direct");
+    for (const sql of ["SELECT name FROM singer WHERE age IN (20, 30) AND country NOT IN (SELECT country FROM singer WHERE age < 20)", "SELECT name FROM singer WHERE age NOT BETWEEN 20 AND 30 AND name LIKE 'A%'"]) {
+      expect(await accepts(final(sql), g), sql).toBe(true);
+    }
+    for (const sql of ["SELECT name FROM singer WHERE age IN singer", "SELECT name FROM singer WHERE age IN concert.year", "SELECT name FROM singer WHERE age BETWEEN 20", "SELECT name FROM singer WHERE age BETWEEN 20 OR 30"]) {
+      expect(await accepts(final(sql), g), sql).toBe(false);
+    }
   });
 });
 

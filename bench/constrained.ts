@@ -1,0 +1,242 @@
+/**
+ * Constrained decoding benchmark (issue 3): N rollouts sampled at temperature 1 (seeds base..base+N-1)
+ * with the schema grammar, N with a tags-only ablation of it (the same think / probe / final
+ * structure, free text where the SQL goes) and N without a grammar, on one example database,
+ * printing per mode:
+ * tag-format compliance (share of `formatCheck` ok), rollouts with a final SQL, identifiers
+ * outside the schema (total, and share of SQL statements, probes and finals, with any), executed
+ * probes and their outcome categories, stop reasons and sampled tokens.
+ *
+ *   npx tsx bench/constrained.ts [--rollouts 100] [--db retail|clinic|music] [--max-interactions 1]
+ *                                [--max-tokens 1024] [--temperature 1] [--seed 1] [--model PATH] [--threads T]
+ *
+ * Without --model it loads the tiny random test model (written to bench/.output/tiny.gguf): its
+ * text is noise, so every structural property of the constrained output comes from the grammar.
+ * Rollout i asks the database's question i (round robin). The grammars are the server's default
+ * (`createGrammarBuilder`: `buildSegmentGrammars` over the whole schema). Exits 1 when the
+ * constrained rollouts write an identifier outside the schema or break the tag format.
+ *
+ * The interaction limit defaults to 1 here (the server's is 10): the random model opens another
+ * probe at nearly every choice, and a rollout that spends ten probes, each with a think of up to
+ * 256 characters, cannot end inside the 1024-token budget however short the grammar keeps each
+ * segment. With 1, a rollout is at most think, probe, result, think, refused probe, forced final.
+ */
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { checkIdentifiers, formatCheck, runRollout, type RolloutResult, type SchemaNames, type SegmentGrammars } from "../src/agent/index.js";
+import { createGrammarBuilder, createPromptBuilder, schemaNames } from "../src/decoding/index.js";
+import type { PromptFamily } from "../src/decoding/types.js";
+import { buildExamples } from "../src/examples/index.js";
+import { buildTinyModel, createLlamaPolicy, writeFileAtomic } from "../src/policy/index.js";
+import { ExecutorPool, loadSchema } from "../src/sql/index.js";
+
+const { values } = parseArgs({
+  options: {
+    rollouts: { type: "string", default: "100" },
+    db: { type: "string", default: "retail" },
+    "max-interactions": { type: "string", default: "1" },
+    "max-tokens": { type: "string", default: "1024" },
+    temperature: { type: "string", default: "1" },
+    seed: { type: "string", default: "1" },
+    model: { type: "string" },
+    threads: { type: "string" },
+  },
+});
+
+const ROLLOUTS = Number(values.rollouts);
+const MAX_INTERACTIONS = Number(values["max-interactions"]);
+const MAX_TOKENS = Number(values["max-tokens"]);
+const TEMPERATURE = Number(values.temperature);
+const SEED = Number(values.seed);
+const FAMILY: PromptFamily = "execution-aware";
+const tiny = values.model === undefined;
+
+/** What one mode's rollouts did. */
+interface ModeStats {
+  rollouts: number;
+  formatOk: number;
+  withFinal: number;
+  unanswerable: number;
+  statements: number;
+  statementsWithUnknown: number;
+  unknownIdentifiers: number;
+  unknownExamples: Map<string, number>;
+  executedProbes: number;
+  outcomes: Map<string, number>;
+  refusedProbes: number;
+  repeatedProbes: number;
+  stopReasons: Map<string, number>;
+  formatProblems: Map<string, number>;
+  tokens: number[];
+  ms: number;
+}
+
+function bump(map: Map<string, number>, key: string, by = 1): void {
+  map.set(key, (map.get(key) ?? 0) + by);
+}
+
+function emptyStats(): ModeStats {
+  return {
+    rollouts: 0,
+    formatOk: 0,
+    withFinal: 0,
+    unanswerable: 0,
+    statements: 0,
+    statementsWithUnknown: 0,
+    unknownIdentifiers: 0,
+    unknownExamples: new Map(),
+    executedProbes: 0,
+    outcomes: new Map(),
+    refusedProbes: 0,
+    repeatedProbes: 0,
+    stopReasons: new Map(),
+    formatProblems: new Map(),
+    tokens: [],
+    ms: 0,
+  };
+}
+
+function record(stats: ModeStats, r: RolloutResult, names: SchemaNames): void {
+  stats.rollouts++;
+  const verdict = formatCheck(r.text, FAMILY);
+  if (verdict.ok) stats.formatOk++;
+  // the problem's kind, without the tag names and counts that vary per rollout
+  for (const p of new Set(verdict.problems.map((p) => p.replace(/block order .* does not match/, "block order … does not match")))) bump(stats.formatProblems, p);
+  if (r.finalSql !== null) stats.withFinal++;
+  if (!r.answerable) stats.unanswerable++;
+  bump(stats.stopReasons, r.stopReason);
+  stats.tokens.push(r.usage.generatedTokens);
+  // every SQL statement the model wrote: probes (refused ones too) and the final answer
+  const sqls = [...r.probes.map((p) => p.sql), ...(r.finalSql !== null ? [r.finalSql] : [])];
+  for (const sql of sqls) {
+    stats.statements++;
+    const unknown = checkIdentifiers(sql, names);
+    if (unknown.length > 0) stats.statementsWithUnknown++;
+    stats.unknownIdentifiers += unknown.length;
+    for (const u of unknown) bump(stats.unknownExamples, u);
+  }
+  for (const p of r.probes) {
+    if (p.overLimit) stats.refusedProbes++;
+    else if (p.repeated) stats.repeatedProbes++;
+    else if (p.result) {
+      stats.executedProbes++;
+      bump(stats.outcomes, p.result.ok ? (p.result.empty ? "ok (empty)" : "ok") : p.result.error.category);
+    }
+  }
+}
+
+const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) / d).toFixed(1)}%`);
+const tally = (map: Map<string, number>, limit = 8): string =>
+  [...map.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, limit)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ") || "none";
+
+function quantiles(xs: number[]): string {
+  if (xs.length === 0) return "–";
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number): number => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+  return `median ${at(0.5)}, p90 ${at(0.9)}, max ${s[s.length - 1]}`;
+}
+
+function report(label: string, s: ModeStats): void {
+  console.log(`\n${label}: ${s.rollouts} rollouts, ${(s.ms / 1000).toFixed(1)} s (${(s.ms / Math.max(1, s.rollouts)).toFixed(0)} ms each)`);
+  console.log(`  tag-format compliance         ${s.formatOk}/${s.rollouts} (${pct(s.formatOk, s.rollouts)})`);
+  console.log(`  rollouts with a final SQL     ${s.withFinal}/${s.rollouts} (${pct(s.withFinal, s.rollouts)}); UNANSWERABLE ${s.unanswerable}`);
+  console.log(`  identifiers outside schema    ${s.unknownIdentifiers} in ${s.statementsWithUnknown}/${s.statements} SQL statements (${pct(s.statementsWithUnknown, s.statements)} with any)`);
+  if (s.unknownIdentifiers > 0) {
+    const shown = new Map([...s.unknownExamples].map(([k, n]) => [JSON.stringify(k.length > 16 ? `${k.slice(0, 16)}…` : k), n] as const));
+    console.log(`    most frequent               ${tally(shown, 6)}`);
+  }
+  console.log(`  executed probes               ${s.executedProbes} (${(s.executedProbes / Math.max(1, s.rollouts)).toFixed(2)} per rollout); repeated ${s.repeatedProbes}, refused at the limit ${s.refusedProbes}`);
+  console.log(`    outcomes                    ${tally(s.outcomes)}`);
+  console.log(`  stop reasons                  ${tally(s.stopReasons)}`);
+  console.log(`  sampled tokens                ${quantiles(s.tokens)} (budget ${MAX_TOKENS})`);
+  if (s.formatProblems.size > 0) console.log(`  format problems (rollouts)    ${tally(s.formatProblems, 6)}`);
+}
+
+/**
+ * The ablation: the schema grammars with their SQL replaced by free text (no `<`, at most 160
+ * characters), so tags stay well formed and bounded but nothing constrains the identifiers.
+ */
+function tagsOnly(grammars: SegmentGrammars): SegmentGrammars {
+  const free = (g: string | undefined): string | undefined => {
+    if (g === undefined) return undefined;
+    const swapped = g.replace(/^statement ::= .*$/m, "statement ::= free-sql");
+    if (swapped === g) throw new Error("no statement rule to replace");
+    return `${swapped}free-sql ::= [^<;\\x00-\\x1F]{1,160}\n`;
+  };
+  return { first: free(grammars.first), segment: free(grammars.segment), finalBody: free(grammars.finalBody) };
+}
+
+async function main(): Promise<void> {
+  const sets = await buildExamples();
+  const set = sets.find((s) => s.dbId === values.db);
+  if (!set) throw new Error(`unknown --db ${values.db}; one of ${sets.map((s) => s.dbId).join(", ")}`);
+  let modelPath = values.model;
+  if (!modelPath) {
+    modelPath = fileURLToPath(new URL("./.output/tiny.gguf", import.meta.url));
+    await writeFileAtomic(modelPath, buildTinyModel({ seed: 1 }));
+  }
+  const threads = values.threads !== undefined ? Number(values.threads) : tiny ? 1 : undefined;
+  const policy = await createLlamaPolicy({
+    model: modelPath,
+    gpu: tiny ? "cpu" : "auto",
+    contextSize: 4096,
+    sequences: 2,
+    ...(threads !== undefined ? { threads } : {}),
+  });
+  const executor = new ExecutorPool({ workers: 1 });
+  const prompts = createPromptBuilder({ indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) });
+  const names = schemaNames(loadSchema(set.path));
+  const grammar = await createGrammarBuilder()(set.path, FAMILY);
+  try {
+    console.log(
+      `model ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}); ` +
+        `database ${set.dbId} (${names.tables.length} tables, ${set.questions.length} questions, asked round robin)`,
+    );
+    console.log(
+      `${ROLLOUTS} rollouts per mode, family ${FAMILY}, temperature ${TEMPERATURE}, seeds ${SEED}..${SEED + ROLLOUTS - 1}, ` +
+        `max interactions ${MAX_INTERACTIONS}, max tokens ${MAX_TOKENS}; grammar ${(grammar.segment!.length / 1024).toFixed(0)} KiB per segment`,
+    );
+    const built = await Promise.all(set.questions.map((q) => prompts.promptFor(set.path, q.question, q.evidence || undefined, FAMILY)));
+    const modes = [
+      { label: "constrained (schema grammar)", grammar: grammar as SegmentGrammars | undefined },
+      { label: "tags only (ablation: schema grammar with free text for the SQL)", grammar: tagsOnly(grammar) as SegmentGrammars | undefined },
+      { label: "unconstrained", grammar: undefined },
+    ];
+    for (const [m, mode] of modes.entries()) {
+      const constrained = m === 0;
+      const stats = emptyStats();
+      const start = Date.now();
+      for (let i = 0; i < ROLLOUTS; i++) {
+        const r = await runRollout(policy, built[i % built.length]!, {
+          executor,
+          dbPath: set.path,
+          family: FAMILY,
+          temperature: TEMPERATURE,
+          seed: SEED + i,
+          maxInteractions: MAX_INTERACTIONS,
+          maxTokens: MAX_TOKENS,
+          ...(mode.grammar ? { grammar: mode.grammar } : {}),
+        });
+        if (r.error) throw new Error(`rollout ${i} failed: ${r.error.code}: ${r.error.message}`);
+        record(stats, r, names);
+      }
+      stats.ms = Date.now() - start;
+      report(mode.label, stats);
+      if (constrained) {
+        const ok = stats.unknownIdentifiers === 0 && stats.formatOk === stats.rollouts;
+        console.log(`  => ${ok ? "PASS" : "FAIL"}: ${stats.unknownIdentifiers} identifiers outside the schema, ${pct(stats.formatOk, stats.rollouts)} tag-format compliance`);
+        if (!ok) process.exitCode = 1;
+      }
+    }
+  } finally {
+    prompts.close();
+    await policy.close();
+    await executor.close();
+  }
+}
+
+await main();
