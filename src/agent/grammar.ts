@@ -156,16 +156,18 @@ function trieRules(name: string, words: string[]): string[] {
 }
 
 /**
- * Rules for text of at most `max` UTF-8 bytes (at least one): `name` and a chain `name-n` (n bytes
- * left). `units` are the ASCII pieces with their byte lengths; any non-ASCII character is allowed
- * too and costs its UTF-8 length. Empty when `max` is 0 (then `name` must not be referenced).
+ * Rules for text of at most `max` UTF-8 bytes (at least one): `name`, a chain `name-n` (n bytes
+ * left) and `name-bk`, the pieces of k bytes. `units` are the ASCII pieces with their byte
+ * lengths; any non-ASCII character is allowed too and costs its UTF-8 length. Empty when `max` is
+ * 0 (then `name` must not be referenced).
  */
 function byteBounded(name: string, max: number, units: [string, number][]): string[] {
   if (max === 0) return [];
   const pieces: [string, number][] = [...units, ["[\\u0080-\\u07FF]", 2], ["[\\u0800-\\uFFFF]", 3], ["[\\U00010000-\\U0010FFFF]", 4]];
   const rules = [`${name} ::= ${name}-${max}`];
+  for (let k = 1; k <= 4; k++) rules.push(`${name}-b${k} ::= ${pieces.filter(([, cost]) => cost === k).map(([piece]) => piece).join(" | ")}`);
   for (let n = 1; n <= max; n++) {
-    const alternatives = pieces.filter(([, cost]) => cost <= n).map(([piece, cost]) => (cost < n ? `${piece} ${name}-${n - cost}?` : piece));
+    const alternatives = [1, 2, 3, 4].filter((k) => k <= n).map((k) => (k < n ? `${name}-b${k} ${name}-${n - k}?` : `${name}-b${k}`));
     rules.push(`${name}-${n} ::= ${alternatives.join(" | ")}`);
   }
   return rules;
@@ -204,10 +206,10 @@ export const DEFAULT_MAX_THINK_BYTES = 256;
 /**
  * The size budget of SQL at one nesting level. Every expression list (result columns, a WHERE,
  * function arguments, …) is an operand sequence with a budget: a plain operand (a column, a
- * literal, `*`, `COUNT(*)`), an output alias and a `COLLATE NOCASE` cost 1; a function call, CAST
- * or parenthesised list costs `call`, a CASE `case` and a subquery `query`. The content of a call,
- * a CAST or a subquery is budgeted at the next level; a CASE's expressions stay at its level but
- * cannot hold another CASE.
+ * literal, `*`, `COUNT(*)`), an output alias and a `COLLATE NOCASE` cost 1; a function call, CAST,
+ * parenthesised list or IN list costs `call`, a CASE `case` and a subquery (IN's too) `query`.
+ * The content of a call, a CAST, a list or a subquery is budgeted at the next level; a CASE's
+ * expressions stay at its level but cannot hold another CASE.
  */
 interface LevelBudget {
   /** Budgets of a SELECT's clauses at this level (`on`: each join condition). */
@@ -243,12 +245,14 @@ interface LevelBudget {
  * COUNT(…)`, a scalar or IN subquery; all SQL of the synthetic SFT traces, and the example
  * databases' gold SQL once its aliases are renamed T1..Tn, but for the few queries that alias a
  * nested SELECT's tables or reuse an output alias), small enough that a sampler which never
- * chooses to stop (the tiny random model) writes about 85 tokens of SQL at the median and under
- * 300 at most (bench/constrained.ts).
+ * chooses to stop (the tiny random model) writes under 100 tokens of SQL at the median and about
+ * 300 at most over hundreds of rollouts (bench/constrained.ts). The worst case the grammar allows
+ * is far larger (budgets bound operands, not what each operand holds), so the token bound is a
+ * measured one, not a proof.
  */
 const LEVELS: readonly LevelBudget[] = [
   { select: 5, where: 8, on: 2, group: 2, having: 3, order: 2, args: 0, caseWhen: 3, call: 2, case: 3, query: 3, tables: 4, aliases: 4, compound: 1, whens: 2 },
-  { select: 2, where: 4, on: 2, group: 1, having: 2, order: 1, args: 4, caseWhen: 3, call: 2, case: 3, query: 0, tables: 2, aliases: 0, compound: 0, whens: 1 },
+  { select: 2, where: 4, on: 2, group: 1, having: 2, order: 1, args: 3, caseWhen: 3, call: 2, case: 3, query: 0, tables: 2, aliases: 0, compound: 0, whens: 1 },
   { select: 0, where: 0, on: 0, group: 0, having: 0, order: 0, args: 3, caseWhen: 3, call: 2, case: 3, query: 0, tables: 0, aliases: 0, compound: 0, whens: 1 },
   { select: 0, where: 0, on: 0, group: 0, having: 0, order: 0, args: 3, caseWhen: 0, call: 0, case: 0, query: 0, tables: 0, aliases: 0, compound: 0, whens: 0 },
 ];
