@@ -106,6 +106,9 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
 
+  const candidates = int("--candidates", values.candidates);
+  const maxInteractions = int("--max-interactions", values["max-interactions"]);
+  const seed = int("--seed", values.seed);
   const flags: Record<string, string> = {};
   if (values.model) flags["policy.model"] = values.model;
   const config = loadConfig({ env: process.env, flags, ...(values.config ? { file: values.config } : {}) });
@@ -122,10 +125,10 @@ export async function run(argv: string[]): Promise<number> {
       question,
       ...(values.evidence ? { evidence: values.evidence } : {}),
       ...(values.strategy ? { strategy: values.strategy as Strategy } : {}),
-      ...(int("--candidates", values.candidates) !== undefined ? { candidates: int("--candidates", values.candidates)! } : {}),
-      ...(int("--max-interactions", values["max-interactions"]) !== undefined ? { maxInteractions: int("--max-interactions", values["max-interactions"])! } : {}),
+      ...(candidates !== undefined ? { candidates } : {}),
+      ...(maxInteractions !== undefined ? { maxInteractions } : {}),
       ...(values.feedback ? { feedback: values.feedback as FeedbackMode } : {}),
-      ...(int("--seed", values.seed) !== undefined ? { seed: int("--seed", values.seed)! } : {}),
+      ...(seed !== undefined ? { seed } : {}),
       constrained: values.constrained,
     };
     const out = (s: string): void => void process.stdout.write(s);

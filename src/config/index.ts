@@ -143,12 +143,12 @@ export function parseConfig(input: unknown): Config {
 }
 
 /** Every settable key as `section.key`, with its zod type, for env/flag parsing and `--help`. */
-export function configKeys(): { key: string; section: string; field: string; schema: z.ZodType; description: string }[] {
-  const out: { key: string; section: string; field: string; schema: z.ZodType; description: string }[] = [];
+export function configKeys(): { key: string; section: string; field: string; schema: z.ZodType }[] {
+  const out: { key: string; section: string; field: string; schema: z.ZodType }[] = [];
   const sections = { server: serverSchema, sql: sqlSchema, policy: policySchema, agent: agentSchema, decoding: decodingSchema };
   for (const [section, schema] of Object.entries(sections)) {
     for (const [field, fieldSchema] of Object.entries(schema.shape)) {
-      out.push({ key: `${section}.${field}`, section, field, schema: fieldSchema as z.ZodType, description: "" });
+      out.push({ key: `${section}.${field}`, section, field, schema: fieldSchema as z.ZodType });
     }
   }
   return out;
