@@ -228,7 +228,9 @@ describe("llama policy under load", () => {
       const child = await forking;
       await Promise.all([root.release(), a.release(), b.release(), child.release()]);
       cancelMs = performance.now() - t0;
-      for (const r of results) expect(r.stopReason).toBe("aborted");
+      // sampling at T=1 may end a run on its own end-of-text token before the cancel arrives
+      for (const r of results) expect(["aborted", "eos"]).toContain(r.stopReason);
+      expect(results.some((r) => r.stopReason === "aborted")).toBe(true);
       expect(policy.liveTrajectories()).toBe(live);
       expect(background.active()).toBe(true);
     } finally {
