@@ -121,6 +121,8 @@ const learnerSchema = z
     maxGradNorm: z.number().min(0).default(1.0),
     /** Default "token-mean". */
     lossAgg: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
+    /** A group's rollouts share one copy of their prompt in a packed row (same gradient, fewer tokens; token-mean only). Default true. */
+    sharePrefix: z.boolean().default(true),
     /** More arguments passed to `reex_learner step` as is. Default []. */
     extraArgs: z.array(z.string()).default([]),
     /** Wall-clock limit of one learner step, ms. Default 3600000. */

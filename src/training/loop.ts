@@ -89,6 +89,7 @@ export function learnerArgs(req: LearnerRequest): string[] {
   ];
   if (req.ref) args.push("--ref", req.ref);
   if (c.maskTruncated) args.push("--mask-truncated");
+  if (c.learner.sharePrefix) args.push("--share-prefix");
   args.push(...c.learner.extraArgs);
   return args;
 }
@@ -655,6 +656,10 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
           learner: learned,
         };
         await appendRow(row);
+        if (!bar) {
+          const f = (x: number | null, d = 3): string => (x === null ? "–" : x.toFixed(d));
+          log(`reex train: step ${step}/${config.steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`);
+        }
         bar?.update(done, `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`);
       }
     } finally {

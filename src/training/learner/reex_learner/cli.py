@@ -215,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shuffle", action="store_true", help="shuffle rollouts between epochs")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--optimizer-state", help="AdamW state file: loaded if present, saved after the step")
+    s.add_argument("--share-prefix", action="store_true", help="rollouts with the same prompt share one copy of it in a packed row (token-mean loss only; same gradients, fewer tokens)")
+    s.add_argument("--pack-tokens", type=int, default=2048, help="row length limit with --share-prefix (default 2048)")
     s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the written GGUF")
     s.add_argument("--grad-checkpoint", action="store_true", help="recompute block activations in backward (less memory)")
     s.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention kernel (sdpa needs torch >= 2.0)")

@@ -223,6 +223,112 @@ def sequence_logprobs(
 
 
 # ------------------------------------------------------------------------------------------------
+# Prefix-shared rows (a group's rollouts share their prompt)
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class PackedBatch:
+    """Rows in which rollouts of the same prompt share it: the prompt minus its last token once
+    (segment 0), then per rollout its last prompt token and its response (segment i >= 1), each
+    segment attending to segment 0 and itself only. Arrays are (B, T) in packed positions; the
+    target / mask / old log-prob / advantage of a response token sit at the position predicting it."""
+
+    ids: torch.Tensor
+    pos: torch.Tensor
+    seg: torch.Tensor
+    targets: torch.Tensor
+    mask: torch.Tensor
+    old_logprobs: torch.Tensor
+    advantages: torch.Tensor  # (B, T)
+    rollouts: int
+    tokens: int  # real (non-padding) positions
+    unpacked_tokens: int  # what the same rollouts cost one row each
+
+
+def pack_rollouts(
+    rollouts: Sequence[Rollout], pack_tokens: int = 2048, pad_id: int = 0, mask_truncated: bool = False, device: Any = "cpu"
+) -> List[PackedBatch]:
+    """One PackedBatch (one row) per run of same-prompt rollouts that fits ``pack_tokens``
+    (a lone rollout longer than that still gets its row)."""
+    groups: Dict[Tuple[int, ...], List[Rollout]] = {}
+    for r in rollouts:
+        groups.setdefault(tuple(r.prompt_tokens), []).append(r)
+    rows: List[Tuple[List[int], List[Rollout]]] = []
+    for prompt, members in groups.items():
+        P = max(len(prompt) - 1, 0)
+        cur: List[Rollout] = []
+        cur_len = P
+        for r in members:
+            n = len(r.prompt_tokens) - P + len(r.tokens)
+            if cur and cur_len + n > pack_tokens:
+                rows.append((list(prompt[:P]), cur))
+                cur, cur_len = [], P
+            cur.append(r)
+            cur_len += n
+        if cur:
+            rows.append((list(prompt[:P]), cur))
+    out: List[PackedBatch] = []
+    for prefix, members in rows:
+        P = len(prefix)
+        T = P + sum(len(r.prompt_tokens) - P + len(r.tokens) for r in members)
+        ids = torch.full((1, T), pad_id, dtype=torch.long)
+        pos = torch.zeros((1, T), dtype=torch.long)
+        seg = torch.zeros((1, T), dtype=torch.long)
+        targets = torch.zeros((1, T), dtype=torch.long)
+        mask = torch.zeros((1, T))
+        old = torch.zeros((1, T))
+        adv = torch.zeros((1, T))
+        if P:
+            ids[0, :P] = torch.tensor(prefix, dtype=torch.long)
+            pos[0, :P] = torch.arange(P)
+        at = P
+        for s, r in enumerate(members, 1):
+            toks = list(r.prompt_tokens[P:]) + list(r.tokens)
+            off = len(r.prompt_tokens) - P  # 1, or 0 for an empty prompt
+            n = len(toks)
+            ids[0, at : at + n] = torch.tensor(toks, dtype=torch.long)
+            pos[0, at : at + n] = torch.arange(P, P + n)
+            seg[0, at : at + n] = s
+            keep = not (mask_truncated and r.truncated)
+            for k, tok in enumerate(r.tokens):
+                j = at + off + k - 1  # the position whose logits predict response token k
+                if j < at:
+                    continue
+                targets[0, j] = tok
+                if keep and r.mask[k]:
+                    mask[0, j] = 1.0
+                    if r.old_logprobs is not None:
+                        old[0, j] = float(r.old_logprobs[k])
+                adv[0, j] = r.advantage
+            at += n
+        out.append(
+            PackedBatch(
+                ids.to(device), pos.to(device), seg.to(device), targets.to(device), mask.to(device), old.to(device), adv.to(device),
+                len(members), T, sum(r.length for r in members),
+            )
+        )
+    return out
+
+
+def packed_logprobs(
+    model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: Optional[torch.dtype] = None
+):
+    """(B, T) log-probs of ``b.targets`` at each packed position (entropy too if asked)."""
+    from .sft_train import packed_forward
+
+    with autocast_context(b.ids.device, compute_dtype):
+        logits = packed_forward(model, b.ids, b.pos, b.seg)
+    if temperature != 1.0:
+        logits = logits / temperature
+    lp_all = torch.log_softmax(logits.float(), dim=-1)
+    lp = lp_all.gather(-1, b.targets.unsqueeze(-1)).squeeze(-1)
+    if not with_entropy:
+        return lp, None
+    with torch.no_grad():
+        ent = -(lp_all.exp() * lp_all).sum(-1)
+    return lp, ent
+
+
+# ------------------------------------------------------------------------------------------------
 # Loss
 # ------------------------------------------------------------------------------------------------
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -241,13 +347,14 @@ def grpo_token_loss(
     ref_logp: Optional[torch.Tensor] = None,
     kl_beta: float = 0.0,
 ) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
-    """Per-token loss (B, T) -- already zero where mask = 0 -- and per-token stats (masked)."""
+    """Per-token loss (B, T) -- already zero where mask = 0 -- and per-token stats (masked).
+    ``advantages``: (B,) one per row, or (B, T) one per token (packed rows hold several rollouts)."""
     clip_high = clip_low if clip_high is None else clip_high
     keep = mask > 0
     log_ratio = torch.where(keep, logp - old_logp, torch.zeros_like(logp))
     log_ratio = torch.clamp(log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio)
-    adv = advantages.unsqueeze(-1).expand_as(logp)
+    adv = advantages if advantages.dim() == 2 else advantages.unsqueeze(-1).expand_as(logp)
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * adv
     pg = -torch.min(unclipped, clipped)
@@ -334,6 +441,8 @@ class StepConfig:
     pad_id: int = 0
     optimizer_state: Optional[str] = None  # path: AdamW moments carried across steps/processes
     compute_dtype: Optional[torch.dtype] = None  # autocast dtype for forward passes (None = float32)
+    share_prefix: bool = False  # rollouts with the same prompt share one copy of it in a packed row
+    pack_tokens: int = 2048  # row length limit when sharing (a longer group is split over rows)
 
 
 def _chunks(xs: Sequence[Any], n: int) -> List[List[Any]]:
@@ -502,6 +611,8 @@ def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype], kl_be
         seed=args.seed,
         optimizer_state=args.optimizer_state,
         compute_dtype=compute_dtype,
+        share_prefix=bool(getattr(args, "share_prefix", False)),
+        pack_tokens=int(getattr(args, "pack_tokens", 2048)),
     )
 
 
@@ -542,25 +653,33 @@ def train_step(
     grad_norms: List[float] = []
     first_diff_sum, first_diff_n = 0.0, 0.0
     steps = 0
+    packed = cfg.share_prefix and cfg.loss_agg == "token-mean" and hasattr(policy, "hp")
+    computed_tokens = 0
     for epoch in range(cfg.epochs):
         order = list(rollouts)
         if cfg.shuffle:
             rng.shuffle(order)
         minis = _chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))
         for mi, mini in enumerate(minis):
-            micros = _chunks(sorted(mini, key=lambda r: r.length), cfg.micro_batch)
-            batches = [collate(m, cfg.pad_id, cfg.mask_truncated, device=device) for m in micros]
+            if packed:
+                batches: List[Any] = pack_rollouts(mini, cfg.pack_tokens, cfg.pad_id, cfg.mask_truncated, device=device)
+                score = packed_logprobs
+            else:
+                micros = _chunks(sorted(mini, key=lambda r: r.length), cfg.micro_batch)
+                batches = [collate(m, cfg.pad_id, cfg.mask_truncated, device=device) for m in micros]
+                score = sequence_logprobs
             denom = agg_denominator((b.mask for b in batches), cfg.loss_agg)
             opt.zero_grad(set_to_none=True)
             step_loss = 0.0
             for b in batches:
                 if float(b.mask.sum()) == 0.0:
                     continue
-                lp, ent = sequence_logprobs(policy, b, cfg.temperature, with_entropy=True, compute_dtype=cfg.compute_dtype)
+                computed_tokens += b.tokens if packed else sum(b.lengths)
+                lp, ent = score(policy, b, cfg.temperature, with_entropy=True, compute_dtype=cfg.compute_dtype)
                 ref_lp = None
                 if cfg.mode != "sft" and ref is not None:
                     with torch.no_grad():
-                        ref_lp, _ = sequence_logprobs(ref, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+                        ref_lp, _ = score(ref, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
                 loss, stats = micro_batch_loss(cfg, lp, b, denom, ref_lp)
                 if cfg.mode != "sft" and epoch == 0 and mi == 0:
                     first_diff_sum += float(((lp.detach() - b.old_logprobs).abs() * b.mask).sum())
@@ -572,6 +691,9 @@ def train_step(
             step_losses.append(step_loss)
             steps += 1
     save_optimizer_state(opt, cfg.optimizer_state)
-    return step_metrics(
+    metrics = step_metrics(
         cfg, rollouts, sums, step_losses, ratio_min, ratio_max, grad_norms, first_diff_sum, first_diff_n, steps, resumed, ref is not None, time.time() - t0
     )
+    metrics["shared_prefix"] = packed
+    metrics["computed_tokens"] = computed_tokens
+    return metrics

@@ -19,6 +19,7 @@ from reex_learner.grpo import (
     compute_advantages,
     grpo_token_loss,
     kl_k3,
+    pack_rollouts,
     parse_rollout,
     read_experience,
     sequence_logprobs,
@@ -270,3 +271,51 @@ def test_bf16_autocast_keeps_float32_master_weights(tiny):
     assert all(p.dtype == torch.float32 for p in model.parameters())
     moved = sum(int(torch.count_nonzero(p.detach() != b)) for p, b in zip(model.parameters(), before))
     assert moved > 0 and math.isfinite(m["loss"]) and m["grad_norm"] > 0
+
+
+# ---- prefix-shared rows --------------------------------------------------------------------------
+def _group(seed: int, n: int, n_vocab: int, prompt_len: int = 9):
+    g = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, n_vocab - 3, (prompt_len,), generator=g).tolist()
+    out = []
+    for i in range(n):
+        tokens = torch.randint(0, n_vocab - 3, (6 + 3 * i,), generator=g).tolist()
+        mask = [0 if 2 <= j < 4 else 1 for j in range(len(tokens))]
+        out.append(Rollout(list(prompt), tokens, mask, None, (-1) ** i * (i + 1) / 2, reward=float(i), question_id=seed))
+    return out
+
+
+def test_shared_prefix_rows_give_the_same_gradient_and_metrics_as_one_row_per_rollout(tiny_f32):
+    results = []
+    for share in (False, True):
+        model, g = load_model(str(tiny_f32))
+        ref, _ = load_model(str(tiny_f32))
+        rs = _group(40, 3, g.hparams.n_vocab) + _group(41, 2, g.hparams.n_vocab, prompt_len=5)
+        rs = _with_old_logprobs(model, rs)
+        cfg = StepConfig(lr=0.0, micro_batch=2, max_grad_norm=0.0, kl_beta=0.1, share_prefix=share, pack_tokens=40)
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        m = train_step(model, rs, cfg, ref=ref, optimizer=opt)
+        results.append((m, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (m0, g0), (m1, g1) = results
+    assert not m0["shared_prefix"] and m1["shared_prefix"]
+    assert m1["computed_tokens"] < m0["computed_tokens"]  # the prompt is computed once per row
+    for n in g0:
+        torch.testing.assert_close(g0[n], g1[n], rtol=1e-4, atol=2e-6)
+    for k in ("loss", "pg_loss", "nll", "kl", "entropy", "ratio_mean", "old_logprob_abs_diff"):
+        assert m1[k] == pytest.approx(m0[k], rel=1e-4, abs=1e-6), k
+
+
+def test_pack_rollouts_places_each_response_token_where_it_is_predicted():
+    rs = _group(50, 2, 50, prompt_len=4)
+    rs[0].old_logprobs = [-(k + 1) / 10 for k in range(len(rs[0].tokens))]
+    (b,) = pack_rollouts(rs, pack_tokens=1000)
+    assert b.rollouts == 2 and b.tokens == 3 + (1 + 6) + (1 + 9)
+    assert b.seg[0, :3].tolist() == [0, 0, 0] and b.seg[0, 3:10].tolist() == [1] * 7
+    # response token k of rollout 0 is predicted at its segment start + k (the last prompt token is at the start)
+    assert b.targets[0, 3:9].tolist() == rs[0].tokens
+    assert b.mask[0, 3:9].tolist() == [float(m) for m in rs[0].mask]
+    assert b.old_logprobs[0, 3:9].tolist() == pytest.approx([x if m else 0.0 for x, m in zip(rs[0].old_logprobs, rs[0].mask)])
+    assert b.advantages[0, 3:9].tolist() == [rs[0].advantage] * 6
+    assert b.pos[0, 10:].tolist() == list(range(3, 3 + 10))
+    # a row limit splits the group; each row keeps its own copy of the prefix
+    assert len(pack_rollouts(rs, pack_tokens=12)) == 2
