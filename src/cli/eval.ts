@@ -4,8 +4,9 @@
  * sane; writes a JSON record and an HTML report.
  */
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { z } from "zod";
 import { ReexError } from "../errors/index.js";
 import type { Strategy } from "../decoding/types.js";
 import type { Config } from "../config/index.js";
@@ -38,6 +39,7 @@ export const summary = "score a BIRD/Spider dataset (decoding strategies or a pr
 const STRATEGIES: readonly Strategy[] = ["greedy", "linear", "tree", "tree-prune"];
 
 const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--limit N] [--out DIR] [--model PATH]
+       reex eval --dataset FILE --db-root DIR --runs FILE [--limit N] [--out DIR]
        reex eval --dataset FILE --db-root DIR --predictions FILE [--limit N] [--out DIR]
 
 Scores every question of a BIRD (question, evidence, SQL, db_id, difficulty) or Spider
@@ -51,6 +53,10 @@ options:
   --layout L           bird | spider | auto (default auto)
   --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
+  --runs FILE          several labelled runs in one report, each with its own model, prompt
+                       family and strategy: JSON [{"label", "model"?, "promptFamily"?,
+                       "strategy", "candidates"?, "constrained"?}] (a model is loaded once
+                       for its consecutive runs; relative model paths are from the file)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
   --limit N            only the first N questions
@@ -70,6 +76,7 @@ const OPTIONS = {
   strategy: { type: "string" },
   candidates: { type: "string" },
   predictions: { type: "string" },
+  runs: { type: "string" },
   limit: { type: "string" },
   concurrency: { type: "string" },
   "timeout-ms": { type: "string" },
@@ -153,6 +160,41 @@ function readPredictions(file: string, items: readonly EvalItem[], limit: number
   return alignPredictions(items, parsed, file);
 }
 
+const runSpecSchema = z
+  .object({
+    label: z.string().min(1).max(40),
+    model: z.string().min(1).optional(),
+    promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
+    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]),
+    candidates: z.number().int().positive().optional(),
+    constrained: z.boolean().optional(),
+  })
+  .strict();
+
+/** One labelled run of `--runs`. */
+export type RunSpec = z.infer<typeof runSpecSchema>;
+
+/** Reads and validates a `--runs` file (BAD_REQUEST naming the entry and field on a problem); model paths resolved against the file. */
+export function readRunSpecs(file: string): RunSpec[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new ReexError("BAD_REQUEST", `cannot read runs file ${file}: ${(err as Error).message}`);
+  }
+  const parsed = z.array(runSpecSchema).min(1).safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ReexError("BAD_REQUEST", `${file}: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  const labels = new Set<string>();
+  for (const r of parsed.data) {
+    if (labels.has(r.label)) throw new ReexError("BAD_REQUEST", `${file}: label "${r.label}" is used twice`);
+    labels.add(r.label);
+  }
+  return parsed.data.map((r) => (r.model && !r.model.startsWith("hf:") && !/^https?:/.test(r.model) ? { ...r, model: resolve(dirname(file), r.model) } : r));
+}
+
 /** The runtime as `reex eval` uses it. */
 type EvalRuntime = Pick<Runtime, "decode" | "close">;
 
@@ -171,6 +213,7 @@ async function openRuntime(config: Config): Promise<EvalRuntime> {
 /** Runs the command; returns the exit code (0 ok, 1 self-check or run failure, 2 bad arguments). */
 export async function run(argv: string[]): Promise<number> {
   let values: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+  let runSpecs: RunSpec[] | undefined;
   let configFlags: Record<string, string>;
   try {
     const split = splitConfigFlags(argv);
@@ -194,7 +237,11 @@ export async function run(argv: string[]): Promise<number> {
   let layout: DatasetLayout | "auto";
   try {
     if (!values.dataset || !values["db-root"]) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
-    if (!values.strategy === !values.predictions) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy or --predictions");
+    if ([values.strategy, values.predictions, values.runs].filter(Boolean).length !== 1) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy, --runs or --predictions");
+    if (values.runs) {
+      if (values.candidates || values.model) throw new ReexError("BAD_REQUEST", "--candidates and --model go inside the --runs file");
+      runSpecs = readRunSpecs(values.runs);
+    }
     if (values.strategy) {
       strategies = values.strategy.split(",").map((s) => s.trim()).filter(Boolean) as Strategy[];
       const bad = strategies.filter((s) => !STRATEGIES.includes(s));
@@ -260,11 +307,30 @@ export async function run(argv: string[]): Promise<number> {
     }
     console.error(`reex eval: self-check passed (${check.checked} gold queries, every rule 100%)`);
 
-    if (config) runtime = await openRuntime(config);
+    if (config && !runSpecs) runtime = await openRuntime(config);
 
     const runs: EvalRun[] = [];
     if (predictions) {
       runs.push(await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions })));
+    } else if (runSpecs) {
+      let loaded: string | undefined;
+      for (const spec of runSpecs) {
+        const model = spec.model ?? configFlags["policy.model"];
+        if (!runtime || model !== loaded) {
+          await runtime?.close();
+          runtime = undefined;
+          runtime = await openRuntime(await readConfig({ ...configFlags, ...(model ? { "policy.model": model } : {}) }, values.config));
+          loaded = model;
+        }
+        const decode = runtime.decode;
+        const k = spec.strategy === "greedy" ? undefined : spec.candidates ?? config?.decoding.candidates;
+        const request = { ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}), ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}) };
+        runs.push(
+          await pass(spec.label, (opts) =>
+            runEval({ ...opts, items, decode, strategy: spec.strategy, label: spec.label, request, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
+          ),
+        );
+      }
     } else {
       const decode = runtime!.decode;
       for (const strategy of strategies) {

@@ -78,3 +78,53 @@ describe("reex eval --strategy", () => {
     expect(out).toContain(`wrote ${join(outDir, "report.html")}`);
   });
 });
+
+describe("reex eval --runs", () => {
+  it("runs labelled model × prompt family × strategy entries into one report, loading each model once", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const { run } = await import("../../src/cli/eval.js");
+    const fx = makeFixture();
+    const outDir = join(fx.dir, "runs-out");
+    const runsFile = join(fx.dir, "runs.json");
+    writeFileSync(
+      runsFile,
+      JSON.stringify([
+        { label: "direct", model: "a.gguf", promptFamily: "direct", strategy: "greedy" },
+        { label: "exec", model: "a.gguf", promptFamily: "execution-aware", strategy: "greedy" },
+        { label: "exec-vote", model: "b.gguf", strategy: "linear", candidates: 2 },
+      ]),
+    );
+    seen.requests = [];
+    seen.closed = 0;
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "2", "--out", outDir, "--quiet"]);
+    expect(code).toBe(0);
+    expect(seen.config!.policy.model).toBe(join(fx.dir, "b.gguf")); // the last one loaded; resolved against the runs file
+    expect(seen.closed).toBe(2); // a.gguf once for two runs, then b.gguf
+    expect(seen.requests.map((r) => [r.promptFamily, r.strategy, r.candidates])).toEqual([
+      ["direct", "greedy", undefined],
+      ["direct", "greedy", undefined],
+      ["execution-aware", "greedy", undefined],
+      ["execution-aware", "greedy", undefined],
+      [undefined, "linear", 2],
+      [undefined, "linear", 2],
+    ]);
+    const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
+    expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["direct", "exec", "exec-vote"]);
+  });
+
+  it("refuses a runs file with an unknown field or a repeated label, naming the entry", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const { readRunSpecs } = await import("../../src/cli/eval.js");
+    const fx = makeFixture();
+    const bad = join(fx.dir, "bad-runs.json");
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy", temperature: 1 }]));
+    expect(() => readRunSpecs(bad)).toThrow(/0: Unrecognized key/);
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy" }, { label: "x", strategy: "tree" }]));
+    expect(() => readRunSpecs(bad)).toThrow(/label "x" is used twice/);
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "beam" }]));
+    expect(() => readRunSpecs(bad)).toThrow(/0\.strategy/);
+  });
+});
