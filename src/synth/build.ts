@@ -28,6 +28,11 @@ export interface SynthOptions {
   dbs?: number;
   /** Domains whose databases go to dev. Default {@link DEFAULT_DEV_DOMAINS}. */
   devDomains?: readonly string[];
+  /**
+   * Also send database i of the other domains to dev when `i % devEvery === devEvery - 1`: held-out
+   * databases of seen domains (their own naming, encodings and rows). Default 0 (off).
+   */
+  devEvery?: number;
   /** Questions attempted per database, inclusive range. Default [12, 26]. */
   questionsPerDb?: readonly [number, number];
   /** Write the SFT traces of the train items. Default true. */
@@ -39,6 +44,10 @@ export interface SynthDatabaseInfo {
   dbId: string;
   domain: string;
   split: "train" | "dev";
+  /** The database's domain is one of the held-out dev domains. */
+  heldOutDomain: boolean;
+  /** Sorted table and column names, "table(col,col);…": two databases with equal signatures share a schema. */
+  signature: string;
   path: string;
   questions: number;
 }
@@ -63,7 +72,10 @@ export interface SynthManifest {
   seed: number;
   dbs: number;
   devDomains: string[];
+  devEvery: number;
   domains: { train: string[]; dev: string[] };
+  /** Dev databases whose table and column names equal some train database's (0 = every dev schema is unseen). */
+  devSchemasSeenInTrain: number;
   databases: { train: number; dev: number };
   items: { train: number; dev: number };
   difficulty: { train: Record<Difficulty, number>; dev: Record<Difficulty, number> };
@@ -103,6 +115,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const count = options.dbs ?? 200;
   const devDomains = [...(options.devDomains ?? DEFAULT_DEV_DOMAINS)];
   for (const d of devDomains) if (!DOMAINS.some((x) => x.name === d)) throw new Error(`unknown dev domain: ${d}`);
+  const devEvery = options.devEvery ?? 0;
+  if (!Number.isInteger(devEvery) || devEvery < 0 || devEvery === 1) throw new Error(`devEvery must be 0 or an integer ≥ 2, got ${devEvery}`);
   const [qMin, qMax] = options.questionsPerDb ?? [12, 26];
   mkdirSync(outDir, { recursive: true });
   closeDirectConnections(); // a cached connection may point at a file this build replaces
@@ -121,7 +135,9 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       writeSynthDb(db, path);
       const target = new Rng(`${base}:n`).int(qMin, qMax);
       const questions = buildQuestions(db, path, `${base}:q`, target);
-      const info: SynthDatabaseInfo = { dbId, domain: domain.name, split: devDomains.includes(domain.name) ? "dev" : "train", path, questions: questions.length };
+      const heldOutDomain = devDomains.includes(domain.name);
+      const split = heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1) ? "dev" : "train";
+      const info: SynthDatabaseInfo = { dbId, domain: domain.name, split, heldOutDomain, signature: schemaSignature(db), path, questions: questions.length };
       databases.push(info);
       perDb.push({ db, info, questions });
     }
@@ -169,6 +185,11 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       seed,
       dbs: count,
       devDomains,
+      devEvery,
+      devSchemasSeenInTrain: (() => {
+        const seen = new Set(databases.filter((d) => d.split === "train").map((d) => d.signature));
+        return databases.filter((d) => d.split === "dev" && seen.has(d.signature)).length;
+      })(),
       domains: {
         train: [...new Set(databases.filter((d) => d.split === "train").map((d) => d.domain))],
         dev: [...new Set(databases.filter((d) => d.split === "dev").map((d) => d.domain))],
@@ -186,6 +207,13 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   } finally {
     closeDirectConnections();
   }
+}
+
+function schemaSignature(db: SynthDb): string {
+  return db.tables
+    .map((t) => `${t.name}(${[t.pk, ...t.columns.map((c) => c.name)].sort().join(",")})`)
+    .sort()
+    .join(";");
 }
 
 /** Approximate tokens of an SFT record (characters / 4 over its messages and response). */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -134,6 +134,26 @@ describe("synthetic data: layout and determinism", () => {
     for (const d of trainDbs) expect(DEFAULT_DEV_DOMAINS).not.toContain(domainOf.get(d));
     expect(new Set([...devDbs].map((d) => domainOf.get(d)))).toEqual(new Set(DEFAULT_DEV_DOMAINS));
     expect(a.manifest.domains.dev.sort()).toEqual([...DEFAULT_DEV_DOMAINS].sort());
+  });
+
+  it("with devEvery also holds out databases of the training domains, each with a schema no train database has", () => {
+    const dir = mkdtempSync(join(tmpdir(), "reex-synth-every-"));
+    try {
+      const r = generateSynth(dir, { seed: SEED, dbs: 24, devEvery: 5, traces: false });
+      const held = r.databases.filter((d) => d.split === "dev" && !d.heldOutDomain);
+      expect(held.map((d) => d.dbId)).toEqual(r.databases.filter((_, i) => i % 5 === 4 && !DEFAULT_DEV_DOMAINS.includes(r.databases[i]!.domain)).map((d) => d.dbId));
+      expect(held.length).toBeGreaterThan(0);
+      for (const d of held) expect(DEFAULT_DEV_DOMAINS).not.toContain(d.domain);
+      const trainDbs = new Set(r.train.map((q) => q.db_id));
+      for (const d of held) expect(trainDbs.has(d.dbId)).toBe(false);
+      expect(new Set(r.dev.map((q) => q.db_id))).toEqual(new Set(r.databases.filter((d) => d.split === "dev").map((d) => d.dbId)));
+      const trainSignatures = new Set(r.databases.filter((d) => d.split === "train").map((d) => d.signature));
+      expect(r.manifest.devSchemasSeenInTrain).toBe(r.databases.filter((d) => d.split === "dev" && trainSignatures.has(d.signature)).length);
+      expect(r.manifest.devEvery).toBe(5);
+      expect(() => generateSynth(dir, { dbs: 2, devEvery: 1 })).toThrow(/devEvery/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("mixes difficulties in every split", () => {
