@@ -1,15 +1,18 @@
 /**
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
- *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 45] [--steps 0] [--out models/reex-starter.gguf]
- *       [--work .reex/starter] [--dbs 200] [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704]
- *       [--lr 1.5e-3] [--batch-tokens 4096] [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.15,direct=0.15]
- *       [--check 20] [--card models/MODEL_CARD.md]
- *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json   (rewrite the card only)
+ *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 30] [--ablation]
+ *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--dev-every 7] [--eval-items 120]
+ *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
+ *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--check 20]
+ *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-lr 8e-4] [--no-grpo] [--card models/MODEL_CARD.md]
+ *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json]
+ *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
  * synthetic data → tokenizer → initial GGUF → pre-tokenized SFT records → SFT (PyTorch, one process,
- * time and/or step budget) → GGUF (f16) → quick greedy check on dev items → model card.
- * Progress on stdout; the learner's loss log is <work>/sft_loss.jsonl.
+ * time and/or step budget) → GRPO through the trainer (`reex train grpo` settings of
+ * examples/training/starter-grpo.json; with --ablation also without the exploration reward, beside it)
+ * → GGUF → quick greedy check on held-out items → model card. Progress on stdout.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -18,11 +21,21 @@ import { makeStarterModel, type StarterReport } from "../src/starter/index.js";
 const { values } = parseArgs({
   options: {
     seed: { type: "string", default: "1" },
-    minutes: { type: "string", default: "45" },
+    minutes: { type: "string", default: "40" },
+    "grpo-steps": { type: "string" },
+    "grpo-threads": { type: "string" },
+    "no-grpo": { type: "boolean", default: false },
+    ablation: { type: "boolean", default: false },
+    "reuse-sft": { type: "boolean", default: false },
+    "sft-more-minutes": { type: "string", default: "0" },
+    "sft-more-lr": { type: "string", default: "8e-4" },
+    eval: { type: "string" },
     steps: { type: "string", default: "0" },
     out: { type: "string", default: "models/reex-starter.gguf" },
     work: { type: "string", default: ".reex/starter" },
-    dbs: { type: "string", default: "200" },
+    dbs: { type: "string", default: "300" },
+    "dev-every": { type: "string", default: "7" },
+    "eval-items": { type: "string", default: "120" },
     vocab: { type: "string", default: "3072" },
     layers: { type: "string", default: "4" },
     width: { type: "string", default: "256" },
@@ -32,7 +45,7 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "30" },
     "batch-tokens": { type: "string", default: "4096" },
     "pack-tokens": { type: "string", default: "1536" },
-    "family-weights": { type: "string", default: "execution-aware=1,standard=0.15,direct=0.15" },
+    "family-weights": { type: "string", default: "execution-aware=1,standard=0.4,direct=0.4" },
     "eval-every": { type: "string", default: "150" },
     "save-every": { type: "string", default: "150" },
     check: { type: "string", default: "20" },
@@ -43,6 +56,7 @@ const { values } = parseArgs({
 });
 
 const num = (name: keyof typeof values): number => {
+  if (values[name] === undefined) throw new Error(`--${name} is missing`);
   const v = Number(values[name]);
   if (!Number.isFinite(v)) throw new Error(`--${name} must be a number, got ${values[name]}`);
   return v;
@@ -62,7 +76,8 @@ const stamp = (): string => new Date().toISOString().slice(11, 19);
 if (values["card-from"]) {
   // rewrite the model card from a finished run's report.json (no training)
   const saved = JSON.parse(readFileSync(String(values["card-from"]), "utf8")) as StarterReport & { command?: string };
-  writeFileSync(String(values.card), modelCard(saved, saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1"));
+  const evalReport = values.eval ? (JSON.parse(readFileSync(String(values.eval), "utf8")) as EvalReportFile) : null;
+  writeFileSync(String(values.card), modelCard(saved, saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1", evalReport));
   console.log(`wrote ${values.card} from ${values["card-from"]}`);
   process.exit(0);
 }
@@ -72,6 +87,8 @@ const report = await makeStarterModel({
   workDir: String(values.work),
   out: String(values.out),
   dbs: num("dbs"),
+  devEvery: num("dev-every"),
+  evalItems: num("eval-items"),
   vocabSize: num("vocab"),
   shape: { layers: num("layers"), embedding: num("width"), heads: num("heads"), kvHeads: num("heads"), feedForward: num("ff"), contextLength: 1024 },
   sft: {
@@ -89,24 +106,103 @@ const report = await makeStarterModel({
     logEvery: 10,
   },
   checkItems: num("check"),
+  grpo: values["no-grpo"] ? null : { ...(values["grpo-steps"] ? { steps: num("grpo-steps") } : {}), ...(values["grpo-threads"] ? { threads: num("grpo-threads") } : {}) },
+  ablation: values.ablation ?? false,
+  reuseSft: values["reuse-sft"] ?? false,
+  sftMore: { minutes: num("sft-more-minutes"), lr: num("sft-more-lr") },
   log: (m) => console.log(`${stamp()} ${m}`),
 });
-writeFileSync(String(values.card), modelCard(report, command));
+writeFileSync(String(values.card), modelCard(report, command, null));
 writeFileSync(`${String(values.work)}/report.json`, JSON.stringify({ command, ...report }, null, 2) + "\n");
 console.log(`${stamp()} wrote ${values.out} (${report.outBytes} bytes), ${values.card}, ${values.work}/report.json in ${report.seconds.toFixed(0)} s`);
 
-function modelCard(r: StarterReport, cmd: string): string {
+
+/** The parts of a `reex eval` report.json the card reads. */
+interface EvalReportFile {
+  dataset: { file: string; count: number };
+  runs: {
+    config: { label: string; strategy: string; candidates?: number };
+    summary: {
+      count: number;
+      ex: { bird: number };
+      voting: { bird: number };
+      passK: { bird: number };
+      executionErrorRate: number;
+      avgInteractions: number | null;
+      latencyMs: { mean: number } | null;
+      generatedTokensPerItem: number | null;
+      byDifficulty: Record<string, { count: number; ex: { bird: number } }>;
+    };
+  }[];
+}
+
+const pct = (x: number): string => (x * 100).toFixed(1);
+
+/** The EX table of an eval report and the issue's three targets, checked on its rows. */
+function evalSection(e: EvalReportFile): string[] {
+  const lines = [
+    `| run | n | EX (BIRD rule) | simple / moderate / challenging | final SQL fails | probes per item | generated tokens per item | s per item |`,
+    `|---|---|---|---|---|---|---|---|`,
+  ];
+  for (const r of e.runs) {
+    const s = r.summary;
+    const d = ["simple", "moderate", "challenging"].map((k) => (s.byDifficulty[k] ? pct(s.byDifficulty[k]!.ex.bird) : "–")).join(" / ");
+    lines.push(
+      `| ${r.config.label} | ${s.count} | **${pct(s.ex.bird)}** | ${d} | ${pct(s.executionErrorRate)}% | ${s.avgInteractions?.toFixed(2) ?? "–"} | ${s.generatedTokensPerItem?.toFixed(0) ?? "–"} | ${s.latencyMs ? (s.latencyMs.mean / 1000).toFixed(2) : "–"} |`,
+    );
+  }
+  const ex = (label: string): number | null => e.runs.find((r) => r.config.label === label)?.summary.ex.bird ?? null;
+  const target = (name: string, a: number | null, b: number | null, need: number): string => {
+    if (a === null || b === null) return `- ${name}: not measured`;
+    const diff = (a - b) * 100;
+    return `- ${name}: ${diff >= 0 ? "+" : ""}${diff.toFixed(1)} EX points (target ≥ ${need > 0 ? "+" : ""}${need}) — **${diff >= need && diff > 0 ? "met" : "MISSED"}**`;
+  };
+  lines.push(
+    ``,
+    target("execution-aware after GRPO vs direct output", ex("exec-aware GRPO greedy"), ex("direct SFT greedy"), 10),
+    target("GRPO vs its own SFT start (execution-aware, greedy)", ex("exec-aware GRPO greedy"), ex("exec-aware SFT greedy"), 5),
+    target("tree-prune-16 voting vs greedy (after GRPO)", ex("exec-aware GRPO tree-prune-16"), ex("exec-aware GRPO greedy"), 0),
+  );
+  return lines;
+}
+
+function curveTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): string[] {
+  if (!a) return [];
+  const lines = [
+    `| steps | reward (full) | train EX (full) | probes per rollout (full) | reward (no exploration) | train EX (no exploration) | probes per rollout (no exploration) |`,
+    `|---|---|---|---|---|---|---|`,
+  ];
+  const bucket = 5;
+  const avg = (xs: (number | null)[]): string => {
+    const v = xs.filter((x): x is number => x !== null);
+    return v.length ? (v.reduce((s, x) => s + x, 0) / v.length).toFixed(3) : "–";
+  };
+  for (let from = 1; from <= a.steps; from += bucket) {
+    const to = Math.min(a.steps, from + bucket - 1);
+    const pa = a.curve.filter((c) => c.step >= from && c.step <= to);
+    const pb = b?.curve.filter((c) => c.step >= from && c.step <= to) ?? [];
+    lines.push(
+      `| ${from}–${to} | ${avg(pa.map((c) => c.reward))} | ${avg(pa.map((c) => c.trainEx))} | ${avg(pa.map((c) => c.interactions))} | ${b ? avg(pb.map((c) => c.reward)) : "–"} | ${b ? avg(pb.map((c) => c.trainEx)) : "–"} | ${b ? avg(pb.map((c) => c.interactions)) : "–"} |`,
+    );
+  }
+  return lines;
+}
+
+function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | null): string {
   const s = r.sft;
   const c = r.check;
+  const g = r.grpo;
   const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
   const evals = s.evals.map((e) => `${e.step}: ${e.eval_loss.toFixed(3)}`).join(", ");
+  const m = r.synth.manifest;
   const lines = [
     `# reex-starter.gguf — model card`,
     ``,
     `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model trained from scratch on`,
-    `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU, by one command. It knows only`,
-    `the synthetic domains' style of schema and question; it is a working default that exercises the whole`,
-    `execution-aware loop (probes, injected results, final SQL), not a general text-to-SQL model.`,
+    `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU, by one command: SFT on cold-start`,
+    `traces whose probes were really executed, then GRPO with the database in the loop. It knows only the synthetic`,
+    `domains' style of schema and question; it is a working default that exercises the whole execution-aware loop`,
+    `(probes, injected results, final SQL), not a general text-to-SQL model.`,
     ``,
     `## How it was made`,
     ``,
@@ -114,19 +210,24 @@ function modelCard(r: StarterReport, cmd: string): string {
     cmd,
     "```",
     ``,
-    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, tokenizer, init model, tokens, loss log \`sft_loss.jsonl\`, \`report.json\`).`,
-    `Total wall time ${(r.seconds / 60).toFixed(1)} min on a shared 2-core CPU (PyTorch ${"1.13"} with OpenBLAS, 2 threads).`,
+    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, tokenizer, init model, tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
+    `Total wall time ${(r.seconds / 60).toFixed(1)} min on 2 CPU cores (PyTorch 1.13 with OpenBLAS; llama.cpp through node-llama-cpp for rollouts).`,
     ``,
     `| step | what |`,
     `|---|---|`,
-    `| data | \`generateSynth\` seed ${r.seed}: ${r.synth.manifest.dbs} databases, ${r.synth.train} train / ${r.synth.dev} dev items (dev = held-out domains ${r.synth.manifest.devDomains.join(", ")}), ${r.synth.traces} SFT records |`,
-    `| tokenizer | byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text), trained on the train records in ${r.tokenizerSeconds.toFixed(1)} s |`,
+    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item) |`,
+    `| tokenizer | byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
-    `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records (${Object.entries(r.tokens.byFamily).map(([k, v]) => `${k} ${v}`).join(", ")}); prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks (${r.tokens.lossTokens} / ${r.tokens.injectedTokens} tokens) |`,
-    `| SFT | \`reex_learner.sft_train\`: AdamW (β 0.9/0.95, wd 0.1), lr ${String(r.sftOptions.lr)} warmup ${String(r.sftOptions.warmup)} then cosine to 10% over the budget, ${String(r.sftOptions.batchTokens)} tokens per batch, prefix-shared packing (rows of ≤ ${String(r.sftOptions.packTokens)} tokens), family weights ${JSON.stringify(r.sftOptions.familyWeights)}, 2% of questions held out for the eval loss |`,
+    `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
+    `| SFT | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(r.sftOptions.lr)} warmup ${String(r.sftOptions.warmup)} then cosine to 10%, ${String(r.sftOptions.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(r.sftOptions.packTokens)} tokens), family weights ${JSON.stringify(r.sftOptions.familyWeights)} (share of the questions each family's record is trained on per epoch) |`,
+    g
+      ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min |`
+      : `| GRPO | skipped (the SFT model is shipped) |`,
     `| export | GGUF, f16 matrices: ${mb(r.outBytes)} |`,
     ``,
     `## Measured`,
+    ``,
+    `### SFT`,
     ``,
     `| | |`,
     `|---|---|`,
@@ -134,28 +235,44 @@ function modelCard(r: StarterReport, cmd: string): string {
     `| throughput | ${s.tokens_per_s} packed tokens/s (${s.unpacked_tokens_per_s} tokens/s counted unpacked) |`,
     `| train loss (per loss token) | ${s.first_loss?.toFixed(3)} at step 1 → ${s.last_loss} at the end |`,
     `| held-out loss | ${s.eval_loss?.toFixed(4)} (evals: ${evals}) |`,
-    `| loads in node-llama-cpp | ${r.loads ? "yes" : "NO"} |`,
+    ...(r.sftMore
+      ? [
+          `| more SFT (second stage from the first one's weights, fresh AdamW, warmup then cosine) | ${r.sftMore.steps} steps, ${r.sftMore.epochs_done} epochs, ${(r.sftMore.train_s / 60).toFixed(1)} min; train loss → ${r.sftMore.last_loss}; held-out loss ${r.sftMore.eval_loss?.toFixed(4)} |`,
+        ]
+      : []),
+    ``,
   ];
-  if (c) {
+  if (g) {
+    lines.push(`### GRPO, with and without the exploration reward`, ``, `Means over blocks of 5 steps (${g.config.questionsPerStep * g.config.groupSize} rollouts per step; train questions).`, ``, ...curveTable(g, r.ablation), ``);
+  }
+  if (evalReport) {
     lines.push(
-      `| quick check | ${c.items} dev items (held-out domains), greedy, execution-aware, max 512 tokens: well-formed ${c.wellFormed}, with probes ${c.withProbes}, final SQL runs ${c.executable}, correct (BIRD EX) ${c.correct}; ${c.meanInteractions.toFixed(2)} probes and ${c.meanGeneratedTokens.toFixed(0)} generated tokens per item; ${c.seconds.toFixed(0)} s |`,
+      `### EX on held-out databases`,
       ``,
-      `### Quick-check examples`,
+      `One \`reex eval --runs models/starter-eval.json\` run, ${evalReport.dataset.count} questions of \`${evalReport.dataset.file.replace(/^.*\/(\.reex\/)/, "$1")}\` (held-out databases of the training domains; none of their schemas is a train database's). "SFT" is the SFT model, "GRPO" the shipped model; the family is the prompt family asked for.`,
+      ``,
+      ...evalSection(evalReport),
       ``,
     );
-    for (const e of c.examples.slice(0, 3)) {
-      lines.push(`Question: ${e.question}  `, `Gold: \`${e.gold}\`  `, `Final: \`${e.final ?? "(none)"}\` — ${e.ok ? "correct" : "wrong"}, format ${e.format ? "ok" : "bad"}, ${e.probes} probes`, ``, "```", e.text.slice(0, 1200), "```", ``);
+  }
+  if (c) {
+    lines.push(
+      `### Quick check (end of the command)`,
+      ``,
+      `${c.items} held-out items, greedy, execution-aware, max 512 tokens: well-formed ${c.wellFormed}, with probes ${c.withProbes}, final SQL runs ${c.executable}, correct (BIRD EX) ${c.correct}; ${c.meanInteractions.toFixed(2)} probes and ${c.meanGeneratedTokens.toFixed(0)} generated tokens per item; ${c.seconds.toFixed(0)} s.`,
+      ``,
+    );
+    for (const e of c.examples.filter((x) => x.ok).slice(0, 1).concat(c.examples.filter((x) => !x.ok).slice(0, 1))) {
+      lines.push(`Question: ${e.question}  `, `Gold: \`${e.gold}\`  `, `Final: \`${e.final ?? "(none)"}\` — ${e.ok ? "correct" : "wrong"}, format ${e.format ? "ok" : "bad"}, ${e.probes} probes`, ``, "```", e.text.slice(0, 1500), "```", ``);
     }
   }
   lines.push(
+    `## Limits`,
     ``,
-    `## Limits and next steps`,
-    ``,
-    `- Trained only on synthetic schemas (10 train domains); the dev domains test transfer to unseen schemas.`,
-    `- SFT only (cold start). GRPO with executor-in-the-loop rollouts (\`reex train\`, SPEC §6) starts from this file;`,
-    `  the full evaluation table (greedy / linear / tree, EX by difficulty) is not produced by this command.`,
-    `- The file is regenerated, not versioned by hand: rerun the command above (same seed → same data, tokenizer and`,
-    `  initial weights; the SFT result depends on how many steps fit the time budget unless \`--steps\` is given).`,
+    `- Trained only on synthetic schemas of 10 domains, at most 1024 tokens of context. Held-out databases of those domains`,
+    `  are the evaluation set; the unseen domains (\`eval_unseen.json\`) and the example databases are far outside what it learned.`,
+    `- The file is regenerated, not versioned by hand: rerun the command above (same seed → same data, tokenizer, initial`,
+    `  weights and GRPO schedule; the SFT result depends on how many steps fit the time budget unless \`--steps\` is given).`,
     ``,
   );
   return lines.join("\n");

@@ -5,23 +5,40 @@
  * `<result>` blocks) → SFT in one PyTorch process (`reex_learner.sft_train`) → GGUF → a quick greedy
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
-import { readFileSync, statSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { copyFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { formatCheck, preparePrompt, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
 import { createLlamaPolicy, writeFileAtomic } from "../policy/index.js";
 import { ExecutorPool } from "../sql/index.js";
-import { generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
+import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
+import { runStarterGrpo, type StarterGrpoSummary } from "./grpo.js";
 import { runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
 export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
+export { runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
 export { runSft, sftArgs, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
+
+/** Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`). */
+export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json" } as const;
+
+/** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
+export function spread<T extends { db_id: string }>(items: readonly T[], n: number): T[] {
+  const byDb = new Map<string, T[]>();
+  for (const it of items) byDb.set(it.db_id, [...(byDb.get(it.db_id) ?? []), it]);
+  const lists = [...byDb.values()];
+  const out: T[] = [];
+  for (let round = 0; out.length < n && lists.some((l) => l.length > round); round++) {
+    for (const l of lists) if (out.length < n && l[round]) out.push(l[round]!);
+  }
+  return out;
+}
 
 /** Texts the tokenizer is trained on: every message and response of the SFT records. */
 export function corpusTexts(sftPath: string): string[] {
@@ -55,13 +72,7 @@ export interface QuickCheck {
 /** Greedy execution-aware rollouts of `model` on the first `n` items of `items` (spread across databases). */
 export async function quickCheck(model: string, synth: { outDir: string; items: { db_id: string; question: string; evidence: string; SQL: string }[] }, n: number, options: { maxTokens?: number; log?: (m: string) => void } = {}): Promise<QuickCheck> {
   const t0 = Date.now();
-  const picked: typeof synth.items = [];
-  const byDb = new Map<string, typeof synth.items>();
-  for (const it of synth.items) byDb.set(it.db_id, [...(byDb.get(it.db_id) ?? []), it]);
-  const dbs = [...byDb.values()];
-  for (let round = 0; picked.length < n && round < 100; round++) {
-    for (const list of dbs) if (picked.length < n && list[round]) picked.push(list[round]!);
-  }
+  const picked = spread(synth.items, n);
   const policy = await createLlamaPolicy({ model, gpu: "cpu", contextSize: 2048, sequences: 2, threads: 2 });
   const executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
   const out: QuickCheck = { items: 0, wellFormed: 0, withProbes: 0, executable: 0, correct: 0, meanInteractions: 0, meanGeneratedTokens: 0, seconds: 0, examples: [] };
@@ -106,14 +117,26 @@ export interface StarterOptions {
   workDir?: string;
   /** Final GGUF. Default "models/reex-starter.gguf". */
   out?: string;
-  /** Synthetic databases. Default 200. */
+  /** Synthetic databases. Default 300. */
   dbs?: number;
+  /** Every Nth database of the training domains is held out for evaluation (`generateSynth`'s devEvery). Default 7. */
+  devEvery?: number;
+  /** Items in each evaluation file (`eval_seen.json`, `eval_unseen.json`), spread over the databases. Default 120. */
+  evalItems?: number;
   vocabSize?: number;
   shape?: StarterShape;
   /** SFT options beyond the paths (steps/minutes, lr, packing, family weights …). */
   sft?: Omit<SftOptions, "model" | "data" | "out" | "onEvent" | "onStderr">;
   /** Dev items for the quick check (0 = skip). Default 20. */
   checkItems?: number;
+  /** GRPO stage settings; null skips GRPO (the SFT model is shipped). Default: the settings file's. */
+  grpo?: { steps?: number; threads?: number; resume?: boolean } | null;
+  /** Also run GRPO without the exploration reward, concurrently (threads split). Default false. */
+  ablation?: boolean;
+  /** Continue SFT from `<work>/sft.gguf` for this long (fresh optimizer, its own warmup and cosine), before GRPO. Default none. */
+  sftMore?: { minutes: number; lr?: number };
+  /** Reuse `<work>/sft.gguf` and the SFT record of `<work>/report.json` when both exist. Default false. */
+  reuseSft?: boolean;
   log?: (message: string) => void;
   onEvent?: (event: SftEvent) => void;
 }
@@ -132,6 +155,14 @@ export interface StarterReport {
   tokens: TokenStats;
   sft: SftSummary;
   sftOptions: Record<string, unknown>;
+  /** The second SFT stage (`sftMore`), null when not run. */
+  sftMore: SftSummary | null;
+  /** The SFT model (`<work>/sft.gguf`), the start of GRPO. */
+  sftModel: string;
+  /** The GRPO run whose model is shipped (null when skipped). */
+  grpo: StarterGrpoSummary | null;
+  /** The same run without the exploration reward (only with `ablation`). */
+  ablation: StarterGrpoSummary | null;
   check: QuickCheck | null;
   loads: boolean;
   seconds: number;
@@ -144,14 +175,117 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   const seed = options.seed ?? 1;
   const work = options.workDir ?? ".reex/starter";
   const out = options.out ?? "models/reex-starter.gguf";
+  const sftModel = join(work, "sft.gguf");
   await mkdir(work, { recursive: true });
 
-  log(`[1/6] synthetic data → ${join(work, "synth")} (seed ${seed})`);
+  log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 200 });
-  log(`      ${synth.train.length} train / ${synth.dev.length} dev items, ${synth.traces} SFT records`);
+  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7 });
+  const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
+  const evalN = options.evalItems ?? 120;
+  const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
+  const unseenItems = spread(synth.dev.filter((i) => heldOutDomain.has(i.db_id)), evalN);
+  const birdFields = (items: typeof synth.dev) => items.map((it, k) => ({ ...birdRecord(it), question_id: k }));
+  await writeFileAtomic(join(work, EVAL_FILES.seen), Buffer.from(`${JSON.stringify(birdFields(seenItems), null, 2)}\n`));
+  await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
+  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items`);
 
-  log(`[2/6] tokenizer (byte-level BPE, vocabulary ${options.vocabSize ?? 3072})`);
+  let sftPart: SftPart;
+  const previous = join(work, "report.json");
+  if (options.reuseSft && existsSync(sftModel) && existsSync(previous)) {
+    sftPart = pickSftPart(JSON.parse(readFileSync(previous, "utf8")) as StarterReport);
+    log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${previous}`);
+  } else {
+    sftPart = await sftStages(options, work, synthDir, sftModel, log);
+  }
+
+  let sftMore: SftSummary | null = null;
+  if (options.sftMore && options.sftMore.minutes > 0) {
+    const more = options.sftMore;
+    const tmp = `${sftModel}.more.gguf`;
+    log(`[5+/7] more SFT from ${sftModel}: ${more.minutes} min, lr ${more.lr ?? 8e-4} (fresh AdamW, warmup then cosine)`);
+    sftMore = await runSft({
+      ...(sftPart.sftOptions as Omit<SftOptions, "model" | "data" | "out">),
+      model: sftModel,
+      data: join(work, "sft_tokens.jsonl"),
+      out: tmp,
+      minutes: more.minutes,
+      steps: 0,
+      lr: more.lr ?? 8e-4,
+      log: join(work, "sft_more_loss.jsonl"),
+      checkpointDir: join(work, "checkpoints-more"),
+      outType: "f16",
+      onEvent: (ev) => {
+        if (ev.event === "step") log(`      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s epochs ${ev.epochs_done} ${ev.elapsed_s}s`);
+        if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
+      },
+      onStderr: (line) => log(`      [learner] ${line}`),
+    });
+    await copyFile(tmp, sftModel);
+    log(`      done: ${sftMore.steps} more steps, loss → ${sftMore.last_loss}, eval ${sftMore.eval_loss?.toFixed(4)}`);
+  }
+
+  let grpo: StarterGrpoSummary | null = null;
+  let ablation: StarterGrpoSummary | null = null;
+  if (options.grpo === null) {
+    log(`[6/7] GRPO skipped`);
+    await copyFile(sftModel, out);
+  } else {
+    const g = options.grpo ?? {};
+    const runs = options.ablation ? 2 : 1;
+    const threads = g.threads ?? Math.max(1, Math.floor(2 / runs));
+    log(`[6/7] GRPO from ${sftModel}${options.ablation ? " (and the no-exploration-reward ablation beside it)" : ""}, ${threads} thread(s) each`);
+    const common = { workDir: work, model: sftModel, threads, resume: g.resume ?? false, ...(g.steps !== undefined ? { steps: g.steps } : {}) };
+    const [main, abl] = await Promise.all([
+      runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
+      options.ablation ? runStarterGrpo({ ...common, exploration: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
+    ]);
+    grpo = main;
+    ablation = abl;
+    await copyFile(grpo.model, out);
+    if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
+    log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min → ${out}`);
+  }
+  const outBytes = statSync(out).size;
+
+  let check: QuickCheck | null = null;
+  let loads = false;
+  const n = options.checkItems ?? 20;
+  log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
+  try {
+    check = await quickCheck(out, { outDir: synthDir, items: seenItems }, n, { log });
+    loads = true;
+    log(`      well-formed ${check.wellFormed}/${check.items}, with probes ${check.withProbes}, executable ${check.executable}, correct ${check.correct}`);
+  } catch (err) {
+    log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return {
+    seed,
+    workDir: work,
+    out,
+    outBytes,
+    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length },
+    ...sftPart,
+    sftMore,
+    sftModel,
+    grpo,
+    ablation,
+    check,
+    loads,
+    seconds: (Date.now() - t0) / 1000,
+  };
+}
+
+type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions">;
+
+function pickSftPart(r: StarterReport): SftPart {
+  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions };
+}
+
+/** Stages 2–5: tokenizer, initial model, pre-tokenized records, SFT into `sftModel`. */
+async function sftStages(options: StarterOptions, work: string, synthDir: string, sftModel: string, log: (m: string) => void): Promise<SftPart> {
+  const seed = options.seed ?? 1;
+  log(`[2/7] tokenizer (byte-level BPE, vocabulary ${options.vocabSize ?? 3072})`);
   const sftPath = join(synthDir, "train_sft.jsonl");
   const tt = Date.now();
   const vocab: StarterVocabulary = trainTokenizer(corpusTexts(sftPath), { vocabSize: options.vocabSize ?? 3072 });
@@ -160,20 +294,20 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
 
   const shape = resolveShape(options.shape);
   const init = join(work, "init.gguf");
-  log(`[3/6] initial model ${init}: ${shape.layers} layers × ${shape.embedding}, ${shape.heads} heads, ff ${shape.feedForward}, ${parameterCount(shape, vocab.tokens.length)} parameters`);
+  log(`[3/7] initial model ${init}: ${shape.layers} layers × ${shape.embedding}, ${shape.heads} heads, ff ${shape.feedForward}, ${parameterCount(shape, vocab.tokens.length)} parameters`);
   await writeFileAtomic(init, buildStarterModel(vocab, shape, { seed }));
 
-  log(`[4/6] pre-tokenize SFT records through the chat template`);
+  log(`[4/7] pre-tokenize SFT records through the chat template`);
   const tokPath = join(work, "sft_tokens.jsonl");
   const tokens = await pretokenize(init, sftPath, tokPath, { maxTokens: shape.contextLength, onProgress: (n) => log(`      ${n} records`) });
   log(`      ${tokens.records} records; prompt mean ${tokens.prompt.mean} (p95 ${tokens.prompt.p95}), response mean ${tokens.response.mean} (p95 ${tokens.response.p95}), ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
 
-  log(`[5/6] SFT → ${out}`);
+  log(`[5/7] SFT → ${sftModel}`);
   const sftOptions = { log: join(work, "sft_loss.jsonl"), checkpointDir: join(work, "checkpoints"), outType: "f16" as const, ...options.sft };
   const sft = await runSft({
     model: init,
     data: tokPath,
-    out,
+    out: sftModel,
     ...sftOptions,
     onEvent: (ev) => {
       options.onEvent?.(ev);
@@ -183,36 +317,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     },
     onStderr: (line) => log(`      [learner] ${line}`),
   });
-  const outBytes = statSync(out).size;
-  log(`      done: ${sft.steps} steps, loss ${sft.first_loss?.toFixed(3)} → ${sft.last_loss}, eval ${sft.eval_loss?.toFixed(4)}, ${outBytes} bytes`);
-
-  let check: QuickCheck | null = null;
-  let loads = false;
-  const n = options.checkItems ?? 20;
-  log(`[6/6] quick check: ${n} dev items, greedy, execution-aware`);
-  try {
-    check = await quickCheck(out, { outDir: synthDir, items: synth.dev }, n, { log });
-    loads = true;
-    log(`      well-formed ${check.wellFormed}/${check.items}, with probes ${check.withProbes}, executable ${check.executable}, correct ${check.correct}`);
-  } catch (err) {
-    log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  log(`      done: ${sft.steps} steps, loss ${sft.first_loss?.toFixed(3)} → ${sft.last_loss}, eval ${sft.eval_loss?.toFixed(4)}`);
   const { onEvent: _e, ...sftRecord } = sftOptions as Record<string, unknown>;
-  return {
-    seed,
-    workDir: work,
-    out,
-    outBytes,
-    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length },
-    vocabSize: vocab.tokens.length,
-    tokenizerSeconds,
-    shape,
-    parameters: parameterCount(shape, vocab.tokens.length),
-    tokens,
-    sft,
-    sftOptions: sftRecord,
-    check,
-    loads,
-    seconds: (Date.now() - t0) / 1000,
-  };
+  return { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sft, sftOptions: sftRecord };
 }

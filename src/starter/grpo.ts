@@ -1,0 +1,101 @@
+/**
+ * The GRPO stage of the starter policy: `reex train grpo` (the trainer's `runTraining`) on the
+ * synthetic train split, from the SFT model, with the settings of examples/training/starter-grpo.json
+ * and the work folder's paths. Also runs the no-exploration-reward ablation beside it.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { packageRoot } from "../paths/index.js";
+import { parseTrainConfig, readMetrics, runTraining, type MetricsRow, type TrainConfig } from "../training/index.js";
+
+/** The shipped GRPO settings file (paths in it are replaced by the work folder's). */
+export const STARTER_GRPO_CONFIG = "examples/training/starter-grpo.json";
+
+/** One GRPO run of the starter pipeline. */
+export interface StarterGrpoOptions {
+  /** Work folder holding `synth/` (train.json, databases). */
+  workDir: string;
+  /** The SFT model to start from. */
+  model: string;
+  /** Run folder. Default `<workDir>/grpo` (`<workDir>/grpo-no-exploration` without the exploration reward). */
+  runDir?: string;
+  /** Keep the MaxTune exploration reward. Default true. */
+  exploration?: boolean;
+  /** Steps. Default the config file's. */
+  steps?: number;
+  /** llama.cpp and torch threads. Default the config file's policy.threads. */
+  threads?: number;
+  /** Settings file. Default {@link STARTER_GRPO_CONFIG} under the package root. */
+  configFile?: string;
+  /** Status lines. */
+  log?: (line: string) => void;
+  /** Continue a run folder that already holds a run. Default false. */
+  resume?: boolean;
+}
+
+/** What a starter GRPO run did, for the model card. */
+export interface StarterGrpoSummary {
+  runDir: string;
+  model: string;
+  exploration: boolean;
+  steps: number;
+  seconds: number;
+  config: Pick<TrainConfig, "questionsPerStep" | "groupSize" | "temperature" | "maxInteractions" | "maxTokens" | "learningRate" | "clip" | "klBeta">;
+  /** Per step: mean reward, train EX, interactions per rollout, zero-variance groups, seconds. */
+  curve: { step: number; reward: number | null; trainEx: number | null; interactions: number | null; zeroVarianceGroups: number | null; seconds: number }[];
+}
+
+/** The trainer configuration of one starter GRPO run. */
+export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
+  const file = options.configFile ?? join(packageRoot(), STARTER_GRPO_CONFIG);
+  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, any>;
+  const exploration = options.exploration ?? true;
+  const synth = join(options.workDir, "synth");
+  const input = {
+    ...raw,
+    description: `${raw.description ?? "starter GRPO"}${exploration ? "" : " Ablation: exploration reward off."}`,
+    model: options.model,
+    runDir: options.runDir ?? join(options.workDir, exploration ? "grpo" : "grpo-no-exploration"),
+    data: { ...raw.data, dataset: join(synth, "train.json"), dbRoot: join(synth, "databases") },
+    ...(options.steps !== undefined ? { steps: options.steps } : {}),
+    reward: { ...raw.reward, exploration },
+    policy: { ...raw.policy, ...(options.threads !== undefined ? { threads: options.threads } : {}) },
+    learner: {
+      ...raw.learner,
+      ...(options.threads !== undefined ? { extraArgs: [...(raw.learner?.extraArgs ?? []), "--threads", String(options.threads)] } : {}),
+    },
+  };
+  return parseTrainConfig(input, "grpo", process.cwd());
+}
+
+function curveOf(rows: readonly MetricsRow[]): StarterGrpoSummary["curve"] {
+  return rows
+    .filter((r) => r.step > 0)
+    .map((r) => ({ step: r.step, reward: r.reward_mean, trainEx: r.train_ex, interactions: r.interactions, zeroVarianceGroups: r.zero_variance_groups, seconds: r.seconds }));
+}
+
+/** Runs one starter GRPO run to its last step; returns its final model and curve. */
+export async function runStarterGrpo(options: StarterGrpoOptions): Promise<StarterGrpoSummary> {
+  const t0 = Date.now();
+  const config = starterGrpoConfig(options);
+  const log = options.log ?? (() => undefined);
+  const result = await runTraining(config, { mode: "grpo", resume: options.resume ?? false, progress: null, log });
+  return {
+    runDir: config.runDir,
+    model: result.model,
+    exploration: config.reward.exploration,
+    steps: result.lastStep,
+    seconds: (Date.now() - t0) / 1000,
+    config: {
+      questionsPerStep: config.questionsPerStep,
+      groupSize: config.groupSize,
+      temperature: config.temperature,
+      maxInteractions: config.maxInteractions,
+      maxTokens: config.maxTokens,
+      learningRate: config.learningRate,
+      clip: config.clip,
+      klBeta: config.klBeta,
+    },
+    curve: curveOf(readMetrics(join(config.runDir, "metrics.jsonl"))),
+  };
+}

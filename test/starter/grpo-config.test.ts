@@ -1,0 +1,27 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { starterGrpoConfig } from "../../src/starter/index.js";
+
+describe("starter GRPO settings", () => {
+  it("point the shipped trainer settings at the work folder, the SFT model and the train split", () => {
+    const c = starterGrpoConfig({ workDir: "/w", model: "/w/sft.gguf" });
+    expect(c.model).toBe("/w/sft.gguf");
+    expect(c.runDir).toBe(join("/w", "grpo"));
+    expect(c.data!.dataset).toBe(join("/w", "synth", "train.json"));
+    expect(c.data!.dbRoot).toBe(join("/w", "synth", "databases"));
+    expect(c.reward.preset).toBe("maxtune");
+    expect(c.reward.exploration).toBe(true);
+    expect(c.learner.sharePrefix).toBe(true);
+    expect(c.policy.contextSize).toBe(1024); // the starter model's trained context
+  });
+
+  it("run the ablation in its own folder with the exploration reward off, and pass thread and step limits on", () => {
+    const c = starterGrpoConfig({ workDir: "/w", model: "/w/sft.gguf", exploration: false, threads: 1, steps: 3 });
+    expect(c.runDir).toBe(join("/w", "grpo-no-exploration"));
+    expect(c.reward.exploration).toBe(false);
+    expect(c.steps).toBe(3);
+    expect(c.policy.threads).toBe(1);
+    expect(c.learner.extraArgs).toEqual(["--threads", "1"]);
+    expect(c.description).toMatch(/exploration reward off/);
+  });
+});
