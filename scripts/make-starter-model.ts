@@ -6,7 +6,7 @@
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-lr 8e-4] [--no-grpo] [--card models/MODEL_CARD.md]
- *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json]
+ *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
  * synthetic data → tokenizer → initial GGUF → pre-tokenized SFT records → SFT (PyTorch, one process,
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     "sft-more-minutes": { type: "string", default: "0" },
     "sft-more-lr": { type: "string", default: "8e-4" },
     eval: { type: "string" },
+    notes: { type: "string" },
     steps: { type: "string", default: "0" },
     out: { type: "string", default: "models/reex-starter.gguf" },
     work: { type: "string", default: ".reex/starter" },
@@ -77,7 +78,8 @@ if (values["card-from"]) {
   // rewrite the model card from a finished run's report.json (no training)
   const saved = JSON.parse(readFileSync(String(values["card-from"]), "utf8")) as StarterReport & { command?: string };
   const evalReport = values.eval ? (JSON.parse(readFileSync(String(values.eval), "utf8")) as EvalReportFile) : null;
-  writeFileSync(String(values.card), modelCard(saved, saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1", evalReport));
+  const notes = values.notes ? readFileSync(String(values.notes), "utf8") : null;
+  writeFileSync(String(values.card), modelCard(saved, saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1", evalReport, notes));
   console.log(`wrote ${values.card} from ${values["card-from"]}`);
   process.exit(0);
 }
@@ -112,7 +114,7 @@ const report = await makeStarterModel({
   sftMore: { minutes: num("sft-more-minutes"), lr: num("sft-more-lr") },
   log: (m) => console.log(`${stamp()} ${m}`),
 });
-writeFileSync(String(values.card), modelCard(report, command, null));
+writeFileSync(String(values.card), modelCard(report, command, null, null));
 writeFileSync(`${String(values.work)}/report.json`, JSON.stringify({ command, ...report }, null, 2) + "\n");
 console.log(`${stamp()} wrote ${values.out} (${report.outBytes} bytes), ${values.card}, ${values.work}/report.json in ${report.seconds.toFixed(0)} s`);
 
@@ -136,7 +138,9 @@ interface EvalReportFile {
   }[];
 }
 
-const pct = (x: number): string => (x * 100).toFixed(1);
+function pct(x: number): string {
+  return (x * 100).toFixed(1);
+}
 
 /** The EX table of an eval report and the issue's three targets, checked on its rows. */
 function evalSection(e: EvalReportFile): string[] {
@@ -188,7 +192,7 @@ function curveTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): str
   return lines;
 }
 
-function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | null): string {
+function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | null, notes: string | null): string {
   const s = r.sft;
   const c = r.check;
   const g = r.grpo;
@@ -204,6 +208,7 @@ function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | n
     `domains' style of schema and question; it is a working default that exercises the whole execution-aware loop`,
     `(probes, injected results, final SQL), not a general text-to-SQL model.`,
     ``,
+    ...(notes ? [notes.trimEnd(), ``] : []),
     `## How it was made`,
     ``,
     "```",

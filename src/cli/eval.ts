@@ -3,6 +3,7 @@
  * (one run per strategy) or from a file of predictions, after a self-check that the comparison is
  * sane; writes a JSON record and an HTML report.
  */
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -274,6 +275,7 @@ export async function run(argv: string[]): Promise<number> {
   const config = predictions ? undefined : await readConfig(configFlags, values.config);
   const quiet = values.quiet ?? false;
   const controller = new AbortController();
+  setMaxListeners(0, controller.signal); // every in-flight decode and query listens on it; not a leak
   const onSigint = (): void => controller.abort();
   process.once("SIGINT", onSigint);
   let runtime: EvalRuntime | undefined;

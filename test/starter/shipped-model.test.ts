@@ -1,0 +1,42 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatCheck, preparePrompt, runRollout } from "../../src/agent/index.js";
+import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
+import { ExecutorPool, executeDirect, exBird } from "../../src/sql/index.js";
+import { generateSynth, synthDbPath } from "../../src/synth/index.js";
+
+const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");
+let dir: string;
+let policy: Policy;
+const executor = new ExecutorPool({ workers: 1 });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "reex-shipped-"));
+  // database 48 of the starter build (seed 1): a held-out library database (48 % 7 = 6)
+  generateSynth(dir, { seed: 1, dbs: 49, devEvery: 7, traces: false });
+  policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 1024, sequences: 1, threads: 1 });
+}, 120_000);
+
+afterAll(async () => {
+  await policy?.close();
+  await executor.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
+  it("probes a held-out database for the stored form of a yes/no flag and answers correctly", async () => {
+    const dbPath = synthDbPath(dir, "library_0048");
+    const question = "What is the number of loans that were returned?";
+    const prompt = preparePrompt(dbPath, { family: "execution-aware", question, evidence: "returned refers to loans.returned" });
+    const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 });
+    expect(formatCheck(r.text, "execution-aware").ok).toBe(true);
+    expect(r.probes.length).toBeGreaterThanOrEqual(1);
+    expect(r.finalSql).not.toBeNull();
+    const gold = executeDirect(dbPath, "SELECT COUNT(*) FROM loans WHERE returned = 'yes'");
+    const pred = executeDirect(dbPath, r.finalSql!);
+    if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${r.finalSql}`);
+    expect(exBird(pred.rows, gold.rows)).toBe(true);
+  }, 60_000);
+});
