@@ -216,7 +216,7 @@ function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | n
     "```",
     ``,
     `Seed ${r.seed}; work folder \`${r.workDir}\` (data, tokenizer, init model, tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
-    `Total wall time ${(r.seconds / 60).toFixed(1)} min on 2 CPU cores (PyTorch 1.13 with OpenBLAS; llama.cpp through node-llama-cpp for rollouts).`,
+    `Total wall time ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (PyTorch on CPU for SFT and the learner; llama.cpp through node-llama-cpp for rollouts).`,
     ``,
     `| step | what |`,
     `|---|---|`,

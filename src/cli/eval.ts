@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { ReexError } from "../errors/index.js";
+import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/types.js";
 import type { Config } from "../config/index.js";
 import type { Runtime } from "../runtime/index.js";
@@ -193,7 +194,7 @@ export function readRunSpecs(file: string): RunSpec[] {
     if (labels.has(r.label)) throw new ReexError("BAD_REQUEST", `${file}: label "${r.label}" is used twice`);
     labels.add(r.label);
   }
-  return parsed.data.map((r) => (r.model && !r.model.startsWith("hf:") && !/^https?:/.test(r.model) ? { ...r, model: resolve(dirname(file), r.model) } : r));
+  return parsed.data.map((r) => (r.model && !isModelUri(r.model) ? { ...r, model: resolve(dirname(file), r.model) } : r));
 }
 
 /** The runtime as `reex eval` uses it. */
@@ -319,8 +320,9 @@ export async function run(argv: string[]): Promise<number> {
       for (const spec of runSpecs) {
         const model = spec.model ?? configFlags["policy.model"];
         if (!runtime || model !== loaded) {
-          await runtime?.close();
-          runtime = undefined;
+          const previous = runtime;
+          runtime = undefined; // closed here, so the finally block must not close it again
+          await previous?.close();
           runtime = await openRuntime(await readConfig({ ...configFlags, ...(model ? { "policy.model": model } : {}) }, values.config));
           loaded = model;
         }

@@ -19,6 +19,7 @@ import {
   type LlamaText,
 } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
+import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { GrammarCache } from "./grammar.js";
 import { asTokens, copySequenceState, enableScheduledKvOps, kvCopySupport } from "./internals.js";
@@ -108,10 +109,6 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function isUri(model: string): boolean {
-  return /^(hf:|huggingface:|https?:\/\/)/i.test(model);
-}
-
 async function isFile(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isFile();
@@ -123,7 +120,7 @@ async function isFile(path: string): Promise<boolean> {
 /** Resolves a model path or URI to a local file (downloading if allowed); MODEL_NOT_FOUND otherwise. */
 async function resolveModel(model: string, options: LlamaPolicyOptions): Promise<string> {
   const modelsDir = resolvePath(options.modelsDir ?? "models");
-  if (isUri(model)) {
+  if (isModelUri(model)) {
     try {
       return await resolveModelFile(model, {
         directory: modelsDir,

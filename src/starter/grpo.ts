@@ -29,8 +29,6 @@ export interface StarterGrpoOptions {
   configFile?: string;
   /** Status lines. */
   log?: (line: string) => void;
-  /** Continue a run folder that already holds a run. Default false. */
-  resume?: boolean;
 }
 
 /** What a starter GRPO run did, for the model card. */
@@ -79,7 +77,7 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
   const t0 = Date.now();
   const config = starterGrpoConfig(options);
   const log = options.log ?? (() => undefined);
-  const result = await runTraining(config, { mode: "grpo", resume: options.resume ?? false, progress: null, log });
+  const result = await runTraining(config, { mode: "grpo", progress: null, log });
   return {
     runDir: config.runDir,
     model: result.model,

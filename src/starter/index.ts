@@ -6,7 +6,8 @@
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, mkdir, rename } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { formatCheck, preparePrompt, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
@@ -130,8 +131,8 @@ export interface StarterOptions {
   /** Dev items for the quick check (0 = skip). Default 20. */
   checkItems?: number;
   /** GRPO stage settings; null skips GRPO (the SFT model is shipped). Default: the settings file's. */
-  grpo?: { steps?: number; threads?: number; resume?: boolean } | null;
-  /** Also run GRPO without the exploration reward, concurrently (threads split). Default false. */
+  grpo?: { steps?: number; threads?: number } | null;
+  /** Also run GRPO without the exploration reward, concurrently (the cores split between the two runs). Default false. */
   ablation?: boolean;
   /** Continue SFT from `<work>/sft.gguf` for this long (fresh optimizer, its own warmup and cosine), before GRPO. Default none. */
   sftMore?: { minutes: number; lr?: number };
@@ -166,6 +167,8 @@ export interface StarterReport {
   check: QuickCheck | null;
   loads: boolean;
   seconds: number;
+  /** CPU cores of the machine that ran it (absent in reports written before it was recorded). */
+  cpus?: number;
 }
 
 /** Runs the whole pipeline. */
@@ -215,13 +218,9 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
       log: join(work, "sft_more_loss.jsonl"),
       checkpointDir: join(work, "checkpoints-more"),
       outType: "f16",
-      onEvent: (ev) => {
-        if (ev.event === "step") log(`      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s epochs ${ev.epochs_done} ${ev.elapsed_s}s`);
-        if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
-      },
-      onStderr: (line) => log(`      [learner] ${line}`),
+      ...sftProgress(options, log),
     });
-    await copyFile(tmp, sftModel);
+    await rename(tmp, sftModel);
     log(`      done: ${sftMore.steps} more steps, loss → ${sftMore.last_loss}, eval ${sftMore.eval_loss?.toFixed(4)}`);
   }
 
@@ -233,9 +232,9 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   } else {
     const g = options.grpo ?? {};
     const runs = options.ablation ? 2 : 1;
-    const threads = g.threads ?? Math.max(1, Math.floor(2 / runs));
+    const threads = g.threads ?? Math.max(1, Math.floor(availableParallelism() / runs));
     log(`[6/7] GRPO from ${sftModel}${options.ablation ? " (and the no-exploration-reward ablation beside it)" : ""}, ${threads} thread(s) each`);
-    const common = { workDir: work, model: sftModel, threads, resume: g.resume ?? false, ...(g.steps !== undefined ? { steps: g.steps } : {}) };
+    const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}) };
     const [main, abl] = await Promise.all([
       runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
       options.ablation ? runStarterGrpo({ ...common, exploration: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
@@ -273,6 +272,20 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     check,
     loads,
     seconds: (Date.now() - t0) / 1000,
+    cpus: availableParallelism(),
+  };
+}
+
+/** The progress callbacks of an SFT run: events to `options.onEvent`, readable lines to `log`. */
+function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<SftOptions, "onEvent" | "onStderr"> {
+  return {
+    onEvent: (ev) => {
+      options.onEvent?.(ev);
+      if (ev.event === "start") log(`      ${JSON.stringify(ev)}`);
+      if (ev.event === "step") log(`      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s (${ev.unpacked_tokens_per_s} unpacked) epochs ${ev.epochs_done} ${ev.elapsed_s}s`);
+      if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
+    },
+    onStderr: (line) => log(`      [learner] ${line}`),
   };
 }
 
@@ -309,13 +322,7 @@ async function sftStages(options: StarterOptions, work: string, synthDir: string
     data: tokPath,
     out: sftModel,
     ...sftOptions,
-    onEvent: (ev) => {
-      options.onEvent?.(ev);
-      if (ev.event === "start") log(`      ${JSON.stringify(ev)}`);
-      if (ev.event === "step") log(`      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s (${ev.unpacked_tokens_per_s} unpacked) epochs ${ev.epochs_done} ${ev.elapsed_s}s`);
-      if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
-    },
-    onStderr: (line) => log(`      [learner] ${line}`),
+    ...sftProgress(options, log),
   });
   log(`      done: ${sft.steps} steps, loss ${sft.first_loss?.toFixed(3)} → ${sft.last_loss}, eval ${sft.eval_loss?.toFixed(4)}`);
   const { onEvent: _e, ...sftRecord } = sftOptions as Record<string, unknown>;

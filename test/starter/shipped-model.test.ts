@@ -12,20 +12,20 @@ let dir: string;
 let policy: Policy;
 const executor = new ExecutorPool({ workers: 1 });
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "reex-shipped-"));
-  // database 48 of the starter build (seed 1): a held-out library database (48 % 7 = 6)
-  generateSynth(dir, { seed: 1, dbs: 49, devEvery: 7, traces: false });
-  policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 1024, sequences: 1, threads: 1 });
-}, 120_000);
-
-afterAll(async () => {
-  await policy?.close();
-  await executor.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
 describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "reex-shipped-"));
+    // database 48 of the starter build (seed 1): a held-out library database (48 % 7 = 6)
+    generateSynth(dir, { seed: 1, dbs: 49, devEvery: 7, traces: false });
+    policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 1024, sequences: 1, threads: 1 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await policy?.close();
+    await executor.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("probes a held-out database for the stored form of a yes/no flag and answers correctly", async () => {
     const dbPath = synthDbPath(dir, "library_0048");
     const question = "What is the number of loans that were returned?";

@@ -211,10 +211,15 @@ def sequence_logprobs(
     """(B, L-1) log-probs of the targets under ``model`` (and the mean-ready entropy if asked)."""
     with autocast_context(batch.input_ids.device, compute_dtype):
         logits = model(batch.input_ids)[:, :-1, :]
+    return target_logprobs(logits, batch.targets, temperature, with_entropy)
+
+
+def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0, with_entropy: bool = False):
+    """Log-probs of ``targets`` under ``logits`` / temperature (and the entropy per position if asked)."""
     if temperature != 1.0:
         logits = logits / temperature
     lp_all = torch.log_softmax(logits.float(), dim=-1)
-    lp = lp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
+    lp = lp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     if not with_entropy:
         return lp, None
     with torch.no_grad():
@@ -317,15 +322,7 @@ def packed_logprobs(
 
     with autocast_context(b.ids.device, compute_dtype):
         logits = packed_forward(model, b.ids, b.pos, b.seg)
-    if temperature != 1.0:
-        logits = logits / temperature
-    lp_all = torch.log_softmax(logits.float(), dim=-1)
-    lp = lp_all.gather(-1, b.targets.unsqueeze(-1)).squeeze(-1)
-    if not with_entropy:
-        return lp, None
-    with torch.no_grad():
-        ent = -(lp_all.exp() * lp_all).sum(-1)
-    return lp, ent
+    return target_logprobs(logits, b.targets, temperature, with_entropy)
 
 
 # ------------------------------------------------------------------------------------------------
