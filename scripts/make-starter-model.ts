@@ -13,6 +13,10 @@
  * time and/or step budget) → GRPO through the trainer (`reex train grpo` settings of
  * examples/training/starter-grpo.json; with --ablation also without the exploration reward, beside it)
  * → GGUF → quick greedy check on held-out items → model card. Progress on stdout.
+ *
+ * --reuse-sft continues from the work folder's sft.gguf; --sft-more-minutes adds an SFT stage on this
+ * invocation's data (re-tokenized, so --dbs may grow: database i depends only on the seed and i).
+ * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -76,10 +80,10 @@ const stamp = (): string => new Date().toISOString().slice(11, 19);
 
 if (values["card-from"]) {
   // rewrite the model card from a finished run's report.json (no training)
-  const saved = JSON.parse(readFileSync(String(values["card-from"]), "utf8")) as StarterReport & { command?: string };
+  const saved = JSON.parse(readFileSync(String(values["card-from"]), "utf8")) as SavedReport;
   const evalReport = values.eval ? (JSON.parse(readFileSync(String(values.eval), "utf8")) as EvalReportFile) : null;
   const notes = values.notes ? readFileSync(String(values.notes), "utf8") : null;
-  writeFileSync(String(values.card), modelCard(saved, saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1", evalReport, notes));
+  writeFileSync(String(values.card), modelCard({ ...saved, commands: saved.commands ?? [saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1"] }, evalReport, notes));
   console.log(`wrote ${values.card} from ${values["card-from"]}`);
   process.exit(0);
 }
@@ -112,12 +116,15 @@ const report = await makeStarterModel({
   ablation: values.ablation ?? false,
   reuseSft: values["reuse-sft"] ?? false,
   sftMore: { minutes: num("sft-more-minutes"), lr: num("sft-more-lr") },
+  command,
   log: (m) => console.log(`${stamp()} ${m}`),
 });
-writeFileSync(String(values.card), modelCard(report, command, null, null));
-writeFileSync(`${String(values.work)}/report.json`, JSON.stringify({ command, ...report }, null, 2) + "\n");
+writeFileSync(String(values.card), modelCard(report, null, null));
 console.log(`${stamp()} wrote ${values.out} (${report.outBytes} bytes), ${values.card}, ${values.work}/report.json in ${report.seconds.toFixed(0)} s`);
 
+
+/** A work folder's report.json (reports written before `commands` existed have one `command`). */
+type SavedReport = Omit<StarterReport, "commands"> & { command?: string; commands?: string[] };
 
 /** The parts of a `reex eval` report.json the card reads. */
 interface EvalReportFile {
@@ -192,7 +199,7 @@ function curveTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): str
   return lines;
 }
 
-function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | null, notes: string | null): string {
+function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: string | null): string {
   const s = r.sft;
   const c = r.check;
   const g = r.grpo;
@@ -211,8 +218,10 @@ function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | n
     ...(notes ? [notes.trimEnd(), ``] : []),
     `## How it was made`,
     ``,
+    r.commands.length > 1 ? `In ${r.commands.length} invocations on one work folder, each continuing from the SFT model the one before left:` : `One command:`,
+    ``,
     "```",
-    cmd,
+    ...r.commands,
     "```",
     ``,
     `Seed ${r.seed}; work folder \`${r.workDir}\` (data, tokenizer, init model, tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
@@ -220,11 +229,11 @@ function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | n
     ``,
     `| step | what |`,
     `|---|---|`,
-    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item) |`,
+    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
     `| tokenizer | byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
     `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
-    `| SFT | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(r.sftOptions.lr)} warmup ${String(r.sftOptions.warmup)} then cosine to 10%, ${String(r.sftOptions.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(r.sftOptions.packTokens)} tokens), family weights ${JSON.stringify(r.sftOptions.familyWeights)} (share of the questions each family's record is trained on per epoch) |`,
+    `| SFT${r.sftMore.length ? " stage 1" : ""} | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(r.sftOptions.lr)} warmup ${String(r.sftOptions.warmup)} then cosine to 10%, ${String(r.sftOptions.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(r.sftOptions.packTokens)} tokens), family weights ${JSON.stringify(r.sftOptions.familyWeights)} (share of the questions each family's record is trained on per epoch) |`,
     g
       ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
@@ -240,11 +249,10 @@ function modelCard(r: StarterReport, cmd: string, evalReport: EvalReportFile | n
     `| throughput | ${s.tokens_per_s} packed tokens/s (${s.unpacked_tokens_per_s} tokens/s counted unpacked) |`,
     `| train loss (per loss token) | ${s.first_loss?.toFixed(3)} at step 1 → ${s.last_loss} at the end |`,
     `| held-out loss | ${s.eval_loss?.toFixed(4)} (evals: ${evals}) |`,
-    ...(r.sftMore
-      ? [
-          `| more SFT (second stage from the first one's weights, fresh AdamW, warmup then cosine) | ${r.sftMore.steps} steps, ${r.sftMore.epochs_done} epochs, ${(r.sftMore.train_s / 60).toFixed(1)} min; train loss → ${r.sftMore.last_loss}; held-out loss ${r.sftMore.eval_loss?.toFixed(4)} |`,
-        ]
-      : []),
+    ...r.sftMore.map(
+      (m, k) =>
+        `| SFT stage ${k + 2} (from stage ${k + 1}'s weights, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+    ),
     ``,
   ];
   if (g) {

@@ -134,16 +134,36 @@ export interface StarterOptions {
   grpo?: { steps?: number; threads?: number } | null;
   /** Also run GRPO without the exploration reward, concurrently (the cores split between the two runs). Default false. */
   ablation?: boolean;
-  /** Continue SFT from `<work>/sft.gguf` for this long (fresh optimizer, its own warmup and cosine), before GRPO. Default none. */
-  sftMore?: { minutes: number; lr?: number };
+  /**
+   * Continue SFT from `<work>/sft.gguf` for this long (fresh optimizer, its own warmup and cosine), before GRPO, on this
+   * run's synthetic data (re-tokenized, so `dbs` may grow between stages). Default none; lr default 8e-4.
+   */
+  sftMore?: { minutes: number; steps?: number; lr?: number };
   /** Reuse `<work>/sft.gguf` and the SFT record of `<work>/report.json` when both exist. Default false. */
   reuseSft?: boolean;
+  /** The command line that ran this, appended to the report's `commands`. Default none. */
+  command?: string;
   log?: (message: string) => void;
   onEvent?: (event: SftEvent) => void;
 }
 
-/** What the pipeline did, for the model card. */
+/** One continued-SFT stage: its budget, the data it was given and what it reached. */
+export interface SftMoreStage extends SftSummary {
+  minutes: number;
+  lr: number;
+  /** Databases 0 … dbs-1 of the seed made its records. */
+  dbs: number;
+  /** The records it was given, as pre-tokenized. */
+  data: TokenStats;
+}
+
+/** The pipeline's record in its work folder, read back by `reuseSft`. */
+export const REPORT_FILE = "report.json";
+
+/** What the pipeline did, for the model card; also written to `<work>/report.json`. */
 export interface StarterReport {
+  /** The commands that made the work folder's model, oldest first (a reused SFT model's commands carried over). */
+  commands: string[];
   seed: number;
   workDir: string;
   out: string;
@@ -156,8 +176,10 @@ export interface StarterReport {
   tokens: TokenStats;
   sft: SftSummary;
   sftOptions: Record<string, unknown>;
-  /** The second SFT stage (`sftMore`), null when not run. */
-  sftMore: SftSummary | null;
+  /** The databases the first SFT stage's records came from (databases 0 … sftDbs-1 of the seed). */
+  sftDbs: number;
+  /** The continued-SFT stages (`sftMore`) in order, those of a reused SFT model first; empty when none ran. */
+  sftMore: SftMoreStage[];
   /** The SFT model (`<work>/sft.gguf`), the start of GRPO. */
   sftModel: string;
   /** The GRPO run whose model is shipped (null when skipped). */
@@ -194,34 +216,45 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items`);
 
   let sftPart: SftPart;
-  const previous = join(work, "report.json");
+  const previous = join(work, REPORT_FILE);
+  let commands: string[] = [];
   if (options.reuseSft && existsSync(sftModel) && existsSync(previous)) {
-    sftPart = pickSftPart(JSON.parse(readFileSync(previous, "utf8")) as StarterReport);
+    const saved = JSON.parse(readFileSync(previous, "utf8")) as StarterReport & { command?: string };
+    sftPart = pickSftPart(saved);
+    commands = saved.commands ?? (saved.command ? [saved.command] : []);
     log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${previous}`);
   } else {
     sftPart = await sftStages(options, work, synthDir, sftModel, log);
   }
 
-  let sftMore: SftSummary | null = null;
-  if (options.sftMore && options.sftMore.minutes > 0) {
+  const sftMore = [...sftPart.sftMore];
+  if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
     const more = options.sftMore;
+    const lr = more.lr ?? 8e-4;
     const tmp = `${sftModel}.more.gguf`;
-    log(`[5+/7] more SFT from ${sftModel}: ${more.minutes} min, lr ${more.lr ?? 8e-4} (fresh AdamW, warmup then cosine)`);
-    sftMore = await runSft({
+    const stage = sftMore.length + 2;
+    log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
+    const tokPath = join(work, "sft_more_tokens.jsonl");
+    const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress: (n) => {
+        if (n % 10000 === 0) log(`      ${n} records`);
+      } });
+    log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+    const summary = await runSft({
       ...(sftPart.sftOptions as Omit<SftOptions, "model" | "data" | "out">),
       model: sftModel,
-      data: join(work, "sft_tokens.jsonl"),
+      data: tokPath,
       out: tmp,
       minutes: more.minutes,
-      steps: 0,
-      lr: more.lr ?? 8e-4,
-      log: join(work, "sft_more_loss.jsonl"),
-      checkpointDir: join(work, "checkpoints-more"),
+      steps: more.steps ?? 0,
+      lr,
+      log: join(work, `sft_stage${stage}_loss.jsonl`),
+      checkpointDir: join(work, `checkpoints-stage${stage}`),
       outType: "f16",
       ...sftProgress(options, log),
     });
     await rename(tmp, sftModel);
-    log(`      done: ${sftMore.steps} more steps, loss → ${sftMore.last_loss}, eval ${sftMore.eval_loss?.toFixed(4)}`);
+    sftMore.push({ ...summary, minutes: more.minutes, lr, dbs: synth.manifest.dbs, data: tokens });
+    log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
   }
 
   let grpo: StarterGrpoSummary | null = null;
@@ -258,7 +291,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   } catch (err) {
     log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return {
+  const report: StarterReport = {
+    commands: options.command ? [...commands, options.command] : commands,
     seed,
     workDir: work,
     out,
@@ -274,6 +308,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     seconds: (Date.now() - t0) / 1000,
     cpus: availableParallelism(),
   };
+  await writeFileAtomic(previous, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
+  return report;
 }
 
 /** The progress callbacks of an SFT run: events to `options.onEvent`, readable lines to `log`. */
@@ -289,10 +325,10 @@ function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<Sf
   };
 }
 
-type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions">;
+type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions" | "sftDbs" | "sftMore">;
 
 function pickSftPart(r: StarterReport): SftPart {
-  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions };
+  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions, sftDbs: r.sftDbs ?? r.synth.manifest.dbs, sftMore: r.sftMore ?? [] };
 }
 
 /** Stages 2–5: tokenizer, initial model, pre-tokenized records, SFT into `sftModel`. */
@@ -326,5 +362,5 @@ async function sftStages(options: StarterOptions, work: string, synthDir: string
   });
   log(`      done: ${sft.steps} steps, loss ${sft.first_loss?.toFixed(3)} → ${sft.last_loss}, eval ${sft.eval_loss?.toFixed(4)}`);
   const { onEvent: _e, ...sftRecord } = sftOptions as Record<string, unknown>;
-  return { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sft, sftOptions: sftRecord };
+  return { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sft, sftOptions: sftRecord, sftDbs: options.dbs ?? 300, sftMore: [] };
 }
