@@ -11,6 +11,11 @@
  * written after that is not executed: the server answers it with {@link LIMIT_FEEDBACK} and opens
  * `<final_sql>` itself, so the model must write its answer next (the opening tag is injected,
  * marked 0 in the record, and counts for the format check as the model's).
+ *
+ * Token reserve (`finalReserve`): the last N tokens of the budget are kept for the answer. A segment
+ * that reaches the reserve without a final SQL is closed by the server (the open tag's closing tag,
+ * then `<final_sql>`, both injected) and the model writes its answer within the reserve; a final SQL
+ * the model had already opened just goes on. Off by default (training measures truncation as is).
  */
 import { ReexError, toReexError } from "../errors/index.js";
 import type { EventSink } from "../events/index.js";
@@ -37,6 +42,8 @@ export interface RolloutOptions {
   maxInteractions?: number;
   /** Sampled tokens over the whole rollout (across generate calls and forks) at most. Default 1024. */
   maxTokens?: number;
+  /** Tokens of `maxTokens` kept for a server-opened `<final_sql>` (see the module doc); at most half the budget is kept. Default 0 (off). */
+  finalReserve?: number;
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -91,7 +98,7 @@ export interface RolloutState {
   interactions: number;
   /** Tokens sampled so far, counted against `maxTokens`. */
   generatedTokens: number;
-  /** The server has opened `<final_sql>` after the interaction limit. */
+  /** The server has opened `<final_sql>` (interaction limit or token reserve), or the reserve let an open one go on. */
   forcedFinal: boolean;
   done: boolean;
   stopReason: RolloutStopReason | null;
@@ -181,8 +188,11 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const sink = guarded(options.sink);
   if (state.done) return { kind: "done", stopReason: state.stopReason ?? "end" };
   if (options.signal?.aborted) return end(state, "aborted");
-  const remaining = (options.maxTokens ?? 1024) - state.generatedTokens;
+  const maxTokens = options.maxTokens ?? 1024;
+  const remaining = maxTokens - state.generatedTokens;
   if (remaining <= 0) return end(state, "maxTokens");
+  const reserve = state.forcedFinal ? 0 : Math.min(Math.max(0, Math.floor(options.finalReserve ?? 0)), Math.floor(maxTokens / 2));
+  if (reserve > 0 && remaining <= reserve) return forceFinal(trajectory, state, options, path);
   const probing = (options.family ?? "execution-aware") === "execution-aware" && !state.forcedFinal;
   const grammars = options.grammar;
   const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
@@ -191,7 +201,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   try {
     generated = await trajectory.generate({
       stop: probing ? [PROBE_CLOSE, FINAL_CLOSE] : [FINAL_CLOSE],
-      maxTokens: remaining,
+      maxTokens: remaining - reserve,
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.topP !== undefined ? { topP: options.topP } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
@@ -210,8 +220,31 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const finalClosed = blocks.some((b) => b.kind === "final_sql" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(FINAL_CLOSE));
   if (finalClosed) return end(state, "final");
   const probe = probing ? closingProbe(blocks, generated.stop === PROBE_CLOSE) : undefined;
+  if (!probe && generated.stopReason === "maxTokens" && reserve > 0) return forceFinal(trajectory, state, options, path);
   if (!probe) return end(state, generated.stopReason === "maxTokens" ? "maxTokens" : "end");
   return answerProbe(trajectory, state, options, unwrapSql(probe.content), path);
+}
+
+/**
+ * Spends the token reserve on the answer: closes the open segment and opens `<final_sql>` (injected
+ * text), or lets a final SQL the model opened itself go on, then generates within the reserve.
+ */
+async function forceFinal(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, path: string): Promise<StepOutcome> {
+  const open = segments(state.text).at(-1);
+  const ownFinal = open !== undefined && !open.closed && open.kind === "final_sql";
+  // a grammar cannot resume inside the model's own unfinished final SQL: end as the budget would have
+  if (ownFinal && options.grammar) return end(state, "maxTokens");
+  const injected = ownFinal ? "" : `${open && !open.closed && open.kind !== "text" ? `</${open.kind}>` : ""}\n${FINAL_OPEN}`;
+  if (injected) {
+    try {
+      await trajectory.append(injected);
+    } catch (error) {
+      return fail(state, error, guarded(options.sink), path);
+    }
+    state.text += injected;
+  }
+  state.forcedFinal = true;
+  return rolloutStep(trajectory, state, options);
 }
 
 /**

@@ -148,7 +148,7 @@ export async function run(argv: string[]): Promise<number> {
         else if (answer.result) out(`${answer.result.error.code} (${answer.result.error.category}): ${answer.result.error.message}\n`);
       }
       if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
-      out(`tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${answer.timings.totalMs} ms\n`);
+      out(`tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`);
     }
     return answer.sql !== null && answer.result?.ok ? 0 : 1;
   } finally {

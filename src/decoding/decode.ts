@@ -35,6 +35,8 @@ export interface DecoderDefaults {
   feedback: FeedbackMode;
   /** Rows shown per probe result. Default 3. */
   feedbackRows: number;
+  /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
+  finalReserve: number;
   /** Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -57,6 +59,7 @@ export const DEFAULT_DECODER_DEFAULTS: Readonly<DecoderDefaults> = {
   maxTokens: 1024,
   feedback: "full",
   feedbackRows: 3,
+  finalReserve: 0,
   promptFamily: "execution-aware",
   finalTimeoutMs: 10_000,
   maxCandidates: 32,
@@ -75,6 +78,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
     feedbackRows: config.agent.feedbackRows,
+    finalReserve: config.agent.finalReserve,
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -197,6 +201,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           maxTokens: req.maxTokens ?? defaults.maxTokens,
           feedback: req.feedback ?? defaults.feedback,
           feedbackRows: defaults.feedbackRows,
+          finalReserve: defaults.finalReserve,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
           ...(grammar ? { grammar } : {}),
         },

@@ -198,6 +198,37 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
     expect(result.interactions).toBe(1);
   });
 
+  it("with a token reserve closes an endless think and makes the model answer inside the reserve", async () => {
+    const responder: Responder = (response) => (response.endsWith("<final_sql>") ? "SELECT COUNT(*) FROM singer</final_sql>" : `<think>${"x".repeat(500)}`);
+    const { result, policy } = await run(responder, { maxTokens: 120, finalReserve: 40 });
+    expect(policy.generateCalls.map((c) => c.maxTokens)).toEqual([80, 40]);
+    expect(result.text).toContain(`${"x".repeat(73)}</think>\n<final_sql>SELECT COUNT(*) FROM singer</final_sql>`);
+    expect(result.finalSql).toBe("SELECT COUNT(*) FROM singer");
+    expect(result.stopReason).toBe("final");
+    expect(result.truncated).toBe(false);
+    // the closing tag and the opened final are injected: unsampled
+    const sampled = result.record.sampled.filter((x) => x === 1).length;
+    expect(sampled).toBe(80 + "SELECT COUNT(*) FROM singer</final_sql>".length);
+    expect(formatCheck(result.text, "execution-aware").ok).toBe(true);
+  });
+
+  it("with a token reserve lets a final SQL the model already opened go on", async () => {
+    const script = `<think>${"y".repeat(40)}</think><final_sql>SELECT name FROM singer WHERE country = 'France'</final_sql>`;
+    const responder: Responder = (response) => (script.startsWith(response) ? script.slice(response.length) : "");
+    const { result, policy } = await run(responder, { maxTokens: 160, finalReserve: 80 });
+    expect(policy.generateCalls.map((c) => c.maxTokens)).toEqual([80, 80]);
+    expect(result.text).toBe(script);
+    expect(result.finalSql).toBe("SELECT name FROM singer WHERE country = 'France'");
+  });
+
+  it("with a token reserve still reports truncation when the answer outruns it", async () => {
+    const responder: Responder = (response) => (response.endsWith("<final_sql>") ? "SELECT " + "1 + ".repeat(50) : `<think>${"x".repeat(500)}`);
+    const { result } = await run(responder, { maxTokens: 100, finalReserve: 20 });
+    expect(result.stopReason).toBe("maxTokens");
+    expect(result.truncated).toBe(true);
+    expect(result.finalSql).toBeNull();
+  });
+
   it("does not execute a probe cut off by the budget", async () => {
     const { result, executor } = await run(probeThenFinal, { maxTokens: 60 });
     expect(executor.calls).toEqual([]);
