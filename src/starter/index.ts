@@ -216,13 +216,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items`);
 
   let sftPart: SftPart;
-  const previous = join(work, REPORT_FILE);
+  const reportPath = join(work, REPORT_FILE);
   let commands: string[] = [];
-  if (options.reuseSft && existsSync(sftModel) && existsSync(previous)) {
-    const saved = JSON.parse(readFileSync(previous, "utf8")) as StarterReport & { command?: string };
+  if (options.reuseSft && existsSync(sftModel) && existsSync(reportPath)) {
+    const saved = JSON.parse(readFileSync(reportPath, "utf8")) as StarterReport & { command?: string };
     sftPart = pickSftPart(saved);
     commands = saved.commands ?? (saved.command ? [saved.command] : []);
-    log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${previous}`);
+    log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${reportPath}`);
   } else {
     sftPart = await sftStages(options, work, synthDir, sftModel, log);
   }
@@ -235,9 +235,10 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     const stage = sftMore.length + 2;
     log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
     const tokPath = join(work, "sft_more_tokens.jsonl");
-    const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress: (n) => {
-        if (n % 10000 === 0) log(`      ${n} records`);
-      } });
+    const onProgress = (n: number): void => {
+      if (n % 10000 === 0) log(`      ${n} records`);
+    };
+    const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
     log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
     const summary = await runSft({
       ...(sftPart.sftOptions as Omit<SftOptions, "model" | "data" | "out">),
@@ -308,7 +309,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     seconds: (Date.now() - t0) / 1000,
     cpus: availableParallelism(),
   };
-  await writeFileAtomic(previous, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
+  await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
   return report;
 }
 
