@@ -5,7 +5,8 @@
  *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--check 20]
- *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-lr 8e-4] [--no-grpo] [--card models/MODEL_CARD.md]
+ *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N]
+ *       [--sft-device cpu|cuda|auto] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo] [--card models/MODEL_CARD.md]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
@@ -16,6 +17,9 @@
  *
  * --reuse-sft continues from the work folder's sft.gguf; --sft-more-minutes adds an SFT stage on this
  * invocation's data (re-tokenized, so --dbs may grow: database i depends only on the seed and i).
+ * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
+ * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`)
+ * and goes on from it as --reuse-sft does.
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -33,6 +37,11 @@ const { values } = parseArgs({
     "reuse-sft": { type: "boolean", default: false },
     "sft-more-minutes": { type: "string", default: "0" },
     "sft-more-lr": { type: "string", default: "8e-4" },
+    "sft-more-steps": { type: "string", default: "0" },
+    "sft-more-batch-tokens": { type: "string" },
+    "sft-device": { type: "string", default: "cpu" },
+    "import-sft": { type: "string" },
+    "import-sft-log": { type: "string" },
     eval: { type: "string" },
     notes: { type: "string" },
     steps: { type: "string", default: "0" },
@@ -88,6 +97,11 @@ if (values["card-from"]) {
   process.exit(0);
 }
 
+if (Boolean(values["import-sft"]) !== Boolean(values["import-sft-log"])) {
+  console.error("--import-sft and --import-sft-log go together: the trained GGUF and the trainer's --log file");
+  process.exit(2);
+}
+
 const report = await makeStarterModel({
   seed: num("seed"),
   workDir: String(values.work),
@@ -109,13 +123,21 @@ const report = await makeStarterModel({
     saveEvery: num("save-every"),
     seed: num("seed"),
     threads: num("threads"),
+    device: String(values["sft-device"]),
     logEvery: 10,
   },
   checkItems: num("check"),
   grpo: values["no-grpo"] ? null : { ...(values["grpo-steps"] ? { steps: num("grpo-steps") } : {}), ...(values["grpo-threads"] ? { threads: num("grpo-threads") } : {}) },
   ablation: values.ablation ?? false,
   reuseSft: values["reuse-sft"] ?? false,
-  sftMore: { minutes: num("sft-more-minutes"), lr: num("sft-more-lr") },
+  ...(values["import-sft"] ? { importSft: { model: String(values["import-sft"]), log: String(values["import-sft-log"] ?? "") } } : {}),
+  sftMore: {
+    minutes: num("sft-more-minutes"),
+    steps: num("sft-more-steps"),
+    lr: num("sft-more-lr"),
+    device: String(values["sft-device"]),
+    ...(values["sft-more-batch-tokens"] ? { batchTokens: num("sft-more-batch-tokens") } : {}),
+  },
   command,
   log: (m) => console.log(`${stamp()} ${m}`),
 });

@@ -136,11 +136,18 @@ export interface StarterOptions {
   ablation?: boolean;
   /**
    * Continue SFT from `<work>/sft.gguf` for this long (fresh optimizer, its own warmup and cosine), before GRPO, on this
-   * run's synthetic data (re-tokenized, so `dbs` may grow between stages). Default none; lr default 8e-4.
+   * run's synthetic data (re-tokenized, so `dbs` may grow between stages). Default none; lr default 8e-4; batchTokens and
+   * device default to the first stage's.
    */
-  sftMore?: { minutes: number; steps?: number; lr?: number };
+  sftMore?: { minutes: number; steps?: number; lr?: number; batchTokens?: number; device?: string };
   /** Reuse `<work>/sft.gguf` and the SFT record of `<work>/report.json` when both exist. Default false. */
   reuseSft?: boolean;
+  /**
+   * An SFT stage run elsewhere (e.g. `reex_learner.sft_train --device cuda` on a GPU machine without Node) on the work
+   * folder's `sft_tokens.jsonl`: its GGUF replaces `<work>/sft.gguf` and its `--log` file's start and done lines become
+   * a stage of the report, with its command. Needs the work folder's report.json. Default none.
+   */
+  importSft?: { model: string; log: string };
   /** The command line that ran this, appended to the report's `commands`. Default none. */
   command?: string;
   log?: (message: string) => void;
@@ -201,6 +208,9 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   const work = options.workDir ?? ".reex/starter";
   const out = options.out ?? "models/reex-starter.gguf";
   const sftModel = join(work, "sft.gguf");
+  if (options.importSft && !existsSync(join(work, REPORT_FILE))) {
+    throw new Error(`importing an SFT stage needs ${join(work, REPORT_FILE)} (run the pipeline on this work folder first)`);
+  }
   await mkdir(work, { recursive: true });
 
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
@@ -218,7 +228,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   let sftPart: SftPart;
   const reportPath = join(work, REPORT_FILE);
   let commands: string[] = [];
-  if (options.reuseSft && existsSync(sftModel) && existsSync(reportPath)) {
+  if ((options.reuseSft || options.importSft) && existsSync(sftModel) && existsSync(reportPath)) {
     const saved = JSON.parse(readFileSync(reportPath, "utf8")) as StarterReport & { command?: string };
     sftPart = pickSftPart(saved);
     commands = saved.commands ?? (saved.command ? [saved.command] : []);
@@ -228,6 +238,15 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   }
 
   const sftMore = [...sftPart.sftMore];
+  if (options.importSft) {
+    const stage = importedStage(options.importSft.log, sftPart.tokens, synth.manifest.dbs);
+    const tmp = `${sftModel}.import.gguf`;
+    await copyFile(options.importSft.model, tmp);
+    await rename(tmp, sftModel);
+    sftMore.push(stage.stage);
+    commands = [...commands, stage.command];
+    log(`[5+/7] imported SFT stage ${sftMore.length + 1} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
+  }
   if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
     const more = options.sftMore;
     const lr = more.lr ?? 8e-4;
@@ -248,6 +267,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
       minutes: more.minutes,
       steps: more.steps ?? 0,
       lr,
+      ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
+      ...(more.device ? { device: more.device } : {}),
       log: join(work, `sft_stage${stage}_loss.jsonl`),
       checkpointDir: join(work, `checkpoints-stage${stage}`),
       outType: "f16",
@@ -323,6 +344,23 @@ function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<Sf
       if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
     },
     onStderr: (line) => log(`      [learner] ${line}`),
+  };
+}
+
+/** An SFT stage from a trainer's `--log` file: the stage record and the command that ran it. */
+export function importedStage(logPath: string, tokens: TokenStats, dbs: number): { stage: SftMoreStage; command: string } {
+  const events = readFileSync(logPath, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as SftEvent);
+  const start = events.findLast((e) => e.event === "start");
+  const done = events.findLast((e) => e.event === "done") as (SftEvent & SftSummary) | undefined;
+  if (!start || !done) throw new Error(`${logPath}: no start and done lines of reex_learner.sft_train (did the run finish?)`);
+  if (start.records !== tokens.records) {
+    throw new Error(`${logPath}: trained on ${String(start.records)} records; this work folder's sft_tokens.jsonl has ${tokens.records} (import a stage trained on it)`);
+  }
+  const { event: _e, ...summary } = done;
+  const argv = Array.isArray(start.argv) ? (start.argv as string[]) : [];
+  return {
+    stage: { ...summary, minutes: Number(start.minutes ?? 0), lr: Number(start.lr ?? 0), dbs, data: tokens },
+    command: `python3 -m reex_learner.sft_train ${argv.join(" ")}`.trim(),
   };
 }
 

@@ -34,6 +34,8 @@ export interface SftOptions {
   outType?: "keep" | "f32" | "f16";
   optimizerState?: string;
   threads?: number;
+  /** Where PyTorch trains: "cpu", "cuda[:N]" or "auto" (CUDA when PyTorch sees a GPU). Default "cpu". */
+  device?: string;
   seed?: number;
   /** Python with torch. Default "/usr/bin/python3". */
   python?: string;
@@ -66,6 +68,8 @@ export interface SftSummary {
   eval_loss: number | null;
   evals: { step: number; eval_loss: number }[];
   parameters: number;
+  /** Where it trained (absent in summaries written before the trainer had a device option). */
+  device?: string;
 }
 
 /** The trainer's argument list for `options`. */
@@ -94,6 +98,7 @@ export function sftArgs(o: SftOptions): string[] {
   if (o.outType) a.push("--out-type", o.outType);
   if (o.optimizerState) a.push("--optimizer-state", o.optimizerState);
   num("--threads", o.threads);
+  if (o.device) a.push("--device", o.device);
   num("--seed", o.seed);
   return a;
 }

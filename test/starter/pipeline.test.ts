@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeStarterModel, REPORT_FILE, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
+import { makeStarterModel, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
 import { STARTER_OUT } from "./fixtures.js";
 
 const hasTorch = ((): boolean => {
@@ -55,5 +55,36 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     const saved = JSON.parse(readFileSync(join(work, REPORT_FILE), "utf8")) as StarterReport;
     expect(saved.commands).toEqual(["first", "second", "third"]);
     expect(saved.sftMore).toHaveLength(2);
+  }, 300_000);
+
+  it("imports an SFT stage trained outside the pipeline on its records, with the trainer's command", async () => {
+    const dir = join(STARTER_OUT, "pipeline-import");
+    rmSync(dir, { recursive: true, force: true });
+    const opts = { ...base, workDir: dir, out: join(dir, "shipped.gguf"), dbs: 2 };
+    await expect(makeStarterModel({ ...opts, importSft: { model: "x.gguf", log: "x.jsonl" } })).rejects.toThrow(/report\.json/);
+    expect(existsSync(dir)).toBe(false);
+    await makeStarterModel({ ...opts, command: "first" });
+    // what a GPU machine without Node runs: the trainer alone, on the work folder's records
+    const log = join(dir, "elsewhere.jsonl");
+    await runSft({ model: join(dir, "sft.gguf"), data: join(dir, "sft_tokens.jsonl"), out: join(dir, "elsewhere.gguf"), steps: 2, lr: 5e-4, evalFrac: 0, threads: 1, log });
+    const before = sha(join(dir, "sft.gguf"));
+
+    const report = await makeStarterModel({ ...opts, importSft: { model: join(dir, "elsewhere.gguf"), log }, command: "import" });
+    expect(sha(join(dir, "sft.gguf"))).toBe(sha(join(dir, "elsewhere.gguf")));
+    expect(sha(join(dir, "sft.gguf"))).not.toBe(before);
+    expect(report.sftMore).toHaveLength(1);
+    expect(report.sftMore[0]).toMatchObject({ steps: 2, lr: 5e-4, dbs: 2, device: "cpu", data: report.tokens });
+    expect(report.commands).toHaveLength(3);
+    expect(report.commands[1]).toMatch(/^python3 -m reex_learner\.sft_train --model .*sft\.gguf --data .*sft_tokens\.jsonl .*--steps 2/);
+    expect(report.commands[2]).toBe("import");
+
+    // a stage trained on other records is refused and changes nothing
+    const fewer = join(dir, "fewer_tokens.jsonl");
+    writeFileSync(fewer, `${readFileSync(join(dir, "sft_tokens.jsonl"), "utf8").split("\n")[0]}\n`);
+    const other = join(dir, "other.jsonl");
+    await runSft({ model: join(dir, "sft.gguf"), data: fewer, out: join(dir, "other.gguf"), steps: 1, evalFrac: 0, threads: 1, log: other });
+    const kept = sha(join(dir, "sft.gguf"));
+    await expect(makeStarterModel({ ...opts, importSft: { model: join(dir, "other.gguf"), log: other } })).rejects.toThrow(/trained on \d+ records/);
+    expect(sha(join(dir, "sft.gguf"))).toBe(kept);
   }, 300_000);
 });

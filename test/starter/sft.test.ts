@@ -17,6 +17,14 @@ const hasTorch = ((): boolean => {
   }
 })();
 
+const hasCuda = hasTorch && ((): boolean => {
+  try {
+    return execFileSync(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], { encoding: "utf8" }).trim() === "True";
+  } catch {
+    return false;
+  }
+})();
+
 describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
   let fx: MicroFixture;
   let tokens: string;
@@ -78,8 +86,15 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     }
   });
 
+  it.skipIf(hasCuda)("refuses a CUDA device when PyTorch sees none, writing nothing", async () => {
+    const out = join(fx.dir, "never.gguf");
+    await expect(runSft({ model: fx.modelPath, data: tokens, out, steps: 1, threads: 1, device: "cuda" })).rejects.toThrow(/--device cuda: PyTorch sees no CUDA device/);
+    expect(existsSync(out)).toBe(false);
+  });
+
   it("builds the trainer's command line", () => {
-    const a = sftArgs({ model: "m.gguf", data: "d.jsonl", out: "o.gguf", minutes: 5, sharePrefix: false, familyWeights: { direct: 0.2 } });
+    const a = sftArgs({ model: "m.gguf", data: "d.jsonl", out: "o.gguf", minutes: 5, sharePrefix: false, familyWeights: { direct: 0.2 }, device: "auto" });
+    expect(a.join(" ")).toContain("--device auto");
     expect(a.slice(0, 2)).toEqual(["-m", "reex_learner.sft_train"]);
     expect(a).toContain("--no-share-prefix");
     expect(a.join(" ")).toContain("--family-weight direct=0.2");

@@ -165,6 +165,11 @@ class Batch:
     real_tokens: int
     unpacked_tokens: int
 
+    def to(self, device: torch.device) -> "Batch":
+        if device.type == "cpu":
+            return self
+        return Batch(*(t.to(device, non_blocking=True) for t in (self.ids, self.pos, self.seg, self.targets, self.mask)), self.real_tokens, self.unpacked_tokens)
+
 
 def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
     T = max(p.length for p in packs)
@@ -339,6 +344,19 @@ class Logger:
             self.fh.close()
 
 
+def model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` is CUDA when PyTorch sees a GPU, else the CPU; ``cuda`` without one is an error."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: PyTorch sees no CUDA device")
+    return torch.device(name)
+
+
 def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float]:
     if not batches:
         return None
@@ -346,7 +364,7 @@ def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float
     tot, n = 0.0, 0.0
     with torch.no_grad():
         for bp in batches:
-            s, c = batch_loss(model, collate_packs(bp))
+            s, c = batch_loss(model, collate_packs(bp).to(model_device(model)))
             tot += float(s)
             n += c
     model.train()
@@ -356,10 +374,14 @@ def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float
 def train(args: argparse.Namespace) -> Dict[str, Any]:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    device = resolve_device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     rng = random.Random(args.seed)
     log = Logger(args.log)
     t_start = time.time()
-    model, g = load_model(args.model)
+    model, g = load_model(args.model, device=device)
     model.grad_checkpoint = args.grad_checkpoint
     records = read_records(args.data)
     n_vocab = g.hparams.n_vocab
@@ -391,6 +413,10 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         loss_tokens_per_epoch=sum(p.loss_tokens for p in epoch_packs),
         share_prefix=not args.no_share_prefix,
         threads=torch.get_num_threads(),
+        device=str(device),
+        lr=args.lr,
+        minutes=args.minutes,
+        argv=sys.argv[1:],
         load_s=round(time.time() - t_start, 2),
     )
     opt = make_optimizer(model, args.lr, args.weight_decay)
@@ -429,7 +455,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
             lr = lr_at(step, progress(step), args.lr, args.warmup, args.schedule, args.min_lr_ratio)
             for grp in opt.param_groups:
                 grp["lr"] = lr
-            b = collate_packs(bp)
+            b = collate_packs(bp).to(device)
             opt.zero_grad(set_to_none=True)
             s, n = batch_loss(model, b)
             loss = s / max(n, 1.0)
@@ -437,10 +463,10 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
             opt.step()
             step += 1
-            lv = float(loss)
+            lv = float(loss.detach())
             if first_loss is None:
                 first_loss = lv
-            window["loss"] += float(s)
+            window["loss"] += float(s.detach())
             window["n"] += n
             window["tokens"] += b.real_tokens
             window["unpacked"] += b.unpacked_tokens
@@ -507,6 +533,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         "eval_loss": final_eval,
         "evals": evals,
         "parameters": params,
+        "device": str(device),
     }
     log("done", **summary)
     log.close()
@@ -539,7 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-dir")
     p.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the final GGUF")
     p.add_argument("--optimizer-state", help="save AdamW state here at the end (to continue training)")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, help="CPU threads of PyTorch")
+    p.add_argument("--device", default="cpu", help="cpu | cuda[:N] | auto (CUDA when PyTorch sees a GPU); float32 weights, TF32 matmuls on CUDA")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--grad-checkpoint", action="store_true")
     return p
