@@ -6,7 +6,8 @@
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N]
- *       [--sft-device cpu|cuda|auto] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo] [--card models/MODEL_CARD.md]
+ *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
+ *       [--card models/MODEL_CARD.md]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
@@ -17,6 +18,8 @@
  *
  * --reuse-sft continues from the work folder's sft.gguf; --sft-more-minutes adds an SFT stage on this
  * invocation's data (re-tokenized, so --dbs may grow: database i depends only on the seed and i).
+ * --from starts from an earlier model of this pipeline (e.g. the shipped starter: its tokenizer and shape are kept)
+ * instead of a new tokenizer, initial model and first SFT stage; --sft-more-minutes then trains it on this run's data.
  * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
  * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`)
  * and goes on from it as --reuse-sft does.
@@ -40,6 +43,7 @@ const { values } = parseArgs({
     "sft-more-steps": { type: "string", default: "0" },
     "sft-more-batch-tokens": { type: "string" },
     "sft-device": { type: "string", default: "cpu" },
+    from: { type: "string" },
     "import-sft": { type: "string" },
     "import-sft-log": { type: "string" },
     eval: { type: "string" },
@@ -130,6 +134,7 @@ const report = await makeStarterModel({
   grpo: values["no-grpo"] ? null : { ...(values["grpo-steps"] ? { steps: num("grpo-steps") } : {}), ...(values["grpo-threads"] ? { threads: num("grpo-threads") } : {}) },
   ablation: values.ablation ?? false,
   reuseSft: values["reuse-sft"] ?? false,
+  ...(values.from ? { from: String(values.from) } : {}),
   ...(values["import-sft"] ? { importSft: { model: String(values["import-sft"]), log: String(values["import-sft-log"] ?? "") } } : {}),
   sftMore: {
     minutes: num("sft-more-minutes"),
@@ -226,13 +231,17 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
   const c = r.check;
   const g = r.grpo;
   const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
-  const evals = s.evals.map((e) => `${e.step}: ${e.eval_loss.toFixed(3)}`).join(", ");
+  const evals = s ? s.evals.map((e) => `${e.step}: ${e.eval_loss.toFixed(3)}`).join(", ") : "";
+  const o = r.sftOptions;
+  const first = s ? 2 : 1; // number of the first continued stage
   const m = r.synth.manifest;
   const lines = [
     `# reex-starter.gguf — model card`,
     ``,
-    `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model trained from scratch on`,
-    `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU, by one command: SFT on cold-start`,
+    r.from
+      ? `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model, continued from the starter model shipped before it, on`
+      : `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model trained from scratch on`,
+    `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU: SFT on cold-start`,
     `traces whose probes were really executed, then GRPO with the database in the loop. It knows only the synthetic`,
     `domains' style of schema and question; it is a working default that exercises the whole execution-aware loop`,
     `(probes, injected results, final SQL), not a general text-to-SQL model.`,
@@ -246,16 +255,19 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ...r.commands,
     "```",
     ``,
-    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, tokenizer, init model, tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
-    `Total wall time ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (PyTorch on CPU for SFT and the learner; llama.cpp through node-llama-cpp for rollouts).`,
+    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, ${r.from ? "" : "tokenizer, init model, "}tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
+    `${r.commands.length > 1 ? "The last invocation took" : "Total wall time"} ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (PyTorch on CPU for SFT and the learner; llama.cpp through node-llama-cpp for rollouts).`,
     ``,
     `| step | what |`,
     `|---|---|`,
     `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
-    `| tokenizer | byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
+    ...(r.from ? [`| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), the starter model shipped before this one: its tokenizer, shape and weights are the start; its own card (git history of models/MODEL_CARD.md) says how it was made |`] : []),
+    `| tokenizer | ${r.from ? "the start model's: " : ""}byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
     `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
-    `| SFT${r.sftMore.length ? " stage 1" : ""} | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(r.sftOptions.lr)} warmup ${String(r.sftOptions.warmup)} then cosine to 10%, ${String(r.sftOptions.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(r.sftOptions.packTokens)} tokens), family weights ${JSON.stringify(r.sftOptions.familyWeights)} (share of the questions each family's record is trained on per epoch) |`,
+    o
+      ? `| SFT${r.sftMore.length ? " stage 1" : ""} | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(o.lr)} warmup ${String(o.warmup)} then cosine to 10%, ${String(o.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(o.packTokens)} tokens), family weights ${JSON.stringify(o.familyWeights)} (share of the questions each family's record is trained on per epoch) |`
+      : `| SFT | \`reex_learner.sft_train\` stages from the start model (below, with their commands above): one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), warmup then cosine to 10%, prefix-shared packing |`,
     g
       ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
@@ -267,13 +279,17 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ``,
     `| | |`,
     `|---|---|`,
-    `| steps | ${s.steps} (${s.stop_reason} budget), ${s.epochs_done} epochs of the weighted data, ${(s.train_s / 60).toFixed(1)} min |`,
-    `| throughput | ${s.tokens_per_s} packed tokens/s (${s.unpacked_tokens_per_s} tokens/s counted unpacked) |`,
-    `| train loss (per loss token) | ${s.first_loss?.toFixed(3)} at step 1 → ${s.last_loss} at the end |`,
-    `| held-out loss | ${s.eval_loss?.toFixed(4)} (evals: ${evals}) |`,
+    ...(s
+      ? [
+          `| steps | ${s.steps} (${s.stop_reason} budget), ${s.epochs_done} epochs of the weighted data, ${(s.train_s / 60).toFixed(1)} min |`,
+          `| throughput | ${s.tokens_per_s} packed tokens/s (${s.unpacked_tokens_per_s} tokens/s counted unpacked) |`,
+          `| train loss (per loss token) | ${s.first_loss?.toFixed(3)} at step 1 → ${s.last_loss} at the end |`,
+          `| held-out loss | ${s.eval_loss?.toFixed(4)} (evals: ${evals}) |`,
+        ]
+      : []),
     ...r.sftMore.map(
       (m, k) =>
-        `| SFT stage ${k + 2} (from stage ${k + 1}'s weights, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
     ),
     ``,
   ];
@@ -290,7 +306,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       ``,
     );
   }
-  if (c) {
+  if (c && c.items > 0) {
     lines.push(
       `### Quick check (end of the command)`,
       ``,

@@ -5,6 +5,7 @@
  * `<result>` blocks) → SFT in one PyTorch process (`reex_learner.sft_train`) → GGUF → a quick greedy
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
@@ -17,13 +18,13 @@ import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResul
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
 import { runStarterGrpo, type StarterGrpoSummary } from "./grpo.js";
-import { runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
+import { ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
 export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
 export { runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
-export { runSft, sftArgs, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
+export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
 
 /** Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`). */
@@ -140,6 +141,12 @@ export interface StarterOptions {
    * device default to the first stage's.
    */
   sftMore?: { minutes: number; steps?: number; lr?: number; batchTokens?: number; device?: string };
+  /**
+   * Start from this GGUF (an earlier model of this pipeline, e.g. the shipped starter: its tokenizer, shape and chat
+   * template are kept) instead of a new tokenizer, initial model and first SFT stage; this run's records are tokenized
+   * by it, and `sftMore` stages train it. Recorded as the report's `from`. Default none.
+   */
+  from?: string;
   /** Reuse `<work>/sft.gguf` and the SFT record of `<work>/report.json` when both exist. Default false. */
   reuseSft?: boolean;
   /**
@@ -164,6 +171,13 @@ export interface SftMoreStage extends SftSummary {
   data: TokenStats;
 }
 
+/** A model a run started from (`StarterOptions.from`). */
+export interface StartModel {
+  path: string;
+  sha256: string;
+  bytes: number;
+}
+
 /** The pipeline's record in its work folder, read back by `reuseSft`. */
 export const REPORT_FILE = "report.json";
 
@@ -181,8 +195,11 @@ export interface StarterReport {
   shape: ReturnType<typeof resolveShape>;
   parameters: number;
   tokens: TokenStats;
-  sft: SftSummary;
-  sftOptions: Record<string, unknown>;
+  /** The first SFT stage (null when the run started `from` a model). */
+  sft: SftSummary | null;
+  sftOptions: Record<string, unknown> | null;
+  /** The model the run started from instead of a first SFT stage (absent when it trained one). */
+  from?: StartModel;
   /** The databases the first SFT stage's records came from (databases 0 … sftDbs-1 of the seed). */
   sftDbs: number;
   /** The continued-SFT stages (`sftMore`) in order, those of a reused SFT model first; empty when none ran. */
@@ -233,6 +250,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     sftPart = pickSftPart(saved);
     commands = saved.commands ?? (saved.command ? [saved.command] : []);
     log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${reportPath}`);
+  } else if (options.from) {
+    sftPart = await fromStage(options.from, work, synthDir, sftModel, synth.manifest.dbs, log);
   } else {
     sftPart = await sftStages(options, work, synthDir, sftModel, log);
   }
@@ -260,7 +279,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
     log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
     const summary = await runSft({
-      ...(sftPart.sftOptions as Omit<SftOptions, "model" | "data" | "out">),
+      ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
       model: sftModel,
       data: tokPath,
       out: tmp,
@@ -364,10 +383,25 @@ export function importedStage(logPath: string, tokens: TokenStats, dbs: number):
   };
 }
 
-type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions" | "sftDbs" | "sftMore">;
+type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions" | "sftDbs" | "sftMore" | "from">;
 
 function pickSftPart(r: StarterReport): SftPart {
-  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions, sftDbs: r.sftDbs ?? r.synth.manifest.dbs, sftMore: r.sftMore ?? [] };
+  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions, sftDbs: r.sftDbs ?? r.synth.manifest.dbs, sftMore: r.sftMore ?? [], ...(r.from ? { from: r.from } : {}) };
+}
+
+/** Stages 2–4 for a run that starts from a model: copy it to `sftModel`, tokenize this run's records with it. */
+async function fromStage(from: string, work: string, synthDir: string, sftModel: string, dbs: number, log: (m: string) => void): Promise<SftPart> {
+  if (!existsSync(from)) throw new Error(`from: ${from}: no such file`);
+  const { hparams: h, embeddingType } = ggufInfo(from);
+  if (h.arch !== "llama") throw new Error(`from: ${from}: a ${h.arch} model; the starter pipeline trains llama models`);
+  const bytes = readFileSync(from);
+  const start: StartModel = { path: from, sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length };
+  await writeFileAtomic(sftModel, bytes);
+  const shape = { ...resolveShape({ layers: h.n_layer, embedding: h.n_embd, heads: h.n_head, kvHeads: h.n_head_kv, feedForward: h.n_ff, contextLength: h.n_ctx_train }), weightType: embeddingType === "f16" ? ("f16" as const) : ("f32" as const) };
+  log(`[2-4/7] starting from ${from} (sha256 ${start.sha256.slice(0, 12)}…, ${h.n_layer} layers × ${h.n_embd}, vocabulary ${h.n_vocab}): pre-tokenize SFT records with its tokenizer`);
+  const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), join(work, "sft_tokens.jsonl"), { maxTokens: shape.contextLength, onProgress: (n) => { if (n % 10000 === 0) log(`      ${n} records`); } });
+  log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+  return { vocabSize: h.n_vocab, tokenizerSeconds: 0, shape, parameters: parameterCount(shape, h.n_vocab), tokens, sft: null, sftOptions: null, sftDbs: dbs, sftMore: [], from: start };
 }
 
 /** Stages 2–5: tokenizer, initial model, pre-tokenized records, SFT into `sftModel`. */

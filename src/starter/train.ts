@@ -3,7 +3,7 @@
  * src/training/learner/reex_learner/sft_train.py): builds its command line, streams its JSON
  * progress lines to a callback and returns the final summary.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { learnerDir } from "../training/index.js";
 
 /** Options of one SFT run (see `python3 -m reex_learner.sft_train --help`). */
@@ -147,4 +147,31 @@ export function runSft(options: SftOptions): Promise<SftSummary> {
       else reject(new Error(`sft_train exited with ${code}${summary ? "" : " (no summary)"}:\n${[...errTail, errBuf].join("\n").trim()}`));
     });
   });
+}
+
+/** Hyperparameters of a llama GGUF as the learner reads them (`python3 -m reex_learner info`). */
+export interface GgufHparams {
+  arch: string;
+  n_vocab: number;
+  n_embd: number;
+  n_layer: number;
+  n_head: number;
+  n_head_kv: number;
+  n_ff: number;
+  n_ctx_train: number;
+  tied_output: boolean;
+}
+
+/** Reads `model`'s hyperparameters and the type of its token embedding through the learner; throws with its message on a file it cannot read. */
+export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
+  const env = { ...process.env, PYTHONPATH: [learnerDir(), process.env.PYTHONPATH].filter(Boolean).join(":") };
+  let out: string;
+  try {
+    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 << 20 });
+  } catch (err) {
+    const stderr = (err as { stderr?: string }).stderr?.trim();
+    throw new Error(`${model}: not a model the learner can read${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);
+  }
+  const info = JSON.parse(out) as { hparams: GgufHparams; tensors: Record<string, [number[], string]> };
+  return { hparams: info.hparams, embeddingType: (info.tensors["token_embd.weight"]?.[1] ?? "F32").toLowerCase() };
 }

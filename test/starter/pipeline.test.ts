@@ -57,6 +57,35 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     expect(saved.sftMore).toHaveLength(2);
   }, 300_000);
 
+  it("starts from an earlier model: its weights and tokenizer, this run's records, no first SFT stage", async () => {
+    const src = join(STARTER_OUT, "pipeline-from-src");
+    const dir = join(STARTER_OUT, "pipeline-from");
+    rmSync(src, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+    const earlier = await makeStarterModel({ ...base, workDir: src, out: join(src, "shipped.gguf"), dbs: 2 });
+    const opts = { ...base, workDir: dir, out: join(dir, "shipped.gguf"), dbs: 3 };
+
+    await expect(makeStarterModel({ ...opts, from: join(src, "missing.gguf") })).rejects.toThrow(/no such file/);
+    writeFileSync(join(src, "not-a-model.gguf"), "hello");
+    await expect(makeStarterModel({ ...opts, from: join(src, "not-a-model.gguf") })).rejects.toThrow(/not a model the learner can read/);
+    expect(existsSync(join(dir, "sft.gguf"))).toBe(false);
+
+    const report = await makeStarterModel({ ...opts, from: join(src, "shipped.gguf"), sftMore: { minutes: 0, steps: 1, lr: 1e-3 }, command: "from" });
+    expect(report.from).toEqual({ path: join(src, "shipped.gguf"), sha256: sha(join(src, "shipped.gguf")), bytes: readFileSync(join(src, "shipped.gguf")).length });
+    expect(report.sft).toBeNull();
+    expect(report.shape).toMatchObject({ layers: 1, embedding: 32, heads: 2, feedForward: 64 });
+    expect(report.vocabSize).toBe(earlier.vocabSize);
+    expect(report.parameters).toBe(earlier.parameters);
+    expect(report.tokens.records + report.tokens.droppedTooLong).toBe(report.synth.traces);
+    expect(report.sftMore).toHaveLength(1);
+    expect(report.sftMore[0]).toMatchObject({ steps: 1, lr: 1e-3, dbs: 3 });
+    expect(sha(join(dir, "sft.gguf"))).not.toBe(sha(join(src, "shipped.gguf")));
+    // reusing the folder keeps where it started
+    const again = await makeStarterModel({ ...opts, reuseSft: true, command: "again" });
+    expect(again.from?.sha256).toBe(report.from?.sha256);
+    expect(again.commands).toEqual(["from", "again"]);
+  }, 300_000);
+
   it("imports an SFT stage trained outside the pipeline on its records, with the trainer's command", async () => {
     const dir = join(STARTER_OUT, "pipeline-import");
     rmSync(dir, { recursive: true, force: true });
