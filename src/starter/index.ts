@@ -264,13 +264,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     await rename(tmp, sftModel);
     sftMore.push(stage.stage);
     commands = [...commands, stage.command];
-    log(`[5+/7] imported SFT stage ${sftMore.length + 1} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
+    log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
   }
   if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
     const more = options.sftMore;
     const lr = more.lr ?? 8e-4;
     const tmp = `${sftModel}.more.gguf`;
-    const stage = sftMore.length + 2;
+    const stage = sftMore.length + (sftPart.sft ? 2 : 1);
     log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
     const tokPath = join(work, "sft_more_tokens.jsonl");
     const onProgress = (n: number): void => {
