@@ -225,8 +225,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   const work = options.workDir ?? ".reex/starter";
   const out = options.out ?? "models/reex-starter.gguf";
   const sftModel = join(work, "sft.gguf");
-  if (options.importSft && !existsSync(join(work, REPORT_FILE))) {
-    throw new Error(`importing an SFT stage needs ${join(work, REPORT_FILE)} (run the pipeline on this work folder first)`);
+  if (options.importSft && !(existsSync(join(work, REPORT_FILE)) && existsSync(sftModel))) {
+    throw new Error(`importing an SFT stage needs ${join(work, REPORT_FILE)} and ${sftModel} (run the pipeline on this work folder first)`);
   }
   await mkdir(work, { recursive: true });
 
