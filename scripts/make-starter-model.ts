@@ -255,7 +255,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ...r.commands,
     "```",
     ``,
-    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, ${r.from ? "" : "tokenizer, init model, "}tokens, SFT loss log \`sft_loss.jsonl\`, GRPO run folders, \`report.json\`).`,
+    `Seed ${r.seed}; work folder \`${r.workDir}\` (data, ${r.from ? "tokens, SFT stage loss logs" : "tokenizer, init model, tokens, SFT loss log \`sft_loss.jsonl\`"}, GRPO run folders, \`report.json\`).`,
     `${r.commands.length > 1 ? "The last invocation took" : "Total wall time"} ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (PyTorch on CPU for SFT and the learner; llama.cpp through node-llama-cpp for rollouts).`,
     ``,
     `| step | what |`,

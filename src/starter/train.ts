@@ -4,7 +4,7 @@
  * progress lines to a callback and returns the final summary.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { learnerDir } from "../training/index.js";
+import { learnerEnv } from "../training/index.js";
 
 /** Options of one SFT run (see `python3 -m reex_learner.sft_train --help`). */
 export interface SftOptions {
@@ -106,8 +106,7 @@ export function sftArgs(o: SftOptions): string[] {
 /** Runs the trainer to completion; rejects with its stderr tail when it fails. */
 export function runSft(options: SftOptions): Promise<SftSummary> {
   const python = options.python ?? "/usr/bin/python3";
-  const dir = learnerDir();
-  const env = { ...process.env, PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(":"), PYTHONUNBUFFERED: "1" };
+  const env = learnerEnv();
   return new Promise((resolve, reject) => {
     const child = spawn(python, sftArgs(options), { env, stdio: ["ignore", "pipe", "pipe"] });
     let summary: SftSummary | undefined;
@@ -164,10 +163,9 @@ export interface GgufHparams {
 
 /** Reads `model`'s hyperparameters and the type of its token embedding through the learner; throws with its message on a file it cannot read. */
 export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
-  const env = { ...process.env, PYTHONPATH: [learnerDir(), process.env.PYTHONPATH].filter(Boolean).join(":") };
   let out: string;
   try {
-    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 << 20 });
+    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], { env: learnerEnv(), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 << 20 });
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(`${model}: not a model the learner can read${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);

@@ -74,6 +74,7 @@ export {
   latestCheckpoint,
   learnerArgs,
   learnerDir,
+  learnerEnv,
   parseTraces,
   runTraining,
   scheduleFor,

@@ -36,6 +36,11 @@ export function learnerDir(root = packageRoot()): string {
   return join(root, "src", "training", "learner");
 }
 
+/** The environment a `python3 -m reex_learner …` child runs in: the learner folder first on PYTHONPATH, output unbuffered. */
+export function learnerEnv(dir = learnerDir()): NodeJS.ProcessEnv {
+  return { ...process.env, PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(":"), PYTHONUNBUFFERED: "1" };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The learner bridge
 // ---------------------------------------------------------------------------------------------
@@ -110,7 +115,7 @@ export function createLearnerStep(options: { root?: string } = {}): LearnerStep 
       throw new ReexError("LEARNER_FAILED", `the Python learner is not installed at ${dir} (package reex_learner missing); install it and its dependencies with \`${LEARNER_INSTALL_HINT}\``);
     }
     const python = req.config.learner.python;
-    const env = { ...process.env, PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(":"), PYTHONUNBUFFERED: "1" };
+    const env = learnerEnv(dir);
     const args = learnerArgs(req);
     const { code, stdout, stderr, timedOut, spawnError } = await new Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean; spawnError?: Error }>((done) => {
       const child = spawn(python, args, { env, stdio: ["ignore", "pipe", "pipe"] });
