@@ -4,7 +4,7 @@
  * compacted, truncated and defused so that database content can never forge a tag.
  */
 import type { FeedbackMode } from "../decoding/types.js";
-import type { ExecResult, SqlValue } from "../sql/types.js";
+import type { DatabaseSchema, ExecResult, SqlValue } from "../sql/index.js";
 
 /** Shown for every probe in "locked" mode. */
 export const LOCKED_FEEDBACK = "Execution result hidden.";
@@ -26,6 +26,49 @@ export interface FeedbackOptions {
   rows?: number;
   /** Longest cell (and column name) shown before truncation with "…". Default 60. */
   maxCellChars?: number;
+  /**
+   * The probed database's schema: a missing-column error then lists the columns of the tables the
+   * query names, and a missing-table error lists the tables ({@link schemaHint}). Default none.
+   */
+  schema?: Pick<DatabaseSchema, "tables">;
+}
+
+/** Tables listed at most by a schema hint. */
+const HINT_TABLES = 4;
+/** Columns listed at most per table by a schema hint. */
+const HINT_COLUMNS = 30;
+
+const TABLE_REF = /\b(?:from|join)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi;
+
+function unquote(name: string): string {
+  if (/^".*"$/.test(name)) return name.slice(1, -1).replace(/""/g, '"');
+  if (/^`.*`$|^\[.*\]$/.test(name)) return name.slice(1, -1);
+  return name;
+}
+
+function nameList(names: string[], max: number, maxChars: number): string {
+  const shown = names.slice(0, max).map((n) => cell(n, maxChars));
+  return shown.join(", ") + (names.length > max ? `, … (${names.length} in all)` : "");
+}
+
+/**
+ * The line added to a missing-column or missing-table error so the model can correct the name from
+ * the executor's answer: `specimens columns: id, name, animal_class` for each table the query names
+ * after FROM or JOIN (all tables' names when it names none of them), or `Tables: a, b` for a
+ * missing table. Undefined for other errors.
+ */
+export function schemaHint(result: ExecResult, sql: string, schema: Pick<DatabaseSchema, "tables">, maxCellChars = 60): string | undefined {
+  if (result.ok) return undefined;
+  const category = result.error.category;
+  if (category !== "missing_column" && category !== "missing_table") return undefined;
+  const tables = schema.tables;
+  if (tables.length === 0) return undefined;
+  const allTables = `Tables: ${nameList(tables.map((t) => t.name), HINT_TABLES * HINT_COLUMNS, maxCellChars)}`;
+  if (category === "missing_table") return allTables;
+  const named = new Set([...sql.matchAll(TABLE_REF)].map((m) => unquote(m[1]!).toLowerCase()));
+  const hit = tables.filter((t) => named.has(t.name.toLowerCase())).slice(0, HINT_TABLES);
+  if (hit.length === 0) return allTables;
+  return hit.map((t) => `${cell(t.name, maxCellChars)} columns: ${nameList(t.columns.map((c) => c.name), HINT_COLUMNS, maxCellChars)}`).join("\n");
 }
 
 const TAG_LIKE = /<(\/?)(think|intermediate_sql|result|final_sql|reasoning|answer)>/gi;
@@ -46,9 +89,10 @@ function cell(value: SqlValue, max: number): string {
   return defuse(s);
 }
 
-function failure(result: Extract<ExecResult, { ok: false }>): string {
+function failure(result: Extract<ExecResult, { ok: false }>, hint: string | undefined): string {
   if (result.error.category === "timeout") return TIMEOUT_FEEDBACK;
-  return `Error (${result.error.category}): ${defuse(result.error.message.replace(/\s+/g, " ").trim())}`;
+  const line = `Error (${result.error.category}): ${defuse(result.error.message.replace(/\s+/g, " ").trim())}`;
+  return hint ? `${line}\n${hint}` : line;
 }
 
 function rowsTotal(result: Extract<ExecResult, { ok: true }>): string {
@@ -59,15 +103,16 @@ function rowsTotal(result: Extract<ExecResult, { ok: true }>): string {
 /**
  * The text inside `<result>…</result>` for one execution. Modes: full (headers + first `rows` rows,
  * " | "-separated, a total when rows are left out), schema-only (column names), row-count,
- * error-only ("OK" or the error), locked (a fixed note), timeout (always a timeout note).
+ * error-only ("OK" or the error), locked (a fixed note), timeout (always a timeout note). With
+ * `options.schema` and the probe's `sql`, a missing column or table error carries a {@link schemaHint}.
  */
-export function formatFeedback(result: ExecResult, options: FeedbackOptions = {}): string {
+export function formatFeedback(result: ExecResult, options: FeedbackOptions = {}, sql = ""): string {
   const mode = options.mode ?? "full";
   const k = Math.max(0, options.rows ?? 3);
   const max = Math.max(4, options.maxCellChars ?? 60);
   if (mode === "locked") return LOCKED_FEEDBACK;
   if (mode === "timeout") return TIMEOUT_FEEDBACK;
-  if (!result.ok) return failure(result);
+  if (!result.ok) return failure(result, options.schema ? schemaHint(result, sql, options.schema, max) : undefined);
   const header = result.columns.map((c) => cell(c, max)).join(" | ");
   const n = Math.max(result.rowCount, result.rows.length);
   switch (mode) {

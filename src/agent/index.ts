@@ -33,6 +33,7 @@ export {
   defuse,
   formatFeedback,
   resultBlock,
+  schemaHint,
   type FeedbackOptions,
 } from "./feedback.js";
 export {

@@ -21,7 +21,7 @@ import { ReexError, toReexError } from "../errors/index.js";
 import type { EventSink } from "../events/index.js";
 import type { FeedbackMode, PromptFamily } from "../decoding/types.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/types.js";
-import type { ExecResult, Executor } from "../sql/types.js";
+import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, resultBlock } from "./feedback.js";
 import type { SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unwrapSql, type Segment } from "./parse.js";
@@ -30,6 +30,16 @@ import type { BuiltPrompt } from "./prompts.js";
 const PROBE_CLOSE = "</intermediate_sql>";
 const FINAL_OPEN = "<final_sql>";
 const FINAL_CLOSE = "</final_sql>";
+
+/** The schema a name error's hint needs (names only, cached by `loadSchema`); none for other outcomes or an unreadable file. */
+function hintSchema(result: ExecResult, dbPath: string): DatabaseSchema | undefined {
+  if (result.ok || (result.error.category !== "missing_column" && result.error.category !== "missing_table")) return undefined;
+  try {
+    return loadSchema(dbPath, { examples: 0 });
+  } catch {
+    return undefined;
+  }
+}
 
 /** How one rollout runs. */
 export interface RolloutOptions {
@@ -56,6 +66,8 @@ export interface RolloutOptions {
   feedbackRows?: number;
   /** Longest cell shown. Default 60. */
   maxCellChars?: number;
+  /** A missing column or table error lists the real columns or tables (see `schemaHint`), read from `dbPath`. Default true. */
+  schemaHints?: boolean;
   /** Per-probe execution limit, ms; default: the executor's. */
   timeoutMs?: number;
   /** Rows fetched per probe; default: the executor's. */
@@ -300,11 +312,17 @@ async function answerProbe(trajectory: Trajectory, state: RolloutState, options:
       return fail(state, error, sink, path);
     }
     if (options.signal?.aborted) return end(state, "aborted");
-    feedback = formatFeedback(result, {
-      ...(options.feedback ? { mode: options.feedback } : {}),
-      ...(options.feedbackRows !== undefined ? { rows: options.feedbackRows } : {}),
-      ...(options.maxCellChars !== undefined ? { maxCellChars: options.maxCellChars } : {}),
-    });
+    const schema = options.schemaHints === false ? undefined : hintSchema(result, options.dbPath);
+    feedback = formatFeedback(
+      result,
+      {
+        ...(options.feedback ? { mode: options.feedback } : {}),
+        ...(options.feedbackRows !== undefined ? { rows: options.feedbackRows } : {}),
+        ...(options.maxCellChars !== undefined ? { maxCellChars: options.maxCellChars } : {}),
+        ...(schema ? { schema } : {}),
+      },
+      sql,
+    );
   }
   sink?.({ type: "result", path, step, result, feedback });
   const injected = resultBlock(feedback);

@@ -99,6 +99,8 @@ const agentSchema = z
     feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
     /** Rows shown per probe result. Default 3. */
     feedbackRows: z.number().int().min(0).max(50).default(3),
+    /** A probe's missing-column or missing-table error lists the real columns or tables. Default true. */
+    schemaHints: z.boolean().default(true),
     /** Tokens of maxTokens kept for the answer: past them the server closes the open segment and opens `<final_sql>`. 0 = off. Default 0. */
     finalReserve: z.number().int().min(0).default(0),
   })

@@ -35,6 +35,8 @@ export interface DecoderDefaults {
   feedback: FeedbackMode;
   /** Rows shown per probe result. Default 3. */
   feedbackRows: number;
+  /** Name errors list the real columns or tables. Default true. */
+  schemaHints: boolean;
   /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
   finalReserve: number;
   /** Default "execution-aware". */
@@ -59,6 +61,7 @@ export const DEFAULT_DECODER_DEFAULTS: Readonly<DecoderDefaults> = {
   maxTokens: 1024,
   feedback: "full",
   feedbackRows: 3,
+  schemaHints: true,
   finalReserve: 0,
   promptFamily: "execution-aware",
   finalTimeoutMs: 10_000,
@@ -78,6 +81,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
     feedbackRows: config.agent.feedbackRows,
+    schemaHints: config.agent.schemaHints,
     finalReserve: config.agent.finalReserve,
     probeTimeoutMs: config.sql.timeoutMs,
   };
@@ -201,6 +205,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           maxTokens: req.maxTokens ?? defaults.maxTokens,
           feedback: req.feedback ?? defaults.feedback,
           feedbackRows: defaults.feedbackRows,
+          schemaHints: defaults.schemaHints,
           finalReserve: defaults.finalReserve,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
           ...(grammar ? { grammar } : {}),

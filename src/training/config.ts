@@ -174,6 +174,8 @@ export const trainConfigSchema = z
     feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
     /** Rows shown per probe result. Default 3. */
     feedbackRows: z.number().int().min(0).max(50).default(3),
+    /** A probe's missing-column or missing-table error lists the real columns or tables. Default true. */
+    schemaHints: z.boolean().default(true),
     /** Rollouts running at once. Default 8. */
     rolloutConcurrency: z.number().int().positive().default(8),
     /** AdamW learning rate. Default 2e-6. */

@@ -44,6 +44,8 @@ export interface GroupOptions {
   feedback?: FeedbackMode;
   /** Rows shown per probe. Default 3. */
   feedbackRows?: number;
+  /** Name errors list the real columns or tables. Default true. */
+  schemaHints?: boolean;
   /** Per-probe limit, ms; default the executor's. */
   probeTimeoutMs?: number;
   /** Base seed; rollout i of a group uses seed + i. Default random. */
@@ -118,6 +120,7 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
       ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
       ...(options.feedback ? { feedback: options.feedback } : {}),
       ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
+      ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
       ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       path: `${question.questionId}/${index}`,

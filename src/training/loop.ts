@@ -586,6 +586,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
                 family: config.promptFamily,
                 feedback: config.feedback,
                 feedbackRows: config.feedbackRows,
+                schemaHints: config.schemaHints,
                 concurrency: config.rolloutConcurrency,
                 seed: hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff,
                 reward: spec,

@@ -127,8 +127,23 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
       ]),
     );
     expect(result.probes[0]!.result).toMatchObject({ ok: false, error: { category: "missing_column" } });
-    expect(result.probes[0]!.feedback).toMatch(/^Error \(missing_column\): .*nme/);
+    expect(result.probes[0]!.feedback).toBe("Error (missing_column): no such column: nme\nsinger columns: singer_id, name, country, age");
     expect(result.finalSql).toBe("SELECT name FROM singer");
+  });
+
+  it("lists the database's tables after a missing-table error, and leaves name hints out when schemaHints is false", async () => {
+    const script = byTurn([
+      "<think>t</think><intermediate_sql>SELECT COUNT(*) FROM singers</intermediate_sql>",
+      "<think>t</think><intermediate_sql>SELECT nme FROM singer</intermediate_sql>",
+      "<think>t</think><final_sql>SELECT name FROM singer</final_sql>",
+    ]);
+    const hinted = await run(script);
+    expect(hinted.result.probes.map((p) => p.feedback)).toEqual([
+      "Error (missing_table): no such table: singers\nTables: singer, concert",
+      "Error (missing_column): no such column: nme\nsinger columns: singer_id, name, country, age",
+    ]);
+    const plain = await run(script, { schemaHints: false });
+    expect(plain.result.probes.map((p) => p.feedback)).toEqual(["Error (missing_table): no such table: singers", "Error (missing_column): no such column: nme"]);
   });
 
   it("shows what the feedback mode allows", async () => {
