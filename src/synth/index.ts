@@ -46,7 +46,9 @@ export {
   type TemplateKind,
 } from "./questions.js";
 export {
+  CHECK_RUN_SHARE,
   MAX_TRACE_PROBES,
+  RECOVERY_SHARE,
   TRACE_FAMILIES,
   TRACE_FEEDBACK,
   buildTraces,

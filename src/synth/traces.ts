@@ -138,7 +138,82 @@ interface Probe {
 
 function run(dbPath: string, sql: string): { result: ExecResult; feedback: string } {
   const result = executeDirect(dbPath, sql);
-  return { result, feedback: formatFeedback(result, TRACE_FEEDBACK) };
+  return { result, feedback: formatFeedback(result, { ...TRACE_FEEDBACK, schema: loadSchema(dbPath, { examples: 0 }) }, sql) };
+}
+
+/** Share of execution-aware traces with lookups that also run the gold query before answering (when the probe budget allows). */
+export const CHECK_RUN_SHARE = 0.5;
+
+/** Share of execution-aware traces with one misnamed probe that the next probe corrects from the error's column list. */
+export const RECOVERY_SHARE = 0.35;
+
+const SUFFIXES = ["code", "name", "type", "id", "date", "value"];
+
+function words(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .split("_")
+    .filter(Boolean)
+    .map((w) => w.toLowerCase());
+}
+
+function styled(parts: string[], camel: boolean): string {
+  return camel ? parts.map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1))).join("") : parts.join("_");
+}
+
+/** Names a model confuses with `name`: a word dropped, a suffix swapped or added, in the database's style; none that exists. */
+function misnamings(name: string, taken: Set<string>): string[] {
+  const parts = words(name);
+  const camel = /[a-z][A-Z]/.test(name);
+  const out: string[][] = [];
+  if (parts.length >= 2) {
+    out.push(parts.slice(1), parts.slice(0, -1));
+    for (const s of SUFFIXES) if (s !== parts.at(-1)) out.push([...parts.slice(0, -1), s]);
+  } else {
+    for (const s of SUFFIXES) out.push([...parts, s]);
+    out.push([`${parts[0]}s`]);
+  }
+  const seen = new Set<string>();
+  return out
+    .map((p) => styled(p, camel))
+    .filter((n) => n.length > 0 && !taken.has(n.toLowerCase()) && !seen.has(n) && (seen.add(n), true));
+}
+
+function wordPattern(name: string, flags = ""): RegExp {
+  return new RegExp(`(?<![\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w$])`, flags);
+}
+
+/** `sql` with every use of column `from` (outside string literals) renamed to `to`. */
+function renameColumn(sql: string, from: string, to: string): string {
+  const word = wordPattern(from, "g");
+  return sql
+    .split(/('(?:[^']|'')*')/)
+    .map((part, i) => (i % 2 === 1 ? part : part.replace(word, to)))
+    .join("");
+}
+
+/**
+ * A probe that names one of `probe`'s columns wrongly, really executed (a missing-column error whose
+ * feedback lists the real columns), and the reading that corrects it; undefined when no column of
+ * the probe can be misnamed into an error.
+ */
+function misnamedProbe(dbPath: string, probe: Probe, rng: Rng): Probe | undefined {
+  const schema = loadSchema(dbPath, { examples: 0 });
+  const tableNames = new Set(schema.tables.map((t) => t.name.toLowerCase()));
+  const taken = new Set([...tableNames, ...schema.tables.flatMap((t) => t.columns.map((c) => c.name.toLowerCase()))]);
+  const code = probe.sql.replace(/'(?:[^']|'')*'/g, "''");
+  const used = schema.tables.flatMap((t) =>
+    t.columns.filter((c) => !tableNames.has(c.name.toLowerCase()) && wordPattern(c.name).test(code)).map((c) => ({ table: t.name, column: c.name })),
+  );
+  if (used.length === 0) return undefined;
+  const target = rng.pick(used);
+  const names = misnamings(target.column, taken);
+  if (names.length === 0) return undefined;
+  const wrong = rng.pick(names);
+  const sql = renameColumn(probe.sql, target.column, wrong);
+  const { result, feedback } = run(dbPath, sql);
+  if (result.ok || result.error.category !== "missing_column") return undefined;
+  return { sql, result, feedback, read: `There is no column ${wrong}; ${target.table} has ${target.column}.` };
 }
 
 /** The stored literal without quotes, as a result cell shows it. */
@@ -264,10 +339,19 @@ export function traceProbes(item: SynthQuestion, dbPath: string, checkRun: boole
   return { probes, unprobed };
 }
 
-/** The execution-aware response: plan, probes with their real results, readings, final SQL. */
+/**
+ * The execution-aware response: plan, probes with their real results, readings, final SQL. In
+ * {@link RECOVERY_SHARE} of traces one probe is first written with a misnamed column and corrected
+ * after its error.
+ */
 export function executionAwareResponse(item: SynthQuestion, dbPath: string, rng: Rng): string {
   const lookups = uniqueLookups(item.lookups);
-  const { probes, unprobed } = traceProbes(item, dbPath, rng.chance(0.3));
+  const { probes, unprobed } = traceProbes(item, dbPath, rng.chance(CHECK_RUN_SHARE));
+  if (probes.length > 0 && rng.chance(RECOVERY_SHARE)) {
+    const at = rng.int(0, probes.length - 1);
+    const wrong = misnamedProbe(dbPath, probes[at]!, rng);
+    if (wrong) probes.splice(at, 0, wrong);
+  }
   const first = lookups[0];
   const opening = first ? `${plan(item)} First check ${checkText(first)}.` : `${plan(item)} Run the query to check it.`;
   let text = `<think>${opening}</think>\n`;
