@@ -4,7 +4,7 @@
  *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 30] [--ablation]
  *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
- *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--check 20]
+ *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N]
  *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
  *       [--card models/MODEL_CARD.md]
@@ -65,6 +65,7 @@ const { values } = parseArgs({
     "pack-tokens": { type: "string", default: "1536" },
     "family-weights": { type: "string", default: "execution-aware=1,standard=0.4,direct=0.4" },
     "eval-every": { type: "string", default: "150" },
+    "eval-frac": { type: "string", default: "0.02" },
     "save-every": { type: "string", default: "150" },
     check: { type: "string", default: "20" },
     card: { type: "string", default: "models/MODEL_CARD.md" },
@@ -124,6 +125,7 @@ const report = await makeStarterModel({
     packTokens: num("pack-tokens"),
     familyWeights,
     evalEvery: num("eval-every"),
+    evalFrac: num("eval-frac"),
     saveEvery: num("save-every"),
     seed: num("seed"),
     threads: num("threads"),
