@@ -26,53 +26,69 @@
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { makeStarterModel, type StarterReport } from "../src/starter/index.js";
 
-const { values } = parseArgs({
-  options: {
-    seed: { type: "string", default: "1" },
-    minutes: { type: "string", default: "40" },
-    "grpo-steps": { type: "string" },
-    "grpo-threads": { type: "string" },
-    "no-grpo": { type: "boolean", default: false },
-    ablation: { type: "boolean", default: false },
-    "reuse-sft": { type: "boolean", default: false },
-    "sft-more-minutes": { type: "string", default: "0" },
-    "sft-more-lr": { type: "string", default: "8e-4" },
-    "sft-more-steps": { type: "string", default: "0" },
-    "sft-more-batch-tokens": { type: "string" },
-    "sft-device": { type: "string", default: "cpu" },
-    from: { type: "string" },
-    "import-sft": { type: "string" },
-    "import-sft-log": { type: "string" },
-    eval: { type: "string" },
-    notes: { type: "string" },
-    steps: { type: "string", default: "0" },
-    out: { type: "string", default: "models/reex-starter.gguf" },
-    work: { type: "string", default: ".reex/starter" },
-    dbs: { type: "string", default: "300" },
-    "dev-every": { type: "string", default: "7" },
-    "eval-items": { type: "string", default: "120" },
-    vocab: { type: "string", default: "3072" },
-    layers: { type: "string", default: "4" },
-    width: { type: "string", default: "256" },
-    heads: { type: "string", default: "4" },
-    ff: { type: "string", default: "704" },
-    lr: { type: "string", default: "1.5e-3" },
-    warmup: { type: "string", default: "30" },
-    "batch-tokens": { type: "string", default: "4096" },
-    "pack-tokens": { type: "string", default: "1536" },
-    "family-weights": { type: "string", default: "execution-aware=1,standard=0.4,direct=0.4" },
-    "eval-every": { type: "string", default: "150" },
-    "eval-frac": { type: "string", default: "0.02" },
-    "save-every": { type: "string", default: "150" },
-    check: { type: "string", default: "20" },
-    card: { type: "string", default: "models/MODEL_CARD.md" },
-    threads: { type: "string", default: "2" },
-    "card-from": { type: "string" },
-  },
-});
+const OPTIONS = {
+  help: { type: "boolean", short: "h", default: false },
+  seed: { type: "string", default: "1" },
+  minutes: { type: "string", default: "40" },
+  "grpo-steps": { type: "string" },
+  "grpo-threads": { type: "string" },
+  "no-grpo": { type: "boolean", default: false },
+  ablation: { type: "boolean", default: false },
+  "reuse-sft": { type: "boolean", default: false },
+  "sft-more-minutes": { type: "string", default: "0" },
+  "sft-more-lr": { type: "string", default: "8e-4" },
+  "sft-more-steps": { type: "string", default: "0" },
+  "sft-more-batch-tokens": { type: "string" },
+  "sft-device": { type: "string", default: "cpu" },
+  from: { type: "string" },
+  "import-sft": { type: "string" },
+  "import-sft-log": { type: "string" },
+  eval: { type: "string" },
+  notes: { type: "string" },
+  steps: { type: "string", default: "0" },
+  out: { type: "string", default: "models/reex-starter.gguf" },
+  work: { type: "string", default: ".reex/starter" },
+  dbs: { type: "string", default: "300" },
+  "dev-every": { type: "string", default: "7" },
+  "eval-items": { type: "string", default: "120" },
+  vocab: { type: "string", default: "3072" },
+  layers: { type: "string", default: "4" },
+  width: { type: "string", default: "256" },
+  heads: { type: "string", default: "4" },
+  ff: { type: "string", default: "704" },
+  lr: { type: "string", default: "1.5e-3" },
+  warmup: { type: "string", default: "30" },
+  "batch-tokens": { type: "string", default: "4096" },
+  "pack-tokens": { type: "string", default: "1536" },
+  "family-weights": { type: "string", default: "execution-aware=1,standard=0.4,direct=0.4" },
+  "eval-every": { type: "string", default: "150" },
+  "eval-frac": { type: "string", default: "0.02" },
+  "save-every": { type: "string", default: "150" },
+  check: { type: "string", default: "20" },
+  card: { type: "string", default: "models/MODEL_CARD.md" },
+  threads: { type: "string", default: "2" },
+  "card-from": { type: "string" },
+} as const;
+const parse = () => {
+  try {
+    return parseArgs({ options: OPTIONS });
+  } catch (error) {
+    console.error(`make-starter-model: ${(error as Error).message} (--help lists the options)`);
+    process.exit(2);
+  }
+};
+const { values } = parse();
+
+if (values.help) {
+  // the usage is this file's leading doc comment
+  const head = /\/\*\*([\s\S]*?)\*\//.exec(readFileSync(fileURLToPath(import.meta.url), "utf8"))![1]!;
+  console.log(head.replace(/^ ?\* ?/gm, "").trim());
+  process.exit(0);
+}
 
 const num = (name: keyof typeof values): number => {
   if (values[name] === undefined) throw new Error(`--${name} is missing`);
