@@ -57,7 +57,7 @@ options:
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
   --runs FILE          several labelled runs in one report, each with its own model, prompt
                        family and strategy: JSON [{"label", "model"?, "promptFamily"?,
-                       "strategy", "candidates"?, "constrained"?}] (a model is loaded once
+                       "strategy", "candidates"?, "constrained"?, "schemaHints"?}] (a model is loaded once
                        for its consecutive runs; relative model paths are from the file)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
@@ -170,6 +170,7 @@ const runSpecSchema = z
     strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]),
     candidates: z.number().int().positive().optional(),
     constrained: z.boolean().optional(),
+    schemaHints: z.boolean().optional(),
   })
   .strict();
 
@@ -328,7 +329,11 @@ export async function run(argv: string[]): Promise<number> {
         }
         const decode = runtime.decode;
         const k = spec.strategy === "greedy" ? undefined : spec.candidates ?? config?.decoding.candidates;
-        const request = { ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}), ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}) };
+        const request = {
+          ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
+          ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}),
+          ...(spec.schemaHints !== undefined ? { schemaHints: spec.schemaHints } : {}),
+        };
         runs.push(
           await pass(spec.label, (opts) =>
             runEval({ ...opts, items, decode, strategy: spec.strategy, label: spec.label, request, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),

@@ -205,7 +205,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           maxTokens: req.maxTokens ?? defaults.maxTokens,
           feedback: req.feedback ?? defaults.feedback,
           feedbackRows: defaults.feedbackRows,
-          schemaHints: defaults.schemaHints,
+          schemaHints: req.schemaHints ?? defaults.schemaHints,
           finalReserve: defaults.finalReserve,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
           ...(grammar ? { grammar } : {}),

@@ -35,6 +35,8 @@ export interface AnswerRequest {
   maxTotalTokens?: number;
   /** Default "full". */
   feedback?: FeedbackMode;
+  /** A probe's name error lists the real columns or tables. Default true (the config's `agent.schemaHints`). */
+  schemaHints?: boolean;
   /** Default "execution-aware". */
   promptFamily?: PromptFamily;
   /** Sampling temperature for non-greedy strategies. Default 0.7. */

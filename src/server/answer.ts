@@ -44,6 +44,7 @@ function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): 
     maxInteractions: body.maxInteractions ?? config.agent.maxInteractions,
     maxTokens: body.maxTokens ?? config.agent.maxTokens,
     feedback: body.feedback ?? config.agent.feedback,
+    schemaHints: body.schemaHints ?? config.agent.schemaHints,
     temperature: body.temperature ?? config.decoding.temperature,
     constrained: body.constrained ?? false,
   };

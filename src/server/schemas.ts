@@ -22,6 +22,7 @@ export function sqlRequestSchema(config: Config) {
       maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
       maxTokens: z.number().int().min(1).max(config.agent.maxTokens).optional().describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
       feedback: z.enum(feedbackModes).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
+      schemaHints: z.boolean().optional().describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
       temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
       seed: z.number().int().min(0).max(2 ** 32 - 1).optional().describe("Seed for reproducible sampling."),
       constrained: z.boolean().optional().describe("Constrain output to the tag structure and the schema's identifiers. Default false."),

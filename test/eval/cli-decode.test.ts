@@ -90,7 +90,7 @@ describe("reex eval --runs", () => {
       runsFile,
       JSON.stringify([
         { label: "direct", model: "a.gguf", promptFamily: "direct", strategy: "greedy" },
-        { label: "exec", model: "a.gguf", promptFamily: "execution-aware", strategy: "greedy" },
+        { label: "exec", model: "a.gguf", promptFamily: "execution-aware", strategy: "greedy", schemaHints: false },
         { label: "exec-vote", model: "b.gguf", strategy: "linear", candidates: 2 },
       ]),
     );
@@ -103,13 +103,13 @@ describe("reex eval --runs", () => {
     expect(code).toBe(0);
     expect(seen.config!.policy.model).toBe(join(fx.dir, "b.gguf")); // the last one loaded; resolved against the runs file
     expect(seen.closed).toBe(2); // a.gguf once for two runs, then b.gguf
-    expect(seen.requests.map((r) => [r.promptFamily, r.strategy, r.candidates])).toEqual([
-      ["direct", "greedy", undefined],
-      ["direct", "greedy", undefined],
-      ["execution-aware", "greedy", undefined],
-      ["execution-aware", "greedy", undefined],
-      [undefined, "linear", 2],
-      [undefined, "linear", 2],
+    expect(seen.requests.map((r) => [r.promptFamily, r.strategy, r.candidates, r.schemaHints])).toEqual([
+      ["direct", "greedy", undefined, undefined],
+      ["direct", "greedy", undefined, undefined],
+      ["execution-aware", "greedy", undefined, false],
+      ["execution-aware", "greedy", undefined, false],
+      [undefined, "linear", 2, undefined],
+      [undefined, "linear", 2, undefined],
     ]);
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
     expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["direct", "exec", "exec-vote"]);

@@ -37,10 +37,17 @@ describe("POST /v1/sql", () => {
     t = await makeApp({ decoding: { strategy: "tree-prune", candidates: 8 } });
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", evidence: "hint", seed: 7, maxInteractions: 3 } });
     const req = t.decoder.calls[0]!;
-    expect(req).toMatchObject({ question: "q", evidence: "hint", seed: 7, maxInteractions: 3, strategy: "tree-prune", candidates: 8, feedback: "full", constrained: false });
+    expect(req).toMatchObject({ question: "q", evidence: "hint", seed: 7, maxInteractions: 3, strategy: "tree-prune", candidates: 8, feedback: "full", schemaHints: true, constrained: false });
     expect(req.dbPath).toBe(t.registry.get(t.dbId).path);
     expect(req.deadlineMs).toBeGreaterThan(t.config.server.requestTimeoutMs - 1_000);
     expect(req.deadlineMs).toBeLessThanOrEqual(t.config.server.requestTimeoutMs);
+  });
+
+  it("passes schemaHints from the body, or agent.schemaHints when the body has none", async () => {
+    t = await makeApp({ agent: { schemaHints: false } });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", schemaHints: true } });
+    expect(t.decoder.calls.map((c) => c.schemaHints)).toEqual([false, true]);
   });
 
   it("returns the event list as trace when includeTrace is set", async () => {

@@ -160,12 +160,13 @@ export interface TestApp {
 }
 
 /** Builds a test app; `server` overrides config.server, `deps` overrides the dependencies. */
-export async function makeApp(options: { server?: NonNullable<ConfigInput["server"]>; decoding?: NonNullable<ConfigInput["decoding"]>; deps?: Partial<ServerDeps>; decoder?: ScriptedDecoder } = {}): Promise<TestApp> {
+export async function makeApp(options: { server?: NonNullable<ConfigInput["server"]>; decoding?: NonNullable<ConfigInput["decoding"]>; agent?: NonNullable<ConfigInput["agent"]>; deps?: Partial<ServerDeps>; decoder?: ScriptedDecoder } = {}): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "reex-server-"));
   const config = parseConfig({
     server: { logLevel: "info", port: 0, ...options.server },
     sql: { dataDir: join(dir, "data") },
     ...(options.decoding ? { decoding: options.decoding } : {}),
+    ...(options.agent ? { agent: options.agent } : {}),
   });
   const registry = new DatabaseRegistry({ dataDir: config.sql.dataDir });
   const entry = await registry.registerPath(makeSqlite(dir, "shared.sqlite"), { name: "shared" });
