@@ -5,7 +5,7 @@ import { readRunSpecs } from "../../src/cli/eval.js";
 const RUNS = join(import.meta.dirname, "../../models/starter-eval.json");
 
 describe("the model card's eval runs (models/starter-eval.json)", () => {
-  it("is a valid --runs file with the issue's rows: three SFT families, GRPO greedy and voting, the ablation", () => {
+  it("is a valid --runs file with the issue's rows: three SFT families, GRPO greedy and voting, the ablations", () => {
     const runs = readRunSpecs(RUNS);
     const row = (family: string, strategy: string, model: RegExp) => runs.some((r) => r.promptFamily === family && r.strategy === strategy && model.test(r.model ?? ""));
     expect(row("direct", "greedy", /sft\.gguf$/)).toBe(true);
@@ -14,5 +14,6 @@ describe("the model card's eval runs (models/starter-eval.json)", () => {
     expect(row("execution-aware", "greedy", /models\/reex-starter\.gguf$/)).toBe(true);
     expect(runs.some((r) => r.strategy === "tree-prune" && r.candidates === 16 && /reex-starter\.gguf$/.test(r.model ?? ""))).toBe(true);
     expect(row("execution-aware", "greedy", /grpo-no-exploration\.gguf$/)).toBe(true);
+    expect(runs.some((r) => r.schemaHints === false && r.strategy === "greedy" && /models\/reex-starter\.gguf$/.test(r.model ?? ""))).toBe(true);
   });
 });
