@@ -5,6 +5,7 @@
  */
 import type { FeedbackMode } from "../decoding/types.js";
 import type { DatabaseSchema, ExecResult, SqlValue } from "../sql/index.js";
+import { identifiersIn } from "./grammar.js";
 
 /** Shown for every probe in "locked" mode. */
 export const LOCKED_FEEDBACK = "Execution result hidden.";
@@ -27,24 +28,20 @@ export interface FeedbackOptions {
   /** Longest cell (and column name) shown before truncation with "…". Default 60. */
   maxCellChars?: number;
   /**
-   * The probed database's schema: a missing-column error then lists the columns of the tables the
-   * query names, and a missing-table error lists the tables ({@link schemaHint}). Default none.
+   * The probed database's schema, or a function that reads it (called only for a name error): a
+   * missing-column error then lists the columns of the tables the query names, and a missing-table
+   * error lists the tables ({@link schemaHint}). Default none.
    */
-  schema?: Pick<DatabaseSchema, "tables">;
+  schema?: SchemaTables | (() => SchemaTables | undefined);
 }
+
+/** What a schema hint needs of a schema. */
+export type SchemaTables = Pick<DatabaseSchema, "tables">;
 
 /** Tables listed at most by a schema hint. */
 const HINT_TABLES = 4;
 /** Columns listed at most per table by a schema hint. */
 const HINT_COLUMNS = 30;
-
-const TABLE_REF = /\b(?:from|join)\s+("(?:[^"]|"")+"|`[^`]+`|\[[^\]]+\]|[A-Za-z_][\w$]*)/gi;
-
-function unquote(name: string): string {
-  if (/^".*"$/.test(name)) return name.slice(1, -1).replace(/""/g, '"');
-  if (/^`.*`$|^\[.*\]$/.test(name)) return name.slice(1, -1);
-  return name;
-}
 
 function nameList(names: string[], max: number, maxChars: number): string {
   const shown = names.slice(0, max).map((n) => cell(n, maxChars));
@@ -54,18 +51,18 @@ function nameList(names: string[], max: number, maxChars: number): string {
 /**
  * The line added to a missing-column or missing-table error so the model can correct the name from
  * the executor's answer: `specimens columns: id, name, animal_class` for each table the query names
- * after FROM or JOIN (all tables' names when it names none of them), or `Tables: a, b` for a
- * missing table. Undefined for other errors.
+ * (all tables' names when it names none of them), or `Tables: a, b` for a missing table. Undefined
+ * for other outcomes; `schema` is read only for a name error.
  */
-export function schemaHint(result: ExecResult, sql: string, schema: Pick<DatabaseSchema, "tables">, maxCellChars = 60): string | undefined {
+export function schemaHint(result: ExecResult, sql: string, schema: SchemaTables | (() => SchemaTables | undefined), maxCellChars = 60): string | undefined {
   if (result.ok) return undefined;
   const category = result.error.category;
   if (category !== "missing_column" && category !== "missing_table") return undefined;
-  const tables = schema.tables;
+  const tables = (typeof schema === "function" ? schema() : schema)?.tables ?? [];
   if (tables.length === 0) return undefined;
   const allTables = `Tables: ${nameList(tables.map((t) => t.name), HINT_TABLES * HINT_COLUMNS, maxCellChars)}`;
   if (category === "missing_table") return allTables;
-  const named = new Set([...sql.matchAll(TABLE_REF)].map((m) => unquote(m[1]!).toLowerCase()));
+  const named = new Set(identifiersIn(sql));
   const hit = tables.filter((t) => named.has(t.name.toLowerCase())).slice(0, HINT_TABLES);
   if (hit.length === 0) return allTables;
   return hit.map((t) => `${cell(t.name, maxCellChars)} columns: ${nameList(t.columns.map((c) => c.name), HINT_COLUMNS, maxCellChars)}`).join("\n");

@@ -566,6 +566,13 @@ function tokenize(sql: string): Tok[] {
   return out;
 }
 
+/** The identifiers of `sql` (words that are not keywords or functions, and quoted names; string literals and comments skipped), lowercased, in order. */
+export function identifiersIn(sql: string): string[] {
+  return tokenize(sql)
+    .filter((t) => t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.text.toUpperCase())))
+    .map((t) => t.text.toLowerCase());
+}
+
 /**
  * Identifiers in `sql` that are neither the schema's tables or columns nor aliases the query
  * defines (AS names, table aliases, CTE names); case-insensitive, in order of first appearance.

@@ -35,6 +35,7 @@ export {
   resultBlock,
   schemaHint,
   type FeedbackOptions,
+  type SchemaTables,
 } from "./feedback.js";
 export {
   cloneRolloutState,
@@ -56,6 +57,7 @@ export {
   buildGrammar,
   buildSegmentGrammars,
   checkIdentifiers,
+  identifiersIn,
   type GrammarStart,
   type SchemaNames,
   type SegmentGrammars,

@@ -31,9 +31,8 @@ const PROBE_CLOSE = "</intermediate_sql>";
 const FINAL_OPEN = "<final_sql>";
 const FINAL_CLOSE = "</final_sql>";
 
-/** The schema a name error's hint needs (names only, cached by `loadSchema`); none for other outcomes or an unreadable file. */
-function hintSchema(result: ExecResult, dbPath: string): DatabaseSchema | undefined {
-  if (result.ok || (result.error.category !== "missing_column" && result.error.category !== "missing_table")) return undefined;
+/** The names a schema hint lists (read only after a name error; cached by `loadSchema`); none for an unreadable file. */
+function hintSchema(dbPath: string): DatabaseSchema | undefined {
   try {
     return loadSchema(dbPath, { examples: 0 });
   } catch {
@@ -312,7 +311,7 @@ async function answerProbe(trajectory: Trajectory, state: RolloutState, options:
       return fail(state, error, sink, path);
     }
     if (options.signal?.aborted) return end(state, "aborted");
-    const schema = options.schemaHints === false ? undefined : hintSchema(result, options.dbPath);
+    const schema = options.schemaHints === false ? undefined : () => hintSchema(options.dbPath);
     feedback = formatFeedback(
       result,
       {

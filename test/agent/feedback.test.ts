@@ -100,7 +100,8 @@ describe("schemaHint after a name error", () => {
   const schema = { tables: [table("specimens", ["specimen_id", "name", "animal_class"]), table("carers", ["id", "keeper_name"]), table("feedings", ["id", "specimen_id"])] } as never;
   const missingTable: ExecResult = { ok: false, error: { code: "SQL_NO_SUCH_TABLE", category: "missing_table", message: "no such table: animals" }, elapsedMs: 1 };
 
-  it("lists the columns of each table the query names after FROM or JOIN, quoted names included", () => {
+  it("lists the columns of each table the query names, quoted names included and string literals ignored", () => {
+    expect(schemaHint(missingColumn, "SELECT class FROM specimens WHERE name = 'carers'", schema)).toBe("specimens columns: specimen_id, name, animal_class");
     expect(schemaHint(missingColumn, 'SELECT class FROM specimens AS T1 JOIN "carers" AS T2 ON T1.x = T2.id', schema)).toBe(
       "specimens columns: specimen_id, name, animal_class\ncarers columns: id, keeper_name",
     );
@@ -111,9 +112,16 @@ describe("schemaHint after a name error", () => {
     expect(schemaHint(missingColumn, "SELECT foo", schema)).toBe("Tables: specimens, carers, feedings");
   });
 
-  it("adds nothing to other errors or to a success", () => {
-    expect(schemaHint(timedOut, "SELECT foo FROM specimens", schema)).toBeUndefined();
-    expect(schemaHint(rows5, "SELECT name FROM specimens", schema)).toBeUndefined();
+  it("adds nothing to other errors or to a success, and reads a lazy schema only for a name error", () => {
+    let reads = 0;
+    const lazy = () => (reads++, schema);
+    expect(schemaHint(timedOut, "SELECT foo FROM specimens", lazy)).toBeUndefined();
+    expect(schemaHint(rows5, "SELECT name FROM specimens", lazy)).toBeUndefined();
+    expect(formatFeedback(rows5, { schema: lazy }, "SELECT name FROM specimens")).toMatch(/^name \| age/);
+    expect(reads).toBe(0);
+    expect(schemaHint(missingColumn, "SELECT foo FROM carers", lazy)).toBe("carers columns: id, keeper_name");
+    expect(reads).toBe(1);
+    expect(schemaHint(missingColumn, "SELECT foo FROM carers", () => undefined)).toBeUndefined();
   });
 
   it("is appended by formatFeedback in every mode that shows errors, defused", () => {
