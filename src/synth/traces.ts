@@ -6,7 +6,8 @@
  *
  * - execution-aware: a plan, 1–3 probes that discover the encodings the question needs (the
  *   column's format, then a count to confirm a guessed code; a unit's range; a date's layout), or a
- *   run of the query itself, each read in a short think, then the gold SQL;
+ *   run of the query itself, each read in a short think, then the gold SQL; in some traces one
+ *   probe is first written with a misnamed column and corrected from the error's column list;
  * - standard: one think that states the plan and the stored forms, then the gold SQL (the model
  *   has to infer them from the schema's example values — the same target as the probing family,
  *   so the two are comparable as an ablation);
@@ -16,7 +17,7 @@
  * server shows by default, example values included) and no matched values (the server shows none
  * unless a value index is configured).
  */
-import { buildPrompt, formatCheck, formatFeedback, normalizeSql, resultBlock } from "../agent/index.js";
+import { buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
 import type { PromptFamily } from "../decoding/types.js";
 import { Rng } from "../examples/index.js";
 import type { ChatMessage } from "../policy/types.js";
@@ -138,7 +139,7 @@ interface Probe {
 
 function run(dbPath: string, sql: string): { result: ExecResult; feedback: string } {
   const result = executeDirect(dbPath, sql);
-  return { result, feedback: formatFeedback(result, { ...TRACE_FEEDBACK, schema: loadSchema(dbPath, { examples: 0 }) }, sql) };
+  return { result, feedback: formatFeedback(result, { ...TRACE_FEEDBACK, schema: () => loadSchema(dbPath, { examples: 0 }) }, sql) };
 }
 
 /** Share of execution-aware traces with lookups that also run the gold query before answering (when the probe budget allows). */
@@ -173,19 +174,12 @@ function misnamings(name: string, taken: Set<string>): string[] {
     for (const s of SUFFIXES) out.push([...parts, s]);
     out.push([`${parts[0]}s`]);
   }
-  const seen = new Set<string>();
-  return out
-    .map((p) => styled(p, camel))
-    .filter((n) => n.length > 0 && !taken.has(n.toLowerCase()) && !seen.has(n) && (seen.add(n), true));
-}
-
-function wordPattern(name: string, flags = ""): RegExp {
-  return new RegExp(`(?<![\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w$])`, flags);
+  return [...new Set(out.map((p) => styled(p, camel)))].filter((n) => n.length > 0 && !taken.has(n.toLowerCase()));
 }
 
 /** `sql` with every use of column `from` (outside string literals) renamed to `to`. */
 function renameColumn(sql: string, from: string, to: string): string {
-  const word = wordPattern(from, "g");
+  const word = new RegExp(`(?<![\\w$])${from.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w$])`, "g");
   return sql
     .split(/('(?:[^']|'')*')/)
     .map((part, i) => (i % 2 === 1 ? part : part.replace(word, to)))
@@ -201,10 +195,10 @@ function misnamedProbe(dbPath: string, probe: Probe, rng: Rng): Probe | undefine
   const schema = loadSchema(dbPath, { examples: 0 });
   const tableNames = new Set(schema.tables.map((t) => t.name.toLowerCase()));
   const taken = new Set([...tableNames, ...schema.tables.flatMap((t) => t.columns.map((c) => c.name.toLowerCase()))]);
-  const code = probe.sql.replace(/'(?:[^']|'')*'/g, "''");
-  const used = schema.tables.flatMap((t) =>
-    t.columns.filter((c) => !tableNames.has(c.name.toLowerCase()) && wordPattern(c.name).test(code)).map((c) => ({ table: t.name, column: c.name })),
-  );
+  const idents = new Set(identifiersIn(probe.sql));
+  const used = schema.tables
+    .filter((t) => idents.has(t.name.toLowerCase()))
+    .flatMap((t) => t.columns.filter((c) => idents.has(c.name.toLowerCase()) && !tableNames.has(c.name.toLowerCase())).map((c) => ({ table: t.name, column: c.name })));
   if (used.length === 0) return undefined;
   const target = rng.pick(used);
   const names = misnamings(target.column, taken);

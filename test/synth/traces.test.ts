@@ -137,7 +137,10 @@ describe("SFT traces", () => {
       expect(fixed.sql).not.toMatch(new RegExp(`\\b${bad}\\b`));
       const right = fixed.sql.split(/\W+/).find((w) => !wrong.sql.split(/\W+/).includes(w))!;
       expect(wrong.result).toMatch(new RegExp(`columns: .*\\b${right}\\b`));
-      expect(r.response).toContain(`<think>There is no column ${bad}; `);
+      const read = new RegExp(`<think>There is no column ${bad}; (\\w+) has (\\w+)\\.</think>`).exec(r.response);
+      expect(read, r.response).not.toBeNull();
+      expect(fixed.sql).toMatch(new RegExp(`\\b${read![1]}\\b`)); // the table it names is one the probe uses
+      expect(fixed.sql).toMatch(new RegExp(`\\b${read![2]}\\b`));
     }
     expect(misnamed / aware.length).toBeGreaterThan(0.2);
     expect(misnamed / aware.length).toBeLessThan(0.5);
