@@ -244,6 +244,17 @@ function curveTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): str
   return lines;
 }
 
+function heldoutTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): string[] {
+  const full = a?.heldout ?? [];
+  if (!full.length) return [];
+  const abl = new Map((b?.heldout ?? []).map((h) => [h.step, h.ex]));
+  return [
+    `| step | held-out EX, greedy (full) | held-out EX, greedy (no exploration) |`,
+    `|---|---|---|`,
+    ...full.map((h) => `| ${h.step} | ${pct(h.ex)} | ${abl.has(h.step) ? pct(abl.get(h.step)!) : "–"} |`),
+  ];
+}
+
 function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: string | null): string {
   const s = r.sft;
   const c = r.check;
@@ -313,6 +324,10 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
   ];
   if (g) {
     lines.push(`### GRPO, with and without the exploration reward`, ``, `Means over blocks of 5 steps (${g.config.questionsPerStep * g.config.groupSize} rollouts per step; train questions).`, ``, ...curveTable(g, r.ablation), ``);
+    const held = heldoutTable(g, r.ablation);
+    if (held.length) {
+      lines.push(`Greedy EX during training on \`${r.workDir}/val_seen.json\`: ${r.synth.val ?? "its"} questions, one from each of as many dev databases of the training domains, none of them a database of the EX table below; step 0 is the SFT model.`, ``, ...held, ``);
+    }
   }
   if (evalReport) {
     lines.push(

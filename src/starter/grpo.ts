@@ -1,7 +1,8 @@
 /**
  * The GRPO stage of the starter policy: `reex train grpo` (the trainer's `runTraining`) on the
  * synthetic train split, from the SFT model, with the settings of examples/training/starter-grpo.json
- * and the work folder's paths. Also runs the no-exploration-reward ablation beside it.
+ * and the work folder's paths (greedy held-out EX on `<work>/val_seen.json` every few steps when the
+ * settings ask for an eval). Also runs the no-exploration-reward ablation beside it.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +11,9 @@ import { parseTrainConfig, readMetrics, runTraining, type MetricsRow, type Train
 
 /** The shipped GRPO settings file (paths in it are replaced by the work folder's). */
 export const STARTER_GRPO_CONFIG = "examples/training/starter-grpo.json";
+
+/** The work folder's validation file that the settings' `eval` reads (the pipeline writes it). */
+export const STARTER_VAL_FILE = "val_seen.json";
 
 /** One GRPO run of the starter pipeline. */
 export interface StarterGrpoOptions {
@@ -41,6 +45,8 @@ export interface StarterGrpoSummary {
   config: Pick<TrainConfig, "questionsPerStep" | "groupSize" | "temperature" | "maxInteractions" | "maxTokens" | "learningRate" | "clip" | "klBeta">;
   /** Per step: mean reward, train EX, interactions per rollout, zero-variance groups, seconds. */
   curve: { step: number; reward: number | null; trainEx: number | null; interactions: number | null; zeroVarianceGroups: number | null; seconds: number }[];
+  /** Greedy EX on the validation file at step 0 (before training) and at each eval step; empty without an eval. */
+  heldout: { step: number; ex: number }[];
 }
 
 /** The trainer configuration of one starter GRPO run. */
@@ -55,6 +61,7 @@ export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
     model: options.model,
     runDir: options.runDir ?? join(options.workDir, exploration ? "grpo" : "grpo-no-exploration"),
     data: { ...raw.data, dataset: join(synth, "train.json"), dbRoot: join(synth, "databases") },
+    ...(raw.eval ? { eval: { ...raw.eval, dataset: join(options.workDir, STARTER_VAL_FILE), dbRoot: join(synth, "databases") } } : {}),
     ...(options.steps !== undefined ? { steps: options.steps } : {}),
     reward: { ...raw.reward, exploration },
     policy: { ...raw.policy, ...(options.threads !== undefined ? { threads: options.threads } : {}) },
@@ -78,6 +85,7 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
   const config = starterGrpoConfig(options);
   const log = options.log ?? (() => undefined);
   const result = await runTraining(config, { mode: "grpo", progress: null, log });
+  const rows = readMetrics(join(config.runDir, "metrics.jsonl"));
   return {
     runDir: config.runDir,
     model: result.model,
@@ -94,6 +102,7 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
       clip: config.clip,
       klBeta: config.klBeta,
     },
-    curve: curveOf(readMetrics(join(config.runDir, "metrics.jsonl"))),
+    curve: curveOf(rows),
+    heldout: rows.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }])),
   };
 }

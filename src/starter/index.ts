@@ -17,18 +17,21 @@ import { ExecutorPool } from "../sql/index.js";
 import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
-import { runStarterGrpo, type StarterGrpoSummary } from "./grpo.js";
+import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoSummary } from "./grpo.js";
 import { ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
 export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
-export { runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
+export { runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, STARTER_VAL_FILE, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
 export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
 
-/** Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`). */
-export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json" } as const;
+/**
+ * Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`):
+ * the model card's sets (seen and unseen domains), and `val` for GRPO's held-out curve, whose databases the card's sets never use.
+ */
+export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json", val: STARTER_VAL_FILE } as const;
 
 /** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
 export function spread<T extends { db_id: string }>(items: readonly T[], n: number): T[] {
@@ -125,6 +128,8 @@ export interface StarterOptions {
   devEvery?: number;
   /** Items in each evaluation file (`eval_seen.json`, `eval_unseen.json`), spread over the databases. Default 120. */
   evalItems?: number;
+  /** Items of `val_seen.json` (GRPO's held-out curve): seen-domain dev databases that `eval_seen.json` does not use. Default 160. */
+  valItems?: number;
   vocabSize?: number;
   shape?: StarterShape;
   /** SFT options beyond the paths (steps/minutes, lr, packing, family weights …). */
@@ -189,7 +194,8 @@ export interface StarterReport {
   workDir: string;
   out: string;
   outBytes: number;
-  synth: Pick<SynthResult, "manifest" | "traces" | "traceTokens"> & { train: number; dev: number };
+  /** `val`: items of `val_seen.json` (absent in reports written before it existed). */
+  synth: Pick<SynthResult, "manifest" | "traces" | "traceTokens"> & { train: number; dev: number; val?: number };
   vocabSize: number;
   tokenizerSeconds: number;
   shape: ReturnType<typeof resolveShape>;
@@ -237,10 +243,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   const evalN = options.evalItems ?? 120;
   const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
   const unseenItems = spread(synth.dev.filter((i) => heldOutDomain.has(i.db_id)), evalN);
+  const evalDbs = new Set(seenItems.map((i) => i.db_id));
+  const valItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id) && !evalDbs.has(i.db_id)), options.valItems ?? 160);
   const birdFields = (items: typeof synth.dev) => items.map((it, k) => ({ ...birdRecord(it), question_id: k }));
   await writeFileAtomic(join(work, EVAL_FILES.seen), Buffer.from(`${JSON.stringify(birdFields(seenItems), null, 2)}\n`));
   await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
-  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items`);
+  await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
+  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
 
   let sftPart: SftPart;
   const reportPath = join(work, REPORT_FILE);
@@ -338,7 +347,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     workDir: work,
     out,
     outBytes,
-    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length },
+    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
     ...sftPart,
     sftMore,
     sftModel,

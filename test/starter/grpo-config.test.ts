@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { starterGrpoConfig } from "../../src/starter/index.js";
+import { STARTER_VAL_FILE, starterGrpoConfig } from "../../src/starter/index.js";
 
 describe("starter GRPO settings", () => {
   it("point the shipped trainer settings at the work folder, the SFT model and the train split", () => {
@@ -13,6 +13,15 @@ describe("starter GRPO settings", () => {
     expect(c.reward.exploration).toBe(true);
     expect(c.learner.sharePrefix).toBe(true);
     expect(c.policy.contextSize).toBe(1024); // the starter model's trained context
+  });
+
+  it("evaluate greedy EX on the work folder's validation file, before training and every few steps", () => {
+    const c = starterGrpoConfig({ workDir: "/w", model: "/w/sft.gguf" });
+    expect(c.eval!.dataset).toBe(join("/w", STARTER_VAL_FILE));
+    expect(c.eval!.dbRoot).toBe(join("/w", "synth", "databases"));
+    expect(c.eval!.atStart).toBe(true);
+    expect(c.eval!.strategy).toBe("greedy");
+    expect(c.eval!.every).toBeLessThanOrEqual(c.steps);
   });
 
   it("run the ablation in its own folder with the exploration reward off, and pass thread and step limits on", () => {

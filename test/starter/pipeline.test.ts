@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeStarterModel, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
+import { EVAL_FILES, makeStarterModel, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
 import { STARTER_OUT } from "./fixtures.js";
 
 const hasTorch = ((): boolean => {
@@ -55,6 +55,24 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     const saved = JSON.parse(readFileSync(join(work, REPORT_FILE), "utf8")) as StarterReport;
     expect(saved.commands).toEqual(["first", "second", "third"]);
     expect(saved.sftMore).toHaveLength(2);
+  }, 300_000);
+
+  it("writes a GRPO validation file whose databases the model card's evaluation files never use", async () => {
+    const dir = join(STARTER_OUT, "pipeline-val");
+    rmSync(dir, { recursive: true, force: true });
+    const report = await makeStarterModel({ ...base, workDir: dir, out: join(dir, "shipped.gguf"), dbs: 24, devEvery: 2, evalItems: 3, valItems: 4 });
+    const dbsOf = (file: string): string[] => (JSON.parse(readFileSync(join(dir, file), "utf8")) as { db_id: string }[]).map((i) => i.db_id);
+    const val = dbsOf(EVAL_FILES.val);
+    const seen = dbsOf(EVAL_FILES.seen);
+    const unseenDomains = new Set(dbsOf(EVAL_FILES.unseen).map((d) => d.replace(/_\d+$/, "")));
+    expect(unseenDomains.size).toBeGreaterThan(0);
+    expect(val).toHaveLength(4);
+    expect(report.synth.val).toBe(4);
+    expect(new Set(val).size).toBe(4); // one question per database
+    for (const db of val) {
+      expect(seen).not.toContain(db);
+      expect(unseenDomains.has(db.replace(/_\d+$/, ""))).toBe(false);
+    }
   }, 300_000);
 
   it("starts from an earlier model: its weights and tokenizer, this run's records, no first SFT stage", async () => {
