@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { packageRoot } from "../paths/index.js";
-import { parseTrainConfig, readMetrics, runTraining, type MetricsRow, type TrainConfig } from "../training/index.js";
+import { listCheckpoints, parseTrainConfig, readMetrics, runTraining, type MetricsRow, type TrainConfig } from "../training/index.js";
 
 /** The shipped GRPO settings file (paths in it are replaced by the work folder's). */
 export const STARTER_GRPO_CONFIG = "examples/training/starter-grpo.json";
@@ -31,9 +31,17 @@ export interface StarterGrpoOptions {
   threads?: number;
   /** Settings file. Default {@link STARTER_GRPO_CONFIG} under the package root. */
   configFile?: string;
+  /**
+   * Which model the run returns: its last step's, or the checkpoint with the highest held-out EX (steps ≥ 1; a tie
+   * goes to the later step). Default "best-heldout", which is "last" when the settings evaluate nothing.
+   */
+  pick?: StarterGrpoPick;
   /** Status lines. */
   log?: (line: string) => void;
 }
+
+/** How a starter GRPO run chooses the model it returns. */
+export type StarterGrpoPick = "last" | "best-heldout";
 
 /** What a starter GRPO run did, for the model card. */
 export interface StarterGrpoSummary {
@@ -47,6 +55,16 @@ export interface StarterGrpoSummary {
   curve: { step: number; reward: number | null; trainEx: number | null; interactions: number | null; zeroVarianceGroups: number | null; seconds: number }[];
   /** Greedy EX on the validation file at step 0 (before training) and at each eval step; empty without an eval. */
   heldout: { step: number; ex: number }[];
+  /** The step whose model is `model`, its held-out EX, and the rule that chose it. */
+  picked: { step: number; heldoutEx: number | null; rule: StarterGrpoPick };
+}
+
+/** The step `rule` chooses from a run's held-out curve among its checkpointed steps; null means the last step. */
+export function pickStep(heldout: readonly { step: number; ex: number }[], checkpointed: readonly number[], rule: StarterGrpoPick): { step: number; ex: number } | null {
+  if (rule === "last") return null;
+  let best: { step: number; ex: number } | null = null;
+  for (const h of heldout) if (h.step >= 1 && checkpointed.includes(h.step) && (!best || h.ex >= best.ex)) best = h;
+  return best;
 }
 
 /** The trainer configuration of one starter GRPO run. */
@@ -79,16 +97,25 @@ function curveOf(rows: readonly MetricsRow[]): StarterGrpoSummary["curve"] {
     .map((r) => ({ step: r.step, reward: r.reward_mean, trainEx: r.train_ex, interactions: r.interactions, zeroVarianceGroups: r.zero_variance_groups, seconds: r.seconds }));
 }
 
-/** Runs one starter GRPO run to its last step; returns its final model and curve. */
+/** Runs one starter GRPO run to its last step; returns the model its pick rule chooses, with the run's curves. */
 export async function runStarterGrpo(options: StarterGrpoOptions): Promise<StarterGrpoSummary> {
   const t0 = Date.now();
   const config = starterGrpoConfig(options);
   const log = options.log ?? (() => undefined);
   const result = await runTraining(config, { mode: "grpo", progress: null, log });
   const rows = readMetrics(join(config.runDir, "metrics.jsonl"));
+  const heldout = rows.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }]));
+  const rule = options.pick ?? "best-heldout";
+  const checkpoints = listCheckpoints(config.runDir);
+  const chosen = pickStep(heldout, checkpoints.map((c) => c.step), rule);
+  const last = heldout.find((h) => h.step === result.lastStep);
+  const picked = chosen
+    ? { step: chosen.step, heldoutEx: chosen.ex, rule, model: checkpoints.find((c) => c.step === chosen.step)!.model }
+    : { step: result.lastStep, heldoutEx: last?.ex ?? null, rule, model: result.model };
+  if (chosen) log(`picked step ${picked.step} of ${result.lastStep} (held-out EX ${(chosen.ex * 100).toFixed(1)}%)`);
   return {
     runDir: config.runDir,
-    model: result.model,
+    model: picked.model,
     exploration: config.reward.exploration,
     steps: result.lastStep,
     seconds: (Date.now() - t0) / 1000,
@@ -103,6 +130,7 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
       klBeta: config.klBeta,
     },
     curve: curveOf(rows),
-    heldout: rows.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }])),
+    heldout,
+    picked: { step: picked.step, heldoutEx: picked.heldoutEx, rule },
   };
 }

@@ -17,13 +17,13 @@ import { ExecutorPool } from "../sql/index.js";
 import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
-import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoSummary } from "./grpo.js";
+import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
 import { ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
 export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
-export { runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, STARTER_VAL_FILE, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
+export { pickStep, runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
 export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
 
@@ -137,7 +137,7 @@ export interface StarterOptions {
   /** Dev items for the quick check (0 = skip). Default 20. */
   checkItems?: number;
   /** GRPO stage settings; null skips GRPO (the SFT model is shipped). Default: the settings file's. */
-  grpo?: { steps?: number; threads?: number } | null;
+  grpo?: { steps?: number; threads?: number; pick?: StarterGrpoPick } | null;
   /** Also run GRPO without the exploration reward, concurrently (the cores split between the two runs). Default false. */
   ablation?: boolean;
   /**
@@ -317,7 +317,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     const runs = options.ablation ? 2 : 1;
     const threads = g.threads ?? Math.max(1, Math.floor(availableParallelism() / runs));
     log(`[6/7] GRPO from ${sftModel}${options.ablation ? " (and the no-exploration-reward ablation beside it)" : ""}, ${threads} thread(s) each`);
-    const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}) };
+    const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}), ...(g.pick ? { pick: g.pick } : {}) };
     const [main, abl] = await Promise.all([
       runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
       options.ablation ? runStarterGrpo({ ...common, exploration: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
@@ -326,7 +326,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     ablation = abl;
     await copyFile(grpo.model, out);
     if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
-    log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min → ${out}`);
+    log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min; step ${grpo.picked.step} (${grpo.picked.rule}) → ${out}`);
   }
   const outBytes = statSync(out).size;
 

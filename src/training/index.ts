@@ -73,6 +73,7 @@ export {
   createLearnerStep,
   latestCheckpoint,
   learnerArgs,
+  listCheckpoints,
   learnerDir,
   learnerEnv,
   parseTraces,

@@ -289,22 +289,26 @@ export interface Checkpoint {
   optimizer?: string;
 }
 
-/** The checkpoint with the highest step in `<runDir>/checkpoints` (its GGUF present), or null. */
-export function latestCheckpoint(runDir: string): Checkpoint | null {
+/** The checkpoints in `<runDir>/checkpoints` whose GGUF is present, lowest step first. */
+export function listCheckpoints(runDir: string): Checkpoint[] {
   const dir = join(runDir, "checkpoints");
-  if (!existsSync(dir)) return null;
-  let best: Checkpoint | null = null;
+  if (!existsSync(dir)) return [];
+  const found: Checkpoint[] = [];
   for (const name of readdirSync(dir)) {
     const m = /^step-(\d+)\.json$/.exec(name);
     if (!m) continue;
     const step = Number(m[1]);
     const model = join(dir, `step-${stepLabel(step)}.gguf`);
-    if (!existsSync(model) || (best && best.step >= step)) continue;
-    let optimizer: string | undefined = join(dir, `step-${stepLabel(step)}.optim`);
-    if (!existsSync(optimizer)) optimizer = undefined;
-    best = { step, model, ...(optimizer ? { optimizer } : {}) };
+    if (!existsSync(model)) continue;
+    const optimizer = join(dir, `step-${stepLabel(step)}.optim`);
+    found.push({ step, model, ...(existsSync(optimizer) ? { optimizer } : {}) });
   }
-  return best;
+  return found.sort((a, b) => a.step - b.step);
+}
+
+/** The checkpoint with the highest step in `<runDir>/checkpoints` (its GGUF present), or null. */
+export function latestCheckpoint(runDir: string): Checkpoint | null {
+  return listCheckpoints(runDir).at(-1) ?? null;
 }
 
 function hash32(text: string): number {

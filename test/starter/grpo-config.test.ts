@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { STARTER_VAL_FILE, starterGrpoConfig } from "../../src/starter/index.js";
+import { pickStep, STARTER_VAL_FILE, starterGrpoConfig } from "../../src/starter/index.js";
 
 describe("starter GRPO settings", () => {
   it("point the shipped trainer settings at the work folder, the SFT model and the train split", () => {
@@ -32,5 +32,28 @@ describe("starter GRPO settings", () => {
     expect(c.policy.threads).toBe(1);
     expect(c.learner.extraArgs).toEqual(["--threads", "1"]);
     expect(c.description).toMatch(/exploration reward off/);
+  });
+});
+
+describe("which GRPO checkpoint the starter ships", () => {
+  const curve = [
+    { step: 0, ex: 0.4 },
+    { step: 10, ex: 0.3 },
+    { step: 20, ex: 0.35 },
+    { step: 30, ex: 0.35 },
+    { step: 40, ex: 0.32 },
+  ];
+
+  it("takes the checkpointed step with the highest held-out EX, the later one on a tie, never the untrained step 0", () => {
+    expect(pickStep(curve, [10, 20, 30, 40], "best-heldout")).toEqual({ step: 30, ex: 0.35 });
+  });
+
+  it("ignores evaluated steps that have no checkpoint to ship", () => {
+    expect(pickStep(curve, [10, 40], "best-heldout")).toEqual({ step: 40, ex: 0.32 });
+  });
+
+  it("falls back to the last step when nothing was evaluated, or when asked for the last step", () => {
+    expect(pickStep([], [10, 20], "best-heldout")).toBeNull();
+    expect(pickStep(curve, [10, 20, 30, 40], "last")).toBeNull();
   });
 });
