@@ -1,7 +1,7 @@
 /**
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
- *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 40] [--grpo-pick best-heldout|last] [--ablation]
+ *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|last] [--ablation]
  *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
