@@ -256,7 +256,8 @@ function curveTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): str
 function heldoutTable(a: StarterReport["grpo"], b: StarterReport["ablation"]): string[] {
   const full = a?.heldout ?? [];
   if (!full.length) return [];
-  const abl = new Map((b?.heldout ?? []).map((h) => [h.step, h.ex]));
+  // the ablation does not re-score step 0: it starts from the same SFT model as the full run
+  const abl = new Map([...full.filter((h) => h.step === 0), ...(b?.heldout ?? [])].map((h) => [h.step, h.ex]));
   return [
     `| step | held-out EX, greedy (full) | held-out EX, greedy (no exploration) |`,
     `|---|---|---|`,

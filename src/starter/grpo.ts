@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { packageRoot } from "../paths/index.js";
-import { listCheckpoints, parseTrainConfig, readMetrics, runTraining, type MetricsRow, type TrainConfig } from "../training/index.js";
+import { listCheckpoints, parseTrainConfig, runTraining, type MetricsRow, type TrainConfig } from "../training/index.js";
 
 /** The shipped GRPO settings file (paths in it are replaced by the work folder's). */
 export const STARTER_GRPO_CONFIG = "examples/training/starter-grpo.json";
@@ -36,6 +36,8 @@ export interface StarterGrpoOptions {
    * goes to the later step). Default "best-heldout", which is "last" when the settings evaluate nothing.
    */
   pick?: StarterGrpoPick;
+  /** Score the start model before step 1 too. Default the settings file's; the ablation beside a full run passes false (same model). */
+  evalAtStart?: boolean;
   /** Status lines. */
   log?: (line: string) => void;
 }
@@ -53,7 +55,7 @@ export interface StarterGrpoSummary {
   config: Pick<TrainConfig, "questionsPerStep" | "groupSize" | "temperature" | "maxInteractions" | "maxTokens" | "learningRate" | "clip" | "klBeta">;
   /** Per step: mean reward, train EX, interactions per rollout, zero-variance groups, seconds. */
   curve: { step: number; reward: number | null; trainEx: number | null; interactions: number | null; zeroVarianceGroups: number | null; seconds: number }[];
-  /** Greedy EX on the validation file at step 0 (before training) and at each eval step; empty without an eval. */
+  /** Greedy EX on the validation file at step 0 (before training, unless skipped) and at each eval step; empty without an eval. */
   heldout: { step: number; ex: number }[];
   /** The step whose model is `model`, its held-out EX, and the rule that chose it. */
   picked: { step: number; heldoutEx: number | null; rule: StarterGrpoPick };
@@ -79,7 +81,9 @@ export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
     model: options.model,
     runDir: options.runDir ?? join(options.workDir, exploration ? "grpo" : "grpo-no-exploration"),
     data: { ...raw.data, dataset: join(synth, "train.json"), dbRoot: join(synth, "databases") },
-    ...(raw.eval ? { eval: { ...raw.eval, dataset: join(options.workDir, STARTER_VAL_FILE), dbRoot: join(synth, "databases") } } : {}),
+    ...(raw.eval
+      ? { eval: { ...raw.eval, dataset: join(options.workDir, STARTER_VAL_FILE), dbRoot: join(synth, "databases"), ...(options.evalAtStart === false ? { atStart: false } : {}) } }
+      : {}),
     ...(options.steps !== undefined ? { steps: options.steps } : {}),
     reward: { ...raw.reward, exploration },
     policy: { ...raw.policy, ...(options.threads !== undefined ? { threads: options.threads } : {}) },
@@ -103,19 +107,15 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
   const config = starterGrpoConfig(options);
   const log = options.log ?? (() => undefined);
   const result = await runTraining(config, { mode: "grpo", progress: null, log });
-  const rows = readMetrics(join(config.runDir, "metrics.jsonl"));
-  const heldout = rows.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }]));
+  const heldout = result.metrics.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }]));
   const rule = options.pick ?? "best-heldout";
   const checkpoints = listCheckpoints(config.runDir);
   const chosen = pickStep(heldout, checkpoints.map((c) => c.step), rule);
-  const last = heldout.find((h) => h.step === result.lastStep);
-  const picked = chosen
-    ? { step: chosen.step, heldoutEx: chosen.ex, rule, model: checkpoints.find((c) => c.step === chosen.step)!.model }
-    : { step: result.lastStep, heldoutEx: last?.ex ?? null, rule, model: result.model };
-  if (chosen) log(`picked step ${picked.step} of ${result.lastStep} (held-out EX ${(chosen.ex * 100).toFixed(1)}%)`);
+  const step = chosen?.step ?? result.lastStep;
+  if (chosen) log(`picked step ${step} of ${result.lastStep} (held-out EX ${(chosen.ex * 100).toFixed(1)}%)`);
   return {
     runDir: config.runDir,
-    model: picked.model,
+    model: chosen ? checkpoints.find((c) => c.step === step)!.model : result.model,
     exploration: config.reward.exploration,
     steps: result.lastStep,
     seconds: (Date.now() - t0) / 1000,
@@ -129,8 +129,8 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
       clip: config.clip,
       klBeta: config.klBeta,
     },
-    curve: curveOf(rows),
+    curve: curveOf(result.metrics),
     heldout,
-    picked: { step: picked.step, heldoutEx: picked.heldoutEx, rule },
+    picked: { step, heldoutEx: heldout.find((h) => h.step === step)?.ex ?? null, rule },
   };
 }

@@ -23,7 +23,7 @@ import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
 export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
-export { pickStep, runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
+export { pickStep, runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, type StarterGrpoPick, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
 export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
 
@@ -320,7 +320,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}), ...(g.pick ? { pick: g.pick } : {}) };
     const [main, abl] = await Promise.all([
       runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
-      options.ablation ? runStarterGrpo({ ...common, exploration: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
+      options.ablation ? runStarterGrpo({ ...common, exploration: false, evalAtStart: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
     ]);
     grpo = main;
     ablation = abl;

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { pickStep, STARTER_VAL_FILE, starterGrpoConfig } from "../../src/starter/index.js";
+import { EVAL_FILES, pickStep, starterGrpoConfig } from "../../src/starter/index.js";
 
 describe("starter GRPO settings", () => {
   it("point the shipped trainer settings at the work folder, the SFT model and the train split", () => {
@@ -17,11 +17,13 @@ describe("starter GRPO settings", () => {
 
   it("evaluate greedy EX on the work folder's validation file, before training and every few steps", () => {
     const c = starterGrpoConfig({ workDir: "/w", model: "/w/sft.gguf" });
-    expect(c.eval!.dataset).toBe(join("/w", STARTER_VAL_FILE));
+    expect(c.eval!.dataset).toBe(join("/w", EVAL_FILES.val));
     expect(c.eval!.dbRoot).toBe(join("/w", "synth", "databases"));
     expect(c.eval!.atStart).toBe(true);
     expect(c.eval!.strategy).toBe("greedy");
     expect(c.eval!.every).toBeLessThanOrEqual(c.steps);
+    // the ablation beside it starts from the same model, so it need not score it again
+    expect(starterGrpoConfig({ workDir: "/w", model: "/w/sft.gguf", exploration: false, evalAtStart: false }).eval!.atStart).toBe(false);
   });
 
   it("run the ablation in its own folder with the exploration reward off, and pass thread and step limits on", () => {
