@@ -30,6 +30,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { pairedDifference, type ItemScore } from "../src/eval/index.js";
 import { makeStarterModel, type StarterGrpoPick, type StarterReport } from "../src/starter/index.js";
 
 const OPTIONS = {
@@ -185,6 +186,7 @@ interface EvalReportFile {
   dataset: { file: string; count: number };
   runs: {
     config: { label: string; strategy: string; candidates?: number };
+    items?: ItemScore[];
     summary: {
       count: number;
       ex: { bird: number };
@@ -216,17 +218,26 @@ function evalSection(e: EvalReportFile): string[] {
       `| ${r.config.label} | ${s.count} | **${pct(s.ex.bird)}** | ${d} | ${pct(s.executionErrorRate)}% | ${s.avgInteractions?.toFixed(2) ?? "–"} | ${s.generatedTokensPerItem?.toFixed(0) ?? "–"} | ${s.latencyMs ? (s.latencyMs.mean / 1000).toFixed(2) : "–"} |`,
     );
   }
-  const ex = (label: string): number | null => e.runs.find((r) => r.config.label === label)?.summary.ex.bird ?? null;
-  const target = (name: string, a: number | null, b: number | null, need: number): string => {
-    if (a === null || b === null) return `- ${name}: not measured`;
-    const diff = (a - b) * 100;
-    return `- ${name}: ${diff >= 0 ? "+" : ""}${diff.toFixed(1)} EX points (target ≥ ${need > 0 ? "+" : ""}${need}) — **${diff >= need && diff > 0 ? "met" : "MISSED"}**`;
+  const run = (label: string) => e.runs.find((r) => r.config.label === label);
+  const target = (name: string, a: string, b: string, need: number): string => {
+    const ra = run(a);
+    const rb = run(b);
+    if (!ra || !rb) return `- ${name}: not measured`;
+    const diff = (ra.summary.ex.bird - rb.summary.ex.bird) * 100;
+    let paired = "";
+    if (ra.items && rb.items) {
+      const d = pairedDifference(ra.items, rb.items);
+      paired = ` (right only in the first ${d.firstOnly}, only in the second ${d.secondOnly}; 95% interval ${pct(d.ci95[0])} to ${pct(d.ci95[1])}, McNemar p ${d.pValue < 0.001 ? "< 0.001" : `= ${d.pValue.toFixed(3)}`})`;
+    }
+    return `- ${name}: ${diff >= 0 ? "+" : ""}${diff.toFixed(1)} EX points${paired} (target ≥ ${need > 0 ? "+" : ""}${need}) — **${diff >= need && diff > 0 ? "met" : "MISSED"}**`;
   };
   lines.push(
     ``,
-    target("execution-aware after GRPO vs direct output", ex("exec-aware GRPO greedy"), ex("direct SFT greedy"), 10),
-    target("GRPO vs its own SFT start (execution-aware, greedy)", ex("exec-aware GRPO greedy"), ex("exec-aware SFT greedy"), 5),
-    target("tree-prune-16 voting vs greedy (after GRPO)", ex("exec-aware GRPO tree-prune-16"), ex("exec-aware GRPO greedy"), 0),
+    target("execution-aware after GRPO vs direct output", "exec-aware GRPO greedy", "direct SFT greedy", 10),
+    target("GRPO vs its own SFT start (execution-aware, greedy)", "exec-aware GRPO greedy", "exec-aware SFT greedy", 5),
+    target("tree-prune-16 voting vs greedy (after GRPO)", "exec-aware GRPO tree-prune-16", "exec-aware GRPO greedy", 0),
+    ``,
+    `The intervals are over these ${e.dataset.count} questions, paired question by question; a difference whose interval spans 0 is within what re-drawing the questions could undo.`,
   );
   return lines;
 }

@@ -5,6 +5,7 @@
  */
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
+import { ReexError } from "../errors/index.js";
 
 /** The EX rules of SPEC §7: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
 export type ExRule = "bird" | "spider" | "refined";
@@ -291,4 +292,68 @@ export function summarize(items: readonly ItemScore[]): Summary {
     for (const d of sortDifficulties(items.map(label))) byDifficulty[d] = aggregate(items.filter((i) => label(i) === d));
   }
   return { ...aggregate(items), byDifficulty };
+}
+
+/** Two runs compared question by question on one rule: who got which items, the EX difference and its uncertainty. */
+export interface PairedDifference {
+  rule: ExRule;
+  /** Questions both runs answered. */
+  count: number;
+  /** Right in the first run only. */
+  firstOnly: number;
+  /** Right in the second run only. */
+  secondOnly: number;
+  /** EX(first) − EX(second), 0..1 scale. */
+  delta: number;
+  /** 95 % interval of `delta` (normal approximation to the paired difference). */
+  ci95: [number, number];
+  /** Exact two-sided McNemar p-value: the chance of so lopsided a split of the discordant questions if neither run were better. */
+  pValue: number;
+}
+
+/** log C(n, k), exact enough for the binomial tails below. */
+function logChoose(n: number, k: number): number {
+  let s = 0;
+  for (let i = 1; i <= k; i++) s += Math.log(n - k + i) - Math.log(i);
+  return s;
+}
+
+/** Exact two-sided binomial test of `k` of `n` against p = ½ (McNemar's exact form). */
+function mcnemarExact(k: number, n: number): number {
+  if (n === 0) return 1;
+  const low = Math.min(k, n - k);
+  let tail = 0;
+  for (let i = 0; i <= low; i++) tail += Math.exp(logChoose(n, i) - n * Math.LN2);
+  return Math.min(1, 2 * tail);
+}
+
+/**
+ * Compares two runs over the same questions (matched by database and question id) under `rule`; pure.
+ * BAD_REQUEST when the runs did not answer the same questions. Default rule "bird".
+ */
+export function pairedDifference(first: readonly ItemScore[], second: readonly ItemScore[], rule: ExRule = "bird"): PairedDifference {
+  const key = (i: ItemScore): string => `${i.dbId}\u0000${String(i.questionId)}`;
+  const other = new Map(second.map((i) => [key(i), i]));
+  if (other.size !== second.length || first.length !== second.length || first.some((i) => !other.has(key(i)))) {
+    throw new ReexError("BAD_REQUEST", "paired comparison needs two runs over the same questions");
+  }
+  let firstOnly = 0;
+  let secondOnly = 0;
+  for (const a of first) {
+    const b = other.get(key(a))!;
+    if (a.ex[rule] && !b.ex[rule]) firstOnly++;
+    else if (!a.ex[rule] && b.ex[rule]) secondOnly++;
+  }
+  const n = first.length;
+  const delta = n === 0 ? 0 : (firstOnly - secondOnly) / n;
+  const se = n === 0 ? 0 : Math.sqrt(Math.max(0, (firstOnly + secondOnly) / n - delta * delta) / n);
+  return {
+    rule,
+    count: n,
+    firstOnly,
+    secondOnly,
+    delta,
+    ci95: [delta - 1.96 * se, delta + 1.96 * se],
+    pValue: mcnemarExact(firstOnly, firstOnly + secondOnly),
+  };
 }

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { DatasetLayout } from "./datasets.js";
-import { EX_RULES, sortDifficulties, type ExRule, type Metrics } from "./metrics.js";
+import { EX_RULES, pairedDifference, sortDifficulties, type ExRule, type Metrics } from "./metrics.js";
 import type { EvalRun, SelfCheckFailure } from "./run.js";
 
 /** Everything one `reex eval` invocation produced: the dataset, the self-check, and one run per strategy. */
@@ -147,6 +147,29 @@ function difficultyTable(report: EvalReport): string {
     }
   }
   return `<table id="by-difficulty"><thead>${metricsHead(report.primaryRule, ["difficulty"])}</thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+/** Each later run against the first, question by question; empty when there is one run or they answered different questions. */
+function pairedTable(report: EvalReport): string {
+  const [base, ...rest] = report.runs;
+  if (!base || rest.length === 0) return "";
+  const rows: string[] = [];
+  for (const run of rest) {
+    let d;
+    try {
+      d = pairedDifference(run.items, base.items, report.primaryRule);
+    } catch {
+      return `<p class="note">The runs answered different questions, so they are not compared pairwise.</p>`;
+    }
+    const p = d.pValue < 0.001 ? "&lt; 0.001" : d.pValue.toFixed(3);
+    rows.push(
+      `<tr><td>${esc(run.config.label)}</td><td class="n">${d.delta >= 0 ? "+" : ""}${pct(d.delta)}</td><td class="n">${pct(d.ci95[0])} to ${pct(d.ci95[1])}</td><td class="n">${d.firstOnly}</td><td class="n">${d.secondOnly}</td><td class="n">${p}</td></tr>`,
+    );
+  }
+  const head = `<tr><th>run</th><th>Δ EX vs ${esc(base.config.label)}</th><th>95% interval</th><th>right only here</th><th>right only in ${esc(base.config.label)}</th><th>McNemar p</th></tr>`;
+  return `<h2>Paired with the first run</h2>
+<table id="paired"><thead>${head}</thead><tbody>${rows.join("")}</tbody></table>
+<p class="note">EX under the headline rule, question by question against the first run: the interval is the normal approximation to the paired difference; p is McNemar's exact test on the questions only one of the two got right.</p>`;
 }
 
 function errorsTable(report: EvalReport): string {
@@ -349,6 +372,7 @@ ${check}
 ${summaryTable(report)}
 <p class="note">EX: final SQL; voting: the vote's winning candidate; pass@1: first candidate; pass@k: any candidate. Error rates are shares of items whose final SQL failed (syntax: category syntax; exec: any category; no SQL: none given or the decoder failed). Latency is wall-clock per sample; tokens are per item.</p>
 <ul>${configList(report)}</ul>
+${pairedTable(report)}
 <h2>Per difficulty</h2>
 ${difficultyTable(report)}
 <h2>Errors of the final SQL by category</h2>

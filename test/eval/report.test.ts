@@ -73,4 +73,19 @@ describe("the evaluation report", () => {
     expect(html).not.toContain("<svg");
     expect(html).toContain("No latency was measured");
   });
+
+  it("compares every later run with the first question by question", () => {
+    const html = renderHtml(createReport({ runs }));
+    const table = html.slice(html.indexOf('<table id="paired"'), html.indexOf("</table>", html.indexOf('<table id="paired"')));
+    // tree is right on items 1 and 2, which greedy got wrong: +66.7 points on 2 discordant questions.
+    expect(table).toMatch(/<td>tree<\/td><td class="n">\+66\.7<\/td>.*?<td class="n">2<\/td><td class="n">0<\/td><td class="n">0\.500<\/td>/);
+    expect(table).toMatch(/<td>linear<\/td><td class="n">\+33\.3<\/td>/);
+  });
+
+  it("does not pair runs over different questions", () => {
+    const other = run("other", [item(7, "simple", true, 1, 600)]);
+    const html = renderHtml(createReport({ runs: [runs[0]!, other] }));
+    expect(html).not.toContain('<table id="paired"');
+    expect(html).toContain("not compared pairwise");
+  });
 });
