@@ -227,7 +227,7 @@ function evalSection(e: EvalReportFile): string[] {
     let paired = "";
     if (ra.items && rb.items) {
       const d = pairedDifference(ra.items, rb.items);
-      paired = ` (right only in the first ${d.firstOnly}, only in the second ${d.secondOnly}; 95% interval ${pct(d.ci95[0])} to ${pct(d.ci95[1])}, McNemar p ${d.pValue < 0.001 ? "< 0.001" : `= ${d.pValue.toFixed(3)}`})`;
+      paired = ` (${d.firstOnly} questions right only in "${a}", ${d.secondOnly} only in "${b}"; 95% interval ${pct(d.ci95[0])} to ${pct(d.ci95[1])}, McNemar p ${d.pValue < 0.001 ? "< 0.001" : `= ${d.pValue.toFixed(3)}`})`;
     }
     return `- ${name}: ${diff >= 0 ? "+" : ""}${diff.toFixed(1)} EX points${paired} (target ≥ ${need > 0 ? "+" : ""}${need}) — **${diff >= need && diff > 0 ? "met" : "MISSED"}**`;
   };
