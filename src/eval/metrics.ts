@@ -328,11 +328,14 @@ function mcnemarExact(k: number, n: number): number {
 }
 
 /**
- * Compares two runs over the same questions (matched by database and question id) under `rule`; pure.
- * BAD_REQUEST when the runs did not answer the same questions. Default rule "bird".
+ * Compares two runs over the same questions under `rule`; pure. Questions are matched by database and
+ * question id, or by dataset position where ids repeat. BAD_REQUEST when the runs did not answer the same
+ * questions. Default rule "bird".
  */
 export function pairedDifference(first: readonly ItemScore[], second: readonly ItemScore[], rule: ExRule = "bird"): PairedDifference {
-  const key = (i: ItemScore): string => `${i.dbId}\u0000${String(i.questionId)}`;
+  const byId = (i: ItemScore): string => `${i.dbId}\u0000${String(i.questionId)}`;
+  const unique = (items: readonly ItemScore[]): boolean => new Set(items.map(byId)).size === items.length;
+  const key = unique(first) && unique(second) ? byId : (i: ItemScore): string => String(i.index);
   const other = new Map(second.map((i) => [key(i), i]));
   if (other.size !== second.length || first.length !== second.length || first.some((i) => !other.has(key(i)))) {
     throw new ReexError("BAD_REQUEST", "paired comparison needs two runs over the same questions");

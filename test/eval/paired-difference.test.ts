@@ -72,6 +72,12 @@ describe("comparing two runs question by question", () => {
     expect(d).toMatchObject({ firstOnly: 6, secondOnly: 1 });
   });
 
+  it("falls back to dataset positions when question ids repeat", () => {
+    const [a, b] = split(6, 1);
+    const sameId = (items: ItemScore[]): ItemScore[] => items.map((i) => ({ ...i, questionId: 0 }));
+    expect(pairedDifference(sameId(run(a)), sameId(run(b)))).toMatchObject({ firstOnly: 6, secondOnly: 1 });
+  });
+
   it("refuses runs over different questions", () => {
     const [a, b] = split(6, 1);
     expect(() => pairedDifference(run(a), run(b, "other"))).toThrow(ReexError);
