@@ -5,6 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { ReexError } from "../errors/index.js";
 import type { DatasetLayout } from "./datasets.js";
 import { EX_RULES, pairedDifference, sortDifficulties, type ExRule, type Metrics } from "./metrics.js";
 import type { EvalRun, SelfCheckFailure } from "./run.js";
@@ -158,8 +159,9 @@ function pairedTable(report: EvalReport): string {
     let d;
     try {
       d = pairedDifference(run.items, base.items, report.primaryRule);
-    } catch {
-      return `<p class="note">The runs answered different questions, so they are not compared pairwise.</p>`;
+    } catch (err) {
+      if (err instanceof ReexError) return `<p class="note">The runs answered different questions, so they are not compared pairwise.</p>`;
+      throw err;
     }
     const p = d.pValue < 0.001 ? "&lt; 0.001" : d.pValue.toFixed(3);
     rows.push(
