@@ -2,10 +2,10 @@
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
  *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|last] [--ablation]
- *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--dev-every 7] [--eval-items 120]
+ *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
- *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N]
+ *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
  *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
  *       [--card models/MODEL_CARD.md]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
@@ -22,6 +22,8 @@
  * invocation's data (re-tokenized, so --dbs may grow: database i depends only on the seed and i).
  * --from starts from an earlier model of this pipeline (e.g. the shipped starter: its tokenizer and shape are kept)
  * instead of a new tokenizer, initial model and first SFT stage; --sft-more-minutes then trains it on this run's data.
+ * --lookalikes N adds N train databases imitating the example databases' schemas (src/synth LOOKALIKE_DOMAINS; the
+ * examples' own questions are never generated); --sft-more-db-weights retail_like=3,… repeats their records in SFT stages.
  * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
  * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`)
  * and goes on from it as --reuse-sft does.
@@ -57,6 +59,8 @@ const OPTIONS = {
   out: { type: "string", default: "models/reex-starter.gguf" },
   work: { type: "string", default: ".reex/starter" },
   dbs: { type: "string", default: "300" },
+  lookalikes: { type: "string", default: "0" },
+  "sft-more-db-weights": { type: "string", default: "" },
   "dev-every": { type: "string", default: "7" },
   "eval-items": { type: "string", default: "120" },
   vocab: { type: "string", default: "3072" },
@@ -100,15 +104,18 @@ const num = (name: keyof typeof values): number => {
   if (!Number.isFinite(v)) throw new Error(`--${name} must be a number, got ${values[name]}`);
   return v;
 };
-const familyWeights = Object.fromEntries(
-  String(values["family-weights"])
-    .split(",")
-    .filter(Boolean)
-    .map((kv) => {
-      const [k, v] = kv.split("=");
-      return [k!, Number(v)];
-    }),
-);
+const weightList = (spec: string): Record<string, number> =>
+  Object.fromEntries(
+    spec
+      .split(",")
+      .filter(Boolean)
+      .map((kv) => {
+        const [k, v] = kv.split("=");
+        return [k!, Number(v)];
+      }),
+  );
+const familyWeights = weightList(String(values["family-weights"]));
+const dbWeights = weightList(String(values["sft-more-db-weights"]));
 const command = `npx tsx scripts/make-starter-model.ts ${process.argv.slice(2).join(" ")}`.trim();
 const stamp = (): string => new Date().toISOString().slice(11, 19);
 
@@ -138,6 +145,7 @@ const report = await makeStarterModel({
   workDir: String(values.work),
   out: String(values.out),
   dbs: num("dbs"),
+  lookalikes: num("lookalikes"),
   devEvery: num("dev-every"),
   evalItems: num("eval-items"),
   vocabSize: num("vocab"),
@@ -170,6 +178,7 @@ const report = await makeStarterModel({
     lr: num("sft-more-lr"),
     device: String(values["sft-device"]),
     ...(values["sft-more-batch-tokens"] ? { batchTokens: num("sft-more-batch-tokens") } : {}),
+    ...(Object.keys(dbWeights).length ? { dbWeights } : {}),
   },
   command,
   log: (m) => console.log(`${stamp()} ${m}`),

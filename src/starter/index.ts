@@ -126,6 +126,8 @@ export interface StarterOptions {
   dbs?: number;
   /** Every Nth database of the training domains is held out for evaluation (`generateSynth`'s devEvery). Default 7. */
   devEvery?: number;
+  /** Extra train databases imitating the example databases' schemas (`generateSynth`'s lookalikes). Default 0. */
+  lookalikes?: number;
   /** Items in each evaluation file (`eval_seen.json`, `eval_unseen.json`), spread over the databases. Default 120. */
   evalItems?: number;
   /** Items of `val_seen.json` (GRPO's held-out curve): seen-domain dev databases that `eval_seen.json` does not use. Default 160. */
@@ -145,7 +147,7 @@ export interface StarterOptions {
    * run's synthetic data (re-tokenized, so `dbs` may grow between stages). Default none; lr default 8e-4; batchTokens and
    * device default to the first stage's.
    */
-  sftMore?: { minutes: number; steps?: number; lr?: number; batchTokens?: number; device?: string };
+  sftMore?: { minutes: number; steps?: number; lr?: number; batchTokens?: number; device?: string; dbWeights?: Record<string, number> };
   /**
    * Start from this GGUF (an earlier model of this pipeline, e.g. the shipped starter: its tokenizer, shape and chat
    * template are kept) instead of a new tokenizer, initial model and first SFT stage; this run's records are tokenized
@@ -238,7 +240,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
 
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7 });
+  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0 });
   const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
   const evalN = options.evalItems ?? 120;
   const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
@@ -297,6 +299,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
       lr,
       ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
       ...(more.device ? { device: more.device } : {}),
+      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
       log: join(work, `sft_stage${stage}_loss.jsonl`),
       checkpointDir: join(work, `checkpoints-stage${stage}`),
       outType: "f16",

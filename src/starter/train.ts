@@ -25,6 +25,8 @@ export interface SftOptions {
   sharePrefix?: boolean;
   /** Family → records per epoch (1 = once; 0.2 = a fixed fifth of them; 2 = twice). */
   familyWeights?: Record<string, number>;
+  /** db_id prefix → weight multiplying the family's (first matching prefix wins). Default none (all 1). */
+  dbWeights?: Record<string, number>;
   evalFrac?: number;
   evalEvery?: number;
   log?: string;
@@ -89,6 +91,7 @@ export function sftArgs(o: SftOptions): string[] {
   num("--pack-tokens", o.packTokens);
   if (o.sharePrefix === false) a.push("--no-share-prefix");
   for (const [family, w] of Object.entries(o.familyWeights ?? {})) a.push("--family-weight", `${family}=${w}`);
+  for (const [prefix, w] of Object.entries(o.dbWeights ?? {})) a.push("--db-weight", `${prefix}=${w}`);
   num("--eval-frac", o.evalFrac);
   num("--eval-every", o.evalEvery);
   if (o.log) a.push("--log", o.log);

@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import { Rng, type BirdQuestion, type Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
-import { DEFAULT_DEV_DOMAINS, DOMAINS } from "./domains.js";
+import { DEFAULT_DEV_DOMAINS, DOMAINS, LOOKALIKE_DOMAINS, type DomainTemplate } from "./domains.js";
 import { generateDatabase, writeSynthDb, type SynthDb } from "./generate.js";
 import { buildQuestions, type SynthQuestion } from "./questions.js";
 import { buildTraces, schemaText, type SftRecord, type SynthItem } from "./traces.js";
@@ -37,6 +37,11 @@ export interface SynthOptions {
   questionsPerDb?: readonly [number, number];
   /** Write the SFT traces of the train items. Default true. */
   traces?: boolean;
+  /**
+   * Extra train databases over {@link LOOKALIKE_DOMAINS} (look-alikes of the example databases), built
+   * after the `dbs` others from their own seed strings, so databases 0 … dbs-1 do not change. Default 0.
+   */
+  lookalikes?: number;
 }
 
 /** One built database. */
@@ -71,6 +76,8 @@ export interface SynthManifest {
   version: number;
   seed: number;
   dbs: number;
+  /** Extra train databases over the example look-alike domains (absent when 0). */
+  lookalikes?: number;
   devDomains: string[];
   devEvery: number;
   domains: { train: string[]; dev: string[] };
@@ -118,16 +125,24 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const devEvery = options.devEvery ?? 0;
   if (!Number.isInteger(devEvery) || devEvery < 0 || devEvery === 1) throw new Error(`devEvery must be 0 or an integer ≥ 2, got ${devEvery}`);
   const [qMin, qMax] = options.questionsPerDb ?? [12, 26];
+  const lookalikes = options.lookalikes ?? 0;
+  if (!Number.isInteger(lookalikes) || lookalikes < 0) throw new Error(`lookalikes must be an integer ≥ 0, got ${lookalikes}`);
+  const plan: { domain: DomainTemplate; dbId: string; base: string; train: boolean; index: number }[] = [];
+  for (let i = 0; i < count; i++) {
+    const domain = DOMAINS[i % DOMAINS.length]!;
+    plan.push({ domain, dbId: `${domain.name}_${String(i).padStart(4, "0")}`, base: `reex-synth:${seed}:${i}`, train: false, index: i });
+  }
+  for (let j = 0; j < lookalikes; j++) {
+    const domain = LOOKALIKE_DOMAINS[j % LOOKALIKE_DOMAINS.length]!;
+    plan.push({ domain, dbId: `${domain.name}_${String(j).padStart(4, "0")}`, base: `reex-synth:${seed}:lookalike:${j}`, train: true, index: j });
+  }
   mkdirSync(outDir, { recursive: true });
   closeDirectConnections(); // a cached connection may point at a file this build replaces
 
   const databases: SynthDatabaseInfo[] = [];
   const perDb: { db: SynthDb; info: SynthDatabaseInfo; questions: SynthQuestion[] }[] = [];
   try {
-    for (let i = 0; i < count; i++) {
-      const domain = DOMAINS[i % DOMAINS.length]!;
-      const dbId = `${domain.name}_${String(i).padStart(4, "0")}`;
-      const base = `reex-synth:${seed}:${i}`;
+    for (const { domain, dbId, base, train: forceTrain, index: i } of plan) {
       const db = generateDatabase(domain, dbId, base);
       const path = synthDbPath(outDir, dbId);
       mkdirSync(join(outDir, "databases", dbId), { recursive: true });
@@ -135,8 +150,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       writeSynthDb(db, path);
       const target = new Rng(`${base}:n`).int(qMin, qMax);
       const questions = buildQuestions(db, path, `${base}:q`, target);
-      const heldOutDomain = devDomains.includes(domain.name);
-      const split = heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1) ? "dev" : "train";
+      const heldOutDomain = !forceTrain && devDomains.includes(domain.name);
+      const split = !forceTrain && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
       const info: SynthDatabaseInfo = { dbId, domain: domain.name, split, heldOutDomain, signature: schemaSignature(db), path, questions: questions.length };
       databases.push(info);
       perDb.push({ db, info, questions });
@@ -184,6 +199,7 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       version: SYNTH_VERSION,
       seed,
       dbs: count,
+      ...(lookalikes > 0 ? { lookalikes } : {}),
       devDomains,
       devEvery,
       devSchemasSeenInTrain: (() => {

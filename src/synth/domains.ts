@@ -2,8 +2,9 @@
  * Domain templates of the synthetic text-to-SQL generator: small relational worlds (2–3 tables,
  * parents before children) whose columns carry a semantic kind. The kind decides how values are
  * drawn, how they can be stored (the value encodings a model must probe for) and how questions
- * phrase a filter on them. None of these schemas repeats the example databases (retail, clinic,
- * music), which are the demo / evaluation set.
+ * phrase a filter on them. None of {@link DOMAINS} repeats the example databases (retail, clinic,
+ * music), which are the demo / evaluation set; {@link LOOKALIKE_DOMAINS} imitate their schemas and
+ * are built only on request.
  *
  * Vocabulary is deliberately small and regular: a tiny model trained on CPU sees these words again
  * and again. Phrase templates use `{v}` (a value as a person writes it), `{n}` (a number in the
@@ -731,9 +732,167 @@ export const DOMAINS: readonly DomainTemplate[] = [library, airline, school, war
 /** Domains whose databases form the dev split by default (never seen in train). */
 export const DEFAULT_DEV_DOMAINS: readonly string[] = ["museum", "restaurant"];
 
-/** A domain template by name; throws for an unknown name. */
+/** A domain template by name (look-alikes included); throws for an unknown name. */
 export function domainByName(name: string): DomainTemplate {
-  const d = DOMAINS.find((x) => x.name === name);
+  const d = DOMAINS.find((x) => x.name === name) ?? LOOKALIKE_DOMAINS.find((x) => x.name === name);
   if (!d) throw new Error(`unknown synthetic domain: ${name}`);
   return d;
 }
+
+const retailLike: DomainTemplate = {
+  name: "retail_like",
+  tables: [
+    {
+      key: "customer",
+      names: [["customers", "customer"], ["customers", "customer"], ["clients", "client"], ["shoppers", "shopper"]],
+      singular: "customer",
+      plural: "customers",
+      rows: [40, 90],
+      columns: [
+        { kind: "label", key: "name", names: ["name", "name", "full_name", "customer_name"], pool: "person", nouns: "names" },
+        { kind: "country", key: "country", names: ["country", "country", "country_code"], phrase: "from {v}" },
+        { kind: "city", key: "city", names: ["city", "city", "town"], phrase: "living in {v}", optional: true },
+        { kind: "category", key: "tier", names: ["tier", "tier", "loyalty_tier", "level"], noun: "tier", phrase: "in the {v} tier", values: cats("bronze:BRZ,silver:SLV,gold:GLD,platinum:PLT") },
+        { kind: "date", key: "signup", names: ["signup_date", "signup_date", "joined", "created_at"], from: "2018-01-01", to: "2023-12-31", phrase: "who signed up in {v}", optional: true },
+      ],
+    },
+    {
+      key: "product",
+      names: [["products", "product"], ["products", "product"], ["items", "item"], ["articles", "article"]],
+      singular: "product",
+      plural: "products",
+      rows: [30, 70],
+      columns: [
+        { kind: "label", key: "name", names: ["name", "name", "product_name", "title"], pool: "product", nouns: "names" },
+        { kind: "category", key: "category", names: ["category", "category", "category_code", "department"], noun: "category", phrase: "in the {v} category", values: cats("garden:GDN,kitchen:KIT,toys:TOY,books:BKS,sports:SPT,electronics:ELC") },
+        money("list_price", ["list_price", "price", "retail_price"], "list price", 3, 400),
+        { kind: "bool", key: "discontinued", names: ["discontinued", "discontinued", "is_discontinued", "retired"], word: "discontinued", yes: "that are discontinued", no: "that are still on sale", rate: 0.2 },
+      ],
+    },
+    {
+      key: "order",
+      names: [["orders", "order"], ["orders", "order"], ["purchases", "purchase"], ["sales", "sale"]],
+      singular: "order",
+      plural: "orders",
+      rows: [90, 220],
+      columns: [
+        { kind: "ref", key: "customer", table: "customer", names: [], via: "by" },
+        { kind: "date", key: "order_date", names: ["order_date", "order_date", "placed_on", "ordered_at"], from: "2020-01-01", to: "2023-12-31", phrase: "placed in {v}" },
+        { kind: "category", key: "status", names: ["status", "status", "status_code", "state"], noun: "status", phrase: "that were {v}", values: cats("shipped:SHP,pending:PND,cancelled:CNC,returned:RTN") },
+        { kind: "country", key: "ship_country", names: ["ship_country", "ship_country", "destination_country", "ship_to"], phrase: "shipped to {v}" },
+        money("shipping_fee", ["shipping_fee", "shipping", "delivery_fee"], "shipping fee", 2, 40),
+      ],
+    },
+    {
+      key: "order_item",
+      names: [["order_items", "order_item"], ["order_items", "order_item"], ["order_lines", "order_line"], ["line_items", "line_item"]],
+      singular: "order item",
+      plural: "order items",
+      rows: [150, 400],
+      columns: [
+        { kind: "ref", key: "order", table: "order", names: [], via: "in" },
+        { kind: "ref", key: "product", table: "product", names: [], via: "of" },
+        { kind: "int", key: "quantity", names: ["quantity", "quantity", "qty", "units"], noun: "quantity", min: 1, max: 12, phrase: "of {cmp} than {n} units", cmp: ["more", "fewer"] },
+        money("unit_price", ["unit_price", "price_paid", "price"], "unit price", 3, 400),
+      ],
+    },
+  ],
+};
+
+const clinicLike: DomainTemplate = {
+  name: "clinic_like",
+  tables: [
+    {
+      key: "patient",
+      names: [["patients", "patient"], ["patients", "patient"], ["clients", "client"]],
+      singular: "patient",
+      plural: "patients",
+      rows: [40, 90],
+      columns: [
+        { kind: "label", key: "name", names: ["name", "name", "full_name", "patient_name"], pool: "person", nouns: "names" },
+        { kind: "category", key: "sex", names: ["sex", "sex", "gender"], noun: "sex", phrase: "who are {v}", values: cats("female:F,male:M") },
+        { kind: "date", key: "birth_date", names: ["birth_date", "birth_date", "date_of_birth", "dob"], from: "1935-01-01", to: "2020-12-31", phrase: "born in {v}" },
+        { kind: "city", key: "city", names: ["city", "city", "home_city", "town"], phrase: "living in {v}" },
+        { kind: "category", key: "blood_type", names: ["blood_type", "blood_type", "blood_group"], noun: "blood type", phrase: "with blood type {v}", values: cats("O negative:O-,O positive:O+,A negative:A-,A positive:A+,B positive:B+,AB positive:AB+") },
+      ],
+    },
+    {
+      key: "doctor",
+      names: [["doctors", "doctor"], ["doctors", "doctor"], ["physicians", "physician"], ["clinicians", "clinician"]],
+      singular: "doctor",
+      plural: "doctors",
+      rows: [8, 20],
+      columns: [
+        { kind: "label", key: "name", names: ["name", "name", "full_name", "doctor_name"], pool: "person", nouns: "names" },
+        { kind: "category", key: "specialty", names: ["specialty", "specialty", "speciality", "department"], noun: "specialty", phrase: "in {v}", values: cats("cardiology:CAR,dermatology:DER,pediatrics:PED,neurology:NEU,oncology:ONC,general practice:GEN") },
+      ],
+    },
+    {
+      key: "visit",
+      names: [["visits", "visit"], ["visits", "visit"], ["appointments", "appointment"], ["consultations", "consultation"]],
+      singular: "visit",
+      plural: "visits",
+      rows: [120, 300],
+      columns: [
+        { kind: "ref", key: "patient", table: "patient", names: [], via: "by" },
+        { kind: "ref", key: "doctor", table: "doctor", names: [], via: "to" },
+        { kind: "date", key: "visit_date", names: ["visit_date", "visit_date", "seen_on", "appointment_date"], from: "2020-01-01", to: "2023-12-31", phrase: "that took place in {v}" },
+        { kind: "category", key: "visit_type", names: ["visit_type", "visit_type", "type", "channel"], noun: "visit type", phrase: "of type {v}", values: cats("telehealth:TEL,emergency:ER,routine:RTN,follow-up:FUP") },
+        { kind: "duration", key: "duration", names: ["duration", "duration", "length", "duration_s"], noun: "duration", min: 5, max: 90, phrase: "lasting {cmp} than {n} minutes", cmp: ["more", "less"] },
+      ],
+    },
+  ],
+};
+
+const musicLike: DomainTemplate = {
+  name: "music_like",
+  tables: [
+    {
+      key: "artist",
+      names: [["artists", "artist"], ["artists", "artist"], ["performers", "performer"], ["acts", "act"]],
+      singular: "artist",
+      plural: "artists",
+      rows: [15, 40],
+      columns: [
+        { kind: "label", key: "name", names: ["name", "name", "artist_name", "stage_name"], pool: "person", nouns: "names" },
+        { kind: "country", key: "country", names: ["country", "country", "origin", "country_code"], phrase: "from {v}" },
+        { kind: "int", key: "formed_year", names: ["formed_year", "formed_year", "formed", "debut_year"], noun: "formation year", min: 1960, max: 2020, phrase: "formed {cmp} {n}", cmp: ["after", "before"] },
+      ],
+    },
+    {
+      key: "album",
+      names: [["albums", "album"], ["albums", "album"], ["releases", "release"], ["records", "record"]],
+      singular: "album",
+      plural: "albums",
+      rows: [30, 80],
+      columns: [
+        { kind: "ref", key: "artist", table: "artist", names: [], via: "by" },
+        { kind: "label", key: "title", names: ["title", "title", "album_title", "name"], pool: "title", nouns: "titles" },
+        { kind: "date", key: "release_date", names: ["release_date", "release_date", "released", "released_on"], from: "1970-01-01", to: "2023-12-31", phrase: "released in {v}" },
+        { kind: "category", key: "album_type", names: ["album_type", "album_type", "format", "release_type"], noun: "release type", phrase: "released as {v}", values: cats("album:ALB,single:SGL,EP:EP,compilation:CMP") },
+      ],
+    },
+    {
+      key: "track",
+      names: [["tracks", "track"], ["tracks", "track"], ["songs", "song"]],
+      singular: "track",
+      plural: "tracks",
+      rows: [120, 300],
+      columns: [
+        { kind: "ref", key: "album", table: "album", names: [], via: "on" },
+        { kind: "label", key: "title", names: ["title", "title", "track_title", "name"], pool: "title", nouns: "titles" },
+        { kind: "category", key: "genre", names: ["genre", "genre", "genre_code", "style"], noun: "genre", phrase: "in the {v} genre", values: cats("rock:RCK,pop:POP,hip-hop:HIP,jazz:JZZ,electronic:ELE,R&B:RNB,drum and bass:DNB") },
+        { kind: "duration", key: "duration", names: ["duration", "duration", "length", "duration_s"], noun: "length", min: 2, max: 9, phrase: "lasting {cmp} than {n} minutes", cmp: ["more", "less"] },
+        { kind: "bool", key: "explicit", names: ["explicit", "explicit", "is_explicit", "parental_advisory"], word: "explicit", yes: "that are explicit", no: "that are not explicit", rate: 0.3 },
+        { kind: "int", key: "play_count", names: ["play_count", "play_count", "plays", "streams"], noun: "play count", min: 100, max: 90000, phrase: "played {cmp} than {n} times", cmp: ["more", "fewer"] },
+      ],
+    },
+  ],
+};
+
+/**
+ * Look-alikes of the example databases (retail, clinic, music): their tables and most of their
+ * columns under varied names (the example's own name listed twice, so drawn half the time) and encodings. Not in {@link DOMAINS}; `generateSynth` builds them
+ * only when asked (`lookalikes`), always into train, so the examples' 45 questions stay unseen.
+ */
+export const LOOKALIKE_DOMAINS: readonly DomainTemplate[] = [retailLike, clinicLike, musicLike];

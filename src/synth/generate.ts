@@ -151,6 +151,9 @@ function weightsFor(rng: Rng, values: string[]): { value: string; weight: number
   return values.map((value) => ({ value, weight: 1 + Math.floor(rng.next() * 9) }));
 }
 
+/** Singular table names that SQLite would read as keywords; such a table takes its plural. */
+const SQL_KEYWORDS = new Set(["order", "group", "table", "index", "select"]);
+
 /** Chooses names, encodings and value sets for one database of a domain. */
 export function instantiate(rng: Rng, domain: DomainTemplate, dbId: string): Omit<SynthDb, "rows"> {
   const style: SynthDb["style"] = rng.chance(0.25) ? "camel" : "snake";
@@ -158,7 +161,7 @@ export function instantiate(rng: Rng, domain: DomainTemplate, dbId: string): Omi
   const byKey = new Map<string, TableInst>();
   for (const t of domain.tables) {
     const [plural, singular] = rng.pick(t.names);
-    const name = styled(rng.chance(0.7) ? plural : singular, style);
+    const name = styled(rng.chance(0.7) || SQL_KEYWORDS.has(singular) ? plural : singular, style);
     const pk = rng.chance(0.4) ? "id" : styled(`${singular}_id`, style);
     const used = new Set<string>([pk.toLowerCase()]);
     const labelCols = t.columns.filter((c) => c.kind === "label" || c.kind === "ref");

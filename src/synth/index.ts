@@ -9,6 +9,7 @@ export {
   COUNTRIES,
   DEFAULT_DEV_DOMAINS,
   DOMAINS,
+  LOOKALIKE_DOMAINS,
   domainByName,
   type CategoryValue,
   type City,

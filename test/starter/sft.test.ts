@@ -56,6 +56,20 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     expect(diff).toBeLessThan(1e-4);
   });
 
+  it("repeats a database's records by its db weight, on top of the family weight", () => {
+    const code = [
+      "from reex_learner.sft_train import read_records, weighted",
+      `recs = read_records(${JSON.stringify(tokens)})`,
+      "db = recs[0].db",
+      "print(db, len(weighted(recs, {}, [(db[:3], 3.0)])), len(weighted(recs, {}, [('zzz', 3.0)])), len(weighted(recs, {'direct': 0.0}, [('zzz', 5.0), (db, 2.0)])))",
+    ].join("\n");
+    const [db, tripled, untouched, mixed] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    expect(db!.length).toBeGreaterThan(3);
+    expect(Number(tripled)).toBe(3 * records);
+    expect(Number(untouched)).toBe(records);
+    expect(Number(mixed)).toBe(2 * (records - 2)); // the two direct records dropped, the rest twice
+  });
+
   it("lowers the loss in 3 steps and writes a GGUF that llama.cpp loads", async () => {
     const out = join(fx.dir, "sft.gguf");
     const events: SftEvent[] = [];
@@ -93,7 +107,8 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
   });
 
   it("builds the trainer's command line", () => {
-    const a = sftArgs({ model: "m.gguf", data: "d.jsonl", out: "o.gguf", minutes: 5, sharePrefix: false, familyWeights: { direct: 0.2 }, device: "auto" });
+    const a = sftArgs({ model: "m.gguf", data: "d.jsonl", out: "o.gguf", minutes: 5, sharePrefix: false, familyWeights: { direct: 0.2 }, dbWeights: { retail_like: 3 }, device: "auto" });
+    expect(a.join(" ")).toContain("--db-weight retail_like=3");
     expect(a.join(" ")).toContain("--device auto");
     expect(a.slice(0, 2)).toEqual(["-m", "reex_learner.sft_train"]);
     expect(a).toContain("--no-share-prefix");

@@ -50,6 +50,7 @@ class Record:
     group: str  # records with the same group may share a packed prefix
     key: str  # question identity (held-out split is by question, all families together)
     family: str
+    db: str = ""
 
 
 def read_records(path: str) -> List[Record]:
@@ -72,7 +73,7 @@ def read_records(path: str) -> List[Record]:
             key = str(qid)
             if db and family and key.endswith(":" + family):
                 key = key[: -len(family) - 1]
-            out.append(Record(prompt, tokens, mask, f"{db}|{family}" if db else f"#{n}", key, family))
+            out.append(Record(prompt, tokens, mask, f"{db}|{family}" if db else f"#{n}", key, family, db))
     if not out:
         raise ValueError(f"{path}: no records")
     return out
@@ -82,11 +83,20 @@ def held_out(key: str, frac: float) -> bool:
     return frac > 0 and (zlib.crc32(key.encode()) % 10_000) < frac * 10_000
 
 
-def weighted(records: Sequence[Record], weights: Dict[str, float]) -> List[Record]:
-    """Each record floor(w) times, plus once more for a fixed hash-chosen share frac(w) of them."""
+def db_weight(db: str, db_weights: Sequence[Tuple[str, float]]) -> float:
+    """The weight of the first prefix that ``db`` starts with; 1 when none does."""
+    for prefix, w in db_weights:
+        if db.startswith(prefix):
+            return w
+    return 1.0
+
+
+def weighted(records: Sequence[Record], weights: Dict[str, float], db_weights: Sequence[Tuple[str, float]] = ()) -> List[Record]:
+    """Each record floor(w) times, plus once more for a fixed hash-chosen share frac(w) of them
+    (w = its family's weight × its database's)."""
     out: List[Record] = []
     for r in records:
-        w = weights.get(r.family, 1.0)
+        w = weights.get(r.family, 1.0) * db_weight(r.db, db_weights)
         k = int(math.floor(w))
         frac = w - k
         if frac > 0 and (zlib.crc32(f"w|{r.key}|{r.family}".encode()) % 10_000) < frac * 10_000:
@@ -392,9 +402,13 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     for spec in args.family_weight or []:
         fam, _, w = spec.partition("=")
         weights[fam] = float(w)
+    db_weights: List[Tuple[str, float]] = []
+    for spec in args.db_weight or []:
+        prefix, _, w = spec.partition("=")
+        db_weights.append((prefix, float(w)))
     train_recs = [r for r in records if not held_out(r.key, args.eval_frac)]
     eval_recs = [r for r in records if held_out(r.key, args.eval_frac) and weights.get(r.family, 1.0) > 0]
-    expanded = weighted(train_recs, weights)
+    expanded = weighted(train_recs, weights, db_weights)
     eval_packs = make_packs(eval_recs, args.pack_tokens, not args.no_share_prefix)
     eval_batches = make_batches(eval_packs, args.batch_tokens, random.Random(0))
     epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
@@ -558,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pack-tokens", type=int, default=1024, help="most tokens per packed row")
     p.add_argument("--no-share-prefix", action="store_true", help="one record per row (no prefix-shared packing)")
     p.add_argument("--family-weight", action="append", help="FAMILY=W: records of FAMILY appear W times per epoch; a fraction keeps that share of them (chosen by question, fixed); repeatable")
+    p.add_argument("--db-weight", action="append", help="PREFIX=W: records whose db_id starts with PREFIX count W times (multiplies the family weight; first matching prefix wins); repeatable")
     p.add_argument("--eval-frac", type=float, default=0.02, help="share of questions held out for the eval loss")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--log", help="append step/eval JSON lines here")
