@@ -254,6 +254,8 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
 
   let sftPart: SftPart;
+  /** sft_tokens.jsonl holds this invocation's records (SFT never changes the vocabulary, so later stages can reuse it). */
+  let tokensCurrent = false;
   const reportPath = join(work, REPORT_FILE);
   let commands: string[] = [];
   if ((options.reuseSft || options.importSft) && existsSync(sftModel) && existsSync(reportPath)) {
@@ -263,8 +265,10 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${reportPath}`);
   } else if (options.from) {
     sftPart = await fromStage(options.from, work, synthDir, sftModel, synth.manifest.dbs, log);
+    tokensCurrent = true;
   } else {
     sftPart = await sftStages(options, work, synthDir, sftModel, log);
+    tokensCurrent = true;
   }
 
   const sftMore = [...sftPart.sftMore];
@@ -283,12 +287,18 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     const tmp = `${sftModel}.more.gguf`;
     const stage = sftMore.length + (sftPart.sft ? 2 : 1);
     log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
-    const tokPath = join(work, "sft_more_tokens.jsonl");
-    const onProgress = (n: number): void => {
-      if (n % 10000 === 0) log(`      ${n} records`);
-    };
-    const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
-    log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+    let tokPath = join(work, "sft_more_tokens.jsonl");
+    let tokens = sftPart.tokens;
+    if (tokensCurrent) {
+      tokPath = join(work, "sft_tokens.jsonl");
+      log(`      reusing ${tokPath} (this run's records, tokenized above)`);
+    } else {
+      const onProgress = (n: number): void => {
+        if (n % 10000 === 0) log(`      ${n} records`);
+      };
+      tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
+      log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+    }
     const summary = await runSft({
       ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
       model: sftModel,

@@ -97,6 +97,9 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     expect(report.tokens.records + report.tokens.droppedTooLong).toBe(report.synth.traces);
     expect(report.sftMore).toHaveLength(1);
     expect(report.sftMore[0]).toMatchObject({ steps: 1, lr: 1e-3, dbs: 3 });
+    // the stage trains on the records tokenized at the start, not on a second tokenization of them
+    expect(report.sftMore[0]!.data).toEqual(report.tokens);
+    expect(existsSync(join(dir, "sft_more_tokens.jsonl"))).toBe(false);
     expect(sha(join(dir, "sft.gguf"))).not.toBe(sha(join(src, "shipped.gguf")));
     // reusing the folder keeps where it started
     const again = await makeStarterModel({ ...opts, reuseSft: true, command: "again" });
