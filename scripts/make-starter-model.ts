@@ -2,7 +2,7 @@
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
  *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|last] [--ablation]
- *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--dev-every 7] [--eval-items 120]
+ *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
@@ -24,6 +24,8 @@
  * instead of a new tokenizer, initial model and first SFT stage; --sft-more-minutes then trains it on this run's data.
  * --lookalikes N adds N train databases imitating the example databases' schemas (src/synth LOOKALIKE_DOMAINS; the
  * examples' own questions are never generated); --sft-more-db-weights retail_like=3,… repeats their records in SFT stages.
+ * --rename-share P gives a share P of train table and column names a random prefix (qk_country), so that names must be
+ * copied from the schema rather than recalled; dev databases are never renamed.
  * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
  * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`)
  * and goes on from it as --reuse-sft does.
@@ -60,6 +62,7 @@ const OPTIONS = {
   work: { type: "string", default: ".reex/starter" },
   dbs: { type: "string", default: "300" },
   lookalikes: { type: "string", default: "0" },
+  "rename-share": { type: "string", default: "0" },
   "sft-more-db-weights": { type: "string", default: "" },
   "dev-every": { type: "string", default: "7" },
   "eval-items": { type: "string", default: "120" },
@@ -146,6 +149,7 @@ const report = await makeStarterModel({
   out: String(values.out),
   dbs: num("dbs"),
   lookalikes: num("lookalikes"),
+  renameShare: num("rename-share"),
   devEvery: num("dev-every"),
   evalItems: num("eval-items"),
   vocabSize: num("vocab"),

@@ -128,6 +128,8 @@ export interface StarterOptions {
   devEvery?: number;
   /** Extra train databases imitating the example databases' schemas (`generateSynth`'s lookalikes). Default 0. */
   lookalikes?: number;
+  /** Share of train identifiers given a random prefix so names must be copied from the schema (`generateSynth`'s renameShare). Default 0. */
+  renameShare?: number;
   /** Items in each evaluation file (`eval_seen.json`, `eval_unseen.json`), spread over the databases. Default 120. */
   evalItems?: number;
   /** Items of `val_seen.json` (GRPO's held-out curve): seen-domain dev databases that `eval_seen.json` does not use. Default 160. */
@@ -240,7 +242,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
 
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0 });
+  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, renameShare: options.renameShare ?? 0 });
   const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
   const evalN = options.evalItems ?? 120;
   const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);

@@ -42,6 +42,11 @@ export interface SynthOptions {
    * after the `dbs` others from their own seed strings, so databases 0 … dbs-1 do not change. Default 0.
    */
   lookalikes?: number;
+  /**
+   * Share of train databases' table and non-key column names given a random prefix (`renameIdentifiers`), so that
+   * names must be read from the schema, not recalled. Dev databases never change. Default 0.
+   */
+  renameShare?: number;
 }
 
 /** One built database. */
@@ -78,6 +83,8 @@ export interface SynthManifest {
   dbs: number;
   /** Extra train databases over the example look-alike domains (absent when 0). */
   lookalikes?: number;
+  /** Share of train identifiers renamed (absent when 0). */
+  renameShare?: number;
   devDomains: string[];
   devEvery: number;
   domains: { train: string[]; dev: string[] };
@@ -126,6 +133,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   if (!Number.isInteger(devEvery) || devEvery < 0 || devEvery === 1) throw new Error(`devEvery must be 0 or an integer ≥ 2, got ${devEvery}`);
   const [qMin, qMax] = options.questionsPerDb ?? [12, 26];
   const lookalikes = options.lookalikes ?? 0;
+  const renameShare = options.renameShare ?? 0;
+  if (!(renameShare >= 0 && renameShare <= 1)) throw new Error(`renameShare must be in [0, 1], got ${renameShare}`);
   if (!Number.isInteger(lookalikes) || lookalikes < 0) throw new Error(`lookalikes must be an integer ≥ 0, got ${lookalikes}`);
   const plan: { domain: DomainTemplate; dbId: string; base: string; train: boolean; index: number }[] = [];
   for (let i = 0; i < count; i++) {
@@ -143,15 +152,15 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const perDb: { db: SynthDb; info: SynthDatabaseInfo; questions: SynthQuestion[] }[] = [];
   try {
     for (const { domain, dbId, base, train: forceTrain, index: i } of plan) {
-      const db = generateDatabase(domain, dbId, base);
+      const heldOutDomain = !forceTrain && devDomains.includes(domain.name);
+      const split = !forceTrain && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
+      const db = generateDatabase(domain, dbId, base, { renameShare: split === "train" ? renameShare : 0 });
       const path = synthDbPath(outDir, dbId);
       mkdirSync(join(outDir, "databases", dbId), { recursive: true });
       rmSync(path, { force: true });
       writeSynthDb(db, path);
       const target = new Rng(`${base}:n`).int(qMin, qMax);
       const questions = buildQuestions(db, path, `${base}:q`, target);
-      const heldOutDomain = !forceTrain && devDomains.includes(domain.name);
-      const split = !forceTrain && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
       const info: SynthDatabaseInfo = { dbId, domain: domain.name, split, heldOutDomain, signature: schemaSignature(db), path, questions: questions.length };
       databases.push(info);
       perDb.push({ db, info, questions });
@@ -200,6 +209,7 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       seed,
       dbs: count,
       ...(lookalikes > 0 ? { lookalikes } : {}),
+      ...(renameShare > 0 ? { renameShare } : {}),
       devDomains,
       devEvery,
       devSchemasSeenInTrain: (() => {

@@ -456,8 +456,41 @@ export function writeSynthDb(db: SynthDb, path: string): void {
 }
 
 /** Builds one database in memory (schema choices and rows) from its own seed string. */
-export function generateDatabase(domain: DomainTemplate, dbId: string, seed: string): SynthDb {
+export function generateDatabase(domain: DomainTemplate, dbId: string, seed: string, options: { renameShare?: number } = {}): SynthDb {
   const rng = new Rng(seed);
   const shape = instantiate(rng, domain, dbId);
-  return { ...shape, rows: generateRows(rng, shape) };
+  const db = { ...shape, rows: generateRows(rng, shape) };
+  const share = options.renameShare ?? 0;
+  if (share > 0) renameIdentifiers(db, new Rng(`${seed}:rename`), share);
+  return db;
+}
+
+const PREFIX_LETTERS = "bcdfghjkmnpqrstvwxz";
+
+/**
+ * Gives a share of a database's table names and non-key column names a random two- or three-letter
+ * prefix (`qk_country`), so that a model trained on it cannot recall identifiers from other
+ * databases and has to copy them from the schema. Draws from its own PRNG: the rest of the database
+ * is the same with or without it.
+ */
+export function renameIdentifiers(db: SynthDb, rng: Rng, share: number): void {
+  const prefix = (): string => `${Array.from({ length: rng.int(2, 3) }, () => rng.pick([...PREFIX_LETTERS])).join("")}_`;
+  const tables = new Set(db.tables.map((t) => t.name.toLowerCase()));
+  for (const t of db.tables) {
+    if (rng.chance(share)) {
+      const name = `${prefix()}${t.name}`;
+      if (!tables.has(name.toLowerCase())) {
+        tables.add(name.toLowerCase());
+        t.name = name;
+      }
+    }
+    const used = new Set([t.pk.toLowerCase(), ...t.columns.map((c) => c.name.toLowerCase())]);
+    for (const c of t.columns) {
+      if (c.template.kind === "ref" || !rng.chance(share)) continue;
+      const name = `${prefix()}${c.name}`;
+      if (used.has(name.toLowerCase())) continue;
+      used.add(name.toLowerCase());
+      c.name = name;
+    }
+  }
 }

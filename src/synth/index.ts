@@ -25,6 +25,7 @@ export {
   formatDate,
   generateDatabase,
   generateRows,
+  renameIdentifiers,
   instantiate,
   storedValue,
   writeSynthDb,
