@@ -302,7 +302,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     `# reex-starter.gguf — model card`,
     ``,
     r.from
-      ? `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model, continued from the starter model shipped before it, on`
+      ? `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model, continued from an earlier model of this pipeline, on`
       : `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model trained from scratch on`,
     `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU: SFT on cold-start`,
     `traces whose probes were really executed, then GRPO with the database in the loop. It knows only the synthetic`,
@@ -323,8 +323,8 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ``,
     `| step | what |`,
     `|---|---|`,
-    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
-    ...(r.from ? [`| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), the starter model shipped before this one: its tokenizer, shape and weights are the start; its own card (git history of models/MODEL_CARD.md) says how it was made |`] : []),
+    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains${m.lookalikes ? `, plus ${m.lookalikes} train-only look-alikes of the example databases' schemas (\`--lookalikes\`; none of the examples' questions)` : ""}${m.renameShare ? `; ${m.renameShare * 100}% of train table and column names given a random prefix (\`--rename-share\`)` : ""}; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
+    ...(r.from ? [`| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), an earlier model of this pipeline: its tokenizer, shape and weights are the start; the text above (or, for an earlier default, the git history of models/MODEL_CARD.md) says how it was made |`] : []),
     `| tokenizer | ${r.from ? "the start model's: " : ""}byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
     `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
@@ -352,7 +352,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       : []),
     ...r.sftMore.map(
       (m, k) =>
-        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${r.synth.manifest.lookalikes ? ` and the ${r.synth.manifest.lookalikes} look-alikes` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
     ),
     ``,
   ];
@@ -387,8 +387,16 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
   lines.push(
     `## Limits`,
     ``,
-    `- Trained only on synthetic schemas of 10 domains, at most 1024 tokens of context. Held-out databases of those domains`,
-    `  are the evaluation set; the unseen domains (\`eval_unseen.json\`) and the example databases are far outside what it learned.`,
+    ...(r.synth.manifest.lookalikes
+      ? [
+          `- Trained only on synthetic schemas of 10 domains and look-alikes of the 3 example databases, at most 1024 tokens of`,
+          `  context. Held-out databases of the 10 domains are the evaluation set; the unseen domains (\`eval_unseen.json\`) are far`,
+          `  outside what it learned, and the example databases, whose schemas it has seen in look-alike form, are in-schema, not transfer.`,
+        ]
+      : [
+          `- Trained only on synthetic schemas of 10 domains, at most 1024 tokens of context. Held-out databases of those domains`,
+          `  are the evaluation set; the unseen domains (\`eval_unseen.json\`) and the example databases are far outside what it learned.`,
+        ]),
     `- The file is regenerated, not versioned by hand: rerun the command above (same seed → same data, tokenizer, initial`,
     `  weights and GRPO schedule; the SFT result depends on how many steps fit the time budget unless \`--steps\` is given).`,
     ``,
