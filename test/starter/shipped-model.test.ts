@@ -28,13 +28,13 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
 
   it("probes a held-out database for the stored form of a yes/no flag and answers correctly", async () => {
     const dbPath = synthDbPath(dir, "library_0048");
-    const question = "What is the number of loans that were returned?";
+    const question = "How many loans that were not returned are there?";
     const prompt = preparePrompt(dbPath, { family: "execution-aware", question, evidence: "returned refers to loans.returned" });
     const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 });
     expect(formatCheck(r.text, "execution-aware").ok).toBe(true);
     expect(r.probes.length).toBeGreaterThanOrEqual(1);
     expect(r.finalSql).not.toBeNull();
-    const gold = executeDirect(dbPath, "SELECT COUNT(*) FROM loans WHERE returned = 'yes'");
+    const gold = executeDirect(dbPath, "SELECT COUNT(*) FROM loans WHERE returned = 'no'");
     const pred = executeDirect(dbPath, r.finalSql!);
     if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${r.finalSql}`);
     expect(exBird(pred.rows, gold.rows)).toBe(true);
