@@ -1,8 +1,11 @@
+import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCheck, preparePrompt, runRollout } from "../../src/agent/index.js";
+import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { ExecutorPool, executeDirect, exBird } from "../../src/sql/index.js";
 import { generateSynth, synthDbPath } from "../../src/synth/index.js";
@@ -39,4 +42,18 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
     if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${r.finalSql}`);
     expect(exBird(pred.rows, gold.rows)).toBe(true);
   }, 60_000);
+
+  it("answers the README's example question through `reex ask` at its defaults", async () => {
+    const clinic = (await buildExamples(join(dir, "examples"))).find((e) => e.dbId === "clinic")!;
+    const q = clinic.questions.find((x) => x.question === "How many doctors specialise in dermatology?")!;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/cli.ts", "ask", "--db", clinic.path, "--json", q.question], {
+      env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data") },
+      timeout: 90_000,
+    });
+    const answer = JSON.parse(stdout) as { sql: string | null };
+    const pred = executeDirect(clinic.path, answer.sql ?? "");
+    const gold = executeDirect(clinic.path, q.SQL);
+    if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${answer.sql}`);
+    expect(exBird(pred.rows, gold.rows)).toBe(true);
+  }, 120_000);
 });
