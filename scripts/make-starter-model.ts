@@ -352,7 +352,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       : []),
     ...r.sftMore.map(
       (m, k) =>
-        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${r.synth.manifest.lookalikes ? ` and the ${r.synth.manifest.lookalikes} look-alikes` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${m.lookalikes ? ` and ${m.lookalikes} look-alikes` : ""}${m.dbWeights ? `, repeated by database ${JSON.stringify(m.dbWeights)}` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
     ),
     ``,
   ];

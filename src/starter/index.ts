@@ -176,6 +176,10 @@ export interface SftMoreStage extends SftSummary {
   lr: number;
   /** Databases 0 … dbs-1 of the seed made its records. */
   dbs: number;
+  /** Look-alike databases of the example schemas among its records (absent when none). */
+  lookalikes?: number;
+  /** db_id prefix → weight of the records it was given (absent when all 1). */
+  dbWeights?: Record<string, number>;
   /** The records it was given, as pre-tokenized. */
   data: TokenStats;
 }
@@ -318,7 +322,15 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
       ...sftProgress(options, log),
     });
     await rename(tmp, sftModel);
-    sftMore.push({ ...summary, minutes: more.minutes, lr, dbs: synth.manifest.dbs, data: tokens });
+    sftMore.push({
+      ...summary,
+      minutes: more.minutes,
+      lr,
+      dbs: synth.manifest.dbs,
+      ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
+      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+      data: tokens,
+    });
     log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
   }
 

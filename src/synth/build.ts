@@ -136,14 +136,14 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const renameShare = options.renameShare ?? 0;
   if (!(renameShare >= 0 && renameShare <= 1)) throw new Error(`renameShare must be in [0, 1], got ${renameShare}`);
   if (!Number.isInteger(lookalikes) || lookalikes < 0) throw new Error(`lookalikes must be an integer ≥ 0, got ${lookalikes}`);
-  const plan: { domain: DomainTemplate; dbId: string; base: string; train: boolean; index: number }[] = [];
+  const plan: { domain: DomainTemplate; dbId: string; base: string; lookalike: boolean; index: number }[] = [];
   for (let i = 0; i < count; i++) {
     const domain = DOMAINS[i % DOMAINS.length]!;
-    plan.push({ domain, dbId: `${domain.name}_${String(i).padStart(4, "0")}`, base: `reex-synth:${seed}:${i}`, train: false, index: i });
+    plan.push({ domain, dbId: `${domain.name}_${String(i).padStart(4, "0")}`, base: `reex-synth:${seed}:${i}`, lookalike: false, index: i });
   }
   for (let j = 0; j < lookalikes; j++) {
     const domain = LOOKALIKE_DOMAINS[j % LOOKALIKE_DOMAINS.length]!;
-    plan.push({ domain, dbId: `${domain.name}_${String(j).padStart(4, "0")}`, base: `reex-synth:${seed}:lookalike:${j}`, train: true, index: j });
+    plan.push({ domain, dbId: `${domain.name}_${String(j).padStart(4, "0")}`, base: `reex-synth:${seed}:lookalike:${j}`, lookalike: true, index: j });
   }
   mkdirSync(outDir, { recursive: true });
   closeDirectConnections(); // a cached connection may point at a file this build replaces
@@ -151,9 +151,9 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const databases: SynthDatabaseInfo[] = [];
   const perDb: { db: SynthDb; info: SynthDatabaseInfo; questions: SynthQuestion[] }[] = [];
   try {
-    for (const { domain, dbId, base, train: forceTrain, index: i } of plan) {
-      const heldOutDomain = !forceTrain && devDomains.includes(domain.name);
-      const split = !forceTrain && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
+    for (const { domain, dbId, base, lookalike, index: i } of plan) {
+      const heldOutDomain = !lookalike && devDomains.includes(domain.name);
+      const split = !lookalike && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
       const db = generateDatabase(domain, dbId, base, { renameShare: split === "train" ? renameShare : 0 });
       const path = synthDbPath(outDir, dbId);
       mkdirSync(join(outDir, "databases", dbId), { recursive: true });

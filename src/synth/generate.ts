@@ -473,7 +473,7 @@ const PREFIX_LETTERS = "bcdfghjkmnpqrstvwxz";
  * databases and has to copy them from the schema. Draws from its own PRNG: the rest of the database
  * is the same with or without it.
  */
-export function renameIdentifiers(db: SynthDb, rng: Rng, share: number): void {
+function renameIdentifiers(db: SynthDb, rng: Rng, share: number): void {
   const prefix = (): string => `${Array.from({ length: rng.int(2, 3) }, () => rng.pick([...PREFIX_LETTERS])).join("")}_`;
   const tables = new Set(db.tables.map((t) => t.name.toLowerCase()));
   for (const t of db.tables) {

@@ -25,7 +25,6 @@ export {
   formatDate,
   generateDatabase,
   generateRows,
-  renameIdentifiers,
   instantiate,
   storedValue,
   writeSynthDb,

@@ -71,8 +71,14 @@ describe("synthetic data: renamed identifiers", () => {
   });
 
   it("writes train questions whose gold SQL uses the new names and runs", () => {
-    const items = renamed.train.filter((i) => /\b[a-z]{2,3}_[A-Za-z]/.test(i.SQL));
-    expect(items.length).toBeGreaterThan(0);
+    const renamedNames = new Map<string, string[]>();
+    for (const d of plain.databases.filter((x) => x.split === "train")) {
+      const before = tablesOf(d.path).flatMap((t) => [t.name, ...t.columns]);
+      const after = tablesOf(synthDbPath(renamed.outDir, d.dbId)).flatMap((t) => [t.name, ...t.columns]);
+      renamedNames.set(d.dbId, after.filter((n, j) => n !== before[j]));
+    }
+    const items = renamed.train.filter((i) => (renamedNames.get(i.db_id) ?? []).some((n) => new RegExp(`\\b${n}\\b`).test(i.SQL)));
+    expect(items.length).toBeGreaterThan(5);
     for (const item of items.slice(0, 40)) {
       const r = executeDirect(synthDbPath(renamed.outDir, item.db_id), item.SQL);
       expect(r.ok, `${item.db_id}: ${item.SQL}`).toBe(true);

@@ -91,12 +91,17 @@ def db_weight(db: str, db_weights: Sequence[Tuple[str, float]]) -> float:
     return 1.0
 
 
+def record_weight(r: Record, weights: Dict[str, float], db_weights: Sequence[Tuple[str, float]] = ()) -> float:
+    """Its family's weight × its database's."""
+    return weights.get(r.family, 1.0) * db_weight(r.db, db_weights)
+
+
 def weighted(records: Sequence[Record], weights: Dict[str, float], db_weights: Sequence[Tuple[str, float]] = ()) -> List[Record]:
     """Each record floor(w) times, plus once more for a fixed hash-chosen share frac(w) of them
-    (w = its family's weight × its database's)."""
+    (w = ``record_weight``)."""
     out: List[Record] = []
     for r in records:
-        w = weights.get(r.family, 1.0) * db_weight(r.db, db_weights)
+        w = record_weight(r, weights, db_weights)
         k = int(math.floor(w))
         frac = w - k
         if frac > 0 and (zlib.crc32(f"w|{r.key}|{r.family}".encode()) % 10_000) < frac * 10_000:
@@ -407,7 +412,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         prefix, _, w = spec.partition("=")
         db_weights.append((prefix, float(w)))
     train_recs = [r for r in records if not held_out(r.key, args.eval_frac)]
-    eval_recs = [r for r in records if held_out(r.key, args.eval_frac) and weights.get(r.family, 1.0) > 0]
+    eval_recs = [r for r in records if held_out(r.key, args.eval_frac) and record_weight(r, weights, db_weights) > 0]
     expanded = weighted(train_recs, weights, db_weights)
     eval_packs = make_packs(eval_recs, args.pack_tokens, not args.no_share_prefix)
     eval_batches = make_batches(eval_packs, args.batch_tokens, random.Random(0))
