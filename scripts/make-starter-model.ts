@@ -2,7 +2,7 @@
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
  *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|last] [--ablation]
- *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
+ *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--lookalike-exact 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
@@ -23,7 +23,8 @@
  * --from starts from an earlier model of this pipeline (e.g. the shipped starter: its tokenizer and shape are kept)
  * instead of a new tokenizer, initial model and first SFT stage; --sft-more-minutes then trains it on this run's data.
  * --lookalikes N adds N train databases imitating the example databases' schemas (src/synth LOOKALIKE_DOMAINS; the
- * examples' own questions are never generated); --sft-more-db-weights retail_like=3,… repeats their records in SFT stages.
+ * examples' own questions are never generated); --lookalike-exact P names a share P of them exactly as the examples
+ * (their table, key and column names, snake_case); --sft-more-db-weights retail_like=3,… repeats their records in SFT stages.
  * --rename-share P gives a share P of train table and column names a random prefix (qk_country), so that names must be
  * copied from the schema rather than recalled; dev databases are never renamed.
  * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
@@ -62,6 +63,7 @@ const OPTIONS = {
   work: { type: "string", default: ".reex/starter" },
   dbs: { type: "string", default: "300" },
   lookalikes: { type: "string", default: "0" },
+  "lookalike-exact": { type: "string", default: "0" },
   "rename-share": { type: "string", default: "0" },
   "sft-more-db-weights": { type: "string", default: "" },
   "dev-every": { type: "string", default: "7" },
@@ -149,6 +151,7 @@ const report = await makeStarterModel({
   out: String(values.out),
   dbs: num("dbs"),
   lookalikes: num("lookalikes"),
+  lookalikeExact: num("lookalike-exact"),
   renameShare: num("rename-share"),
   devEvery: num("dev-every"),
   evalItems: num("eval-items"),
@@ -323,7 +326,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ``,
     `| step | what |`,
     `|---|---|`,
-    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains${m.lookalikes ? `, plus ${m.lookalikes} train-only look-alikes of the example databases' schemas (\`--lookalikes\`; none of the examples' questions)` : ""}${m.renameShare ? `; ${m.renameShare * 100}% of train table and column names given a random prefix (\`--rename-share\`)` : ""}; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
+    `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains${m.lookalikes ? `, plus ${m.lookalikes} train-only look-alikes of the example databases' schemas (\`--lookalikes\`; none of the examples' questions)${m.lookalikeExact ? `, ${m.lookalikeExact * 100}% of them under the examples' exact table and column names (\`--lookalike-exact\`)` : ""}` : ""}${m.renameShare ? `; ${m.renameShare * 100}% of train table and column names given a random prefix (\`--rename-share\`)` : ""}; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
     ...(r.from ? [`| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), an earlier model of this pipeline: its tokenizer, shape and weights are the start; the text above (or, for an earlier default, the git history of models/MODEL_CARD.md) says how it was made |`] : []),
     `| tokenizer | ${r.from ? "the start model's: " : ""}byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
@@ -352,7 +355,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       : []),
     ...r.sftMore.map(
       (m, k) =>
-        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${m.lookalikes ? ` and ${m.lookalikes} look-alikes` : ""}${m.dbWeights ? `, repeated by database ${JSON.stringify(m.dbWeights)}` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${m.lookalikes ? ` and ${m.lookalikes} look-alikes${m.lookalikeExact ? ` (${m.lookalikeExact * 100}% named exactly as the examples)` : ""}` : ""}${m.dbWeights ? `, repeated by database ${JSON.stringify(m.dbWeights)}` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
     ),
     ``,
   ];

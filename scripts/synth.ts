@@ -1,7 +1,7 @@
 /**
  * Builds the synthetic text-to-SQL data set (see docs/synthetic-data.md):
  *
- *   npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--rename-share P] [--no-traces]
+ *   npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--lookalike-exact P] [--rename-share P] [--no-traces]
  *
  * Writes DIR/databases/<db_id>/<db_id>.sqlite, DIR/train.json, DIR/dev.json, DIR/train_sft.jsonl
  * and DIR/synth.json (a manifest with counts and file hashes), then prints a summary.
@@ -9,9 +9,9 @@
 import { resolve } from "node:path";
 import { DEFAULT_DEV_DOMAINS, generateSynth } from "../src/synth/index.js";
 
-const USAGE = "usage: npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--rename-share P] [--no-traces]";
+const USAGE = "usage: npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--lookalike-exact P] [--rename-share P] [--no-traces]";
 
-function parse(argv: string[]): { out: string; seed: number; dbs: number; devDomains: string[]; devEvery: number; lookalikes: number; renameShare: number; traces: boolean } {
+function parse(argv: string[]): { out: string; seed: number; dbs: number; devDomains: string[]; devEvery: number; lookalikes: number; lookalikeExact: number; renameShare: number; traces: boolean } {
   let out: string | undefined;
   let seed = 1;
   let dbs = 200;
@@ -20,6 +20,12 @@ function parse(argv: string[]): { out: string; seed: number; dbs: number; devDom
   let devEvery = 0;
   let lookalikes = 0;
   let renameShare = 0;
+  let lookalikeExact = 0;
+  const share = (name: string, v: string): number => {
+    const n = Number(v);
+    if (!(n >= 0 && n <= 1)) throw new Error(`${name} must be a number in [0, 1]\n${USAGE}`);
+    return n;
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -38,17 +44,16 @@ function parse(argv: string[]): { out: string; seed: number; dbs: number; devDom
     else if (arg === "--dev-domains") devDomains = value().split(",").map((s) => s.trim()).filter(Boolean);
     else if (arg === "--dev-every") devEvery = int("--dev-every", value(), 0);
     else if (arg === "--lookalikes") lookalikes = int("--lookalikes", value(), 0);
-    else if (arg === "--rename-share") {
-      renameShare = Number(value());
-      if (!(renameShare >= 0 && renameShare <= 1)) throw new Error(`--rename-share must be a number in [0, 1]`);
-    } else if (arg === "--no-traces") traces = false;
+    else if (arg === "--lookalike-exact") lookalikeExact = share("--lookalike-exact", value());
+    else if (arg === "--rename-share") renameShare = share("--rename-share", value());
+    else if (arg === "--no-traces") traces = false;
     else if (arg === "--help" || arg === "-h") {
       console.log(USAGE);
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}\n${USAGE}`);
   }
   if (!out) throw new Error(`--out is required\n${USAGE}`);
-  return { out: resolve(out), seed, dbs, devDomains, devEvery, lookalikes, renameShare, traces };
+  return { out: resolve(out), seed, dbs, devDomains, devEvery, lookalikes, lookalikeExact, renameShare, traces };
 }
 
 function main(): number {
@@ -60,7 +65,7 @@ function main(): number {
     return 2;
   }
   const started = performance.now();
-  const result = generateSynth(args.out, { seed: args.seed, dbs: args.dbs, devDomains: args.devDomains, devEvery: args.devEvery, lookalikes: args.lookalikes, renameShare: args.renameShare, traces: args.traces });
+  const result = generateSynth(args.out, { seed: args.seed, dbs: args.dbs, devDomains: args.devDomains, devEvery: args.devEvery, lookalikes: args.lookalikes, lookalikeExact: args.lookalikeExact, renameShare: args.renameShare, traces: args.traces });
   const m = result.manifest;
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`synthetic data in ${args.out} (${seconds} s, seed ${m.seed})`);

@@ -128,6 +128,8 @@ export interface StarterOptions {
   devEvery?: number;
   /** Extra train databases imitating the example databases' schemas (`generateSynth`'s lookalikes). Default 0. */
   lookalikes?: number;
+  /** Share of the look-alikes named exactly as the example databases (`generateSynth`'s lookalikeExact). Default 0. */
+  lookalikeExact?: number;
   /** Share of train identifiers given a random prefix so names must be copied from the schema (`generateSynth`'s renameShare). Default 0. */
   renameShare?: number;
   /** Items in each evaluation file (`eval_seen.json`, `eval_unseen.json`), spread over the databases. Default 120. */
@@ -178,6 +180,8 @@ export interface SftMoreStage extends SftSummary {
   dbs: number;
   /** Look-alike databases of the example schemas among its records (absent when none). */
   lookalikes?: number;
+  /** Share of those named exactly as the examples (absent when 0). */
+  lookalikeExact?: number;
   /** db_id prefix → weight of the records it was given (absent when all 1). */
   dbWeights?: Record<string, number>;
   /** The records it was given, as pre-tokenized. */
@@ -246,7 +250,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
 
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, renameShare: options.renameShare ?? 0 });
+  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
   const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
   const evalN = options.evalItems ?? 120;
   const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
@@ -328,6 +332,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
       lr,
       dbs: synth.manifest.dbs,
       ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
+      ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
       ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
       data: tokens,
     });

@@ -43,6 +43,11 @@ export interface SynthOptions {
    */
   lookalikes?: number;
   /**
+   * Share of the look-alikes named exactly as the example databases (each table, key and column by
+   * its first name variant, snake_case), drawn per database from its own seed string. Default 0.
+   */
+  lookalikeExact?: number;
+  /**
    * Share of train databases' table and non-key column names given a random prefix (`renameIdentifiers`), so that
    * names must be read from the schema, not recalled. Dev databases never change. Default 0.
    */
@@ -83,6 +88,8 @@ export interface SynthManifest {
   dbs: number;
   /** Extra train databases over the example look-alike domains (absent when 0). */
   lookalikes?: number;
+  /** Share of look-alikes named exactly as the examples (absent when 0). */
+  lookalikeExact?: number;
   /** Share of train identifiers renamed (absent when 0). */
   renameShare?: number;
   devDomains: string[];
@@ -134,6 +141,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
   const [qMin, qMax] = options.questionsPerDb ?? [12, 26];
   const lookalikes = options.lookalikes ?? 0;
   const renameShare = options.renameShare ?? 0;
+  const lookalikeExact = options.lookalikeExact ?? 0;
+  if (!(lookalikeExact >= 0 && lookalikeExact <= 1)) throw new Error(`lookalikeExact must be in [0, 1], got ${lookalikeExact}`);
   if (!(renameShare >= 0 && renameShare <= 1)) throw new Error(`renameShare must be in [0, 1], got ${renameShare}`);
   if (!Number.isInteger(lookalikes) || lookalikes < 0) throw new Error(`lookalikes must be an integer ≥ 0, got ${lookalikes}`);
   const plan: { domain: DomainTemplate; dbId: string; base: string; lookalike: boolean; index: number }[] = [];
@@ -154,7 +163,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
     for (const { domain, dbId, base, lookalike, index: i } of plan) {
       const heldOutDomain = !lookalike && devDomains.includes(domain.name);
       const split = !lookalike && (heldOutDomain || (devEvery > 0 && i % devEvery === devEvery - 1)) ? "dev" : "train";
-      const db = generateDatabase(domain, dbId, base, { renameShare: split === "train" ? renameShare : 0 });
+      const exactNames = lookalike && lookalikeExact > 0 && new Rng(`${base}:exact`).chance(lookalikeExact);
+      const db = generateDatabase(domain, dbId, base, { renameShare: split === "train" && !exactNames ? renameShare : 0, exactNames });
       const path = synthDbPath(outDir, dbId);
       mkdirSync(join(outDir, "databases", dbId), { recursive: true });
       rmSync(path, { force: true });
@@ -209,6 +219,7 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       seed,
       dbs: count,
       ...(lookalikes > 0 ? { lookalikes } : {}),
+      ...(lookalikeExact > 0 ? { lookalikeExact } : {}),
       ...(renameShare > 0 ? { renameShare } : {}),
       devDomains,
       devEvery,

@@ -456,13 +456,35 @@ export function writeSynthDb(db: SynthDb, path: string): void {
 }
 
 /** Builds one database in memory (schema choices and rows) from its own seed string. */
-export function generateDatabase(domain: DomainTemplate, dbId: string, seed: string, options: { renameShare?: number } = {}): SynthDb {
+export function generateDatabase(domain: DomainTemplate, dbId: string, seed: string, options: { renameShare?: number; exactNames?: boolean } = {}): SynthDb {
   const rng = new Rng(seed);
   const shape = instantiate(rng, domain, dbId);
   const db = { ...shape, rows: generateRows(rng, shape) };
+  if (options.exactNames) useFirstNames(db);
   const share = options.renameShare ?? 0;
   if (share > 0) renameIdentifiers(db, new Rng(`${seed}:rename`), share);
   return db;
+}
+
+/**
+ * Names every table, key and column by its template's first variant, snake_case, plural tables
+ * and `<singular>_id` keys: for look-alike domains, the example database's own names. Rows and
+ * encodings are untouched (they were drawn before and do not depend on names).
+ */
+function useFirstNames(db: SynthDb): void {
+  db.style = "snake";
+  const byKey = new Map(db.tables.map((t) => [t.key, t]));
+  for (const t of db.tables) {
+    const [plural, singular] = t.template.names[0]!;
+    t.name = plural;
+    t.refName = singular;
+    t.pk = `${singular}_id`;
+  }
+  for (const t of db.tables) {
+    for (const c of t.columns) {
+      c.name = c.template.kind === "ref" ? `${byKey.get(c.template.table)!.refName}_id` : c.template.names[0]!;
+    }
+  }
 }
 
 const PREFIX_LETTERS = "bcdfghjkmnpqrstvwxz";
