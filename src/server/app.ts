@@ -146,7 +146,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
     const p = policy();
     if (!p) throw new ReexError("MODEL_NOT_READY", "the model is still loading");
-    return { status: "ready", policy: p.info, queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued } };
+    return { status: "ready", policy: p.info, ...(deps.model ? { modelOrigin: deps.model.origin } : {}), queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued } };
   });
 
   app.get("/metrics", quiet, async (_request, reply) => {

@@ -114,7 +114,7 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
       "/healthz": { get: { summary: "Liveness: 200 while the process runs", responses: { "200": { description: "Alive" } } } },
       "/readyz": {
         get: {
-          summary: "Readiness: 200 with policy info when the model is loaded and the server is not draining",
+          summary: "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder) when the model is loaded and the server is not draining",
           responses: { "200": { description: "Ready" }, "503": { description: "MODEL_NOT_READY, SHUTTING_DOWN", content: { "application/json": { schema: errorRef } } } },
         },
       },

@@ -33,6 +33,11 @@ export interface ServerDeps {
   decode: DecodeFn;
   /** The loaded policy, or a getter that returns undefined while it loads; /readyz reports MODEL_NOT_READY until it is there. */
   policy?: Policy | (() => Policy | undefined);
+  /**
+   * Where the loaded model came from (the runtime's `model`): /readyz reports the origin, and the
+   * playground says when it is the starter or the random placeholder. Default: not reported.
+   */
+  model?: { origin: "configured" | "starter" | "placeholder" };
   /** Closed when the app closes (unless `close` is given). */
   executor?: Executor;
   /** The schema shown by GET /v1/databases/:id; default: src/sql's loadSchema without the server path. */

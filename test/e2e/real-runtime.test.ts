@@ -35,6 +35,12 @@ afterAll(async () => {
 });
 
 describe("reex with its real parts", () => {
+  it("reports a configured model on /readyz", async () => {
+    const res = await fetch(`${server.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: "ready", modelOrigin: "configured", policy: { backend: "llama" } });
+  });
+
   it("lists the example databases, registered by name", async () => {
     const res = await fetch(`${server.url}/v1/databases`);
     const body = (await res.json()) as { databases: { name: string }[] };

@@ -22,6 +22,14 @@ describe("health and readiness", () => {
     expect(res.json()).toMatchObject({ status: "ready", policy: { backend: "scripted", model: "scripted-test", device: "cpu" }, queue: { running: 0, waiting: 0 } });
   });
 
+  it("GET /readyz says where the model came from when the runtime tells it, and nothing otherwise", async () => {
+    t = await makeApp({ deps: { model: { origin: "starter" } } });
+    expect((await t.app.inject({ method: "GET", url: "/readyz" })).json()).toMatchObject({ status: "ready", modelOrigin: "starter" });
+    await t.cleanup();
+    t = await makeApp();
+    expect((await t.app.inject({ method: "GET", url: "/readyz" })).json()).not.toHaveProperty("modelOrigin");
+  });
+
   it("GET /readyz answers 503 MODEL_NOT_READY until the policy getter returns a policy", async () => {
     let loaded = false;
     t = await makeApp();

@@ -131,4 +131,23 @@ describe("the playground page", () => {
     await page.waitForSelector("#final-result table", { timeout: 10_000 });
     await page.close();
   });
+
+  it("says when the server answers with the starter or the placeholder model, and not for a configured one", async () => {
+    for (const [origin, expected] of [["starter", "starter model"], ["placeholder", "random-weight placeholder"], ["configured", null]] as const) {
+      t = await makeApp({ deps: { decode: treeDecode, model: { origin } } });
+      const { url } = await listen(t.app);
+      const page = await browser!.newPage();
+      await page.goto(url + "/");
+      await expect.poll(() => page.textContent("#ready-text")).toContain("scripted-test");
+      if (expected) {
+        expect(await page.isVisible("#model-note")).toBe(true);
+        expect(await page.textContent("#model-note")).toContain(expected);
+      } else {
+        expect(await page.isVisible("#model-note")).toBe(false);
+      }
+      await page.close();
+      await t.cleanup();
+      t = undefined;
+    }
+  });
 });

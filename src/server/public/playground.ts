@@ -45,6 +45,7 @@ button.primary:disabled { opacity: .55; cursor: default; }
 .banner { border-radius: 8px; padding: 10px 12px; margin-bottom: 14px; font-size: 13px; display: none; }
 .banner.show { display: block; }
 .banner.error { background: var(--bad-soft); color: var(--bad); border: 1px solid #ffc9c9; }
+.banner.warn { background: #fff9db; color: #8f5800; border: 1px solid #ffe8a1; }
 .banner.info { background: var(--accent-soft); color: var(--accent); border: 1px solid #d0dbff; }
 .answer-sql { font-family: var(--mono); font-size: 13px; background: var(--code-bg); border-radius: 8px; padding: 12px; white-space: pre-wrap; word-break: break-word; margin: 0 0 12px; }
 .meta { display: flex; flex-wrap: wrap; gap: 6px; margin-bottom: 12px; }
@@ -92,12 +93,22 @@ function headers(extra) { const h = Object.assign({}, extra || {}); const k = ap
 function banner(kind, text) { const b = $("banner"); b.className = "banner show " + kind; b.textContent = text; }
 function clearBanner() { $("banner").className = "banner"; }
 
+const MODEL_NOTES = {
+  starter: "This server answers with reex's starter model, a small demonstration policy trained on the project's own synthetic databases: it probes and answers in the right format, but answers few of the example questions correctly (models/MODEL_CARD.md has its figures). Set policy.model to a text-to-SQL GGUF for useful answers.",
+  placeholder: "This server runs a random-weight placeholder model (no starter model was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF.",
+};
+function showModelNote(origin) {
+  const n = $("model-note"); const text = MODEL_NOTES[origin];
+  n.className = text ? "banner show warn" : "banner"; n.textContent = text || "";
+}
+
 async function checkReady() {
   try {
     const r = await fetch("/readyz");
     const body = await r.json();
     $("ready-dot").className = "dot " + (r.ok ? "ok" : "bad");
     $("ready-text").textContent = r.ok ? (body.policy ? body.policy.model + " · " + body.policy.device : "ready") : body.code;
+    if (r.ok) showModelNote(body.modelOrigin);
   } catch (e) { $("ready-dot").className = "dot bad"; $("ready-text").textContent = "unreachable"; }
 }
 
@@ -302,6 +313,7 @@ const BODY = /* html */ `
     <div class="actions"><button type="submit" id="ask" class="primary">Ask</button><button type="button" id="cancel" disabled>Cancel</button></div>
   </form>
   <div class="right">
+    <div id="model-note" class="banner" role="note"></div>
     <div id="banner" class="banner"></div>
     <section class="card" id="answer">
       <h2>Answer</h2>
