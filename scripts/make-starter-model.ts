@@ -28,7 +28,8 @@
  * --rename-share P gives a share P of train table and column names a random prefix (qk_country), so that names must be
  * copied from the schema rather than recalled; dev databases are never renamed.
  * --import-sft takes an SFT stage trained elsewhere on the work folder's sft_tokens.jsonl (a GPU machine without Node:
- * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`)
+ * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`;
+ * --data reads `gzip`ped tokens too: 3,000 databases' 410 MB of JSONL gzip to 14 MB)
  * and goes on from it as --reuse-sft does.
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */

@@ -56,6 +56,20 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     expect(diff).toBeLessThan(1e-4);
   });
 
+  it("reads gzipped records exactly as the plain file", () => {
+    const gz = `${tokens}.gz`;
+    execFileSync("bash", ["-c", `gzip -c ${JSON.stringify(tokens)} > ${JSON.stringify(gz)}`]);
+    const code = [
+      "from reex_learner.sft_train import read_records",
+      `a, b = read_records(${JSON.stringify(tokens)}), read_records(${JSON.stringify(gz)})`,
+      "print(len(a), len(b), a == b)",
+    ].join("\n");
+    const [plain, zipped, same] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    expect(Number(plain)).toBe(records);
+    expect(Number(zipped)).toBe(records);
+    expect(same).toBe("True");
+  });
+
   it("repeats a database's records by its db weight, on top of the family weight", () => {
     const code = [
       "from reex_learner.sft_train import read_records, weighted",
