@@ -55,7 +55,7 @@ class Record:
 
 
 def read_records(path: str) -> List[Record]:
-    """Reads pre-tokenized JSONL; a path ending in .gz is read through gzip (about 30x smaller, for carrying to a GPU machine)."""
+    """Reads pre-tokenized JSONL; a path ending in .gz is read through gzip (the starter's data gzips 30x, small enough to carry to a GPU machine)."""
     out: List[Record] = []
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
