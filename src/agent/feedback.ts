@@ -3,9 +3,10 @@
  * One function per feedback mode of the ReEx robustness study; cell values and error messages are
  * compacted, truncated and defused so that database content can never forge a tag.
  */
-import type { FeedbackMode } from "../decoding/types.js";
 import type { DatabaseSchema, ExecResult, SqlValue } from "../sql/index.js";
 import { identifiersIn } from "./grammar.js";
+import { KNOWN_TAGS } from "./syntax.js";
+import type { FeedbackMode } from "./types.js";
 
 /** Shown for every probe in "locked" mode. */
 export const LOCKED_FEEDBACK = "Execution result hidden.";
@@ -33,6 +34,10 @@ export interface FeedbackOptions {
    * error lists the tables ({@link schemaHint}). Default none.
    */
   schema?: SchemaTables | (() => SchemaTables | undefined);
+  /** "lines" (`a | b` rows, the ReEx form) or "dataframe" (aligned columns under a row index, as SkyRL-SQL's executor prints). Default "lines". */
+  style?: "lines" | "dataframe";
+  /** Rows a "dataframe" shows, in place of `rows` (the protocol's own truncation: SkyRL-SQL shows 50). Default `rows`. */
+  rowCap?: number;
 }
 
 /** What a schema hint needs of a schema. */
@@ -68,7 +73,7 @@ export function schemaHint(result: ExecResult, sql: string, schema: SchemaTables
   return hit.map((t) => `${cell(t.name, maxCellChars)} columns: ${nameList(t.columns.map((c) => c.name), HINT_COLUMNS, maxCellChars)}`).join("\n");
 }
 
-const TAG_LIKE = /<(\/?)(think|intermediate_sql|result|final_sql|reasoning|answer)>/gi;
+const TAG_LIKE = new RegExp(`<(\\/?)(${KNOWN_TAGS.join("|")})>`, "gi");
 
 /** Neutralises tag-like text from the database or an error message so it cannot open or close a block. */
 export function defuse(text: string): string {
@@ -120,6 +125,7 @@ export function formatFeedback(result: ExecResult, options: FeedbackOptions = {}
     case "schema-only":
       return `Columns: ${header}`;
     case "full": {
+      if (options.style === "dataframe") return dataframe(result, options.rowCap ?? k, max);
       if (n === 0) return `${header}\n(empty result)`;
       const shown = result.rows.slice(0, k).map((row) => row.map((v) => cell(v, max)).join(" | "));
       const lines = [header, ...shown];
@@ -131,5 +137,28 @@ export function formatFeedback(result: ExecResult, options: FeedbackOptions = {}
 
 /** Wraps feedback as the injected block: `<result>\n…\n</result>\n`. */
 export function resultBlock(feedback: string): string {
-  return `<result>\n${feedback}\n</result>\n`;
+  return wrapFeedback(feedback);
+}
+
+/** Wraps feedback in a protocol's feedback markers (`<observation>`…), each on its own line. Default `<result>`. */
+export function wrapFeedback(feedback: string, wrapper: { open: string; close: string } = { open: "<result>", close: "</result>" }): string {
+  return `${wrapper.open}\n${feedback}\n${wrapper.close}\n`;
+}
+
+/**
+ * A result as a dataframe prints: a row index, columns right-aligned under their names, at most
+ * `rows` rows, then the total when rows were left out; an empty result prints as an empty frame.
+ */
+function dataframe(result: Extract<ExecResult, { ok: true }>, rows: number, max: number): string {
+  const n = Math.max(result.rowCount, result.rows.length);
+  const header = result.columns.map((c) => cell(c, max));
+  if (n === 0) return `Empty DataFrame\nColumns: [${header.join(", ")}]\nIndex: []`;
+  const shown = result.rows.slice(0, rows).map((row) => row.map((v) => cell(v, max)));
+  const index = shown.map((_, i) => String(i));
+  const indexWidth = Math.max(0, ...index.map((s) => s.length));
+  const widths = header.map((h, c) => Math.max(h.length, ...shown.map((r) => (r[c] ?? "").length)));
+  const line = (first: string, cells: string[]): string => [first.padEnd(indexWidth), ...cells.map((v, c) => v.padStart(widths[c]!))].join("  ");
+  const lines = [line("", header), ...shown.map((r, i) => line(index[i]!, r))];
+  if (n > shown.length || result.truncated) lines.push(`[${rowsTotal(result)} in total]`);
+  return lines.join("\n");
 }

@@ -23,7 +23,7 @@
  * FROM order and bound (see {@link buildGrammar}); output aliases after AS are free but cannot be
  * referenced later; no CTEs.
  */
-import type { PromptFamily } from "../decoding/types.js";
+import type { PromptFamily } from "./types.js";
 import { TABLE_ALIASES, UNANSWERABLE_MARKER } from "./prompts.js";
 
 /** The identifiers of a database: its tables and each table's columns. */
@@ -191,10 +191,28 @@ export interface GrammarBounds {
   maxThinkBytes?: number;
 }
 
+/** A protocol's tag skeleton: the markers around reasoning, probes and the answer (a model profile is one). */
+export interface GrammarSkeleton {
+  think?: { open: string; close: string };
+  probe?: { open: string; close: string };
+  answer: { open: string; close: string };
+  /** Whether the answer may be `UNANSWERABLE: reason`. Default true. */
+  unanswerable?: boolean;
+}
+
+/** The ReEx tags: `<think>`, `<intermediate_sql>`, `<final_sql>`. */
+export const REEX_SKELETON: GrammarSkeleton = {
+  think: { open: "<think>", close: "</think>" },
+  probe: { open: "<intermediate_sql>", close: "</intermediate_sql>" },
+  answer: { open: "<final_sql>", close: "</final_sql>" },
+};
+
 /** Options of {@link buildGrammar}. */
 export interface GrammarOptions extends GrammarBounds {
   /** Which segment the grammar covers. Default "segment". */
   start?: GrammarStart;
+  /** The tags the structure is written in (a model profile). Default {@link REEX_SKELETON}. */
+  skeleton?: GrammarSkeleton;
 }
 
 /**
@@ -310,10 +328,16 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
       })
       .join(" ws ");
 
+  const skeleton = options.skeleton ?? REEX_SKELETON;
+  const think = skeleton.think ?? REEX_SKELETON.think!;
+  const probe = skeleton.probe ?? REEX_SKELETON.probe!;
+  // a family the skeleton cannot write falls back to the nearest it can: no probe tag, no probes; no think tag, no think
+  const shape = family === "execution-aware" && !skeleton.probe ? "standard" : family;
+  const effective = shape === "standard" && !skeleton.think ? "direct" : shape;
   let root: string;
-  if (start === "final-body") root = `root ::= final-body ${lit("</final_sql>")}`;
-  else if (family === "direct") root = "root ::= ows final";
-  else if (family === "standard") root = "root ::= ows think ows final";
+  if (start === "final-body") root = `root ::= final-body ${lit(skeleton.answer.close)}`;
+  else if (effective === "direct") root = "root ::= ows final";
+  else if (effective === "standard") root = "root ::= ows think ows final";
   else if (start === "first") root = "root ::= ows think ows (probe | final)";
   else root = "root ::= ows (think ows)? (probe | final)";
 
@@ -322,14 +346,14 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   const ltFollow = "\\x20-\\x2E\\x30-\\x3B\\x3D-\\x40\\x5B-\\x60\\x7B\\x7D\\x7E";
   const rules: string[] = [
     root,
-    `think ::= ${lit("<think>")} ${maxThink > 0 ? "think-text?" : ""} ${lit("</think>")}`,
+    `think ::= ${lit(think.open)} ${maxThink > 0 ? "think-text?" : ""} ${lit(think.close)}`,
     ...byteBounded("think-text", maxThink, [
       ["[\\t\\n\\x20-\\x3B\\x3D-\\x7E]", 1],
       [`"<" [${ltFollow}]`, 2],
     ]),
-    `probe ::= ${lit("<intermediate_sql>")} ows statement ows (";" ows)? ${lit("</intermediate_sql>")}`,
-    `final ::= ${lit("<final_sql>")} final-body ${lit("</final_sql>")}`,
-    `final-body ::= ows (statement ows (";" ows)? | unanswerable)`,
+    `probe ::= ${lit(probe.open)} ows statement ows (";" ows)? ${lit(probe.close)}`,
+    `final ::= ${lit(skeleton.answer.open)} final-body ${lit(skeleton.answer.close)}`,
+    `final-body ::= ows (statement ows (";" ows)?${skeleton.unanswerable === false ? "" : " | unanswerable"})`,
     `unanswerable ::= (${lit(UNANSWERABLE_MARKER)} | ${lit(UNANSWERABLE_MARKER.toLowerCase())}) ":" reason?`,
     ...byteBounded("reason", TEXT_CAPS.reasonBytes, [
       ["[\\x20-\\x3B\\x3D-\\x7E]", 1],
@@ -535,7 +559,7 @@ function pick<T extends object, K extends keyof T>(source: T, ...keys: K[]): Pic
 }
 
 /** The three segment grammars of a family for a constrained rollout (`RolloutOptions.grammar`). */
-export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, bounds: GrammarBounds = {}): SegmentGrammars {
+export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, bounds: GrammarBounds & { skeleton?: GrammarSkeleton } = {}): SegmentGrammars {
   return {
     first: buildGrammar(schema, family, { ...bounds, start: "first" }),
     segment: buildGrammar(schema, family, { ...bounds, start: "segment" }),

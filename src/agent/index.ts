@@ -1,4 +1,27 @@
-/** The agent: prompts, response parsing, probe feedback, the stepwise rollout and constrained-decoding grammars. */
+/** The agent: model profiles, prompts, response parsing, probe feedback, the stepwise rollout and constrained-decoding grammars. */
+export { FEEDBACK_MODES, PROMPT_FAMILIES, type FeedbackMode, type PromptFamily } from "./types.js";
+export { KNOWN_TAGS, REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagRole } from "./syntax.js";
+export {
+  PROFILES,
+  PROFILE_IDS,
+  detectProfile,
+  familyFor,
+  fencedFormatCheck,
+  genericProfile,
+  getProfile,
+  omnisqlProfile,
+  reexProfile,
+  resolveProfile,
+  skyrlSqlProfile,
+  thinkAnswerProfile,
+  type FeedbackStyle,
+  type ModelMetadata,
+  type ModelProfile,
+  type ProfileChoice,
+  type ProfileId,
+  type ProfilePromptInput,
+  type Wrapper,
+} from "./profiles/index.js";
 export {
   FAMILY_INSTRUCTIONS,
   ROLE_TEXT,
@@ -34,6 +57,7 @@ export {
   formatFeedback,
   resultBlock,
   schemaHint,
+  wrapFeedback,
   type FeedbackOptions,
   type SchemaTables,
 } from "./feedback.js";
@@ -54,10 +78,12 @@ export {
   type StepOutcome,
 } from "./rollout.js";
 export {
+  REEX_SKELETON,
   buildGrammar,
   buildSegmentGrammars,
   checkIdentifiers,
   identifiersIn,
+  type GrammarSkeleton,
   type GrammarStart,
   type SchemaNames,
   type SegmentGrammars,

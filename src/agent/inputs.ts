@@ -3,7 +3,7 @@
  * phrases against stored values, render both through the SQL layer, and hand back the schema's
  * names for constrained decoding.
  */
-import type { PromptFamily } from "../decoding/types.js";
+import type { PromptFamily } from "./types.js";
 import { formatMatchedValues, loadSchema, schemaPrompt, type ColumnDescriptions, type SchemaFormat, type TokenCounter, type ValueIndex } from "../sql/index.js";
 import type { SchemaNames } from "./grammar.js";
 import { buildPrompt, type BuiltPrompt } from "./prompts.js";

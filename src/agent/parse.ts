@@ -12,13 +12,24 @@
  * question unanswerable.
  */
 import { UNANSWERABLE_MARKER } from "./prompts.js";
-import type { PromptFamily } from "../decoding/types.js";
+import { REEX_SYNTAX, type ResponseSyntax, type TagRole } from "./syntax.js";
+import type { PromptFamily } from "./types.js";
 
-/** Tags the parser knows; the last two belong to the Think2SQL / CogniSQL / SQL-R1 formats. */
-export type TagName = "think" | "intermediate_sql" | "result" | "final_sql" | "reasoning" | "answer";
+/** A tag's name without brackets (`think`, `intermediate_sql`, `sql`, …); which names a parse knows comes from its {@link ResponseSyntax}. */
+export type TagName = string;
 
-const TAGS: readonly TagName[] = ["think", "intermediate_sql", "result", "final_sql", "reasoning", "answer"];
-const TAG_RE = new RegExp(`<(/?)(${TAGS.join("|")})>`, "gi");
+const tagPatterns = new WeakMap<ResponseSyntax, RegExp>();
+
+/** The opening-or-closing tag pattern of a syntax (source only; callers make their own stateful copy). */
+function tagPattern(syntax: ResponseSyntax): RegExp {
+  let re = tagPatterns.get(syntax);
+  if (!re) {
+    const names = Object.keys(syntax.tags).map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    re = new RegExp(`<(/?)(${names.join("|")})>`, "gi");
+    tagPatterns.set(syntax, re);
+  }
+  return re;
+}
 const SQL_START_RE = /^\s*(?:select|with)\b/i;
 const QUOTED_SQL_RE = /^["'`]\s*(?:select|with)\b/i;
 /** A query starting inside prose: `SELECT` or a CTE's `WITH name AS (`, after a space, colon or quote. */
@@ -26,7 +37,10 @@ const SQL_IN_PROSE_RE = /(?:^|[\s:])((?:["'`]\s*)?(?:select\b|with\s+(?:recursiv
 
 /** One top-level piece of a response: a tagged block, or text between blocks. */
 export interface Segment {
+  /** The tag's name (lower case), or "text". */
   kind: TagName | "text";
+  /** The tag's role in the syntax it was read with; "text" for text. */
+  role: TagRole | "text";
   /** The block's content (without its tags), or the text itself. */
   content: string;
   /** False for a block whose closing tag never came (it runs to the end of the text). */
@@ -36,34 +50,38 @@ export interface Segment {
   end: number;
 }
 
-/** Splits a response into top-level blocks and text; a block's content is opaque up to its own closing tag. */
-export function segments(text: string): Segment[] {
+/**
+ * Splits a response into top-level blocks and text; a block's content is opaque up to its own
+ * closing tag. Only the syntax's tags are blocks. Default syntax: the ReEx tags.
+ */
+export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Segment[] {
   const out: Segment[] = [];
   const lower = text.toLowerCase();
   let pos = 0;
   const pushText = (end: number): void => {
-    if (end > pos) out.push({ kind: "text", content: text.slice(pos, end), closed: true, start: pos, end });
+    if (end > pos) out.push({ kind: "text", role: "text", content: text.slice(pos, end), closed: true, start: pos, end });
   };
-  for (let open = nextOpening(text, pos); open; open = nextOpening(text, pos)) {
+  for (let open = nextOpening(text, pos, syntax); open; open = nextOpening(text, pos, syntax)) {
     pushText(open.index);
     const contentStart = open.index + open.length;
     const closeTag = `</${open.tag}>`;
     const closeAt = lower.indexOf(closeTag, contentStart);
+    const role = syntax.tags[open.tag]!;
     if (closeAt < 0) {
-      out.push({ kind: open.tag, content: text.slice(contentStart), closed: false, start: open.index, end: text.length });
+      out.push({ kind: open.tag, role, content: text.slice(contentStart), closed: false, start: open.index, end: text.length });
       pos = text.length;
       break;
     }
     const end = closeAt + closeTag.length;
-    out.push({ kind: open.tag, content: text.slice(contentStart, closeAt), closed: true, start: open.index, end });
+    out.push({ kind: open.tag, role, content: text.slice(contentStart, closeAt), closed: true, start: open.index, end });
     pos = end;
   }
   pushText(text.length);
   return out;
 }
 
-function nextOpening(text: string, from: number): { index: number; length: number; tag: TagName } | null {
-  const re = new RegExp(TAG_RE.source, "gi");
+function nextOpening(text: string, from: number, syntax: ResponseSyntax): { index: number; length: number; tag: TagName } | null {
+  const re = new RegExp(tagPattern(syntax).source, "gi");
   re.lastIndex = from;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     if (m[1] === "") return { index: m.index, length: m[0].length, tag: m[2]!.toLowerCase() as TagName };
@@ -149,8 +167,10 @@ export interface FinalAnswer {
   answerable: boolean;
   /** The model's stated reason, when unanswerable. */
   reason?: string;
-  /** Where the answer came from. */
-  source: "final_sql" | "answer" | "loose" | "think" | "none";
+  /** Where the answer came from: the answer tag's name (`final_sql`, `answer`, `solution`, …), or "loose", "think" or "none". */
+  source: string;
+  /** True when the answer came from a tag with the syntax's final role or its alias. */
+  fromTag: boolean;
   /** False when the answer block was never closed (cut off, or the turn ended inside it). */
   closed: boolean;
 }
@@ -163,39 +183,42 @@ export function unanswerableReason(content: string): string | null {
   return m[1]!.trim().replace(/["'`.]+$/, "").trim();
 }
 
-/** Reads the final answer of a response (see the module doc for precedence); the last candidate in a tier counts. */
-export function extractFinal(text: string): FinalAnswer {
-  const segs = segments(text);
-  const answers = segs.filter((s) => (s.kind === "final_sql" || s.kind === "answer") && s.content.trim().length > 0);
+/**
+ * Reads the final answer of a response (see the module doc for precedence; the syntax's final tags
+ * play `<final_sql>`'s part); the last candidate in a tier counts. Default syntax: the ReEx tags.
+ */
+export function extractFinal(text: string, syntax: ResponseSyntax = REEX_SYNTAX): FinalAnswer {
+  const segs = segments(text, syntax);
+  const answers = segs.filter((s) => (s.role === "final" || s.role === "final-alias") && s.content.trim().length > 0);
   const last = answers[answers.length - 1];
   if (last) {
-    const source = last.kind === "answer" ? "answer" : "final_sql";
+    const source = last.kind;
     const reason = unanswerableReason(last.content);
-    if (reason !== null) return { sql: null, answerable: false, reason, source, closed: last.closed };
+    if (reason !== null) return { sql: null, answerable: false, reason, source, fromTag: true, closed: last.closed };
     const sql = unwrapSql(last.content);
-    if (sql.length > 0) return { sql, answerable: true, source, closed: last.closed };
+    if (sql.length > 0) return { sql, answerable: true, source, fromTag: true, closed: last.closed };
   }
-  const pick = (kinds: Segment["kind"][], source: FinalAnswer["source"]): FinalAnswer | null => {
+  const pick = (roles: Segment["role"][], source: FinalAnswer["source"]): FinalAnswer | null => {
     let best: string | null = null;
     for (const seg of segs) {
-      if (!kinds.includes(seg.kind)) continue;
+      if (!roles.includes(seg.role)) continue;
       const found = looseSql(seg.content);
       if (found.length) best = found[found.length - 1]!.sql;
     }
-    return best === null ? null : { sql: best, answerable: true, source, closed: true };
+    return best === null ? null : { sql: best, answerable: true, source, fromTag: false, closed: true };
   };
   const loose = pick(["text"], "loose");
   if (loose) return loose;
   const outside = segs.filter((s) => s.kind === "text").map((s) => s.content).join(" ");
   const reason = unanswerableReason(outside);
-  if (reason !== null) return { sql: null, answerable: false, reason, source: "loose", closed: true };
-  return pick(["think", "reasoning"], "think") ?? { sql: null, answerable: true, source: "none", closed: true };
+  if (reason !== null) return { sql: null, answerable: false, reason, source: "loose", fromTag: false, closed: true };
+  return pick(["think", "think-alias"], "think") ?? { sql: null, answerable: true, source: "none", fromTag: false, closed: true };
 }
 
-/** The SQL of every closed `<intermediate_sql>` block, in order. */
-export function extractProbes(text: string): string[] {
-  return segments(text)
-    .filter((s) => s.kind === "intermediate_sql" && s.closed)
+/** The SQL of every closed probe block (`<intermediate_sql>` in the default syntax), in order. */
+export function extractProbes(text: string, syntax: ResponseSyntax = REEX_SYNTAX): string[] {
+  return segments(text, syntax)
+    .filter((s) => s.role === "probe" && s.closed)
     .map((s) => unwrapSql(s.content));
 }
 
@@ -228,12 +251,13 @@ export interface FormatVerdict {
 }
 
 /**
- * Whether the whole response (injected `<result>` blocks included) follows the family's template:
- * execution-aware `think (probe result think?)* final`, standard `think final`, direct `final`;
- * tags balanced and not nested, only whitespace between blocks, nothing after `</final_sql>` but
- * whitespace and end tokens, a `<result>` only right after a probe (the model never writes one).
+ * Whether the whole response (injected feedback blocks included) follows the family's template in
+ * the syntax's tags: execution-aware `think (probe feedback think?)* final`, standard `think final`,
+ * direct `final`; tags balanced and not nested, only whitespace between blocks, nothing after the
+ * final block but whitespace and end tokens, feedback only right after a probe (the model never
+ * writes one); alias tags fail it. Default syntax: the ReEx tags.
  */
-export function formatCheck(text: string, family: PromptFamily): FormatVerdict {
+export function formatCheck(text: string, family: PromptFamily, syntax: ResponseSyntax = REEX_SYNTAX): FormatVerdict {
   const problems: string[] = [];
   let body = text;
   for (let changed = true; changed; ) {
@@ -246,7 +270,7 @@ export function formatCheck(text: string, family: PromptFamily): FormatVerdict {
       }
     }
   }
-  const re = new RegExp(TAG_RE.source, "gi");
+  const re = new RegExp(tagPattern(syntax).source, "gi");
   let open: { tag: TagName; contentStart: number } | null = null;
   let pos = 0;
   const blocks: { tag: TagName; content: string }[] = [];
@@ -271,15 +295,16 @@ export function formatCheck(text: string, family: PromptFamily): FormatVerdict {
   if (open) problems.push(`unclosed <${open.tag}>`);
   else if (body.slice(pos).trim().length > 0) problems.push(blocks.length ? "text after the last block" : "no tagged blocks");
 
-  const code: Record<TagName, string> = { think: "T", intermediate_sql: "P", result: "R", final_sql: "F", reasoning: "x", answer: "x" };
-  const sequence = blocks.map((b) => code[b.tag]).join("");
+  const code: Record<TagRole, string> = { think: "T", probe: "P", feedback: "R", final: "F", "think-alias": "x", "final-alias": "x" };
+  const sequence = blocks.map((b) => code[syntax.tags[b.tag]!]).join("");
   const pattern = family === "execution-aware" ? /^T(?:PRT?)*F$/ : family === "standard" ? /^TF$/ : /^F$/;
   if (!pattern.test(sequence)) {
     const names = blocks.map((b) => b.tag).join(" → ") || "nothing";
     problems.push(`block order ${names} does not match the ${family} template`);
   }
   for (const b of blocks) {
-    if ((b.tag === "final_sql" || b.tag === "intermediate_sql") && b.content.trim().length === 0) problems.push(`empty <${b.tag}>`);
+    const role = syntax.tags[b.tag];
+    if ((role === "final" || role === "probe") && b.content.trim().length === 0) problems.push(`empty <${b.tag}>`);
   }
   return { ok: problems.length === 0, problems };
 }

@@ -3,7 +3,7 @@
  * depends only on the family; the user message starts with the schema so that everything up to the
  * end of the schema is shared by every question on the same database and can be cached.
  */
-import type { PromptFamily } from "../decoding/types.js";
+import type { PromptFamily } from "./types.js";
 import type { ChatMessage } from "../policy/types.js";
 
 /** The word that opens a final answer declaring the question unanswerable: `<final_sql>UNANSWERABLE: reason</final_sql>`. */

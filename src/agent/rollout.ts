@@ -19,17 +19,24 @@
  */
 import { ReexError, toReexError } from "../errors/index.js";
 import type { EventSink } from "../events/index.js";
-import type { FeedbackMode, PromptFamily } from "../decoding/types.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/types.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
-import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, resultBlock } from "./feedback.js";
+import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unwrapSql, type Segment } from "./parse.js";
+import { reexProfile, type ModelProfile } from "./profiles/index.js";
 import type { BuiltPrompt } from "./prompts.js";
+import type { FeedbackMode, PromptFamily } from "./types.js";
 
-const PROBE_CLOSE = "</intermediate_sql>";
-const FINAL_OPEN = "<final_sql>";
-const FINAL_CLOSE = "</final_sql>";
+/** The stop strings of one segment: a probe's and the answer's closing markers (an answer closer that also opens it, like a fence, only once the server opened the answer). */
+function segmentStops(profile: ModelProfile, probing: boolean, forcedFinal: boolean): string[] {
+  const answer = profile.answer;
+  const answerStop = forcedFinal || !answer.open.startsWith(answer.close) ? [answer.close] : [];
+  return probing && profile.probe ? [profile.probe.close, ...answerStop] : answerStop;
+}
+
+/** A closed fenced answer, for profiles whose answer is a fence rather than a tag. */
+const CLOSED_FENCE = /```[ \t]*(?:sql|sqlite)?[ \t]*\n[\s\S]*?```/i;
 
 /** The names a schema hint lists (read only after a name error; cached by `loadSchema`); none for an unreadable file. */
 function hintSchema(dbPath: string): DatabaseSchema | undefined {
@@ -45,7 +52,9 @@ export interface RolloutOptions {
   executor: Executor;
   /** The database probes run against. */
   dbPath: string;
-  /** Only "execution-aware" executes probes; the others generate until `</final_sql>`. Default "execution-aware". */
+  /** The model's protocol: tags, stops, feedback wrapper and parser. Default the `reex` profile. */
+  profile?: ModelProfile;
+  /** Only "execution-aware" (in a profile with probes) executes probes; the others generate until the answer closes. Default the profile's first family. */
   family?: PromptFamily;
   /** Probe rounds (executed or repeated) at most. Default 10. */
   maxInteractions?: number;
@@ -204,14 +213,15 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   if (remaining <= 0) return end(state, "maxTokens");
   const reserve = state.forcedFinal ? 0 : Math.min(Math.max(0, Math.floor(options.finalReserve ?? 0)), Math.floor(maxTokens / 2));
   if (reserve > 0 && remaining <= reserve) return forceFinal(trajectory, state, options, path);
-  const probing = (options.family ?? "execution-aware") === "execution-aware" && !state.forcedFinal;
+  const profile = options.profile ?? reexProfile;
+  const probing = profile.probe !== undefined && (options.family ?? profile.families[0]) === "execution-aware" && !state.forcedFinal;
   const grammars = options.grammar;
   const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
 
   let generated;
   try {
     generated = await trajectory.generate({
-      stop: probing ? [PROBE_CLOSE, FINAL_CLOSE] : [FINAL_CLOSE],
+      stop: segmentStops(profile, probing, state.forcedFinal),
       maxTokens: remaining - reserve,
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.topP !== undefined ? { topP: options.topP } : {}),
@@ -227,25 +237,27 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   state.generatedTokens += generated.tokens.length;
   if (generated.stopReason === "aborted" || options.signal?.aborted) return end(state, "aborted");
 
-  const blocks = segments(generated.text);
-  const finalClosed = blocks.some((b) => b.kind === "final_sql" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(FINAL_CLOSE));
+  const blocks = segments(generated.text, profile.syntax);
+  const finalClosed = blocks.some((b) => b.role === "final" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(profile.answer.close.toLowerCase()));
   if (finalClosed) return end(state, "final");
-  const probe = probing ? closingProbe(blocks, generated.stop === PROBE_CLOSE) : undefined;
+  const probe = probing ? closingProbe(blocks, generated.stop !== undefined && generated.stop === profile.probe?.close) : undefined;
   if (!probe && generated.stopReason === "maxTokens" && reserve > 0) return forceFinal(trajectory, state, options, path);
   if (!probe) return end(state, generated.stopReason === "maxTokens" ? "maxTokens" : "end");
   return answerProbe(trajectory, state, options, unwrapSql(probe.content), path);
 }
 
 /**
- * Spends the token reserve on the answer: closes the open segment and opens `<final_sql>` (injected
- * text), or lets a final SQL the model opened itself go on, then generates within the reserve.
+ * Spends the token reserve on the answer: closes the open segment and opens the profile's answer
+ * (`<final_sql>`; injected text), or lets an answer the model opened itself go on, then generates
+ * within the reserve.
  */
 async function forceFinal(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, path: string): Promise<StepOutcome> {
-  const open = segments(state.text).at(-1);
-  const ownFinal = open !== undefined && !open.closed && open.kind === "final_sql";
+  const profile = options.profile ?? reexProfile;
+  const open = segments(state.text, profile.syntax).at(-1);
+  const ownFinal = open !== undefined && !open.closed && open.role === "final";
   // a grammar cannot resume inside the model's own unfinished final SQL: end as the budget would have
   if (ownFinal && options.grammar) return end(state, "maxTokens");
-  const injected = ownFinal ? "" : `${open && !open.closed && open.kind !== "text" ? `</${open.kind}>` : ""}\n${FINAL_OPEN}`;
+  const injected = ownFinal ? "" : `${open && !open.closed && open.kind !== "text" ? `</${open.kind}>` : ""}\n${profile.answer.open}`;
   if (injected) {
     try {
       await trajectory.append(injected);
@@ -265,17 +277,18 @@ async function forceFinal(trajectory: Trajectory, state: RolloutState, options: 
  */
 function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | undefined {
   const last = [...blocks].reverse().find((b) => b.kind !== "text" || b.content.trim().length > 0);
-  if (last?.kind === "intermediate_sql" && last.closed) return last;
+  if (last?.role === "probe" && last.closed) return last;
   if (!stoppedAtProbe) return undefined;
-  return [...blocks].reverse().find((b) => b.kind === "intermediate_sql" && b.closed);
+  return [...blocks].reverse().find((b) => b.role === "probe" && b.closed);
 }
 
 async function answerProbe(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, sql: string, path: string): Promise<StepOutcome> {
   const sink = guarded(options.sink);
+  const profile = options.profile ?? reexProfile;
   const maxInteractions = options.maxInteractions ?? 10;
   if (state.interactions >= maxInteractions) {
     const probe: ProbeRecord = { step: state.interactions + 1, sql, result: null, feedback: LIMIT_FEEDBACK, repeated: false, overLimit: true };
-    const injected = resultBlock(LIMIT_FEEDBACK) + FINAL_OPEN;
+    const injected = wrapFeedback(LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;
     try {
       await trajectory.append(injected);
     } catch (error) {
@@ -319,12 +332,14 @@ async function answerProbe(trajectory: Trajectory, state: RolloutState, options:
         ...(options.feedbackRows !== undefined ? { rows: options.feedbackRows } : {}),
         ...(options.maxCellChars !== undefined ? { maxCellChars: options.maxCellChars } : {}),
         ...(schema ? { schema } : {}),
+        style: profile.feedbackStyle,
+        ...(profile.feedbackRowCap !== undefined ? { rowCap: profile.feedbackRowCap } : {}),
       },
       sql,
     );
   }
   sink?.({ type: "result", path, step, result, feedback });
-  const injected = resultBlock(feedback);
+  const injected = wrapFeedback(feedback, profile.feedback);
   try {
     await trajectory.append(injected);
   } catch (error) {
@@ -366,12 +381,14 @@ export async function runRollout(policy: Policy, prompt: BuiltPrompt, options: R
  * The result of a finished (or abandoned) rollout. After a clean end any answer counts (an unclosed
  * `<final_sql>` too); after running out of tokens, an abort or an error, only a closed answer block.
  */
-export function finishRollout(trajectory: Trajectory, state: RolloutState, options: Pick<RolloutOptions, "path" | "sink" | "emitFinal"> = {}): RolloutResult {
+export function finishRollout(trajectory: Trajectory, state: RolloutState, options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile"> = {}): RolloutResult {
   if (!state.done) throw new ReexError("INTERNAL", "finishRollout called on a rollout that has not ended");
+  const profile = options.profile ?? reexProfile;
   const stopReason = state.stopReason ?? "end";
-  const final = extractFinal(state.text);
+  const final = extractFinal(state.text, profile.syntax);
   const cleanEnd = stopReason === "final" || stopReason === "end";
-  const closedAnswer = final.closed && (final.source === "final_sql" || final.source === "answer");
+  const fenced = !profile.answer.open.startsWith("<") && final.source === "loose" && CLOSED_FENCE.test(state.text);
+  const closedAnswer = final.closed && (final.fromTag || fenced);
   const usable = cleanEnd || closedAnswer;
   const finalSql = usable ? final.sql : null;
   const answerable = usable ? final.answerable : true;

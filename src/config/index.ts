@@ -59,6 +59,11 @@ const policySchema = z
     backend: z.enum(["llama", "remote"]).default("llama"),
     /** GGUF path or model URI (`hf:owner/repo/file.gguf`); default: the shipped starter model. */
     model: z.string().optional(),
+    /**
+     * The model's protocol: "reex", "skyrl-sql", "omnisql", "think-answer", "generic", or "auto" to
+     * read it off the GGUF's metadata (unrecognised models get "generic"). Default "auto".
+     */
+    profile: z.enum(["auto", "reex", "skyrl-sql", "omnisql", "think-answer", "generic"]).default("auto"),
     /** Where downloaded models are cached. Default "models". */
     modelsDir: z.string().default("models"),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */

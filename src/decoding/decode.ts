@@ -3,7 +3,7 @@
  * (sequences, token budget, deadline, cancellation), executes every candidate's final SQL, votes,
  * and answers. Every trajectory it starts is released before it returns or throws.
  */
-import type { SegmentGrammars } from "../agent/index.js";
+import { familyFor, getProfile, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
 import type { Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
@@ -39,7 +39,7 @@ export interface DecoderDefaults {
   schemaHints: boolean;
   /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
   finalReserve: number;
-  /** Default "execution-aware". */
+  /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
   probeTimeoutMs?: number;
@@ -107,13 +107,21 @@ export interface DecoderDeps {
   maxLiveTrajectories?: number;
   /** Clock, ms. Default performance.now. */
   now?: () => number;
+  /**
+   * The model profile requests use when they name none: an id, or "auto" to detect it from the
+   * policy's metadata. Default the config's `policy.profile`, else "auto".
+   */
+  profile?: string;
 }
 
 /** Answers one request; the signature the server, evaluation harness and CLI call. */
 export type Decode = (request: AnswerRequest, ctx?: DecodeContext) => Promise<Answer>;
 
-/** The decode function, which also closes what it keeps open (the default prompt builder's value indexes; not the policy or the executor). */
-export type Decoder = Decode & { close(): void };
+/**
+ * The decode function, which also closes what it keeps open (the default prompt builder's value
+ * indexes; not the policy or the executor), and says which profile requests get by default and why.
+ */
+export type Decoder = Decode & { close(): void; readonly profile: ProfileChoice };
 
 interface Resolved {
   strategy: Strategy;
@@ -121,6 +129,7 @@ interface Resolved {
   branching: number;
   temperature: number;
   family: PromptFamily;
+  profile: ModelProfile;
 }
 
 function positiveInt(value: number, name: string, max = Infinity): number {
@@ -130,7 +139,9 @@ function positiveInt(value: number, name: string, max = Infinity): number {
   return value;
 }
 
-function resolve(req: AnswerRequest, d: DecoderDefaults): Resolved {
+function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice): Resolved {
+  const profile = req.profile !== undefined ? getProfile(req.profile) : choice.profile;
+  const family = familyFor(profile, req.promptFamily ?? (profile.families.includes(d.promptFamily) ? d.promptFamily : undefined));
   const strategy = req.strategy ?? d.strategy;
   if (!["greedy", "linear", "tree", "tree-prune"].includes(strategy)) throw new ReexError("BAD_REQUEST", `unknown strategy "${strategy}"`);
   const temperature = strategy === "greedy" ? 0 : (req.temperature ?? d.temperature);
@@ -140,7 +151,8 @@ function resolve(req: AnswerRequest, d: DecoderDefaults): Resolved {
     candidates: strategy === "greedy" ? 1 : positiveInt(req.candidates ?? d.candidates, "candidates", d.maxCandidates),
     branching: positiveInt(req.branching ?? d.branching, "branching"),
     temperature,
-    family: req.promptFamily ?? d.promptFamily,
+    family,
+    profile,
   };
 }
 
@@ -166,9 +178,10 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     : createPromptBuilder({ ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}), ...deps.promptOptions });
   const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
   const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
+  const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});
 
   const decode: Decode = async (req, ctx = {}) => {
-    const o = resolve(req, defaults);
+    const o = resolve(req, defaults, choice);
     const emit = safeSink(ctx.sink);
     const control = new RequestControl({
       maxLive: deps.maxLiveTrajectories ?? Math.max(1, deps.policy.info.maxSequences - 1),
@@ -178,8 +191,8 @@ export function createDecoder(deps: DecoderDeps): Decoder {
       ...(deps.now ? { now: deps.now } : {}),
     });
     try {
-      const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family);
-      const grammar: SegmentGrammars | undefined = req.constrained ? await grammarFor(req.dbPath, o.family) : undefined;
+      const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
+      const grammar: SegmentGrammars | undefined = req.constrained ? await grammarFor(req.dbPath, o.family, o.profile) : undefined;
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(
@@ -200,6 +213,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         base: {
           executor: deps.executor,
           dbPath: req.dbPath,
+          profile: o.profile,
           family: o.family,
           maxInteractions: req.maxInteractions ?? defaults.maxInteractions,
           maxTokens: req.maxTokens ?? defaults.maxTokens,
@@ -266,7 +280,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     }
   };
 
-  return Object.assign(decode, { close: () => builder?.close() });
+  return Object.assign(decode, { close: () => builder?.close(), profile: choice });
 }
 
 function genericShortfall(control: RequestControl, got: number, wanted: number, req: AnswerRequest): string {

@@ -38,7 +38,7 @@ export async function runLinear(run: Run, k: number): Promise<StrategyOutcome> {
         run.emit({ type: "prune", path, reason: stopPruneReason(run) });
         return;
       }
-      const rollout = finishRollout(trajectory, state, { path });
+      const rollout = finishRollout(trajectory, state, { path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
       await trajectory.release();
       run.leaves.add(path, rollout, await run.leaves.execute(rollout));
     } finally {

@@ -4,15 +4,14 @@
  * turned into a prompt of the requested family; plus the schema's identifier grammar for
  * constrained decoding.
  */
-import { buildPrompt, buildSegmentGrammars, type BuiltPrompt, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
+import { buildSegmentGrammars, reexProfile, type BuiltPrompt, type ModelProfile, type PromptFamily, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
 import { formatMatchedValues, loadSchema, schemaPrompt, valueIndexFile, ValueIndex, type DatabaseSchema, type SchemaFormat, type TokenCounter } from "../sql/index.js";
-import type { PromptFamily } from "./types.js";
 
-/** Builds the prompt for one question; may be sync or async. */
-export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily) => BuiltPrompt | Promise<BuiltPrompt>;
+/** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
+export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily, profile?: ModelProfile) => BuiltPrompt | Promise<BuiltPrompt>;
 
-/** The constrained-decoding grammars for one database and family; may be sync or async. */
-export type GrammarFor = (dbPath: string, family: PromptFamily) => SegmentGrammars | Promise<SegmentGrammars>;
+/** The constrained-decoding grammars for one database, family and profile (default `reex`); may be sync or async. */
+export type GrammarFor = (dbPath: string, family: PromptFamily, profile?: ModelProfile) => SegmentGrammars | Promise<SegmentGrammars>;
 
 /** How the default prompt builder reads a database. */
 export interface PromptBuilderOptions {
@@ -26,7 +25,7 @@ export interface PromptBuilderOptions {
   schemaTokenBudget?: number;
   /** Token counter for the budget. Default ≈ characters / 4. */
   countTokens?: TokenCounter;
-  /** Default "codes". */
+  /** Default the profile's (`codes` for reex and generic, CREATE TABLE statements for the others). */
   schemaFormat?: SchemaFormat;
   /** Value indexes kept open. Default 32. */
   maxOpenIndexes?: number;
@@ -71,18 +70,18 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     return index;
   };
 
-  const promptFor: PromptFor = (dbPath, question, evidence, family) => {
+  const promptFor: PromptFor = (dbPath, question, evidence, family, profile = reexProfile) => {
     const schema = loadSchema(dbPath);
     const text = evidence ? `${question} ${evidence}` : question;
     const matches = options.matchValues === false ? [] : indexFor(dbPath).match(text, { limit: options.matchLimit ?? 10 });
     const schemaText = schemaPrompt(schema, {
       question: text,
       matches,
-      format: options.schemaFormat ?? "codes",
+      format: options.schemaFormat ?? profile.schemaFormat,
       ...(options.schemaTokenBudget !== undefined ? { tokenBudget: options.schemaTokenBudget } : {}),
       ...(options.countTokens ? { countTokens: options.countTokens } : {}),
     }).text;
-    return buildPrompt({
+    return profile.buildPrompt({
       family,
       schema: schemaText,
       question,
@@ -100,15 +99,15 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
   };
 }
 
-/** The default {@link GrammarFor}: `buildSegmentGrammars` over the whole schema, cached per database version and family. */
+/** The default {@link GrammarFor}: `buildSegmentGrammars` over the whole schema in the profile's tags, cached per database version, family and profile. */
 export function createGrammarBuilder(): GrammarFor {
   const cache = new Map<string, { schema: DatabaseSchema; grammars: SegmentGrammars }>();
-  return (dbPath, family) => {
+  return (dbPath, family, profile = reexProfile) => {
     const schema = loadSchema(dbPath);
-    const key = `${family}\0${dbPath}`;
+    const key = `${profile.id}\0${family}\0${dbPath}`;
     const hit = cache.get(key);
     if (hit && hit.schema === schema) return hit.grammars;
-    const grammars = buildSegmentGrammars(schemaNames(schema), family);
+    const grammars = buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile });
     cache.delete(key);
     cache.set(key, { schema, grammars });
     while (cache.size > 64) cache.delete(cache.keys().next().value!);

@@ -355,7 +355,7 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
       emit({ type: "prune", path: b.path, reason: stopPruneReason(run) });
       return;
     }
-    const rollout = finishRollout(b.trajectory, b.state, { path: b.path });
+    const rollout = finishRollout(b.trajectory, b.state, { path: b.path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
     await b.trajectory.release();
     if (!options.prune) {
       giveBack(leftover);

@@ -5,15 +5,13 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/types.js";
 import type { TokenUsage } from "../policy/types.js";
+import type { FeedbackMode, PromptFamily } from "../agent/index.js";
 
 /** Decoding strategies: one greedy rollout, k independent rollouts, or a tree that shares prefixes (optionally pruned). */
 export type Strategy = "greedy" | "linear" | "tree" | "tree-prune";
 
-/** Feedback modes: what the model is shown of a probe's execution. */
-export type FeedbackMode = "full" | "schema-only" | "row-count" | "error-only" | "locked" | "timeout";
-
-/** Prompt families of the ReEx appendix. */
-export type PromptFamily = "execution-aware" | "standard" | "direct";
+/** The agent's vocabulary, re-exported for callers of the decoder. */
+export type { FeedbackMode, PromptFamily };
 
 /** One question to answer against one registered database file. */
 export interface AnswerRequest {
@@ -37,8 +35,10 @@ export interface AnswerRequest {
   feedback?: FeedbackMode;
   /** A probe's name error lists the real columns or tables. Default true (the config's `agent.schemaHints`). */
   schemaHints?: boolean;
-  /** Default "execution-aware". */
+  /** Default the profile's first family ("execution-aware" for reex, skyrl-sql and generic). */
   promptFamily?: PromptFamily;
+  /** The model profile (`reex`, `skyrl-sql`, `omnisql`, `think-answer`, `generic`); default the decoder's (config or detected). */
+  profile?: string;
   /** Sampling temperature for non-greedy strategies. Default 0.7. */
   temperature?: number;
   seed?: number;

@@ -6,6 +6,7 @@ export type {
   ChatMessage,
   GenerateOptions,
   GenerateResult,
+  ModelMetadata,
   Policy,
   PolicyInfo,
   PromptPart,

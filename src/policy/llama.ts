@@ -4,7 +4,7 @@
  * least-recently-used cache of evaluated prompt prefixes, grammars, LoRA adapters and hot reload.
  */
 import { stat } from "node:fs/promises";
-import { resolve as resolvePath } from "node:path";
+import { basename, resolve as resolvePath } from "node:path";
 import {
   getLlama,
   LlamaLogLevel,
@@ -26,7 +26,7 @@ import { asTokens, copySequenceState, enableScheduledKvOps, kvCopySupport } from
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
-import type { ChatMessage, Policy, PolicyInfo, PromptPart, PromptSpec, Trajectory } from "./types.js";
+import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, Trajectory } from "./types.js";
 
 /** How to load the llama.cpp policy. */
 export interface LlamaPolicyOptions {
@@ -204,6 +204,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       contextSize: this.loaded.context.contextSize,
       maxSequences: this.loaded.context.totalSequences,
       lora: [...this.loaded.lora],
+      metadata: modelMetadata(this.loaded.model, this.loaded.modelSource),
     };
   }
 
@@ -546,4 +547,22 @@ export async function createLlamaPolicy(options: LlamaPolicyOptions): Promise<Po
     else console.warn(message);
   }
   return new LlamaPolicy(llama, loaded, options, support.available);
+}
+
+/** The GGUF's self-description, for profile detection. */
+function modelMetadata(model: LlamaModel, source: string): ModelMetadata {
+  const meta = model.fileInfo.metadata as { general?: Record<string, unknown>; tokenizer?: Record<string, unknown> };
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value.length > 0 ? value : undefined);
+  const file = basename(source.replace(/^hf:/, ""));
+  const found: ModelMetadata = {};
+  const name = text(meta.general?.["name"]);
+  const base = text(meta.general?.["basename"]);
+  const finetune = text(meta.general?.["finetune"]);
+  const template = text(meta.tokenizer?.["chat_template"]);
+  if (name) found.name = name;
+  if (base) found.basename = base;
+  if (finetune) found.finetune = finetune;
+  if (file) found.file = file;
+  if (template) found.chatTemplate = template;
+  return found;
 }

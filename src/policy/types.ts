@@ -131,10 +131,26 @@ export interface ChatMessage {
   content: string;
 }
 
+/** What a model says about itself (GGUF metadata, or what a serving engine reports); every field optional. */
+export interface ModelMetadata {
+  /** `general.name`. */
+  name?: string;
+  /** `general.basename`. */
+  basename?: string;
+  /** `general.finetune`. */
+  finetune?: string;
+  /** The model file's name (no folders), or the model id a remote endpoint serves. */
+  file?: string;
+  /** `tokenizer.chat_template`. */
+  chatTemplate?: string;
+}
+
 /** Facts about a loaded policy, for /readyz, logs and reports. */
 export interface PolicyInfo {
   backend: "llama" | "remote" | "scripted";
   model: string;
+  /** What the model says about itself, read for profile detection. Default {}. */
+  metadata?: ModelMetadata;
   /** The accelerator actually used: "cuda", "metal", "vulkan" or "cpu". */
   device: string;
   contextSize: number;

@@ -82,6 +82,7 @@ describe("extractFinal reads the final SQL of every response format", () => {
       answerable: false,
       reason: "the database has no salary column",
       source: "final_sql",
+      fromTag: true,
       closed: true,
     });
     expect(extractFinal("<answer>Unanswerable - no such data.</answer>")).toMatchObject({ answerable: false, reason: "no such data" });

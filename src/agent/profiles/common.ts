@@ -1,0 +1,123 @@
+/**
+ * Pieces the profiles share: the tag-protocol parts of a profile, the fenced-answer format check,
+ * and the section writer of the "Task Overview" prompts (OmniSQL, SkyRL-SQL, Arctic-R1).
+ */
+import { END_TOKENS, formatCheck, type FormatVerdict } from "../parse.js";
+import { closeTag, openTag, tagWith, type ResponseSyntax } from "../syntax.js";
+import type { PromptFamily } from "../types.js";
+import type { BuiltPrompt } from "../prompts.js";
+import type { ProfilePromptInput, Wrapper } from "./types.js";
+
+/** The wrapper of a tag, `<name>` … `</name>`. */
+export function tagWrapper(name: string): Wrapper {
+  return { open: openTag(name), close: closeTag(name) };
+}
+
+/** The think, probe, feedback and answer wrappers of a tag syntax (those it has). */
+export function wrappersOf(syntax: ResponseSyntax): { think?: Wrapper; probe?: Wrapper; feedback?: Wrapper; answer: Wrapper } {
+  const name = (role: "think" | "probe" | "feedback" | "final"): string | undefined => tagWith(syntax, role);
+  const think = name("think");
+  const probe = name("probe");
+  const feedback = name("feedback");
+  const final = name("final");
+  if (!final) throw new Error("a tag syntax needs a final tag");
+  return {
+    ...(think ? { think: tagWrapper(think) } : {}),
+    ...(probe ? { probe: tagWrapper(probe) } : {}),
+    ...(feedback ? { feedback: tagWrapper(feedback) } : {}),
+    answer: tagWrapper(final),
+  };
+}
+
+/** The family check of a tag syntax (see `formatCheck`). */
+export function tagFormat(syntax: ResponseSyntax): (text: string, family: PromptFamily) => FormatVerdict {
+  return (text, family) => formatCheck(text, family, syntax);
+}
+
+function withoutEndTokens(text: string): string {
+  let body = text;
+  for (let changed = true; changed; ) {
+    changed = false;
+    const trimmed = body.trimEnd();
+    for (const t of END_TOKENS) {
+      if (trimmed.endsWith(t)) {
+        body = trimmed.slice(0, -t.length);
+        changed = true;
+      }
+    }
+  }
+  return body;
+}
+
+/**
+ * The format check of a fenced-answer protocol (OmniSQL): free reasoning, then one closed ```sql
+ * fence with a non-empty query, and nothing after it but whitespace and end tokens; no tags.
+ */
+export function fencedFormatCheck(text: string): FormatVerdict {
+  const problems: string[] = [];
+  const body = withoutEndTokens(text).trimEnd();
+  const fences = [...body.matchAll(/```[ \t]*(sql|sqlite)?[ \t]*\n([\s\S]*?)```/gi)];
+  const last = fences.at(-1);
+  if (!last) problems.push("no closed ```sql block");
+  else {
+    if ((last[1] ?? "").length === 0) problems.push("the last code block is not marked sql");
+    if (last[2]!.trim().length === 0) problems.push("empty ```sql block");
+    if (body.slice(last.index! + last[0].length).trim().length > 0) problems.push("text after the last ```sql block");
+  }
+  if (/<\/?(?:think|final_sql|intermediate_sql|result|answer|sql|solution|observation)>/i.test(body)) problems.push("tags in a fenced-answer response");
+  return { ok: problems.length === 0, problems };
+}
+
+/** A `Heading:` section of the Task-Overview prompts, or nothing when the body is empty. */
+export function section(heading: string, body: string | undefined): string {
+  const text = body?.trim();
+  return text ? `${heading}:\n${text}\n\n` : "";
+}
+
+/** The matched values as the Task-Overview prompts show them, after the schema. */
+export function matchedValuesSection(values: string | undefined): string {
+  return section("Values in the database that match words of the question", values);
+}
+
+const SCHEMA_NOTE = "The schema above lists the database's tables and columns with their keys, foreign keys and relationships.";
+
+/** The instruction lines the Task-Overview prompts share (only what is asked, all of it, think first). */
+export const OVERVIEW_INSTRUCTIONS: readonly string[] = [
+  "- Output only what the question asks for: when it asks for a column, select that column and nothing more.",
+  "- The query must return all of the information the question asks for, with nothing missing and nothing extra.",
+];
+
+/** What differs between the Task-Overview prompts: the task sentence and the instruction and format lines. */
+export interface OverviewParts {
+  task: string;
+  /** Lines after "Instructions:", the format section included. */
+  instructions: readonly string[];
+}
+
+/**
+ * A Task-Overview prompt (OmniSQL's layout, shared by SkyRL-SQL and Arctic-R1): one user message,
+ * no system message; task overview, engine, schema (the cached part ends after it), matched values,
+ * external knowledge, question, instructions.
+ */
+export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts): BuiltPrompt {
+  const shared = [
+    "Task Overview:",
+    parts.task,
+    "",
+    "Database Engine:",
+    "SQLite",
+    "",
+    "Database Schema:",
+    input.schema.trim(),
+    SCHEMA_NOTE,
+    "",
+    "",
+  ].join("\n");
+  const user =
+    shared +
+    matchedValuesSection(input.matchedValues) +
+    section("External Knowledge", input.evidence) +
+    section("Question", input.question) +
+    ["Instructions:", ...parts.instructions].join("\n");
+  return { messages: [{ role: "user", content: user }], sharedPrefix: shared };
+}

@@ -1,0 +1,96 @@
+/**
+ * The profile registry and model detection: a profile is chosen by name (request, config) or read
+ * off the model's GGUF metadata (`general.name`, `general.basename`, `general.finetune`, the file
+ * name, the chat template); anything unrecognised gets `generic`.
+ */
+import { ReexError } from "../../errors/index.js";
+import type { ModelMetadata } from "../../policy/index.js";
+import type { PromptFamily } from "../types.js";
+import { genericProfile } from "./generic.js";
+import { omnisqlProfile } from "./omnisql.js";
+import { reexProfile } from "./reex.js";
+import { skyrlSqlProfile } from "./skyrl-sql.js";
+import { thinkAnswerProfile } from "./think-answer.js";
+import type { ModelProfile, ProfileId } from "./types.js";
+
+/** Every built-in profile, in the order docs list them. */
+export const PROFILES: readonly ModelProfile[] = [reexProfile, skyrlSqlProfile, omnisqlProfile, thinkAnswerProfile, genericProfile];
+
+/** The ids of the built-in profiles. */
+export const PROFILE_IDS = PROFILES.map((p) => p.id) as readonly ProfileId[];
+
+/** The profile with this id; BAD_REQUEST naming the known ones otherwise. */
+export function getProfile(id: string): ModelProfile {
+  const found = PROFILES.find((p) => p.id === id);
+  if (!found) {
+    throw new ReexError("BAD_REQUEST", `unknown profile "${id}" (known: ${PROFILE_IDS.join(", ")})`, { issues: [{ path: ["profile"], message: `must be one of ${PROFILE_IDS.join(", ")}` }] });
+  }
+  return found;
+}
+
+/** What detection reads of a model: its GGUF metadata or served name (the policy's `info.metadata`). */
+export type { ModelMetadata };
+
+/** A chosen profile and why it was chosen (shown by /readyz, `reex ask` and the playground). */
+export interface ProfileChoice {
+  profile: ModelProfile;
+  reason: string;
+}
+
+/** Name patterns, most specific first: the first that matches a metadata field picks the profile. */
+const NAME_RULES: readonly { pattern: RegExp; id: ProfileId; label: string }[] = [
+  { pattern: /skyrl/, id: "skyrl-sql", label: "SkyRL-SQL" },
+  { pattern: /arctic-?text2sql|sql-?r1|think2sql|cognisql/, id: "think-answer", label: "a think/answer SQL model (Arctic-R1, SQL-R1, Think2SQL)" },
+  { pattern: /omnisql|xiyan|qwen2\.5-coder|qwen-2\.5-coder/, id: "omnisql", label: "OmniSQL, XiYan or Qwen2.5-Coder" },
+  { pattern: /^reex|[-/]reex/, id: "reex", label: "a reex model" },
+];
+
+const FIELDS: readonly (keyof ModelMetadata)[] = ["name", "basename", "finetune", "file"];
+
+const FIELD_LABEL: Readonly<Record<keyof ModelMetadata, string>> = {
+  name: "general.name",
+  basename: "general.basename",
+  finetune: "general.finetune",
+  file: "the model's file name",
+  chatTemplate: "the chat template",
+};
+
+function normalise(value: string): string {
+  return value.toLowerCase().replace(/[\s_]+/g, "-");
+}
+
+/** Picks a profile from a model's metadata; `generic` (with the fields it read) when no rule matches. */
+export function detectProfile(meta: ModelMetadata): ProfileChoice {
+  for (const rule of NAME_RULES) {
+    for (const field of FIELDS) {
+      const value = meta[field];
+      if (value && rule.pattern.test(normalise(value))) {
+        return { profile: getProfile(rule.id), reason: `${FIELD_LABEL[field]} "${value}" names ${rule.label}` };
+      }
+    }
+  }
+  const template = meta.chatTemplate ?? "";
+  if (/<solution>/.test(template) && /<sql>/.test(template)) return { profile: skyrlSqlProfile, reason: "the chat template uses <sql> and <solution>" };
+  const seen = FIELDS.filter((f) => meta[f]).map((f) => `${FIELD_LABEL[f]} "${meta[f]}"`);
+  return { profile: genericProfile, reason: seen.length ? `no known text-to-SQL model in ${seen.join(", ")}: generic` : "the model names itself nowhere: generic" };
+}
+
+/**
+ * The profile to use: an explicit id (request or config; "auto" means none) wins, else detection
+ * from the model's metadata. Default detection.
+ */
+export function resolveProfile(explicit: string | undefined, meta: ModelMetadata, source = "policy.profile"): ProfileChoice {
+  if (explicit !== undefined && explicit !== "auto") return { profile: getProfile(explicit), reason: `set by ${source}` };
+  return detectProfile(meta);
+}
+
+/** The family to use with a profile: the requested one if the profile supports it (BAD_REQUEST otherwise), else the profile's default. */
+export function familyFor(profile: ModelProfile, requested: PromptFamily | undefined): PromptFamily {
+  if (requested === undefined) return profile.families[0]!;
+  if (!profile.families.includes(requested)) {
+    throw new ReexError("BAD_REQUEST", `profile "${profile.id}" does not support the ${requested} prompt family (it supports ${profile.families.join(", ")})`, {
+      issues: [{ path: ["promptFamily"], message: `must be one of ${profile.families.join(", ")} for profile ${profile.id}` }],
+    });
+  }
+  return requested;
+}
