@@ -172,11 +172,27 @@ function baseType(schema: z.ZodType): string {
   }
 }
 
-function coerce(raw: string, schema: z.ZodType): unknown {
+/**
+ * A list from a flag or environment variable: a JSON array when the text starts with `[` (so
+ * `'["k1","k2"]'` is two keys, not one), else comma-separated items.
+ */
+function listOf(raw: string, key: string): unknown {
+  const text = raw.trim();
+  if (!text.startsWith("[")) return text === "" ? [] : text.split(",").map((s) => s.trim());
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ReexError("CONFIG_INVALID", `${key}: a list starting with "[" must be a JSON array (${(err as Error).message}); or give items separated by commas`, {
+      issues: [{ path: key.split("."), message: "not a JSON array" }],
+    });
+  }
+}
+
+function coerce(raw: string, key: string, schema: z.ZodType): unknown {
   const type = baseType(schema);
   if (type === "number") return Number(raw);
   if (type === "boolean") return raw === "true" || raw === "1" ? true : raw === "false" || raw === "0" ? false : raw;
-  if (type === "array") return raw === "" ? [] : raw.split(",").map((s) => s.trim());
+  if (type === "array") return listOf(raw, key);
   return raw;
 }
 
@@ -219,14 +235,14 @@ export function loadConfig(options: { env?: NodeJS.ProcessEnv; flags?: Record<st
   const keys = configKeys();
   for (const k of keys) {
     const raw = env[envName(k.key)];
-    if (raw !== undefined) setPath(merged, k.section, k.field, coerce(raw, k.schema));
+    if (raw !== undefined) setPath(merged, k.section, k.field, coerce(raw, k.key, k.schema));
   }
   for (const [flag, raw] of Object.entries(options.flags ?? {})) {
     const k = keys.find((c) => c.key === flag);
     if (!k) {
       throw new ReexError("CONFIG_INVALID", `unknown option --${flag}`, { issues: [{ path: flag.split("."), message: "unknown option" }] });
     }
-    setPath(merged, k.section, k.field, coerce(raw, k.schema));
+    setPath(merged, k.section, k.field, coerce(raw, k.key, k.schema));
   }
   return parseConfig(merged);
 }
@@ -238,7 +254,8 @@ export function configHelp(): string {
     .map((k) => {
       const d = defaults[k.section]?.[k.field];
       const shown = d === undefined ? "(none)" : JSON.stringify(d);
-      return `  ${flagName(k.key).padEnd(34)} ${envName(k.key).padEnd(34)} default ${shown}`;
+      const list = baseType(k.schema) === "array" ? "  (a list: a,b,c or a JSON array)" : "";
+      return `  ${flagName(k.key).padEnd(34)} ${envName(k.key).padEnd(34)} default ${shown}${list}`;
     })
     .join("\n");
 }
