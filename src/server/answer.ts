@@ -111,16 +111,30 @@ function round(ms: number): number {
   return Math.round(ms * 100) / 100;
 }
 
-/**
- * Answers `body` for `owner`: DB_NOT_FOUND for an unknown or foreign database, QUEUE_FULL when
- * the queue is full, DEADLINE_EXCEEDED past server.requestTimeoutMs, the cancel signal's reason
- * when it aborts; in every abort the decode's own signal fires so its sequences are freed.
- */
-export async function answerQuestion(state: ServerState, body: SqlRequest, owner: string | undefined, options: AnswerOptions): Promise<SqlResponse> {
-  const accepted = performance.now();
-  const entry = await state.deps.registry.get(body.database, owner);
-  const request = toAnswerRequest(state, body, entry.path);
+/** Options of one queued decode: {@link AnswerOptions} plus what the log lines say about the request. */
+export interface QueuedDecodeOptions extends AnswerOptions {
+  /** The database's registry id, for the log. */
+  database: string;
+  /** When the request was accepted (performance.now()); queue and total times count from it. Default now. */
+  acceptedAt?: number;
+}
 
+/** An answer from the decoder with the server's view of where the time went. */
+export interface QueuedAnswer {
+  answer: Answer;
+  queueMs: number;
+  totalMs: number;
+}
+
+/**
+ * Runs one decode the way every front end of the server does: through the generation queue, with
+ * the server.requestTimeoutMs deadline, counting probes, timeouts and tokens in the metrics and
+ * logging one summary line. QUEUE_FULL when the queue is full, DEADLINE_EXCEEDED past the
+ * deadline, the cancel signal's reason when it aborts; in every abort the decode's own signal
+ * fires so its sequences are freed.
+ */
+export async function decodeQueued(state: ServerState, request: AnswerRequest, options: QueuedDecodeOptions): Promise<QueuedAnswer> {
+  const accepted = options.acceptedAt ?? performance.now();
   const controller = new AbortController();
   const onCancel = (): void => controller.abort(options.cancel?.reason ?? new ReexError("CANCELLED", "cancelled by the client"));
   if (options.cancel?.aborted) onCancel();
@@ -129,13 +143,11 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
   const timer = setTimeout(() => controller.abort(new ReexError("DEADLINE_EXCEEDED", `no answer within ${timeoutMs} ms (server.requestTimeoutMs)`)), timeoutMs);
   timer.unref();
 
-  const trace: unknown[] | undefined = body.includeTrace ? [] : undefined;
   const { metrics } = state;
   const sink: EventSink = (event: ReexEvent) => {
     if (event.type === "probe") metrics.probes.inc();
     else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     else if (event.type === "candidate" && !event.ok && event.error?.includes("SQL_TIMEOUT")) metrics.sqlTimeouts.inc();
-    if (trace) trace.push(jsonSafe(event));
     if (options.sink) {
       try {
         options.sink(event);
@@ -148,11 +160,11 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
   let started = accepted;
   const logSql = state.config.server.logSql;
   const summary: Record<string, unknown> = {
-    database: entry.id,
+    database: options.database,
     strategy: request.strategy,
     candidates: request.candidates,
-    questionChars: body.question.length,
-    ...(logSql ? { question: body.question, evidence: body.evidence } : {}),
+    questionChars: request.question.length,
+    ...(logSql ? { question: request.question, evidence: request.evidence } : {}),
   };
   try {
     const job = state.queue.submit(controller, (signal) => {
@@ -169,7 +181,7 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
       { ...summary, sqlChars: answer.sql?.length ?? 0, answerable: answer.answerable, winner: answer.winner, queueMs: round(started - accepted), totalMs: round(now - accepted), ...(logSql ? { sql: answer.sql } : {}) },
       "answered",
     );
-    return shape(answer, trace, { totalMs: now - accepted, queueMs: started - accepted });
+    return { answer, queueMs: started - accepted, totalMs: now - accepted };
   } catch (err) {
     const code = err instanceof ReexError ? err.code : "INTERNAL";
     options.log.info({ ...summary, code, totalMs: round(performance.now() - accepted) }, "not answered");
@@ -178,4 +190,23 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
     clearTimeout(timer);
     options.cancel?.removeEventListener("abort", onCancel);
   }
+}
+
+/**
+ * Answers `body` for `owner` through {@link decodeQueued}: DB_NOT_FOUND for an unknown or foreign
+ * database, then the queue's, the deadline's and the cancel signal's errors.
+ */
+export async function answerQuestion(state: ServerState, body: SqlRequest, owner: string | undefined, options: AnswerOptions): Promise<SqlResponse> {
+  const acceptedAt = performance.now();
+  const entry = await state.deps.registry.get(body.database, owner);
+  const request = toAnswerRequest(state, body, entry.path);
+  const trace: unknown[] | undefined = body.includeTrace ? [] : undefined;
+  const sink: EventSink | undefined = trace
+    ? (event: ReexEvent) => {
+        trace.push(jsonSafe(event));
+        options.sink?.(event);
+      }
+    : options.sink;
+  const { answer, queueMs, totalMs } = await decodeQueued(state, request, { ...options, ...(sink ? { sink } : {}), database: entry.id, acceptedAt });
+  return shape(answer, trace, { totalMs, queueMs });
 }

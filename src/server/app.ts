@@ -1,6 +1,6 @@
 /** The fastify app factory: hooks, error mapping, routes, and graceful shutdown. */
 import fastifyWebsocket from "@fastify/websocket";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { ReexError } from "../errors/index.js";
 import type { Policy } from "../policy/types.js";
 import { KeyRing } from "./auth.js";
@@ -12,6 +12,7 @@ import { PLAYGROUND_HTML } from "./public/playground.js";
 import { GenerationQueue } from "./queue.js";
 import { RateLimiter } from "./rate-limit.js";
 import { databaseRoutes } from "./routes/databases.js";
+import { mcpRoutes } from "./routes/mcp.js";
 import { sqlRoutes } from "./routes/sql.js";
 import { streamRoutes } from "./routes/stream.js";
 import type { ServerState } from "./state.js";
@@ -121,23 +122,30 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     },
   });
 
+  const guardApi = async (request: FastifyRequest): Promise<void> => {
+    if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
+    const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
+    request.reexOwner = state.keys.authenticate(request.headers.authorization, typeof queryKey === "string" ? queryKey : undefined);
+    const decision = state.limiter.take(request.reexOwner ?? `ip:${request.ip}`);
+    if (!decision.allowed) {
+      throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
+    }
+  };
+
   app.register(
     async (v1) => {
-      v1.addHook("onRequest", async (request) => {
-        if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
-        const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
-        request.reexOwner = state.keys.authenticate(request.headers.authorization, typeof queryKey === "string" ? queryKey : undefined);
-        const decision = state.limiter.take(request.reexOwner ?? `ip:${request.ip}`);
-        if (!decision.allowed) {
-          throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
-        }
-      });
+      v1.addHook("onRequest", guardApi);
       await databaseRoutes(v1, state);
       await sqlRoutes(v1, state);
       await streamRoutes(v1, state);
     },
     { prefix: "/v1" },
   );
+
+  app.register(async (mcp) => {
+    mcp.addHook("onRequest", guardApi);
+    await mcpRoutes(mcp, state);
+  });
 
   const quiet = { logLevel: "warn" as const };
   app.get("/healthz", quiet, async () => ({ status: "ok" }));

@@ -1,0 +1,153 @@
+/** The four tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder). */
+import { z } from "zod";
+import type { Config } from "../config/index.js";
+import type { PromptBuilder } from "../decoding/index.js";
+import type { AnswerRequest } from "../decoding/types.js";
+import { ReexError } from "../errors/index.js";
+import type { ReexEvent } from "../events/index.js";
+import type { DatabaseEntry } from "../sql/index.js";
+import { TraceCollector, answerOf, rowsOf } from "./format.js";
+import { progressSink, type ProgressUpdate } from "./progress.js";
+import type { McpDeps } from "./types.js";
+
+/** What a tool call gets besides its arguments. */
+export interface ToolContext {
+  /** Aborts when the client cancels the call or the connection closes. */
+  signal: AbortSignal;
+  /** Sends one progress notification; absent when the client asked for none. */
+  progress?: (update: ProgressUpdate) => void;
+}
+
+/** A tool's answer: structured content, and the same as JSON text for clients that read only text. */
+export type ToolOutput = Record<string, unknown>;
+
+/** One tool: name, description, zod input schema, hints, and its handler. */
+export interface ToolDef {
+  name: string;
+  title: string;
+  description: string;
+  input: z.ZodObject;
+  annotations: { readOnlyHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+/** The MCP names of reex's tools. */
+export const TOOL_NAMES = ["list_databases", "describe_database", "run_sql", "ask"] as const;
+
+const STRATEGIES = ["greedy", "linear", "tree", "tree-prune"] as const;
+const databaseField = z.string().min(1).max(200).describe("Id or unique name of a registered database (see list_databases).");
+
+/** Input schemas of the tools, bounded by `config` as the REST API's are. */
+export function toolSchemas(config: Config) {
+  return {
+    list_databases: z.object({}).strict(),
+    describe_database: z
+      .object({
+        database: databaseField,
+        question: z.string().trim().min(1).max(8000).optional().describe("A question: the answer then also shows the database values its words match, as the model sees them."),
+      })
+      .strict(),
+    run_sql: z
+      .object({
+        database: databaseField,
+        sql: z.string().min(1).max(100_000).describe(`One read-only query (SELECT, WITH … SELECT, VALUES). Runs with a ${config.sql.timeoutMs} ms limit and returns at most ${config.sql.maxRows} rows.`),
+      })
+      .strict(),
+    ask: z
+      .object({
+        database: databaseField,
+        question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
+        evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge (BIRD's evidence)."),
+        strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
+        candidates: z.number().int().min(1).max(config.decoding.maxCandidates).optional().describe(`Candidates voted on by linear and tree strategies. Default ${config.decoding.candidates}.`),
+      })
+      .strict(),
+  };
+}
+
+function entryView(entry: DatabaseEntry): { id: string; name: string; tables: string[] } {
+  return { id: entry.id, name: entry.name, tables: entry.tables };
+}
+
+/** The schema section of the prompt the model sees for `entry`: the decoder's own prompt builder, without a question. */
+export async function schemaText(prompts: PromptBuilder, entry: DatabaseEntry): Promise<string> {
+  return (await prompts.promptFor(entry.path, "", undefined, "execution-aware")).sharedPrefix.trim();
+}
+
+/** The tools over `deps`, with `prompts` as the schema source. */
+export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
+  const { config, registry, owner } = deps;
+  const schemas = toolSchemas(config);
+  const readOnly = { readOnlyHint: true, idempotentHint: true, openWorldHint: false };
+
+  return [
+    {
+      name: "list_databases",
+      title: "List databases",
+      description: "The SQLite databases reex can query: id, name and tables of each.",
+      input: schemas.list_databases,
+      annotations: readOnly,
+      run: async () => ({ databases: (await registry.list(owner)).map(entryView) }),
+    },
+    {
+      name: "describe_database",
+      title: "Describe a database",
+      description:
+        "The schema text the model sees for a database (tables, columns with types and example values, keys). With a question, the whole prompt text: the schema, the database values the question's words match, and the question.",
+      input: schemas.describe_database,
+      annotations: readOnly,
+      run: async (raw) => {
+        const args = raw as z.infer<typeof schemas.describe_database>;
+        const entry = await registry.get(args.database, owner);
+        const schema = await schemaText(prompts, entry);
+        if (args.question === undefined) return { ...entryView(entry), schema };
+        const built = await prompts.promptFor(entry.path, args.question, undefined, "execution-aware");
+        const user = built.messages.find((m) => m.role === "user")?.content ?? "";
+        return { ...entryView(entry), schema, prompt: user };
+      },
+    },
+    {
+      name: "run_sql",
+      title: "Run read-only SQL",
+      description:
+        "Runs one read-only SQL query with reex's guarded executor: the database is opened read-only, writes, ATTACH, PRAGMA and several statements are refused (SQL_REFUSED), and the query is stopped past its time limit (SQL_TIMEOUT).",
+      input: schemas.run_sql,
+      annotations: readOnly,
+      run: async (raw, ctx) => {
+        const args = raw as z.infer<typeof schemas.run_sql>;
+        const entry = await registry.get(args.database, owner);
+        const result = await deps.executor.execute(entry.path, args.sql, { timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, signal: ctx.signal });
+        if (!result.ok) throw new ReexError(result.error.code, result.error.message, { details: { category: result.error.category } });
+        return { database: entry.id, ...rowsOf(result) };
+      },
+    },
+    {
+      name: "ask",
+      title: "Answer a question with SQL",
+      description:
+        "Answers a natural-language question over a database with reex's execution-aware agent: the model probes the database while it reasons, and linear or tree strategies vote on the executed results of several candidates. Returns the final SQL, its rows, the candidates with their votes and a short trace. Reports progress while it decodes and stops when cancelled.",
+      input: schemas.ask,
+      annotations: { readOnlyHint: true, idempotentHint: false, openWorldHint: false },
+      run: async (raw, ctx) => {
+        const args = raw as z.infer<typeof schemas.ask>;
+        const entry = await registry.get(args.database, owner);
+        const trace = new TraceCollector();
+        const progress = ctx.progress ? progressSink(ctx.progress, deps.progressIntervalMs ?? 250) : undefined;
+        const sink = (event: ReexEvent): void => {
+          trace.add(event);
+          progress?.(event);
+        };
+        const request: AnswerRequest = {
+          dbPath: entry.path,
+          question: args.question,
+          deadlineMs: config.server.requestTimeoutMs,
+          ...(args.evidence !== undefined ? { evidence: args.evidence } : {}),
+          ...(args.strategy !== undefined ? { strategy: args.strategy } : {}),
+          ...(args.candidates !== undefined ? { candidates: args.candidates } : {}),
+        };
+        const answer = await deps.decode(request, { sink, signal: ctx.signal, database: entry.id });
+        return { database: entry.id, ...answerOf(answer, trace.finish()) };
+      },
+    },
+  ];
+}

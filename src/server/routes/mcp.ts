@@ -1,0 +1,126 @@
+/**
+ * /mcp: the MCP front end over Streamable HTTP, one SDK transport and server per session. Each
+ * request has passed the /v1 guard (API key, rate limit, draining) first; `ask` decodes through
+ * the generation queue with the server's deadline and metrics, like POST /v1/sql.
+ */
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { createPromptBuilder } from "../../decoding/index.js";
+import { ReexError } from "../../errors/index.js";
+import { createMcpServer, type McpDecode } from "../../mcp/index.js";
+import { ExecutorPool, type Executor } from "../../sql/index.js";
+import { decodeQueued } from "../answer.js";
+import type { ServerState } from "../state.js";
+
+/** Open MCP sessions at most; past it the least recently used one is closed. */
+export const MAX_MCP_SESSIONS = 256;
+/** A session idle this long (ms) is closed. */
+export const MCP_SESSION_IDLE_MS = 30 * 60_000;
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  /** The API key identity that opened it; other keys get SESSION_NOT_FOUND's 404. */
+  owner: string | undefined;
+  usedAt: number;
+}
+
+function sessionHeader(request: FastifyRequest): string | undefined {
+  const raw = request.headers["mcp-session-id"];
+  return Array.isArray(raw) ? raw[0] : raw;
+}
+
+/** Registers POST, GET and DELETE /mcp. */
+export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
+  const { config } = state;
+  const sessions = new Map<string, Session>();
+  const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });
+  let ownExecutor: ExecutorPool | undefined;
+  const executor: Executor = state.deps.executor ?? {
+    execute: (...args) => (ownExecutor ??= new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows })).execute(...args),
+    close: async () => ownExecutor?.close(),
+  };
+
+  const decode: McpDecode = async (request, ctx) => {
+    const { answer } = await decodeQueued(state, request, {
+      database: ctx.database,
+      log: state.log,
+      ...(ctx.sink ? { sink: ctx.sink } : {}),
+      ...(ctx.signal ? { cancel: ctx.signal } : {}),
+    });
+    return answer;
+  };
+
+  const close = (id: string): void => {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    session.transport.close().catch(() => undefined);
+  };
+
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const [id, session] of sessions) if (now - session.usedAt > MCP_SESSION_IDLE_MS) close(id);
+  }, 60_000);
+  sweep.unref();
+
+  const open = async (owner: string | undefined): Promise<StreamableHTTPServerTransport> => {
+    while (sessions.size >= MAX_MCP_SESSIONS) close(sessions.keys().next().value!);
+    const log = state.log.child({ front: "mcp" });
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, owner, usedAt: Date.now() });
+      },
+      onsessionclosed: (id) => {
+        sessions.delete(id);
+      },
+    });
+    const server = createMcpServer({
+      config,
+      registry: state.deps.registry,
+      executor,
+      decode,
+      prompts,
+      log,
+      ...(owner !== undefined ? { owner } : {}),
+      liveTrajectories: () => state.policy()?.liveTrajectories() ?? 0,
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    return transport;
+  };
+
+  const handle = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const id = sessionHeader(request);
+    let transport: StreamableHTTPServerTransport;
+    if (id !== undefined) {
+      const session = sessions.get(id);
+      if (!session || session.owner !== request.reexOwner) throw new ReexError("NOT_FOUND", "no such MCP session; start a new one with an initialize request");
+      session.usedAt = Date.now();
+      sessions.delete(id);
+      sessions.set(id, session);
+      transport = session.transport;
+    } else {
+      if (request.method !== "POST") throw new ReexError("BAD_REQUEST", "an Mcp-Session-Id header is required");
+      transport = await open(request.reexOwner);
+    }
+    reply.hijack();
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+    if (id === undefined && transport.sessionId === undefined) await transport.close();
+  };
+
+  app.post("/mcp", handle);
+  app.get("/mcp", handle);
+  app.delete("/mcp", handle);
+
+  app.addHook("onClose", async () => {
+    clearInterval(sweep);
+    for (const id of [...sessions.keys()]) close(id);
+    prompts.close();
+    await ownExecutor?.close();
+  });
+}
