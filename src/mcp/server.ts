@@ -108,7 +108,12 @@ export function createMcpServer(deps: McpDeps): Server {
       deps.log?.info({ tool: name, ...(database ? { database } : {}), ms: round(performance.now() - started), ...live(deps) }, "mcp tool answered");
       return success(out);
     } catch (err) {
-      const e = err instanceof ReexError ? err : new ReexError("INTERNAL", "internal error; the server log has the details", { cause: err });
+      const e =
+        err instanceof ReexError
+          ? err
+          : extra.signal.aborted
+            ? new ReexError("CANCELLED", "cancelled by the client")
+            : new ReexError("INTERNAL", "internal error; the server log has the details", { cause: err });
       if (e.code === "INTERNAL") deps.log?.error({ tool: name, errName: (err as Error)?.name, stack: (err as Error)?.stack?.split("\n").slice(0, 8).join("\n") }, "mcp tool failed");
       else deps.log?.info({ tool: name, ...(database ? { database } : {}), code: e.code, ms: round(performance.now() - started), ...live(deps) }, "mcp tool refused");
       return failure(e);
