@@ -250,7 +250,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           meanLogprob: l.rollout.meanLogprob,
         };
       });
-      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice() })), rule: VOTE_RULE });
+      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice() })), rule: VOTE_RULE, decidedBy: outcomeOfVote.decidedBy });
 
       const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
       const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
@@ -267,6 +267,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         ...(winner?.result ? { result: winner.result } : {}),
         candidates,
         winner: outcomeOfVote.winner,
+        decidedBy: outcomeOfVote.decidedBy,
         ...(shortfall !== undefined ? { shortfall } : {}),
         usage: control.usage(),
         timings: { totalMs: control.elapsed(), ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) },

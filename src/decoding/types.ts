@@ -6,6 +6,7 @@ import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/types.js";
 import type { TokenUsage } from "../policy/types.js";
 import type { FeedbackMode, PromptFamily } from "../agent/index.js";
+import type { VoteOutcome } from "./vote.js";
 
 /** Decoding strategies: one greedy rollout, k independent rollouts, or a tree that shares prefixes (optionally pruned). */
 export type Strategy = "greedy" | "linear" | "tree" | "tree-prune";
@@ -76,6 +77,11 @@ export interface Answer {
   candidates: Candidate[];
   /** Index of the winning candidate, or null. */
   winner: number | null;
+  /**
+   * How the vote chose the winner (see VOTE_RULE): "majority", "tie-logprob", "tie-first", or
+   * "fallback-logprob" when no candidate's SQL ran (the winner's `error` says why), "none" without one.
+   */
+  decidedBy: VoteOutcome["decidedBy"];
   /** Why fewer than the requested candidates came back, if so. */
   shortfall?: string;
   usage: TokenUsage;

@@ -30,6 +30,8 @@ export interface VoteEvent {
   winner: number | null;
   groups: { group: number; votes: number; members: number[] }[];
   rule: string;
+  /** How the winner was chosen: "majority", "tie-logprob", "tie-first", "fallback-logprob" (no candidate ran), or "none". */
+  decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";
 }
 /** The request's answer. */
 export interface FinalEvent { type: "final"; sql: string | null; answerable: boolean; reason?: string }

@@ -42,3 +42,4 @@ export {
 export { encodeGguf, gguf, type GgufContents, type GgufTensor, type GgufValue } from "./gguf.js";
 export { createRemotePolicy, type RemotePolicyOptions } from "./remote.js";
 export { piecesOf, tokenizePieces } from "./prompt.js";
+export { modelDisplayName } from "./info.js";

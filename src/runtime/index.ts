@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
+import type { ProfileId } from "../agent/index.js";
 import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
 import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
@@ -32,6 +33,8 @@ export interface Runtime {
   describe: (entry: DatabaseEntry) => unknown;
   /** Which model file was loaded and why (configured, starter, placeholder). */
   model: { path: string; origin: "configured" | "starter" | "placeholder" };
+  /** The profile requests get when they name none, and why: `policy.profile`, or detected from the model's metadata. */
+  profile: { id: ProfileId; reason: string };
   close(): Promise<void>;
 }
 
@@ -103,6 +106,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     }
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);
     const decode = createDecoder({ policy, executor, config, indexDir: join(config.sql.dataDir, "indexes") });
+    log?.(`profile ${decode.profile.profile.id}: ${decode.profile.reason}`);
     const loaded = policy;
     return {
       config,
@@ -112,6 +116,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       decode,
       describe: (entry) => loadSchema(entry.path),
       model,
+      profile: { id: decode.profile.profile.id, reason: decode.profile.reason },
       async close() {
         await Promise.allSettled([loaded.close(), executor.close()]);
       },

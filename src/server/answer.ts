@@ -18,6 +18,7 @@ export interface SqlResponse {
   result: ReturnType<typeof jsonResult>;
   candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
   winner: number | null;
+  decidedBy: Answer["decidedBy"];
   shortfall?: string;
   trace?: unknown[];
   usage: { promptTokens: number; evaluatedTokens: number; generatedTokens: number };
@@ -50,6 +51,7 @@ function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): 
   };
   if (body.evidence !== undefined) req.evidence = body.evidence;
   if (body.seed !== undefined) req.seed = body.seed;
+  if (body.profile !== undefined) req.profile = body.profile;
   return req;
 }
 
@@ -89,6 +91,7 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
       ...(c.error !== undefined ? { error: c.error } : {}),
     })),
     winner: answer.winner,
+    decidedBy: answer.decidedBy,
     usage: {
       promptTokens: answer.usage.promptTokens,
       evaluatedTokens: answer.usage.evaluatedTokens,

@@ -2,7 +2,7 @@
 import fastifyWebsocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { ReexError } from "../errors/index.js";
-import type { Policy } from "../policy/types.js";
+import { modelDisplayName, type Policy } from "../policy/index.js";
 import { KeyRing } from "./auth.js";
 import { toApiError } from "./http-errors.js";
 import { createLogger, redactUrl, requestId } from "./logging.js";
@@ -154,7 +154,14 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
     const p = policy();
     if (!p) throw new ReexError("MODEL_NOT_READY", "the model is still loading");
-    return { status: "ready", policy: p.info, ...(deps.model ? { modelOrigin: deps.model.origin } : {}), queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued } };
+    return {
+      status: "ready",
+      modelName: modelDisplayName(p.info),
+      policy: p.info,
+      ...(deps.model ? { modelOrigin: deps.model.origin } : {}),
+      ...(deps.profile ? { profile: deps.profile } : {}),
+      queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued },
+    };
   });
 
   app.get("/metrics", quiet, async (_request, reply) => {

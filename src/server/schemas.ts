@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { Config } from "../config/index.js";
+import { PROFILE_IDS } from "../agent/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 
 const strategies = ["greedy", "linear", "tree", "tree-prune"] as const;
@@ -25,6 +26,10 @@ export function sqlRequestSchema(config: Config) {
       schemaHints: z.boolean().optional().describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
       temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
       seed: z.number().int().min(0).max(2 ** 32 - 1).optional().describe("Seed for reproducible sampling."),
+      profile: z
+        .enum(PROFILE_IDS as [string, ...string[]])
+        .optional()
+        .describe("The model's protocol (prompt, tags, parser): reex, skyrl-sql, omnisql, think-answer or generic. Default the server's (policy.profile, or detected from the model; /readyz says which)."),
       constrained: z.boolean().optional().describe("Constrain output to the tag structure and the schema's identifiers. Default false."),
       includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
     })
@@ -96,6 +101,9 @@ export const sqlResponseSchema = z.object({
   result: resultSchema.nullable(),
   candidates: z.array(candidateSchema),
   winner: z.number().int().nullable(),
+  decidedBy: z
+    .enum(["majority", "tie-logprob", "tie-first", "fallback-logprob", "none"])
+    .describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
   shortfall: z.string().optional(),
   trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
   usage: usageSchema,

@@ -38,6 +38,8 @@ export interface ServerDeps {
    * playground says when it is the starter or the random placeholder. Default: not reported.
    */
   model?: { origin: "configured" | "starter" | "placeholder" };
+  /** The profile requests get when they name none, and why (the decoder's choice); /readyz and the playground show it. Default: not reported. */
+  profile?: { id: string; reason: string };
   /** Closed when the app closes (unless `close` is given). */
   executor?: Executor;
   /** The schema shown by GET /v1/databases/:id; default: src/sql's loadSchema without the server path. */

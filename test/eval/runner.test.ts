@@ -29,6 +29,7 @@ function answer(candidates: Candidate[], winner: number | null, generated: numbe
     answerable: true,
     candidates,
     winner,
+    decidedBy: winner === null ? "none" : "majority",
     usage: { promptTokens: 100, evaluatedTokens: generated + 40, generatedTokens: generated },
     timings: { totalMs: 5 },
   };

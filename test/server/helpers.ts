@@ -66,7 +66,7 @@ export class ScriptedDecoder {
       emit({ type: "token", path: "0.1", text: "<probe>SELECT nme FROM singer</probe>" });
       emit({ type: "prune", path: "0.1", reason: "probe_error" });
       emit({ type: "candidate", path: "0.0", index: 0, sql: "SELECT name FROM singer WHERE age > 30", ok: true, answerable: true });
-      emit({ type: "vote", winner: 0, groups: [{ group: 0, votes: 1, members: [0] }], rule: "majority" });
+      emit({ type: "vote", winner: 0, groups: [{ group: 0, votes: 1, members: [0] }], rule: "majority", decidedBy: "majority" });
       emit({ type: "final", sql: "SELECT name FROM singer WHERE age > 30", answerable: true });
       const result: ExecSuccess = {
         ok: true,
@@ -90,6 +90,7 @@ export class ScriptedDecoder {
           { index: 1, path: "0.1", sql: null, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 1, meanLogprob: -1.1 },
         ],
         winner: 0,
+        decidedBy: "majority",
         usage: { promptTokens: 120, evaluatedTokens: 150, generatedTokens: 30 },
         timings: { totalMs: performance.now() - t0, firstTokenMs: 1 },
       };

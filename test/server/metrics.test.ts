@@ -65,7 +65,7 @@ describe("metrics", () => {
         decode: async (_req, ctx) => {
           ctx.sink?.({ type: "probe", path: "0", step: 1, sql: "WITH RECURSIVE ..." });
           ctx.sink?.({ type: "result", path: "0", step: 1, result: { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "stopped" }, elapsedMs: 5000 }, feedback: "timeout" });
-          return { sql: null, answerable: false, candidates: [], winner: null, usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
+          return { sql: null, answerable: false, candidates: [], winner: null, decidedBy: "none", usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
         },
       },
     });

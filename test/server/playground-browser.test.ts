@@ -35,7 +35,7 @@ async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answ
   const winner = "SELECT name FROM singer WHERE age > 30";
   emit({ type: "candidate", path: "0.0", index: 0, sql: winner, ok: true, answerable: true });
   emit({ type: "candidate", path: "0.2", index: 1, sql: "SELECT name FROM singer WHERE age >= 31", ok: true, answerable: true });
-  emit({ type: "vote", winner: 0, groups: [{ group: 0, votes: 2, members: [0, 1] }], rule: "majority" });
+  emit({ type: "vote", winner: 0, groups: [{ group: 0, votes: 2, members: [0, 1] }], rule: "majority", decidedBy: "majority" });
   emit({ type: "final", sql: winner, answerable: true });
   const result = ok(["name"], [["Joe Sharp"], ["Timbaland"], ["Rose White"]]);
   return {
@@ -47,6 +47,7 @@ async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answ
       { index: 1, path: "0.2", sql: "SELECT name FROM singer WHERE age >= 31", answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.3 },
     ],
     winner: 0,
+    decidedBy: "majority",
     usage: { promptTokens: 412, evaluatedTokens: 530, generatedTokens: 118 },
     timings: { totalMs: 180 },
   };
@@ -129,6 +130,61 @@ describe("the playground page", () => {
     await page.fill("#question", "How many singers?");
     await page.click("#ask");
     await page.waitForSelector("#final-result table", { timeout: 10_000 });
+    await page.close();
+  });
+
+  it("names the model and the server's profile in the header, never the model's path, and sends the chosen profile", async () => {
+    const seen: (string | undefined)[] = [];
+    t = await makeApp({ deps: { decode: (req, ctx) => (seen.push(req.profile), treeDecode(req, ctx)), profile: { id: "omnisql", reason: "set by policy.profile" } } });
+    t.policy.info = { ...t.policy.info, model: "/srv/private/models/omnisql-7b.gguf", metadata: { name: "OmniSQL 7B" } };
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await expect.poll(() => page.textContent("#ready-text")).toContain("OmniSQL 7B");
+    const header = (await page.textContent("#ready-text"))!;
+    expect(header).toContain("profile omnisql");
+    expect(header).not.toContain("/srv/private");
+    expect(await page.getAttribute("#ready-text", "title")).toContain("set by policy.profile");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    await page.selectOption("#database", t.dbId);
+    await page.fill("#question", "How many singers?");
+    await page.selectOption("#profile", "skyrl-sql");
+    await page.click("#ask");
+    await page.waitForSelector("#final-result table", { timeout: 10_000 });
+    expect(seen).toEqual(["skyrl-sql"]);
+    await page.close();
+  });
+
+  it("says why a winner with no votes was picked, with the error that stopped its SQL", async () => {
+    const failing = "SELECT nme FROM singer";
+    const fallback = async (_req: AnswerRequest, ctx: DecodeContext): Promise<Answer> => {
+      ctx.sink?.({ type: "branch", path: "0", parent: null, depth: 0 });
+      ctx.sink?.({ type: "candidate", path: "0", index: 0, sql: failing, ok: false, answerable: true, error: "SQL_NO_SUCH_COLUMN: no such column: nme" });
+      ctx.sink?.({ type: "vote", winner: 0, groups: [], rule: "fallback", decidedBy: "fallback-logprob" });
+      ctx.sink?.({ type: "final", sql: failing, answerable: true });
+      return {
+        sql: failing,
+        answerable: true,
+        candidates: [{ index: 0, path: "0", sql: failing, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 0, meanLogprob: -0.4 }],
+        winner: 0,
+        decidedBy: "fallback-logprob",
+        usage: { promptTokens: 10, evaluatedTokens: 10, generatedTokens: 5 },
+        timings: { totalMs: 3 },
+      };
+    };
+    t = await makeApp({ deps: { decode: fallback } });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    await page.selectOption("#database", t.dbId);
+    await page.fill("#question", "Which singers?");
+    await page.selectOption("#strategy", "greedy");
+    await page.click("#ask");
+    await expect.poll(() => page.textContent("#final-meta")).toContain("no candidate's SQL ran");
+    const meta = (await page.textContent("#final-meta"))!;
+    expect(meta).toContain("no such column: nme");
+    expect(meta).not.toContain("0 votes");
     await page.close();
   });
 

@@ -3,6 +3,11 @@
  * JS, no external requests) that lists databases, asks over /v1/stream and draws the decoding tree.
  * Kept as a string module so it is found the same way from src/ (tsx) and dist/ (tsc).
  */
+import { PROFILES } from "../../agent/index.js";
+
+const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
+
+const PROFILE_OPTIONS = PROFILES.map((p) => `<option value="${p.id}" title="${escapeHtml(p.title)}">${p.id}</option>`).join("");
 
 const CSS = /* css */ `
 :root {
@@ -107,7 +112,9 @@ async function checkReady() {
     const r = await fetch("/readyz");
     const body = await r.json();
     $("ready-dot").className = "dot " + (r.ok ? "ok" : "bad");
-    $("ready-text").textContent = r.ok ? (body.policy ? body.policy.model + " · " + body.policy.device : "ready") : body.code;
+    $("ready-text").textContent = r.ok ? (body.policy ? (body.modelName || body.policy.model) + " · " + body.policy.device + (body.profile ? " · profile " + body.profile.id : "") : "ready") : body.code;
+    $("ready-text").title = r.ok && body.profile ? "profile " + body.profile.id + ": " + body.profile.reason : "";
+    if (r.ok && body.profile) $("profile-default").textContent = "server default (" + body.profile.id + ")";
     if (r.ok) showModelNote(body.modelOrigin);
   } catch (e) { $("ready-dot").className = "dot bad"; $("ready-text").textContent = "unreachable"; }
 }
@@ -232,7 +239,11 @@ function renderAnswer(a) {
   const pill = (t, c) => meta.appendChild(el("span", "pill " + (c || ""), t));
   pill(a.answerable ? "answerable" : "unanswerable", a.answerable ? "ok" : "bad");
   pill(a.candidates.length + " candidates");
-  if (a.winner !== null) { const w = a.candidates.find((c) => c.index === a.winner); if (w) pill(w.votes + " votes for the winner", "accent"); }
+  const w = a.winner === null ? undefined : a.candidates.find((c) => c.index === a.winner);
+  if (w && a.decidedBy === "fallback-logprob") {
+    pill("no candidate's SQL ran: picked by log-probability", "bad");
+    if (w.error) meta.appendChild(el("div", "err", "why the winner did not run: " + w.error));
+  } else if (w) pill(w.votes + (w.votes === 1 ? " vote" : " votes") + " for the winner", "accent");
   pill(a.usage.generatedTokens + " generated tokens");
   pill(Math.round(a.timings.totalMs) + " ms");
   const r = $("final-result"); r.innerHTML = ""; r.appendChild(a.result ? table(a.result) : el("div", "empty", "no result table"));
@@ -254,6 +265,7 @@ function ask(ev) {
   reset();
   const req = { database, question, strategy: $("strategy").value };
   const hint = $("evidence").value.trim(); if (hint) req.evidence = hint;
+  const profile = $("profile").value; if (profile) req.profile = profile;
   if (req.strategy !== "greedy") req.candidates = Number($("candidates").value) || 4;
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const k = apiKey();
@@ -308,6 +320,8 @@ const BODY = /* html */ `
         <select id="strategy"><option value="greedy">greedy</option><option value="linear">linear</option><option value="tree">tree</option><option value="tree-prune" selected>tree + prune</option></select></div>
       <div><label for="candidates">Candidates</label><input type="number" id="candidates" min="1" max="32" value="4"></div>
     </div>
+    <label for="profile">Model profile <span style="font-weight:400">(the protocol the model was trained on)</span></label>
+    <select id="profile"><option value="" id="profile-default" selected>server default</option>${PROFILE_OPTIONS}</select>
     <label for="key">API key <span style="font-weight:400">(only if the server needs one; kept in this browser)</span></label>
     <input type="password" id="key" placeholder="Bearer key">
     <div class="actions"><button type="submit" id="ask" class="primary">Ask</button><button type="button" id="cancel" disabled>Cancel</button></div>
