@@ -40,6 +40,6 @@ export {
   type TinyModelOptions,
 } from "./tiny-model.js";
 export { encodeGguf, gguf, type GgufContents, type GgufTensor, type GgufValue } from "./gguf.js";
-export { createRemotePolicy, type RemotePolicyOptions } from "./remote.js";
+export { createRemotePolicy, type RemotePolicyOptions } from "./remote/index.js";
 export { piecesOf, tokenizePieces } from "./prompt.js";
 export { modelDisplayName } from "./info.js";
