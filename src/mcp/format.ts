@@ -24,8 +24,10 @@ export interface McpAnswer {
   result: McpRows | null;
   /** Why the final SQL failed, when it did. */
   error?: { code: string; message: string };
-  candidates: { index: number; path: string; sql: string | null; votes: number; group: number | null; error?: string }[];
+  candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
   winner: number | null;
+  /** How the vote chose the winner (the decoder's `decidedBy`). */
+  decidedBy: Answer["decidedBy"];
   shortfall?: string;
   /** One line per probe, probe result, prune, candidate and vote, in order; at most {@link TRACE_LINES}. */
   trace: string[];
@@ -109,11 +111,13 @@ export function answerOf(answer: Answer, trace: string[]): McpAnswer {
       index: c.index,
       path: c.path,
       sql: c.sql,
+      answerable: c.answerable,
       votes: c.votes,
       group: c.group,
       ...(c.error !== undefined ? { error: c.error } : {}),
     })),
     winner: answer.winner,
+    decidedBy: answer.decidedBy,
     trace,
     usage: { promptTokens: answer.usage.promptTokens, evaluatedTokens: answer.usage.evaluatedTokens, generatedTokens: answer.usage.generatedTokens },
     timings: { totalMs: round(answer.timings.totalMs), ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}) },

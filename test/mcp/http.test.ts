@@ -1,0 +1,186 @@
+/**
+ * /mcp end to end: the real server on a real port with the real runtime (tiny GGUF through
+ * node-llama-cpp, example SQLite files), driven by the MCP SDK's Streamable HTTP client.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Progress } from "@modelcontextprotocol/sdk/types.js";
+import Database from "better-sqlite3";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/index.js";
+import type { AnswerRequest, DecodeContext } from "../../src/decoding/types.js";
+import { buildExamples } from "../../src/examples/index.js";
+import { createRuntime, type Runtime } from "../../src/runtime/index.js";
+import { keyIdentity, startServer, type RunningServer } from "../../src/server/index.js";
+import { ensureTestModel } from "../helpers/model.js";
+import { HOSTILE_SQL, call, fingerprint, until } from "./helpers.js";
+
+const KEY = "mcp-test-key-alpha";
+const OTHER_KEY = "mcp-test-key-bravo";
+
+let dir: string;
+let retail: string;
+let runtime: Runtime;
+let server: RunningServer;
+/** Every decode the server started: its token events and when it settled. */
+const decodes: { tokens: number; settledAt?: number; error?: unknown }[] = [];
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "reex-mcp-http-"));
+  const sets = await buildExamples(join(dir, "examples"));
+  retail = sets.find((s) => s.dbId === "retail")!.path;
+  const model = await ensureTestModel();
+  const config = parseConfig({
+    server: { host: "127.0.0.1", port: 0, apiKeys: [KEY, OTHER_KEY], logLevel: "warn" },
+    policy: { model, gpu: "cpu", threads: 1 },
+    sql: { dataDir: join(dir, "data"), maxRows: 25 },
+    agent: { maxTokens: 256 },
+  });
+  runtime = await createRuntime(config, { examples: false });
+  await runtime.registry.registerPath(retail);
+  await runtime.registry.registerPath(sets.find((s) => s.dbId !== "retail")!.path, { owner: keyIdentity(OTHER_KEY) });
+  const decode = (request: AnswerRequest, ctx: DecodeContext) => {
+    const record: (typeof decodes)[number] = { tokens: 0 };
+    decodes.push(record);
+    return runtime
+      .decode(request, {
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+        sink: (event) => {
+          if (event.type === "token") record.tokens++;
+          ctx.sink?.(event);
+        },
+      })
+      .then(
+        (answer) => {
+          record.settledAt = performance.now();
+          return answer;
+        },
+        (err: unknown) => {
+          record.settledAt = performance.now();
+          record.error = err;
+          throw err;
+        },
+      );
+  };
+  server = await startServer(config, { ...runtime, decode, close: () => runtime.close() });
+});
+
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((c) => c.close()));
+});
+
+afterAll(async () => {
+  await server?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function connect(key: string | undefined): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), key ? { requestInit: { headers: { authorization: `Bearer ${key}` } } } : {});
+  const client = new Client({ name: "reex-test", version: "1.0.0" });
+  clients.push(client);
+  await client.connect(transport);
+  return { client, transport };
+}
+
+describe("/mcp over Streamable HTTP", () => {
+  it("refuses a client without an API key, or with an unknown one, with UNAUTHORIZED", async () => {
+    await expect(connect(undefined)).rejects.toMatchObject({ code: 401 });
+    await expect(connect("not-a-configured-key")).rejects.toMatchObject({ code: 401 });
+    const raw = await fetch(`${server.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(raw.status).toBe(401);
+    expect(((await raw.json()) as { code: string }).code).toBe("UNAUTHORIZED");
+  });
+
+  it("lists the tools and only the databases the key may see", async () => {
+    const { client } = await connect(KEY);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(["ask", "describe_database", "list_databases", "run_sql"]);
+    const mine = (await call(client, "list_databases", {})).structuredContent!.databases as { name: string }[];
+    expect(mine.map((d) => d.name)).toEqual(["retail"]);
+    const { client: other } = await connect(OTHER_KEY);
+    const theirs = (await call(other, "list_databases", {})).structuredContent!.databases as { name: string }[];
+    expect(theirs.map((d) => d.name).sort()).toEqual(expect.arrayContaining(["retail"]));
+    expect(theirs.length).toBe(2);
+  });
+
+  it("does not let another key use a session", async () => {
+    const { transport } = await connect(KEY);
+    const res = await fetch(`${server.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${OTHER_KEY}`, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }),
+    });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { code: string }).code).toBe("NOT_FOUND");
+  });
+
+  it("describes the example database as the model sees it", async () => {
+    const { client } = await connect(KEY);
+    const r = await call(client, "describe_database", { database: "retail", question: "How many customers live in Montreal?" });
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent!.schema).toContain("customers.first_name");
+    expect(r.structuredContent!.prompt).toMatch(/city : 'Montreal'/);
+  });
+
+  it("runs a good query and refuses hostile ones with SQL_REFUSED, leaving the file unchanged", async () => {
+    const { client } = await connect(KEY);
+    const db = new Database(retail, { readonly: true });
+    const expected = (db.prepare("SELECT count(*) AS n FROM orders").get() as { n: number }).n;
+    db.close();
+    const good = await call(client, "run_sql", { database: "retail", sql: "SELECT count(*) AS n FROM orders" });
+    expect(good.structuredContent!.rows).toEqual([[expected]]);
+    const before = fingerprint(retail);
+    for (const sql of HOSTILE_SQL) {
+      const r = await call(client, "run_sql", { database: "retail", sql });
+      expect(r.isError, sql).toBe(true);
+      expect(r.structuredContent!.code, sql).toBe("SQL_REFUSED");
+    }
+    expect(fingerprint(retail)).toEqual(before);
+  });
+
+  it("answers ask through the server's queue with progress notifications", async () => {
+    const { client } = await connect(KEY);
+    const progress: Progress[] = [];
+    const started = decodes.length;
+    const r = await call(client, "ask", { database: "retail", question: "How many orders are there?", strategy: "linear", candidates: 2 }, { onprogress: (p) => progress.push(p) });
+    expect(r.isError).toBeFalsy();
+    expect(decodes.length).toBe(started + 1);
+    expect(r.structuredContent!.candidates).toHaveLength(2);
+    expect(r.structuredContent!.usage.generatedTokens).toBeGreaterThan(0);
+    expect(decodes.at(-1)!.error).toBeUndefined();
+    expect(progress.some((p) => p.message?.startsWith("generating: "))).toBe(true);
+    expect(progress.some((p) => p.message?.startsWith("vote: "))).toBe(true);
+  });
+
+  it("stops decoding when the client cancels an ask", async () => {
+    const { client } = await connect(KEY);
+    const controller = new AbortController();
+    let notified = 0;
+    const pending = call(client, "ask", { database: "retail", question: "List every order with its products", strategy: "linear", candidates: 16 }, {
+      signal: controller.signal,
+      onprogress: () => {
+        notified++;
+      },
+    });
+    await until(() => notified > 0, 30_000, "a progress notification");
+    const decode = decodes.at(-1)!;
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    await until(() => decode.settledAt !== undefined, 10_000, "the decode to stop");
+    expect(decode.error).toMatchObject({ code: "CANCELLED" });
+    const tokensAtStop = decode.tokens;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(decode.tokens).toBe(tokensAtStop);
+    expect(runtime.policy.liveTrajectories()).toBe(0);
+    const ready = (await (await fetch(`${server.url}/readyz`)).json()) as { queue: { running: number } };
+    expect(ready.queue.running).toBe(0);
+  });
+});
