@@ -11,6 +11,7 @@
  */
 import Database from "better-sqlite3";
 import { classifyThrown, type SqlErrorInfo } from "./classify.js";
+import { enableDoubleQuotedStrings } from "./dqs.js";
 
 /** What the lexical scan found: the first words of the first statement and whether more follow. */
 export interface SqlScan {
@@ -169,10 +170,17 @@ export function prepareGuarded(db: Database.Database, sql: string): GuardResult 
 
 /**
  * Opens a database file the only way reex ever opens one for queries: read-only, must exist,
- * DEFENSIVE on (better-sqlite3's default) and unsafe mode off. Throws SqliteError when it cannot.
+ * DEFENSIVE on (better-sqlite3's default), unsafe mode off, and double-quoted string literals as in
+ * stock SQLite (see ./dqs.ts). Throws SqliteError (or ReexError INTERNAL) when it cannot.
  */
 export function openReadonly(path: string): Database.Database {
   const db = new Database(path, { readonly: true, fileMustExist: true });
-  db.unsafeMode(false);
+  try {
+    db.unsafeMode(false);
+    enableDoubleQuotedStrings(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   return db;
 }

@@ -93,6 +93,7 @@ export function validateDatabaseFile(path: string): { tables: string[] } {
   try {
     db = openReadonly(path);
   } catch (err) {
+    if (err instanceof ReexError) throw err;
     throw new ReexError("DB_INVALID", `SQLite cannot open the file: ${(err as Error).message}`, { cause: err });
   }
   try {
