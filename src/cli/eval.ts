@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/types.js";
@@ -40,7 +41,7 @@ export const summary = "score a BIRD/Spider dataset (decoding strategies or a pr
 
 const STRATEGIES: readonly Strategy[] = ["greedy", "linear", "tree", "tree-prune"];
 
-const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--limit N] [--out DIR] [--model PATH]
+const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--profile ID] [--limit N] [--out DIR] [--model PATH]
        reex eval --dataset FILE --db-root DIR --runs FILE [--limit N] [--out DIR]
        reex eval --dataset FILE --db-root DIR --predictions FILE [--limit N] [--out DIR]
 
@@ -55,8 +56,10 @@ options:
   --layout L           bird | spider | auto (default auto)
   --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
-  --runs FILE          several labelled runs in one report, each with its own model, prompt
-                       family and strategy: JSON [{"label", "model"?, "promptFamily"?,
+  --profile ID         model profile of the --strategy runs: ${PROFILE_IDS.join(", ")}
+                       (default: config policy.profile, else detected from the model)
+  --runs FILE          several labelled runs in one report, each with its own model, profile,
+                       prompt family and strategy: JSON [{"label", "model"?, "profile"?, "promptFamily"?,
                        "strategy", "candidates"?, "constrained"?, "schemaHints"?}] (a model is loaded once
                        for its consecutive runs; relative model paths are from the file)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
@@ -85,6 +88,7 @@ const OPTIONS = {
   "max-rows": { type: "string" },
   out: { type: "string" },
   model: { type: "string" },
+  profile: { type: "string" },
   config: { type: "string" },
   quiet: { type: "boolean" },
   help: { type: "boolean", short: "h" },
@@ -128,13 +132,14 @@ function pct(x: number): string {
 }
 
 function printSummary(runs: EvalRun[], rule: ExRule): void {
-  const head = ["run".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax%".padStart(8), "exec%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
+  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax%".padStart(8), "exec%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
   console.log(head.join(" "));
   for (const run of runs) {
     const s = run.summary;
     console.log(
       [
         run.config.label.padEnd(12),
+        (run.config.profile ?? "–").padEnd(12),
         String(s.count).padStart(5),
         ...EX_RULES.map((r) => pct(s.ex[r]).padStart(10)),
         pct(s.voting[rule]).padStart(7),
@@ -166,6 +171,8 @@ const runSpecSchema = z
   .object({
     label: z.string().min(1).max(40),
     model: z.string().min(1).optional(),
+    /** A built-in profile id; default the config's policy.profile, else detected from the model. */
+    profile: z.string().min(1).optional(),
     promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
     strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]),
     candidates: z.number().int().positive().optional(),
@@ -191,15 +198,32 @@ export function readRunSpecs(file: string): RunSpec[] {
     throw new ReexError("BAD_REQUEST", `${file}: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
   }
   const labels = new Set<string>();
-  for (const r of parsed.data) {
+  parsed.data.forEach((r, i) => {
     if (labels.has(r.label)) throw new ReexError("BAD_REQUEST", `${file}: label "${r.label}" is used twice`);
     labels.add(r.label);
-  }
+    if (r.profile === undefined) return;
+    try {
+      familyFor(getProfile(r.profile), r.promptFamily);
+    } catch (err) {
+      throw new ReexError("BAD_REQUEST", `${file}: ${i} (${r.label}): ${(err as Error).message}`);
+    }
+  });
   return parsed.data.map((r) => (r.model && !isModelUri(r.model) ? { ...r, model: resolve(dirname(file), r.model) } : r));
 }
 
 /** The runtime as `reex eval` uses it. */
-type EvalRuntime = Pick<Runtime, "decode" | "close">;
+type EvalRuntime = Pick<Runtime, "decode" | "close" | "policy">;
+
+/**
+ * The profile a run decodes with, chosen as the decoder would (the run's, else the config's
+ * `policy.profile`, else detection from the loaded model), checked against the run's prompt family
+ * before any question is decoded (BAD_REQUEST), so a bad pair fails the run instead of every item.
+ */
+function runProfile(runtime: EvalRuntime, config: Config | undefined, explicit: string | undefined, family: PromptFamily | undefined, source: string): ProfileChoice {
+  const choice = explicit !== undefined ? resolveProfile(explicit, {}, source) : resolveProfile(config?.policy.profile, runtime.policy.info.metadata ?? {});
+  familyFor(choice.profile, family);
+  return choice;
+}
 
 /** Reads the configuration for the decoding path (before the self-check, so a bad flag fails fast). */
 async function readConfig(flags: Record<string, string>, configFile: string | undefined): Promise<Config> {
@@ -242,7 +266,7 @@ export async function run(argv: string[]): Promise<number> {
     if (!values.dataset || !values["db-root"]) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
     if ([values.strategy, values.predictions, values.runs].filter(Boolean).length !== 1) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy, --runs or --predictions");
     if (values.runs) {
-      if (values.candidates || values.model) throw new ReexError("BAD_REQUEST", "--candidates and --model go inside the --runs file");
+      if (values.candidates || values.model || values.profile) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile go inside the --runs file");
       runSpecs = readRunSpecs(values.runs);
     }
     if (values.strategy) {
@@ -251,7 +275,8 @@ export async function run(argv: string[]): Promise<number> {
       if (bad.length > 0 || strategies.length === 0) throw new ReexError("BAD_REQUEST", `unknown strategy ${bad.join(", ") || "(none)"}; use ${STRATEGIES.join(", ")}`);
       if (new Set(strategies).size !== strategies.length) throw new ReexError("BAD_REQUEST", "a strategy is listed twice");
     }
-    if (values.predictions && (values.candidates || values.model)) throw new ReexError("BAD_REQUEST", "--candidates and --model only apply to --strategy");
+    if (values.predictions && (values.candidates || values.model || values.profile)) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
+    if (values.profile !== undefined) getProfile(values.profile);
     limit = positiveInt("limit", values.limit);
     concurrency = positiveInt("concurrency", values.concurrency) ?? 1;
     candidates = positiveInt("candidates", values.candidates);
@@ -318,16 +343,20 @@ export async function run(argv: string[]): Promise<number> {
       runs.push(await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions })));
     } else if (runSpecs) {
       let loaded: string | undefined;
+      let runConfig = config;
       for (const spec of runSpecs) {
         const model = spec.model ?? configFlags["policy.model"];
         if (!runtime || model !== loaded) {
           const previous = runtime;
           runtime = undefined; // closed here, so the finally block must not close it again
           await previous?.close();
-          runtime = await openRuntime(await readConfig({ ...configFlags, ...(model ? { "policy.model": model } : {}) }, values.config));
+          runConfig = await readConfig({ ...configFlags, ...(model ? { "policy.model": model } : {}) }, values.config);
+          runtime = await openRuntime(runConfig);
           loaded = model;
         }
         const decode = runtime.decode;
+        const choice = runProfile(runtime, runConfig, spec.profile, spec.promptFamily, `the runs file's "${spec.label}" entry`);
+        console.error(`reex eval: run ${spec.label}: profile ${choice.profile.id} (${choice.reason})`);
         const k = spec.strategy === "greedy" ? undefined : spec.candidates ?? config?.decoding.candidates;
         const request = {
           ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
@@ -336,17 +365,19 @@ export async function run(argv: string[]): Promise<number> {
         };
         runs.push(
           await pass(spec.label, (opts) =>
-            runEval({ ...opts, items, decode, strategy: spec.strategy, label: spec.label, request, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
+            runEval({ ...opts, items, decode, strategy: spec.strategy, label: spec.label, request, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
           ),
         );
       }
     } else {
       const decode = runtime!.decode;
+      const choice = runProfile(runtime!, config, values.profile, undefined, "--profile");
+      console.error(`reex eval: profile ${choice.profile.id} (${choice.reason})`);
       for (const strategy of strategies) {
         const k = strategy === "greedy" ? undefined : candidates ?? config?.decoding.candidates;
         runs.push(
           await pass(strategy, (opts) =>
-            runEval({ ...opts, items, decode, strategy, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
+            runEval({ ...opts, items, decode, strategy, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
           ),
         );
       }

@@ -332,6 +332,7 @@ function configList(report: EvalReport): string {
       const c = run.config;
       const bits = [
         `source ${c.source}`,
+        c.profile ? `profile ${c.profile}` : "",
         c.strategy ? `strategy ${c.strategy}` : "",
         c.candidates !== undefined ? `candidates ${c.candidates}` : "",
         c.limit !== undefined ? `limit ${c.limit}` : "",

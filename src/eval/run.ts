@@ -54,6 +54,8 @@ export interface EvalRunConfig {
   source: "decode" | "predictions";
   strategy?: Strategy;
   candidates?: number;
+  /** The model profile every decode used (see {@link RunEvalOptions.profile}); absent when the run did not say. */
+  profile?: string;
   limit?: number;
   concurrency: number;
   timeoutMs: number;
@@ -83,6 +85,8 @@ export interface RunEvalOptions extends EvalExecOptions {
   limit?: number;
   /** More request fields (maxInteractions, feedback, seed, …) for every decode. */
   request?: Partial<AnswerRequest>;
+  /** The model profile of every decode (the request's `profile`), recorded in the run's config. Default the decoder's. */
+  profile?: string;
   /** Default the strategy name. */
   label?: string;
 }
@@ -192,6 +196,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
     const gold = await goldOf(item, options, golds);
     const request: AnswerRequest = {
       ...options.request,
+      ...(options.profile !== undefined ? { profile: options.profile } : {}),
       dbPath: item.dbPath,
       question: item.question,
       ...(item.evidence ? { evidence: item.evidence } : {}),
@@ -248,6 +253,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
       source: "decode",
       strategy,
       ...(options.candidates !== undefined ? { candidates: options.candidates } : {}),
+      ...(options.profile !== undefined ? { profile: options.profile } : {}),
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
       concurrency: Math.max(1, Math.floor(options.concurrency ?? 1)),
       ...execOptions({ ...options, signal: undefined }),

@@ -15,6 +15,7 @@ vi.mock("../../src/runtime/index.js", () => ({
     const executor = new ExecutorPool({ workers: 1 });
     return {
       executor,
+      policy: { info: { metadata: {} } },
       decode: async (req: AnswerRequest): Promise<Answer> => {
         seen.requests.push(req);
         const gold = BIRD_QUESTIONS.find((q) => q.question === req.question)!.SQL;
