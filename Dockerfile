@@ -46,6 +46,11 @@ COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund --omit=dev --ignore-scripts \
  && npm rebuild better-sqlite3 \
  && npm cache clean --force
+# The SQLite extension that gives queries stock double-quoted strings (README), built against this
+# better-sqlite3; it lands in node_modules/.cache/reex-sqlite, copied to the runtime with node_modules.
+COPY scripts/build-sqlite-dqs.sh ./scripts/
+COPY scripts/sqlite-dqs ./scripts/sqlite-dqs
+RUN bash scripts/build-sqlite-dqs.sh
 
 # --- node: the official Node 20 binary, copied into the CUDA image ------------------------------
 FROM ${NODE_IMAGE} AS node
