@@ -3,7 +3,8 @@
  * fixed-latency fake decoder, compared with calling the same decoder in-process. The server runs
  * in a child process so the load generator does not share its event loop. Prints p50/p99 latency,
  * throughput, and the p50 overhead (target < 5 ms); a sequential keep-alive client adds a
- * sub-millisecond p50 (autocannon reports whole milliseconds). Run with
+ * sub-millisecond p50 (autocannon reports whole milliseconds), and the MCP SDK's Streamable HTTP
+ * client calls the `ask` tool at /mcp the same way, with and without progress notifications. Run with
  * `npx tsx bench/server.ts [seconds-per-run] [decoder-latency-ms]` (defaults 4 and 20).
  */
 import { fork } from "node:child_process";
@@ -13,6 +14,8 @@ import { createRequire } from "node:module";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import Database from "better-sqlite3";
 import { parseConfig } from "../src/config/index.js";
 import type { Answer, AnswerRequest, DecodeContext } from "../src/decoding/types.js";
@@ -117,6 +120,27 @@ async function sequential(url: string, body: string, n: number): Promise<{ p50: 
   return { p50: quantile(samples, 0.5), serverP50: quantile(server, 0.5) };
 }
 
+/** `n` sequential `ask` tool calls through one MCP session at /mcp: client-side p50, with or without a progress token. */
+async function sequentialMcp(url: string, database: string, n: number, progress: boolean): Promise<{ p50: number; notifications: number }> {
+  const client = new Client({ name: "reex-bench", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+  const samples: number[] = [];
+  let notifications = 0;
+  const args = { database, question: "How many singers are there?" };
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      const r = await client.callTool({ name: "ask", arguments: args }, undefined, progress ? { onprogress: () => void notifications++ } : undefined);
+      samples.push(performance.now() - t0);
+      if (r.isError) throw new Error(`ask failed: ${JSON.stringify(r.content)}`);
+    }
+  } finally {
+    await client.close();
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: quantile(samples, 0.5), notifications: notifications / n };
+}
+
 async function main(): Promise<void> {
   if (process.argv[4] === "--serve") return serve(process.argv[5]!);
   const dir = mkdtempSync(join(tmpdir(), "reex-bench-server-"));
@@ -138,10 +162,16 @@ async function main(): Promise<void> {
     await autocannon({ ...post, connections: 4, duration: 1 });
     const seq = await sequential(url, body, Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2))));
     const seqP50 = seq.p50;
+    const calls = Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2)));
+    await sequentialMcp(url, id, 10, false);
+    const mcp = await sequentialMcp(url, id, calls, false);
+    const mcpProgress = await sequentialMcp(url, id, calls, true);
 
     const rows: string[][] = [["variant", "connections", "p50 ms", "p99 ms", "req/s", "non-2xx", "p50 overhead ms"]];
     rows.push(["in-process decode", "1", baseline.p50.toFixed(2), baseline.p99.toFixed(2), baseline.rps.toFixed(1), "0", "-"]);
     rows.push(["sequential client", "1", seqP50.toFixed(2), "-", "-", "0", (seqP50 - baseline.p50).toFixed(2)]);
+    rows.push(["MCP ask, SDK client", "1", mcp.p50.toFixed(2), "-", "-", "0", (mcp.p50 - baseline.p50).toFixed(2)]);
+    rows.push([`MCP ask + progress (${mcpProgress.notifications.toFixed(0)}/call)`, "1", mcpProgress.p50.toFixed(2), "-", "-", "0", (mcpProgress.p50 - baseline.p50).toFixed(2)]);
     for (const connections of CONNECTIONS) {
       const r = await autocannon({ ...post, connections, duration: SECONDS });
       rows.push(["autocannon", String(connections), r.latency.p50.toFixed(2), r.latency.p99.toFixed(2), r.requests.average.toFixed(1), String(r.non2xx + r.errors + r.timeouts), (r.latency.p50 - baseline.p50).toFixed(2)]);
@@ -150,6 +180,10 @@ async function main(): Promise<void> {
     for (const r of rows) console.log(r.map((c, j) => (j < 1 ? c.padEnd(widths[j]!) : c.padStart(widths[j]!))).join("  "));
     const overhead = seqP50 - baseline.p50;
     console.log(`p50 overhead of the server over the in-process decoder: ${overhead.toFixed(2)} ms (target < 5 ms): ${overhead < 5 ? "OK" : "OVER TARGET"}`);
+    for (const [name, r] of [["MCP ask", mcp], ["MCP ask with progress", mcpProgress]] as const) {
+      const o = r.p50 - baseline.p50;
+      console.log(`p50 overhead of ${name} at /mcp over the in-process decoder: ${o.toFixed(2)} ms (target < 5 ms): ${o < 5 ? "OK" : "OVER TARGET"}`);
+    }
     console.log(`p50 of the server's own share inside the handler (totalMs - decodeMs): ${seq.serverP50.toFixed(2)} ms; machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`);
   } finally {
     child.send("stop");
