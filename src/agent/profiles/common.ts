@@ -87,23 +87,33 @@ export const OVERVIEW_INSTRUCTIONS: readonly string[] = [
   "- The query must return all of the information the question asks for, with nothing missing and nothing extra.",
 ];
 
-/** What differs between the Task-Overview prompts: the task sentence and the instruction and format lines. */
+/** What differs between the Task-Overview prompts: the task sentence, the instruction and format lines, and two layout choices. */
 export interface OverviewParts {
   task: string;
   /** Lines after "Instructions:", the format section included. */
   instructions: readonly string[];
+  /**
+   * Where the task sentence goes: "overview", a "Task Overview:" section opening the one user
+   * message (OmniSQL); "system", the system message, the user message opening at "Database
+   * Engine:" (Arctic-R1). Default "overview".
+   */
+  taskIn?: "overview" | "system";
+  /**
+   * Where the hint goes: "with-question", on the line after the question, as OmniSQL concatenates
+   * external knowledge to the question; "section", an "External Knowledge:" section before it.
+   * Default "with-question".
+   */
+  evidence?: "with-question" | "section";
 }
 
 /**
- * A Task-Overview prompt (OmniSQL's layout, shared by SkyRL-SQL and Arctic-R1): one user message,
- * no system message; task overview, engine, schema (the cached part ends after it), matched values,
- * external knowledge, question, instructions.
+ * A Task-Overview prompt (OmniSQL's layout, also Arctic-R1's): task overview, engine, schema (the
+ * cached part ends after it), matched values, external knowledge, question, instructions.
  */
 export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts): BuiltPrompt {
+  const inSystem = parts.taskIn === "system";
   const shared = [
-    "Task Overview:",
-    parts.task,
-    "",
+    ...(inSystem ? [] : ["Task Overview:", parts.task, ""]),
     "Database Engine:",
     "SQLite",
     "",
@@ -113,11 +123,14 @@ export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts):
     "",
     "",
   ].join("\n");
-  const user =
-    shared +
-    matchedValuesSection(input.matchedValues) +
-    section("External Knowledge", input.evidence) +
-    section("Question", input.question) +
-    ["Instructions:", ...parts.instructions].join("\n");
-  return { messages: [{ role: "user", content: user }], sharedPrefix: shared };
+  const evidence = input.evidence?.trim();
+  const question =
+    parts.evidence === "section"
+      ? section("External Knowledge", evidence) + section("Question", input.question)
+      : section("Question", evidence ? `${input.question.trim()}\n${evidence}` : input.question);
+  const user = shared + matchedValuesSection(input.matchedValues) + question + ["Instructions:", ...parts.instructions].join("\n");
+  return {
+    messages: [...(inSystem ? [{ role: "system" as const, content: parts.task }] : []), { role: "user", content: user }],
+    sharedPrefix: shared,
+  };
 }

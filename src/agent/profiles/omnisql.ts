@@ -4,11 +4,11 @@
  * Qwen2.5-Coder-Instruct (which was never trained on a SQL protocol but writes ```sql fences).
  * No probes: decoding is greedy or voting over linear or tree samples.
  *
- * Prompt read in the authors' repository: RUCKBReasoning/OmniSQL, the input prompt template of
- * its training and evaluation data (train_and_evaluate/ and data synthesis prompts). Kept: the
- * sections and their order (task overview, engine, schema, external knowledge, question,
- * instructions, output format), the CREATE TABLE schema and the ```sql fence. The sentences are
- * this project's.
+ * Prompt read in the authors' repository: RUCKBReasoning/OmniSQL, README.md ("Prompt Template":
+ * `input_prompt_template`, one user message; external knowledge is joined to the question).
+ * Kept: the sections and their order (task overview, engine, schema, question, instructions,
+ * output format), the CREATE TABLE schema and the ```sql fence. reex adds the values that match
+ * the question after the schema. The sentences are this project's.
  */
 import { fencedFormatCheck, OVERVIEW_INSTRUCTIONS, overviewPrompt } from "./common.js";
 import type { ModelProfile } from "./types.js";
@@ -34,7 +34,7 @@ export const omnisqlProfile: ModelProfile = {
   id: "omnisql",
   title: "OmniSQL / XiYan / Qwen2.5-Coder: one ```sql fence, no probes",
   models: ["OmniSQL-7B / 14B / 32B", "XiYan-SQL-QwenCoder", "Qwen2.5-Coder-Instruct"],
-  sources: ["RUCKBReasoning/OmniSQL:train_and_evaluate (input prompt template)"],
+  sources: ["RUCKBReasoning/OmniSQL:README.md (Prompt Template)"],
   families: ["direct"],
   schemaFormat: "ddl",
   syntax: { tags: { think: "think-alias" } },
