@@ -93,6 +93,7 @@ export async function run(argv: string[]): Promise<number> {
     executor: runtime.executor,
     decode: (request, ctx) => runtime.decode(request, { ...(ctx.sink ? { sink: ctx.sink } : {}), signal: withDeadline(config, ctx.signal) }),
     log,
+    profile: runtime.profile.id,
     liveTrajectories: () => runtime.policy.liveTrajectories(),
   });
   const transport = new StdioServerTransport();

@@ -20,7 +20,7 @@ import { z } from "zod";
 import { createPromptBuilder, type PromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
-import { createTools, schemaText, type ToolContext, type ToolOutput } from "./tools.js";
+import { createTools, promptStyle, schemaText, type ToolContext, type ToolOutput } from "./tools.js";
 import type { McpDeps } from "./types.js";
 
 /** URI of a database's schema resource. */
@@ -66,6 +66,7 @@ export function createMcpServer(deps: McpDeps): Server {
   const owned = deps.prompts ? undefined : createPromptBuilder({ indexDir: join(deps.config.sql.dataDir, "indexes") });
   const prompts: PromptBuilder = deps.prompts ?? owned!;
   const tools = createTools(deps, prompts);
+  const style = promptStyle(deps.profile);
   const byName = new Map(tools.map((t) => [t.name, t]));
   const listed = tools.map((t) => ({
     name: t.name,
@@ -135,7 +136,7 @@ export function createMcpServer(deps: McpDeps): Server {
       const m = SCHEMA_URI.exec(request.params.uri);
       if (!m) throw new ReexError("NOT_FOUND", `no resource ${request.params.uri}; schema resources are reex://databases/<id>/schema`);
       const entry = await deps.registry.get(decodeURIComponent(m[1]!), deps.owner);
-      return { contents: [{ uri: request.params.uri, mimeType: "text/plain", text: await schemaText(prompts, entry) }] };
+      return { contents: [{ uri: request.params.uri, mimeType: "text/plain", text: await schemaText(prompts, entry, style) }] };
     } catch (err) {
       throw rpcError(err);
     }

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Config } from "../config/index.js";
 import type { PromptBuilder } from "../decoding/index.js";
 import type { AnswerRequest } from "../decoding/types.js";
+import { familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
@@ -69,15 +70,28 @@ function entryView(entry: DatabaseEntry): { id: string; name: string; tables: st
   return { id: entry.id, name: entry.name, tables: entry.tables };
 }
 
+/** A profile and the prompt family the decoder uses with it by default (execution-aware where the profile has it). */
+export interface PromptStyle {
+  profile: ModelProfile;
+  family: PromptFamily;
+}
+
+/** The prompt style of the profile with this id (default "reex"); BAD_REQUEST for an unknown id. */
+export function promptStyle(profileId = "reex"): PromptStyle {
+  const profile = getProfile(profileId);
+  return { profile, family: familyFor(profile, profile.families.includes("execution-aware") ? "execution-aware" : undefined) };
+}
+
 /** The schema section of the prompt the model sees for `entry`: the decoder's own prompt builder, without a question. */
-export async function schemaText(prompts: PromptBuilder, entry: DatabaseEntry): Promise<string> {
-  return (await prompts.promptFor(entry.path, "", undefined, "execution-aware")).sharedPrefix.trim();
+export async function schemaText(prompts: PromptBuilder, entry: DatabaseEntry, style: PromptStyle = promptStyle()): Promise<string> {
+  return (await prompts.promptFor(entry.path, "", undefined, style.family, style.profile)).sharedPrefix.trim();
 }
 
 /** The tools over `deps`, with `prompts` as the schema source. */
 export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
   const { config, registry, owner } = deps;
   const schemas = toolSchemas(config);
+  const style = promptStyle(deps.profile);
   const readOnly = { readOnlyHint: true, idempotentHint: true, openWorldHint: false };
 
   return [
@@ -99,9 +113,9 @@ export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
       run: async (raw) => {
         const args = raw as z.infer<typeof schemas.describe_database>;
         const entry = await registry.get(args.database, owner);
-        const schema = await schemaText(prompts, entry);
+        const schema = await schemaText(prompts, entry, style);
         if (args.question === undefined) return { ...entryView(entry), schema };
-        const built = await prompts.promptFor(entry.path, args.question, undefined, "execution-aware");
+        const built = await prompts.promptFor(entry.path, args.question, undefined, style.family, style.profile);
         const user = built.messages.find((m) => m.role === "user")?.content ?? "";
         return { ...entryView(entry), schema, prompt: user };
       },

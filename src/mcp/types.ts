@@ -35,6 +35,8 @@ export interface McpDeps {
   decode: McpDecode;
   /** Identity whose databases this connection sees (the API key's); default undefined: every database (stdio). */
   owner?: string;
+  /** Id of the model profile whose prompt `describe_database` and the schema resources show: the decoder's default (the runtime's `profile.id`). Default "reex". */
+  profile?: string;
   /** The decoder's prompt source, for `describe_database` and the schema resources; default one of its own over `<sql.dataDir>/indexes`, closed with the server. */
   prompts?: PromptBuilder;
   /** Where tool failures and each `ask`'s end are logged. Default: nowhere. */

@@ -85,6 +85,7 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
       prompts,
       log,
       ...(owner !== undefined ? { owner } : {}),
+      ...(state.deps.profile ? { profile: state.deps.profile.id } : {}),
       liveTrajectories: () => state.policy()?.liveTrajectories() ?? 0,
     });
     transport.onclose = () => {
