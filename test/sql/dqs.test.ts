@@ -4,8 +4,9 @@
  * without the switch (the behaviour before) and against Debian's Python sqlite3 (stock SQLite).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { createRequire } from "node:module";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutorPool, closeDirectConnections, executeDirect, type ExecResult } from "../../src/sql/index.js";
@@ -201,5 +202,39 @@ describe("the read-only guard with double quotes", () => {
       expect(await pool.execute(file, sql), file).toMatchObject({ ok: false, error: { code: "DB_INVALID" } });
       expect(executeDirect(file, sql), file).toMatchObject({ ok: false, error: { code: "DB_INVALID" } });
     }
+  });
+});
+
+describe("the extension's build script (run by npm install and the Dockerfile)", () => {
+  /** A bare package root: the script and its C source, and a node_modules holding only better-sqlite3. */
+  function bareRoot(): string {
+    const root = join(dir, `root-${Math.random().toString(36).slice(2)}`);
+    mkdirSync(join(root, "node_modules"), { recursive: true });
+    cpSync("scripts/build-sqlite-dqs.sh", join(root, "scripts", "build-sqlite-dqs.sh"));
+    cpSync("scripts/sqlite-dqs", join(root, "scripts", "sqlite-dqs"), { recursive: true });
+    const betterSqlite = dirname(createRequire(import.meta.url).resolve("better-sqlite3/package.json"));
+    symlinkSync(betterSqlite, join(root, "node_modules", "better-sqlite3"));
+    return root;
+  }
+
+  it("compiles an extension that turns on double-quoted strings in a plain better-sqlite3 connection", () => {
+    const root = bareRoot();
+    execFileSync("bash", [join(root, "scripts", "build-sqlite-dqs.sh")], { cwd: root, stdio: "pipe" });
+    const built = join(root, "node_modules", ".cache", "reex-sqlite", "reex_dqs.so");
+    const plain = new Database(db, { readonly: true });
+    try {
+      expect(() => plain.prepare(`SELECT Code FROM country WHERE Name = "Japan"`).all()).toThrow(/no such column/);
+      plain.loadExtension(built);
+      expect(plain.prepare(`SELECT Code FROM country WHERE Name = "Japan"`).raw(true).all()).toEqual([["JPN"]]);
+    } finally {
+      plain.close();
+    }
+  });
+
+  it("fails, leaving no file behind, when there is no C compiler", () => {
+    const root = bareRoot();
+    expect(() => execFileSync("bash", [join(root, "scripts", "build-sqlite-dqs.sh")], { cwd: root, stdio: "pipe", env: { ...process.env, CC: "/nonexistent/cc" } })).toThrow();
+    const cache = join(root, "node_modules", ".cache", "reex-sqlite");
+    expect(existsSync(cache) ? readdirSync(cache) : []).toEqual([]);
   });
 });
