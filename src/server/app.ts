@@ -100,7 +100,8 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
-    if (request.headers.upgrade?.toLowerCase() !== "websocket") {
+    // WebSockets and MCP's standalone GET event stream stay open by design: shutdown does not wait for them.
+    if (request.headers.upgrade?.toLowerCase() !== "websocket" && !(request.method === "GET" && request.url.split("?")[0] === "/mcp")) {
       httpInFlight.add(request);
       reply.raw.once("close", () => httpInFlight.delete(request));
     }
