@@ -13,13 +13,15 @@ import { ReexError } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
 
 let extensionPath: string | undefined;
+let buildFailure: ReexError | undefined;
 
 /**
  * The compiled extension, built by `npm install` (scripts/build-sqlite-dqs.sh); when it is missing
- * the script is run once here. Throws INTERNAL when it cannot be built (no C compiler).
+ * the script is run here, once per process. Throws INTERNAL when it cannot be built (no C compiler).
  */
 export function dqsExtensionPath(): string {
   if (extensionPath) return extensionPath;
+  if (buildFailure) throw buildFailure;
   const root = packageRoot();
   const path = join(root, "node_modules", ".cache", "reex-sqlite", "reex_dqs.so");
   if (!existsSync(path)) {
@@ -28,9 +30,10 @@ export function dqsExtensionPath(): string {
       execFileSync("bash", [script], { stdio: ["ignore", "ignore", "pipe"] });
     } catch (err) {
       const detail = String((err as { stderr?: unknown }).stderr ?? (err as Error).message).trim();
-      throw new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing and could not be built (${detail}); run bash scripts/build-sqlite-dqs.sh with a C compiler`, { cause: err });
+      buildFailure = new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing and could not be built (${detail}); run bash scripts/build-sqlite-dqs.sh with a C compiler`, { cause: err });
+      throw buildFailure;
     }
-    if (!existsSync(path)) throw new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing: ${path}`);
+    if (!existsSync(path)) throw (buildFailure = new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing: ${path}`));
   }
   extensionPath = path;
   return path;
