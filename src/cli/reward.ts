@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { PromptFamily } from "../decoding/types.js";
+import { PROFILE_IDS, PROMPT_FAMILIES, familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { ExecutorPool, approxTokens } from "../sql/index.js";
 import { GoldCache, REWARD_PRESETS, gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardFacts } from "../training/index.js";
@@ -13,19 +13,23 @@ import { GoldCache, REWARD_PRESETS, gatherFacts, resolveRewardSpec, rewardFromFa
 /** One-line description shown by `reex --help`. */
 export const summary = "score one response against a gold query and print every reward component";
 
-const FAMILIES: readonly PromptFamily[] = ["execution-aware", "standard", "direct"];
+const FAMILIES: readonly PromptFamily[] = PROMPT_FAMILIES;
 
-const HELP = `usage: reex reward --db PATH --gold SQL|@FILE --response TEXT|@FILE [--preset NAME|all] [--family F] [--json]
+const HELP = `usage: reex reward --db PATH --gold SQL|@FILE --response TEXT|@FILE [--preset NAME|all] [--profile ID] [--family F] [--json]
 
-Scores one response (its probes, <result> blocks and final SQL) against the gold SQL on a SQLite
-database, executing both, and prints each reward component, its weight and diagnostics.
+Scores one response (its probes, injected feedback blocks and final SQL, read in the model
+profile's tags) against the gold SQL on a SQLite database, executing both, and prints each reward
+component, its weight and diagnostics.
 
 options:
   --db PATH            SQLite database file
   --gold SQL|@FILE     gold query (or @file holding it)
   --response TEXT|@FILE the model's whole response, injected <result> blocks included
   --preset NAME|all    ${REWARD_PRESETS.join(", ")}; "all" scores every preset (default maxtune)
-  --family F           prompt family of the format check: ${FAMILIES.join(", ")} (default execution-aware)
+  --profile ID         protocol the response is written in: ${PROFILE_IDS.join(", ")} (default reex);
+                       the format check is the profile's, probes and the answer are its tags
+  --family F           prompt family of the format check: ${FAMILIES.join(", ")}, one the profile
+                       supports (default the profile's first: execution-aware for reex and skyrl-sql)
   --no-exploration     ReEx presets: exploration weight 0
   --ex-rule R          bird | spider | refined: what "correct" means (default bird)
   --template T         family | reasoning-answer | think-answer (default family)
@@ -41,6 +45,7 @@ const OPTIONS = {
   response: { type: "string" },
   preset: { type: "string" },
   family: { type: "string" },
+  profile: { type: "string" },
   "no-exploration": { type: "boolean" },
   "ex-rule": { type: "string" },
   template: { type: "string" },
@@ -108,6 +113,7 @@ export async function run(argv: string[]): Promise<number> {
   let gold: string;
   let response: string;
   let family: PromptFamily;
+  let profile: ModelProfile;
   let presets: string[];
   let tokens: number;
   let timeoutMs: number;
@@ -117,8 +123,9 @@ export async function run(argv: string[]): Promise<number> {
     db = resolve(values.db);
     gold = textArg("gold", values.gold).trim();
     response = textArg("response", values.response);
-    family = (values.family ?? "execution-aware") as PromptFamily;
-    if (!FAMILIES.includes(family)) throw new ReexError("BAD_REQUEST", `--family must be one of ${FAMILIES.join(", ")}, got "${values.family}"`);
+    profile = getProfile(values.profile ?? "reex");
+    if (values.family !== undefined && !FAMILIES.includes(values.family as PromptFamily)) throw new ReexError("BAD_REQUEST", `--family must be one of ${FAMILIES.join(", ")}, got "${values.family}"`);
+    family = familyFor(profile, values.family as PromptFamily | undefined);
     const exRule = values["ex-rule"] ?? "bird";
     if (!["bird", "spider", "refined"].includes(exRule)) throw new ReexError("BAD_REQUEST", `--ex-rule must be bird, spider or refined, got "${exRule}"`);
     const template = values.template ?? "family";
@@ -143,7 +150,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const env = { executor, goldCache: new GoldCache(), timeoutMs };
     const first = resolveRewardSpec({ ...specBase, preset: presets[0]! });
-    const facts = await gatherFacts({ response, family, goldSql: gold, dbPath: db, generatedTokens: tokens }, env, first);
+    const facts = await gatherFacts({ response, profile, family, goldSql: gold, dbPath: db, generatedTokens: tokens }, env, first);
     const rewards = presets.map((p) => rewardFromFacts(facts, resolveRewardSpec({ ...specBase, preset: p })));
     const code = facts.goldResult.ok ? 0 : 1;
     if (!facts.goldResult.ok) console.error(`reex reward: the gold SQL does not run (${facts.goldResult.error.code}: ${facts.goldResult.error.message}); nothing can be correct`);
@@ -153,6 +160,7 @@ export async function run(argv: string[]): Promise<number> {
           {
             finalSql: facts.finalSql,
             goldSql: facts.goldSql,
+            profile: facts.profile,
             family: facts.family,
             formatOk: facts.formatOk,
             formatProblems: facts.formatProblems,
@@ -173,6 +181,7 @@ export async function run(argv: string[]): Promise<number> {
       return code;
     }
     const lines: string[] = [];
+    lines.push(`profile: ${facts.profile}, ${facts.family} family`);
     lines.push(`final SQL: ${facts.finalSql ?? "(none)"}`);
     lines.push(describeResult("gold", facts.goldResult), describeResult("final", facts.finalResult));
     lines.push(`format: ${facts.formatOk ? "ok" : `not ok (${facts.formatProblems.join("; ")})`}; soft format ${facts.softFormatOk ? "ok" : "not ok"}`);

@@ -4,24 +4,29 @@
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { PROFILE_IDS } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { loadTrainConfig, runTraining, type TrainMode } from "../training/index.js";
 
 /** One-line description shown by `reex --help`. */
 export const summary = "fine-tune the policy: SFT on traces or GRPO with executor-in-the-loop rollouts";
 
-const HELP = `usage: reex train sft|grpo --config FILE [--resume] [--run DIR] [--steps N] [--quiet]
+const HELP = `usage: reex train sft|grpo --config FILE [--resume] [--run DIR] [--steps N] [--profile ID] [--quiet]
 
 Runs the training loop of docs/training.md: per step, collect experience (GRPO: G rollouts per
-question, rewards and advantages; SFT: traces with <result> blocks masked out), run one step of
-the Python learner (python3 -m reex_learner), and reload the new weights. Writes checkpoints,
-metrics.jsonl and report.html into the run folder. Example configs: examples/training/*.json.
+question, rewards and advantages; SFT: traces with the injected feedback blocks masked out), run
+one step of the Python learner (python3 -m reex_learner), and reload the new weights. Rollouts,
+format rewards and masks follow the model profile (the config's "profile", default detected from
+the model), so a model keeps its own protocol (e.g. skyrl-sql: <sql> → <observation>, <solution>).
+Writes checkpoints, metrics.jsonl and report.html into the run folder. Example configs:
+examples/training/*.json.
 
 options:
   --config FILE   training configuration (JSON; relative paths resolve against its folder)
   --resume        continue the run in runDir from its latest checkpoint
   --run DIR       run folder (overrides the config's runDir)
   --steps N       total steps (overrides the config's steps)
+  --profile ID    model profile: auto | ${PROFILE_IDS.join(" | ")} (overrides the config's profile)
   --quiet         no progress bar
   -h, --help      show this help`;
 
@@ -30,6 +35,7 @@ const OPTIONS = {
   resume: { type: "boolean" },
   run: { type: "string" },
   steps: { type: "string" },
+  profile: { type: "string" },
   quiet: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -68,6 +74,7 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadTrainConfig(resolve(values.config), mode, {
     ...(values.run ? { runDir: resolve(values.run) } : {}),
     ...(steps !== undefined ? { steps } : {}),
+    ...(values.profile !== undefined ? { profile: values.profile } : {}),
   });
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();

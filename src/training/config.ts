@@ -6,7 +6,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { ReexError, issuesFrom } from "../errors/index.js";
+import { PROFILE_IDS, familyFor, getProfile } from "../agent/index.js";
+import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { ADVANTAGE_SCALINGS } from "./advantages.js";
 import { REWARD_PRESETS, resolveRewardSpec } from "./rewards.js";
 
@@ -168,8 +169,13 @@ export const trainConfigSchema = z
     maxInteractions: z.number().int().min(0).max(50).default(10),
     /** Tokens sampled per rollout. Default 1024. */
     maxTokens: z.number().int().positive().default(1024),
-    /** Default "execution-aware". */
-    promptFamily: z.enum(["execution-aware", "standard", "direct"]).default("execution-aware"),
+    /**
+     * The model profile rollouts are prompted, parsed, scored and masked in (`reex`, `skyrl-sql`,
+     * `omnisql`, `think-answer`, `generic`), or "auto" to detect it from the model's metadata. Default "auto".
+     */
+    profile: z.enum(["auto", ...PROFILE_IDS] as [string, ...string[]]).default("auto"),
+    /** Must be one the profile supports. Default the profile's first family ("execution-aware" for reex, skyrl-sql and generic). */
+    promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
     /** Default "full". */
     feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
     /** Rows shown per probe result. Default 3. */
@@ -216,6 +222,13 @@ export function parseTrainConfig(input: unknown, mode: TrainMode, baseDir = proc
   const parsed = trainConfigSchema.safeParse(input);
   if (!parsed.success) throw new ReexError("CONFIG_INVALID", "invalid training configuration", { issues: issuesFrom(parsed.error.issues) });
   const c = parsed.data;
+  if (c.profile !== "auto" && c.promptFamily !== undefined) {
+    try {
+      familyFor(getProfile(c.profile), c.promptFamily);
+    } catch (err) {
+      throw new ReexError("CONFIG_INVALID", `invalid training configuration: ${toReexError(err).message}`, { issues: [{ path: ["promptFamily"], message: toReexError(err).message }] });
+    }
+  }
   if (mode === "grpo" && !c.data) throw new ReexError("CONFIG_INVALID", "grpo training needs `data` (dataset and dbRoot)", { issues: [{ path: ["data"], message: "required for grpo" }] });
   if (mode === "sft" && !c.sft) throw new ReexError("CONFIG_INVALID", "sft training needs `sft.traces`", { issues: [{ path: ["sft"], message: "required for sft" }] });
   return {

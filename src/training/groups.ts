@@ -2,11 +2,11 @@
  * Rollout groups for GRPO: G rollouts per question through the same agent code the server runs
  * (`runRollout` with the policy, the executor and the decoder's prompt builder), each scored by a
  * reward preset, then advantages over the step's groups. The token record of each rollout gives
- * the loss mask (sampled = 1, injected `<result>` text = 0) and the sampling log-probs.
+ * the loss mask (sampled = 1; text the server appended, such as the profile's feedback blocks
+ * `<result>` or `<observation>`, = 0) and the sampling log-probs.
  */
-import { runRollout, type RolloutResult } from "../agent/index.js";
+import { familyFor, reexProfile, runRollout, type FeedbackMode, type ModelProfile, type PromptFamily, type RolloutResult } from "../agent/index.js";
 import type { PromptFor } from "../decoding/prompt.js";
-import type { FeedbackMode, PromptFamily } from "../decoding/types.js";
 import { ReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/types.js";
 import type { Executor } from "../sql/types.js";
@@ -30,6 +30,8 @@ export interface GroupOptions {
   executor: Executor;
   /** The prompt of a question (the decoder's `createPromptBuilder().promptFor`). */
   promptFor: PromptFor;
+  /** The protocol rollouts are prompted, parsed and scored in. Default the `reex` profile. */
+  profile?: ModelProfile;
   /** Rollouts per question (G). Default 8. */
   groupSize?: number;
   /** Sampling temperature. Default 1.0. */
@@ -38,7 +40,7 @@ export interface GroupOptions {
   maxInteractions?: number;
   /** Tokens sampled per rollout at most. Default 1024. */
   maxTokens?: number;
-  /** Default "execution-aware". */
+  /** Must be one the profile supports (BAD_REQUEST otherwise). Default the profile's first family. */
   family?: PromptFamily;
   /** Default "full". */
   feedback?: FeedbackMode;
@@ -103,15 +105,17 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T
 export async function runGroup(question: TrainingQuestion, options: GroupOptions): Promise<RolloutGroup> {
   const g = options.groupSize ?? 8;
   if (!Number.isInteger(g) || g < 1) throw new ReexError("BAD_REQUEST", `group size must be a positive integer, got ${g}`);
-  const family = options.family ?? "execution-aware";
+  const profile = options.profile ?? reexProfile;
+  const family = familyFor(profile, options.family);
   const spec = resolveRewardSpec(options.reward);
   const env: RewardEnv = options.rewardEnv ?? { executor: options.executor };
-  const prompt = await options.promptFor(question.dbPath, question.question, question.evidence, family);
+  const prompt = await options.promptFor(question.dbPath, question.question, question.evidence, family, profile);
   const rollouts = await mapLimit(Array.from({ length: g }, (_, i) => i), options.concurrency ?? g, async (index) => {
     if (options.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
     const rollout = await runRollout(options.policy, prompt, {
       executor: options.executor,
       dbPath: question.dbPath,
+      profile,
       family,
       maxInteractions: options.maxInteractions ?? 10,
       maxTokens: options.maxTokens ?? 1024,
@@ -131,6 +135,7 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
     const facts = await gatherFacts(
       {
         response: rollout.text,
+        profile,
         family,
         finalSql: rollout.finalSql,
         probes: rollout.probes.filter((p) => !p.overLimit).map((p) => ({ sql: p.sql, repeated: p.repeated })),

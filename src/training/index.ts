@@ -24,6 +24,7 @@ export {
   rewardFromFacts,
   scoreResponse,
   sigmoid,
+  skyrlSqlReward,
   softFormat,
   sqlR1Reward,
   strictFormat,

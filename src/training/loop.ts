@@ -1,7 +1,8 @@
 /**
  * The training loop of `reex train sft|grpo`: per step, collect experience (GRPO: G rollouts per
  * question through the server's agent code, rewards, advantages; SFT: tokenised traces with the
- * injected `<result>` text masked out), write it to `<run>/experience/`, run one step of the Python
+ * injected feedback text masked out), all in one model profile's protocol (the config's `profile`,
+ * or the one detected from the model), write it to `<run>/experience/`, run one step of the Python
  * learner, and hot-reload the new weights into the rollout policy. Checkpoints every K steps (and
  * after the last), `--resume` from the latest one, held-out evaluation through src/eval's
  * `runEval`, metrics as JSONL and an HTML report.
@@ -15,6 +16,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, link, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { familyFor, reexProfile, resolveProfile, type ModelProfile } from "../agent/index.js";
 import { createDecoder, createPromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
@@ -228,10 +230,19 @@ export function parseTraces(text: string, source = "traces"): SftTrace[] {
   return out;
 }
 
-/** Splits a response into the model's own text (mask 1) and injected `<result>…</result>` blocks with their trailing newline (mask 0). */
-export function splitInjected(response: string): { text: string; sampled: 0 | 1 }[] {
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Splits a response into the model's own text (mask 1) and the profile's injected feedback blocks
+ * (`<result>…</result>` for reex, `<observation>…</observation>` for skyrl-sql) with their trailing
+ * newline (mask 0). A profile without feedback (single-turn) masks nothing. Default profile `reex`.
+ */
+export function splitInjected(response: string, profile: ModelProfile = reexProfile): { text: string; sampled: 0 | 1 }[] {
   const out: { text: string; sampled: 0 | 1 }[] = [];
-  const re = /<result>[\s\S]*?<\/result>\n?/gi;
+  if (!profile.feedback) return response ? [{ text: response, sampled: 1 }] : [];
+  const re = new RegExp(`${escapeRegExp(profile.feedback.open)}[\\s\\S]*?${escapeRegExp(profile.feedback.close)}\\n?`, "gi");
   let pos = 0;
   for (const m of response.matchAll(re)) {
     if (m.index > pos) out.push({ text: response.slice(pos, m.index), sampled: 1 });
@@ -244,9 +255,10 @@ export function splitInjected(response: string): { text: string; sampled: 0 | 1 
 
 /**
  * The experience record of one SFT trace: prompt tokens exactly as a rollout would start from them,
- * response pieces tokenised in order (loss only on the model's own segments), then `endOfTurn`.
+ * response pieces tokenised in order (loss only on the model's own segments, the profile's feedback
+ * blocks masked), then `endOfTurn`. Default profile `reex`.
  */
-export async function sftRecord(policy: Policy, trace: SftTrace, endOfTurn: string, questionId: string | number): Promise<ExperienceRecord> {
+export async function sftRecord(policy: Policy, trace: SftTrace, endOfTurn: string, questionId: string | number, profile: ModelProfile = reexProfile): Promise<ExperienceRecord> {
   const spec = trace.messages ? policy.renderChat(trace.messages) : { prefix: "", suffix: trace.prompt! };
   const trajectory = await policy.start(spec);
   let promptTokens: number[];
@@ -257,7 +269,8 @@ export async function sftRecord(policy: Policy, trace: SftTrace, endOfTurn: stri
   }
   const tokens: number[] = [];
   const mask: (0 | 1)[] = [];
-  for (const piece of [...splitInjected(trace.response), ...(endOfTurn ? [{ text: endOfTurn, sampled: 1 as const }] : [])]) {
+  const pieces = splitInjected(trace.response, profile);
+  for (const piece of [...pieces, ...(endOfTurn ? [{ text: endOfTurn, sampled: 1 as const }] : [])]) {
     for (const t of policy.tokenize(piece.text)) {
       tokens.push(t);
       mask.push(piece.sampled);
@@ -272,7 +285,7 @@ export async function sftRecord(policy: Policy, trace: SftTrace, endOfTurn: stri
     reward: 0,
     components: {},
     truncated: false,
-    interactions: splitInjected(trace.response).filter((p) => p.sampled === 0).length,
+    interactions: pieces.filter((p) => p.sampled === 0).length,
     question_id: trace.question_id ?? questionId,
   };
 }
@@ -529,6 +542,11 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
 
     policy = await (options.createPolicy ?? defaultPolicy)(model, config);
     const current = policy;
+    const choice = resolveProfile(config.profile, current.info.metadata ?? {}, "the training config's profile");
+    const profile = choice.profile;
+    const family = familyFor(profile, config.promptFamily);
+    reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
+    log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     const evalGold = new Map<number, ExecResult>();
     const evaluate = async (step: number): Promise<number | null> => {
       if (!heldout || !config.eval) return null;
@@ -536,7 +554,8 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         policy: current,
         executor,
         indexDir,
-        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: config.promptFamily, feedback: config.feedback, feedbackRows: config.feedbackRows },
+        profile: profile.id,
+        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: family, feedback: config.feedback, feedbackRows: config.feedbackRows },
       });
       const run = await runEval({
         items: heldout.items,
@@ -583,11 +602,12 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
                 policy: current,
                 executor,
                 promptFor: prompts.promptFor,
+                profile,
                 groupSize: config.groupSize,
                 temperature: config.temperature,
                 maxInteractions: config.maxInteractions,
                 maxTokens: config.maxTokens,
-                family: config.promptFamily,
+                family,
                 feedback: config.feedback,
                 feedbackRows: config.feedbackRows,
                 schemaHints: config.schemaHints,
@@ -620,7 +640,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         } else {
           records = [];
           for (const ti of picks) {
-            records.push(await sftRecord(current, traces[ti]!, config.sft!.endOfTurn, ti));
+            records.push(await sftRecord(current, traces[ti]!, config.sft!.endOfTurn, ti, profile));
             bar?.update(++done, `step ${step}/${config.steps}`);
           }
           stats = { rollouts: records.length, response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0 };

@@ -1,6 +1,6 @@
 /**
  * Every training reward of SPEC §5 in one module: the ReEx composite with its weight presets,
- * Think2SQL's dense QATCH rewards, SQL-R1, CogniSQL, PaVeRL partial match and Arctic. Each reward
+ * Think2SQL's dense QATCH rewards, SQL-R1, CogniSQL, PaVeRL partial match, Arctic and SkyRL-SQL. Each reward
  * returns its additive components and their weights (`total = Σ weights[k] · components[k]`) plus
  * diagnostics, so a run logs every term separately.
  *
@@ -22,9 +22,12 @@
  *   the length term is −0.5 when the response has more than k generated tokens.
  * - PaVeRL: a gold column is matched by a distinct predicted column with the same multiset of
  *   values; a correct result counts as EXf = 1.
+ * - A response is read in its model profile's protocol (default `reex`): the final SQL, the
+ *   probes the exploration term counts, the strict format (the profile's `formatCheck`) and the
+ *   soft format all use the profile's tags, so `<sql>`/`<solution>` score under `skyrl-sql` as
+ *   `<intermediate_sql>`/`<final_sql>` do under `reex`.
  */
-import { extractFinal, extractProbes, formatCheck, normalizeSql, segments } from "../agent/index.js";
-import type { PromptFamily } from "../decoding/types.js";
+import { extractFinal, extractProbes, familyFor, normalizeSql, reexProfile, segments, type ModelProfile, type ProfileId, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { cellKey, exBird, exRefined, exSpider, extractEntities, hasOrderBy, loadSchema, type ResultRows } from "../sql/index.js";
 import type { ExecResult, Executor } from "../sql/types.js";
@@ -64,6 +67,7 @@ export const REWARD_PRESETS = [
   "cognisql",
   "paverl",
   "arctic",
+  "skyrl-sql",
 ] as const;
 
 /** A reward preset's canonical name. */
@@ -111,13 +115,15 @@ export interface RewardProbe {
 
 /** Everything one response is scored from. */
 export interface RewardContext {
-  /** The whole response after the prompt, injected `<result>` blocks included. */
+  /** The whole response after the prompt, injected feedback blocks (`<result>`, `<observation>`, …) included. */
   response: string;
-  /** Default "execution-aware". */
+  /** The protocol the response is read in: its tags, format check and answer. Default the `reex` profile. */
+  profile?: ModelProfile;
+  /** Must be one the profile supports (BAD_REQUEST otherwise). Default the profile's first family ("execution-aware" for reex). */
   family?: PromptFamily;
-  /** The final SQL; default read from `response` with `extractFinal`. */
+  /** The final SQL; default read from `response` in the profile's tags. */
   finalSql?: string | null;
-  /** Default read from `response` (closed probes; repeats by normalised SQL). */
+  /** Default read from `response` (the profile's closed probe blocks; repeats by normalised SQL). */
   probes?: readonly RewardProbe[];
   /** Interaction steps; default the number of probes. */
   interactions?: number;
@@ -131,11 +137,13 @@ export interface RewardContext {
 
 /** What the rewards are computed from: the response read, the final and gold SQL executed. */
 export interface RewardFacts {
+  /** The profile the response was read in. */
+  profile: ProfileId;
   family: PromptFamily;
-  /** The response follows the strict template. */
+  /** The response follows the strict template (the profile's format check for the "family" template). */
   formatOk: boolean;
   formatProblems: string[];
-  /** A reasoning block followed by a closed answer block, other text allowed. */
+  /** A reasoning block followed by a closed answer block, other text allowed (in the profile's tags). */
   softFormatOk: boolean;
   finalSql: string | null;
   goldSql: string;
@@ -254,10 +262,10 @@ export function resolveRewardSpec(spec: RewardSpec = {}): ResolvedRewardSpec {
 // Reading the response
 // ---------------------------------------------------------------------------------------------
 
-/** Probes of a response in order, each flagged when its normalised SQL repeats an earlier one. */
-export function probesOf(response: string): RewardProbe[] {
+/** Probes of a response in order (the profile's probe tag), each flagged when its normalised SQL repeats an earlier one. Default profile `reex`. */
+export function probesOf(response: string, profile: ModelProfile = reexProfile): RewardProbe[] {
   const seen = new Set<string>();
-  return extractProbes(response).map((sql) => {
+  return extractProbes(response, profile.syntax).map((sql) => {
     const key = normalizeSql(sql);
     const repeated = seen.has(key);
     seen.add(key);
@@ -270,20 +278,35 @@ const TWO_BLOCK: Record<Exclude<RewardTemplate, "family">, RegExp> = {
   "think-answer": /^\s*<think>[\s\S]*?<\/think>\s*<answer>[\s\S]*?\S[\s\S]*?<\/answer>\s*$/i,
 };
 
-/** Strict format: the whole response follows the template (the family's by default), end tokens allowed after it. */
-export function strictFormat(response: string, family: PromptFamily, template: RewardTemplate = "family"): { ok: boolean; problems: string[] } {
-  if (template === "family") return formatCheck(response, family);
+/**
+ * Strict format: the whole response follows the template, end tokens allowed after it. The
+ * "family" template is the profile's own format check for the family. Default profile `reex`.
+ */
+export function strictFormat(response: string, family: PromptFamily, template: RewardTemplate = "family", profile: ModelProfile = reexProfile): { ok: boolean; problems: string[] } {
+  if (template === "family") return profile.formatCheck(response, family);
   const body = response.replace(/(?:\s*(?:<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end\|>|<end_of_turn>|<\/s>|<eos>))+\s*$/, "");
   const ok = TWO_BLOCK[template].test(body);
   return { ok, problems: ok ? [] : [`does not follow the ${template} template`] };
 }
 
-/** Soft format: a closed `<think>`/`<reasoning>` block followed somewhere later by a closed `<final_sql>`/`<answer>` block. */
-export function softFormat(response: string): boolean {
-  const segs = segments(response);
-  const think = segs.findIndex((s) => (s.kind === "think" || s.kind === "reasoning") && s.closed);
+const CLOSED_SQL_FENCE = /```[ \t]*(?:sql|sqlite)[ \t]*\n([\s\S]*?)```/gi;
+
+/**
+ * Soft format, in the profile's tags: a closed reasoning block (`<think>`, `<reasoning>`) followed
+ * somewhere later by a closed, non-empty answer block (`<final_sql>`, `<answer>`, `<solution>`).
+ * A fenced-answer profile (OmniSQL) reasons in free text: some text, then a closed non-empty
+ * ```sql fence. Default profile `reex`.
+ */
+export function softFormat(response: string, profile: ModelProfile = reexProfile): boolean {
+  const segs = segments(response, profile.syntax);
+  if (!profile.answer.open.startsWith("<")) {
+    const fences = [...response.matchAll(CLOSED_SQL_FENCE)];
+    const last = fences.at(-1);
+    return last !== undefined && last[1]!.trim().length > 0 && response.slice(0, last.index).trim().length > 0;
+  }
+  const think = segs.findIndex((s) => (s.role === "think" || s.role === "think-alias") && s.closed);
   if (think < 0) return false;
-  return segs.slice(think + 1).some((s) => (s.kind === "final_sql" || s.kind === "answer") && s.closed && s.content.trim().length > 0);
+  return segs.slice(think + 1).some((s) => (s.role === "final" || s.role === "final-alias") && s.closed && s.content.trim().length > 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,26 +435,31 @@ export function columnMatchShare(pred: ResultRows, gold: ResultRows, goldWidth?:
 // Facts and scoring
 // ---------------------------------------------------------------------------------------------
 
-/** Reads the response and executes the final and gold SQL (gold through the cache). Never throws for bad SQL. */
+/**
+ * Reads the response in its profile's tags and executes the final and gold SQL (gold through the
+ * cache). Never throws for bad SQL; a family the profile does not support is BAD_REQUEST.
+ */
 export async function gatherFacts(context: RewardContext, env: RewardEnv, spec: ResolvedRewardSpec = resolveRewardSpec()): Promise<RewardFacts> {
-  const family = context.family ?? "execution-aware";
+  const profile = context.profile ?? reexProfile;
+  const family = familyFor(profile, context.family);
   const limits = { timeoutMs: env.timeoutMs ?? DEFAULT_REWARD_TIMEOUT_MS, maxRows: env.maxRows ?? DEFAULT_REWARD_MAX_ROWS };
-  const finalSql = context.finalSql === undefined ? extractFinal(context.response).sql : context.finalSql;
-  const probes = context.probes ? context.probes.map((p) => ({ sql: p.sql, repeated: p.repeated })) : probesOf(context.response);
+  const finalSql = context.finalSql === undefined ? extractFinal(context.response, profile.syntax).sql : context.finalSql;
+  const probes = context.probes ? context.probes.map((p) => ({ sql: p.sql, repeated: p.repeated })) : probesOf(context.response, profile);
   const goldCache = env.goldCache ?? new GoldCache();
   const [goldResult, finalResult] = await Promise.all([
     context.goldResult ?? goldCache.get(env.executor, context.dbPath, context.goldSql, limits),
     finalSql === null || finalSql.trim() === "" ? Promise.resolve(null) : env.executor.execute(context.dbPath, finalSql, limits),
   ]);
   if (context.goldResult) goldCache.set(context.dbPath, context.goldSql, context.goldResult);
-  const format = strictFormat(context.response, family, spec.template);
+  const format = strictFormat(context.response, family, spec.template, profile);
   const executable = finalResult?.ok === true;
   const correct = executable && goldResult.ok && resultsMatch(finalResult.rows, goldResult.rows, spec.exRule, context.goldSql);
   return {
+    profile: profile.id,
     family,
     formatOk: format.ok,
     formatProblems: format.problems,
-    softFormatOk: softFormat(context.response),
+    softFormatOk: softFormat(context.response, profile),
     finalSql,
     goldSql: context.goldSql,
     finalResult,
@@ -543,6 +571,17 @@ export function arcticReward(facts: RewardFacts, spec: ResolvedRewardSpec): Rewa
   return breakdown(spec, facts, { outcome }, { outcome: 1 });
 }
 
+/**
+ * SkyRL-SQL's outcome reward (NovaSky-AI/SkyRL, skyrl-gym's SQL environment): −1 when the response
+ * fails the format check, else 1 if the final result equals gold, 0 otherwise. The format check is
+ * the profile's strict one, not skyrl-gym's own (which allows text between tags and asks for a
+ * `<think>` after every observation).
+ */
+export function skyrlSqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
+  const outcome = !facts.formatOk ? -1 : facts.correct ? 1 : 0;
+  return breakdown(spec, facts, { outcome }, { outcome: 1 });
+}
+
 /** The reward of a preset over gathered facts (pure). */
 export function rewardFromFacts(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
   switch (spec.preset) {
@@ -557,6 +596,8 @@ export function rewardFromFacts(facts: RewardFacts, spec: ResolvedRewardSpec): R
       return paverlReward(facts, spec);
     case "arctic":
       return arcticReward(facts, spec);
+    case "skyrl-sql":
+      return skyrlSqlReward(facts, spec);
     default:
       return reexReward(facts, spec);
   }

@@ -60,6 +60,7 @@ const failed: ExecResult = { ok: false, error: { code: "SQL_SYNTAX", category: "
 function facts(over: Partial<RewardFacts> = {}): RewardFacts {
   const gold = ok(["name"], [["Ann"], ["Bob"], ["Dee"]]);
   return {
+    profile: "reex",
     family: "execution-aware",
     formatOk: true,
     formatProblems: [],
