@@ -2,6 +2,7 @@
  * `reex mcp` end to end: a real process over stdio, driven by the MCP SDK's own client, with the
  * tiny GGUF through node-llama-cpp and the example databases as real SQLite files.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,12 +19,13 @@ let dir: string;
 let retail: string;
 let client: Client;
 let stderr = "";
+let model: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reex-mcp-stdio-"));
   const sets = await buildExamples(join(dir, "examples"));
   retail = sets.find((s) => s.dbId === "retail")!.path;
-  const model = await ensureTestModel();
+  model = await ensureTestModel();
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: ["--import", "tsx", "src/cli.ts", "mcp", "--no-examples", "--db", retail, "--policy.model", model, "--policy.gpu", "cpu", "--sql.maxRows", "25"],
@@ -149,5 +151,31 @@ describe("reex mcp over stdio", () => {
     expect(asks.at(-1)).toMatchObject({ msg: "mcp tool refused", code: "CANCELLED", liveTrajectories: 0 });
     const after = await call(client, "list_databases", {});
     expect(after.isError).toBeFalsy();
+  });
+
+  it("writes nothing but protocol messages to stdout and exits when the client closes stdin", async () => {
+    const messages = [
+      { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_databases", arguments: {} } },
+    ];
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "mcp", "--no-examples", "--db", retail, "--policy.model", model, "--policy.gpu", "cpu"], {
+      env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data-raw") },
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    child.stdin.write(messages.map((m) => JSON.stringify(m)).join("\n") + "\n");
+    await until(() => stdout.split("\n").length > 2, 30_000, "two answers on stdout");
+    child.stdin.end();
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still running"), 15_000))]);
+    if (code === "still running") child.kill();
+    expect(code).toBe(0);
+    const lines = stdout.trimEnd().split("\n");
+    const parsed = lines.map((l) => JSON.parse(l) as { jsonrpc: string; id?: number; result?: { structuredContent?: { databases: { name: string }[] } } });
+    expect(parsed.every((m) => m.jsonrpc === "2.0")).toBe(true);
+    expect(parsed.map((m) => m.id)).toEqual([1, 2]);
+    expect(parsed[1]!.result!.structuredContent!.databases.map((d) => d.name)).toEqual(["retail"]);
   });
 });
