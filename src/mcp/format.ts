@@ -1,5 +1,5 @@
 /** How tool results look to an MCP client: JSON-safe rows, the answer's fields, and a short trace of the decode. */
-import type { Answer } from "../decoding/types.js";
+import type { Answer } from "../decoding/index.js";
 import type { ReexEvent } from "../events/index.js";
 import type { ExecSuccess, SqlValue } from "../sql/index.js";
 

@@ -1,8 +1,7 @@
 /** The four tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder). */
 import { z } from "zod";
 import type { Config } from "../config/index.js";
-import type { PromptBuilder } from "../decoding/index.js";
-import type { AnswerRequest } from "../decoding/types.js";
+import type { AnswerRequest, PromptBuilder } from "../decoding/index.js";
 import { familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";

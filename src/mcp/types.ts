@@ -1,7 +1,6 @@
 /** What the MCP front end needs from the rest of reex, as structural types so each transport hands in its own. */
 import type { Config } from "../config/index.js";
-import type { PromptBuilder } from "../decoding/index.js";
-import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
+import type { Answer, AnswerRequest, DecodeContext, PromptBuilder } from "../decoding/index.js";
 import type { DatabaseEntry, Executor } from "../sql/index.js";
 
 /** A value or a promise of it. */
