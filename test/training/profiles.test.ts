@@ -5,6 +5,7 @@
  */
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { omnisqlProfile, reexProfile, skyrlSqlProfile, thinkAnswerProfile } from "../../src/agent/index.js";
 import { run as rewardCli } from "../../src/cli/reward.js";
@@ -12,6 +13,7 @@ import { ScriptedPolicy, type ScriptContext } from "../../src/policy/index.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import {
   GoldCache,
+  loadTrainConfig,
   parseTrainConfig,
   readExperience,
   readMetrics,
@@ -235,5 +237,7 @@ describe("training in the skyrl-sql profile", () => {
     );
     expect(parseTrainConfig(base, "grpo")).toMatchObject({ profile: "auto" });
     expect(parseTrainConfig(base, "grpo").promptFamily).toBeUndefined();
+    const example = loadTrainConfig(fileURLToPath(new URL("../../examples/training/grpo-skyrl-sql.json", import.meta.url)), "grpo");
+    expect(example).toMatchObject({ profile: "skyrl-sql", reward: { preset: "skyrl-sql" }, groupSize: 5 });
   });
 });
