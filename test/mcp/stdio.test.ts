@@ -67,6 +67,9 @@ describe("reex mcp over stdio", () => {
     expect(dbs).toHaveLength(1);
     expect(dbs[0]!.name).toBe("retail");
     expect(dbs[0]!.tables.sort()).toEqual(["customers", "order_items", "orders", "products"]);
+    const byId = await call(client, "run_sql", { database: dbs[0]!.id, sql: "SELECT count(*) FROM products" });
+    expect(byId.isError).toBeFalsy();
+    expect(byId.structuredContent!.database).toBe(dbs[0]!.id);
   });
 
   it("describes the example database by name as the model sees it, with the values a question matches", async () => {
@@ -116,6 +119,7 @@ describe("reex mcp over stdio", () => {
     const read = await client.readResource({ uri: resources[0]!.uri });
     const text = (read.contents[0] as { text: string }).text;
     expect(text).toContain("customers.first_name");
+    await expect(client.readResource({ uri: "reex://databases/nope/schema" })).rejects.toMatchObject({ code: -32002 });
   });
 
   it("answers ask with the final SQL, candidates and their votes, a trace, and progress notifications while it decodes", async () => {
