@@ -183,4 +183,33 @@ describe("/mcp over Streamable HTTP", () => {
     const ready = (await (await fetch(`${server.url}/readyz`)).json()) as { queue: { running: number } };
     expect(ready.queue.running).toBe(0);
   });
+
+  it("counts MCP requests against the key's rate limit like /v1", async () => {
+    const limited = await startServer(parseConfig({ server: { host: "127.0.0.1", port: 0, apiKeys: [KEY], rateLimitPerMinute: 2, logLevel: "warn" }, sql: { dataDir: join(dir, "data") } }), {
+      registry: runtime.registry,
+      decode: runtime.decode,
+      close: async () => undefined,
+    });
+    try {
+      const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+      const post = () =>
+        fetch(`${limited.url}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${KEY}` },
+          body: JSON.stringify(init),
+        });
+      const statuses: number[] = [];
+      let last: Response | undefined;
+      for (let i = 0; i < 3; i++) {
+        last = await post();
+        statuses.push(last.status);
+        if (last.status !== 429) await last.body?.cancel();
+      }
+      expect(statuses).toEqual([200, 200, 429]);
+      expect(last!.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(((await last!.json()) as { code: string }).code).toBe("RATE_LIMITED");
+    } finally {
+      await limited.close();
+    }
+  });
 });
