@@ -11,7 +11,7 @@ import { z } from "zod";
 import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
-import type { Strategy } from "../decoding/types.js";
+import type { Strategy } from "../decoding/index.js";
 import type { Config } from "../config/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";

@@ -5,7 +5,7 @@
  * is produced.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
-import type { Answer, AnswerRequest, DecodeContext, Strategy } from "../decoding/types.js";
+import type { Answer, AnswerRequest, DecodeContext, Strategy } from "../decoding/index.js";
 import type { ExecResult, ExecSuccess, Executor, SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type Summary } from "./metrics.js";

@@ -6,10 +6,10 @@
  * `<result>` or `<observation>`, = 0) and the sampling log-probs.
  */
 import { familyFor, reexProfile, runRollout, type FeedbackMode, type ModelProfile, type PromptFamily, type RolloutResult } from "../agent/index.js";
-import type { PromptFor } from "../decoding/prompt.js";
+import type { PromptFor } from "../decoding/index.js";
 import { ReexError, type ErrorCode } from "../errors/index.js";
-import type { Policy } from "../policy/types.js";
-import type { Executor } from "../sql/types.js";
+import type { Policy } from "../policy/index.js";
+import type { Executor } from "../sql/index.js";
 import { computeAdvantages, type AdvantageOptions, type AdvantageScaling } from "./advantages.js";
 import { sanitizeLogprobs, type ExperienceRecord } from "./experience.js";
 import { gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardEnv, type RewardSpec } from "./rewards.js";

@@ -22,7 +22,7 @@ import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
 import { packageRoot } from "../paths/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
-import type { ChatMessage, Policy } from "../policy/types.js";
+import type { ChatMessage, Policy } from "../policy/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";

@@ -29,8 +29,7 @@
  */
 import { extractFinal, extractProbes, familyFor, normalizeSql, reexProfile, segments, type ModelProfile, type ProfileId, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
-import { cellKey, exBird, exRefined, exSpider, extractEntities, hasOrderBy, loadSchema, type ResultRows } from "../sql/index.js";
-import type { ExecResult, Executor } from "../sql/types.js";
+import { cellKey, exBird, exRefined, exSpider, extractEntities, hasOrderBy, loadSchema, type ExecResult, type Executor, type ResultRows } from "../sql/index.js";
 
 /** The ReEx composite's five weights: format, em, exec, entity, exploration. */
 export interface ReexWeights {
