@@ -456,8 +456,10 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const reportFile = join(runDir, "report.html");
   const runFile = join(runDir, "run.json");
 
+  let recorded: { id: string; reason: string } | undefined;
   if (existsSync(runFile)) {
-    const previous = JSON.parse(readFileSync(runFile, "utf8")) as { mode?: string };
+    const previous = JSON.parse(readFileSync(runFile, "utf8")) as { mode?: string; profile?: { id: string; reason: string } };
+    recorded = previous.profile;
     if (!options.resume) throw new ReexError("BAD_REQUEST", `${runDir} already holds a training run; pass --resume to continue it or choose another runDir`);
     if (previous.mode && previous.mode !== mode) throw new ReexError("BAD_REQUEST", `${runDir} holds a ${previous.mode} run; cannot resume it as ${mode}`);
   }
@@ -477,7 +479,9 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   } else {
     await writeFile(metricsFile, "");
   }
-  await writeFile(runFile, `${JSON.stringify({ mode, config, updatedAt: new Date().toISOString() }, null, 2)}\n`);
+  const writeRunFile = (profile?: { id: string; reason: string }): Promise<void> =>
+    writeFile(runFile, `${JSON.stringify({ mode, config, ...(profile ? { profile } : {}), updatedAt: new Date().toISOString() }, null, 2)}\n`);
+  await writeRunFile(options.resume ? recorded : undefined);
   if (start >= config.steps) {
     log(`reex train: the run is already at step ${start} of ${config.steps}; nothing to do`);
     return { runDir, mode, resumedFrom: start, lastStep: start, model: checkpoint?.model ?? config.model, checkpoints: [], metrics: readMetrics(metricsFile), report: reportFile };
@@ -542,11 +546,14 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
 
     policy = await (options.createPolicy ?? defaultPolicy)(model, config);
     const current = policy;
-    const choice = resolveProfile(config.profile, current.info.metadata ?? {}, "the training config's profile");
+    // A resumed "auto" run keeps the profile it started with: checkpoints are renamed files, and detection may read the file name.
+    const keep = config.profile === "auto" && options.resume === true && recorded !== undefined;
+    const choice = resolveProfile(keep ? recorded!.id : config.profile, current.info.metadata ?? {}, keep ? "the run being resumed" : "the training config's profile");
     const profile = choice.profile;
     const family = familyFor(profile, config.promptFamily);
     reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
+    await writeRunFile({ id: profile.id, reason: choice.reason });
     const evalGold = new Map<number, ExecResult>();
     const evaluate = async (step: number): Promise<number | null> => {
       if (!heldout || !config.eval) return null;

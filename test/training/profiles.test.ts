@@ -137,17 +137,21 @@ describe("reex reward --profile", () => {
   });
 });
 
-/** The stand-in model: writes SkyRL-SQL tags only when its prompt asks for them; even trajectories answer right. */
-function skyrlModel(): ScriptedPolicy {
+/** The stand-in model's script: SkyRL-SQL tags only when its prompt asks for them; even trajectories answer right. */
+function skyrlScript(): (ctx: ScriptContext) => string {
   const order = new Map<string, number>();
-  return new ScriptedPolicy((ctx: ScriptContext) => {
+  return (ctx) => {
     if (!ctx.prompt.includes("<solution>")) return "<final_sql>SELECT 1</final_sql>";
     if (!order.has(ctx.trajectoryId)) order.set(ctx.trajectoryId, order.size);
     const right = order.get(ctx.trajectoryId)! % 2 === 0;
     const gold = QUESTIONS.find((q) => ctx.prompt.includes(q.question))!.SQL;
     if (!ctx.text.includes("</observation>")) return `<think>look</think>\n<sql>${PROBE}</sql>`;
     return `<think>ok</think>\n<solution>${right ? gold : "SELECT name FROM singer"}</solution>`;
-  });
+  };
+}
+
+function skyrlModel(): ScriptedPolicy {
+  return new ScriptedPolicy(skyrlScript());
 }
 
 /** A learner that only writes a "model", so the loop can run its steps. */
@@ -227,6 +231,33 @@ describe("training in the skyrl-sql profile", () => {
     expect(splitInjected(resp, reexProfile).every((p) => p.sampled === 1)).toBe(true);
     expect(splitInjected("a<result>\nx\n</result>\nb<observation>\ny\n</observation>\n", reexProfile).map((p) => p.sampled)).toEqual([1, 0, 1]);
     expect(splitInjected(resp, omnisqlProfile)).toEqual([{ text: resp, sampled: 1 }]);
+  });
+
+  it("detects the profile from the model's metadata with profile auto, records it in run.json, and keeps it on --resume", async () => {
+    /** The stand-in model naming itself as a GGUF of SkyRL-SQL-7B would. */
+    class NamedSkyrl extends ScriptedPolicy {
+      override get info() {
+        return { ...super.info, metadata: { name: "SkyRL-SQL-7B" } };
+      }
+    }
+    const named = (): ScriptedPolicy => new NamedSkyrl(skyrlScript());
+    const runDir = join(fx.dir, "run-auto");
+    const base = { model: model(), runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 }, questionsPerStep: 1, groupSize: 2, maxTokens: 400, checkpointEvery: 1 };
+    const logs: string[] = [];
+    await runTraining(parseTrainConfig({ ...base, steps: 1 }, "grpo"), { mode: "grpo", createPolicy: async () => named(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    expect(logs.join("\n")).toContain('profile skyrl-sql (general.name "SkyRL-SQL-7B" names SkyRL-SQL)');
+    expect(JSON.parse(readFileSync(join(runDir, "run.json"), "utf8")).profile).toEqual({ id: "skyrl-sql", reason: 'general.name "SkyRL-SQL-7B" names SkyRL-SQL' });
+
+    // The checkpoint says nothing about itself (a renamed file): the resumed run keeps the recorded profile.
+    logs.length = 0;
+    await runTraining(parseTrainConfig({ ...base, steps: 2 }, "grpo"), { mode: "grpo", resume: true, createPolicy: async () => skyrlModel(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    expect(logs.join("\n")).toContain("profile skyrl-sql (set by the run being resumed)");
+    const records = await readExperience(join(runDir, "experience", "step-000002.jsonl"));
+    expect(records.map((r) => r.components.format)).toEqual([1, 1]);
+    // An explicit profile still wins over the recorded one.
+    logs.length = 0;
+    await runTraining(parseTrainConfig({ ...base, steps: 3, profile: "reex" }, "grpo"), { mode: "grpo", resume: true, createPolicy: async () => skyrlModel(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    expect(logs.join("\n")).toContain("profile reex (set by the training config's profile)");
   });
 
   it("refuses a training config whose profile is unknown or does not support its prompt family", () => {
