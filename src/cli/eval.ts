@@ -300,6 +300,11 @@ export async function run(argv: string[]): Promise<number> {
   console.error(`reex eval: ${items.length} questions (${dataset.layout} layout) from ${datasetFile}`);
 
   const config = predictions ? undefined : await readConfig(configFlags, values.config);
+  // A configured profile is known before any model loads: check the runs that use it now, not after the runs before them.
+  const configured = config?.policy.profile;
+  if (runSpecs && configured !== undefined && configured !== "auto") {
+    for (const spec of runSpecs) if (spec.profile === undefined) familyFor(getProfile(configured), spec.promptFamily);
+  }
   const quiet = values.quiet ?? false;
   const controller = new AbortController();
   setMaxListeners(0, controller.signal); // every in-flight decode and query listens on it; not a leak

@@ -10,7 +10,7 @@ import type { Config } from "../../src/config/index.js";
 import type { ScriptContext } from "../../src/policy/index.js";
 import { BIRD_QUESTIONS, makeFixture } from "./fixtures.js";
 
-const seen = vi.hoisted(() => ({ calls: [] as ScriptContext[], writes: "follow-prompt" as "follow-prompt" | "skyrl" }));
+const seen = vi.hoisted(() => ({ calls: [] as ScriptContext[], writes: "follow-prompt" as "follow-prompt" | "skyrl", modelName: undefined as string | undefined }));
 
 function goldOf(prompt: string): string {
   const q = BIRD_QUESTIONS.find((x) => prompt.includes(x.question));
@@ -41,7 +41,13 @@ vi.mock("../../src/runtime/index.js", async () => {
   return {
     createRuntime: async (config: Config) => {
       const executor = new ExecutorPool({ workers: 1 });
-      const policy = new ScriptedPolicy((ctx) => {
+      /** Names itself in its metadata as a GGUF would, when the test sets a name. */
+      class Named extends ScriptedPolicy {
+        override get info() {
+          return { ...super.info, ...(seen.modelName ? { metadata: { name: seen.modelName } } : {}) };
+        }
+      }
+      const policy = new Named((ctx) => {
         seen.calls.push(ctx);
         return script(ctx);
       });
@@ -64,6 +70,7 @@ afterEach(() => {
   vi.restoreAllMocks();
   seen.calls = [];
   seen.writes = "follow-prompt";
+  seen.modelName = undefined;
 });
 
 function quiet(out: string[] = [], err: string[] = []): void {
@@ -147,6 +154,21 @@ describe("reex eval --runs with model profiles", () => {
     ]);
   });
 
+  it("records the profile detected from the model's metadata for a run that names none", async () => {
+    const { run } = await import("../../src/cli/eval.js");
+    const fx = makeFixture();
+    const runsFile = join(fx.dir, "runs.json");
+    writeFileSync(runsFile, JSON.stringify([{ label: "detected", strategy: "greedy" }]));
+    seen.modelName = "SkyRL-SQL-7B";
+    const err: string[] = [];
+    quiet([], err);
+    const outDir = join(fx.dir, "out");
+    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "2", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data")])).toBe(0);
+    const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
+    expect(report.runs.map((r) => [r.config.profile, r.summary.ex.bird])).toEqual([["skyrl-sql", 1]]);
+    expect(err.join("\n")).toContain('run detected: profile skyrl-sql (general.name "SkyRL-SQL-7B" names SkyRL-SQL)');
+  });
+
   it("runs --strategy in the --profile given, and in the configured profile without one", async () => {
     const { run } = await import("../../src/cli/eval.js");
     const fx = makeFixture();
@@ -181,12 +203,16 @@ describe("reex eval --runs with model profiles", () => {
     expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", file, "--profile", "reex"])).toBe(2);
     expect(err.join("\n")).toContain("--profile go inside the --runs file");
 
-    // No profile in the entry: the configured one is checked against the entry's family before any question is decoded.
+    // No profile in the entry: the configured one, or the one detected from the model, is checked
+    // against the entry's family before any question is decoded.
     writeFileSync(file, JSON.stringify([{ label: "direct", promptFamily: "direct", strategy: "greedy" }]));
-    await expect(run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", file, "--limit", "1", "--out", join(fx.dir, "o"), "--quiet", "--sql.dataDir", join(fx.dir, "data"), "--policy.profile", "skyrl-sql"])).rejects.toMatchObject({
+    const args = ["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", file, "--limit", "1", "--out", join(fx.dir, "o"), "--quiet", "--sql.dataDir", join(fx.dir, "data")];
+    await expect(run([...args, "--policy.profile", "skyrl-sql"])).rejects.toMatchObject({
       code: "BAD_REQUEST",
       message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family'),
     });
+    seen.modelName = "SkyRL-SQL-7B";
+    await expect(run(args)).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family') });
     expect(seen.calls).toHaveLength(0);
   });
 });
