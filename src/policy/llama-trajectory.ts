@@ -145,9 +145,12 @@ export class LlamaTrajectory implements Trajectory {
       const grammar = options.grammar !== undefined ? await this.host.grammar(options.grammar) : undefined;
       const model = this.model;
       const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;
-      const before = [...this.promptTokens, ...this.record.tokens].slice(-8);
+      const recorded = this.record.tokens;
+      const before = recorded.length >= 8 ? recorded.slice(-8) : [...this.promptTokens.slice(-(8 - recorded.length)), ...recorded];
       const text = new IncrementalText((tokens, last) => model.detokenize(asTokens(tokens), false, asTokens(last.length ? last : before)));
       const stops = new StopMatcher(options.stop);
+      // the text is only needed per token to find stop strings or to stream it; else it is decoded once at the end
+      const perToken = options.onText !== undefined || options.stop.some((x) => x.length > 0);
       const tokens: number[] = [];
       const logprobs: number[] = [];
       const textTokens: number[] = [];
@@ -184,10 +187,18 @@ export class LlamaTrajectory implements Trajectory {
           this.record.logprobs.push(logprob);
           this.generated++;
           if (model.isEogToken(token)) {
-            stopReason = "eos";
-            break;
+            if (!options.ignoreEos) {
+              stopReason = "eos";
+              break;
+            }
+            if (tokens.length >= limit) break;
+            continue;
           }
           textTokens.push(token);
+          if (!perToken) {
+            if (tokens.length >= limit) break;
+            continue;
+          }
           const stable = text.push(token);
           if (stable.length > emitted) {
             options.onText?.(stable.slice(emitted));

@@ -48,6 +48,11 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Called with each decoded piece of text as it is sampled (incomplete UTF-8 characters held back). */
   onText?: (text: string) => void;
+  /**
+   * Keep sampling past end-of-turn tokens (they stay in `tokens` and the text decodes them to ""), so
+   * that exactly `maxTokens` are sampled unless a stop string or abort ends it first: for benchmarks. Default false.
+   */
+  ignoreEos?: boolean;
 }
 
 /** Why a generate call ended. */

@@ -114,6 +114,28 @@ describe("llama policy: sampling", () => {
     await t.release();
   });
 
+  it("samples past end-of-turn tokens with ignoreEos, the same tokens and logprobs up to them, then exactly maxTokens", async () => {
+    const parent = await policy.start(prompt);
+    let ended: { seed: number; tokens: number[]; logprobs: number[] } | undefined;
+    for (let seed = 1; seed <= 60 && !ended; seed++) {
+      const child = await parent.fork();
+      const r = await child.generate({ stop: [], maxTokens: 48, temperature: 4, seed });
+      if (r.stopReason === "eos") ended = { seed, tokens: r.tokens, logprobs: r.logprobs };
+      await child.release();
+    }
+    expect(ended, "some seed ends its turn within 48 tokens at temperature 4").toBeDefined();
+    const child = await parent.fork();
+    const r = await child.generate({ stop: [], maxTokens: ended!.tokens.length + 20, temperature: 4, seed: ended!.seed, ignoreEos: true });
+    expect(r.stopReason).toBe("maxTokens");
+    expect(r.tokens).toHaveLength(ended!.tokens.length + 20);
+    expect(r.tokens.slice(0, ended!.tokens.length)).toEqual(ended!.tokens);
+    expect(r.logprobs.slice(0, ended!.tokens.length)).toEqual(ended!.logprobs);
+    expect(r.logprobs).toHaveLength(r.tokens.length);
+    expect(child.record.tokens).toEqual(r.tokens);
+    await child.release();
+    await parent.release();
+  });
+
   it("honours maxTokens per call and reports it", async () => {
     const t = await policy.start(prompt);
     const r = await t.generate({ stop: [], maxTokens: 5, temperature: 0.8, seed: 3 });
