@@ -33,8 +33,9 @@ log() { echo "build-llama-tools: $*" >&2; }
 start=$(date +%s)
 if [ ! -d "$dir/src/.git" ]; then
   log "cloning llama.cpp $tag from the bundle"
-  rm -rf "$dir/src"
-  git clone -q "$bundle" "$dir/src" >&2 2>&1
+  rm -rf "$dir/src" "$dir/src.partial"
+  git -c advice.detachedHead=false clone -q "$bundle" "$dir/src.partial" >&2
+  mv "$dir/src.partial" "$dir/src"
 fi
 # LLAMA_BUILD_TOOLS (on by default for a standalone tree) is what adds tools/batched-bench;
 # the UI is neither built (needs npm) nor fetched (needs network), static so bin/ stands alone.
@@ -45,8 +46,8 @@ cmake -S "$dir/src" -B "$dir/build" \
   -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >&2
 jobs="$(nproc 2>/dev/null || echo 2)"
-log "building ${targets[*]} with -j$jobs (several minutes)"
-cmake --build "$dir/build" --target "${targets[@]}" -j"$jobs" >&2
+log "building ${targets[*]} with -j$jobs at nice 10, so tests running alongside keep the CPU (several minutes)"
+nice -n 10 cmake --build "$dir/build" --target "${targets[@]}" -j"$jobs" >&2
 mkdir -p "$dir/bin"
 for t in "${targets[@]}"; do install -m 755 "$dir/build/bin/$t" "$dir/bin/$t"; done
 echo "$tag" >"$dir/.complete"

@@ -1,8 +1,8 @@
 /**
  * The remote policy over real HTTP: an OpenAI-compatible peer (test/helpers/openai-peer.ts) serves
  * the real tiny GGUF through this project's llama policy, and the remote backend talks to it like it
- * would to vLLM. With LLAMA_SERVER_BIN set to a built llama.cpp `llama-server`, the basic checks
- * also run against the real thing serving the same model.
+ * would to vLLM. The same checks against llama.cpp's real llama-server live in
+ * test/e2e/llama-server.test.ts.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -18,7 +18,6 @@ import { isReexError } from "../../src/errors/index.js";
 import { createRemotePolicy, exactTextGrammar, type Policy } from "../../src/policy/index.js";
 import { ExecutorPool, loadSchema, renderSchema } from "../../src/sql/index.js";
 import { choiceGrammars, eventLog, makeShopDb, SHOP_FINALS, SHOP_PROBES } from "../decoding/helpers.js";
-import { ensureTestModel, TEST_MODEL } from "../helpers/model.js";
 import { startOpenAIPeer, type OpenAIPeer } from "../helpers/openai-peer.js";
 
 const MESSAGES = [
@@ -66,8 +65,9 @@ afterAll(async () => {
 });
 
 describe("remote policy against an OpenAI-compatible peer serving the tiny model", () => {
-  it("asks the endpoint for its model and context size", () => {
+  it("asks the endpoint for its model and context size; without /props the served id is all the metadata", () => {
     expect(policy.info).toMatchObject({ backend: "remote", model: "tiny", device: "remote", contextSize: 2048, maxSequences: 64 });
+    expect(policy.info.metadata).toEqual({ file: "tiny" });
   });
 
   it("renders ChatML by default and a {system}/{user} template when configured", async () => {
@@ -459,70 +459,3 @@ describe("remote policy against an OpenAI-compatible peer serving the tiny model
     }
   });
 });
-
-const LLAMA_SERVER_BIN = process.env.LLAMA_SERVER_BIN;
-
-describe.skipIf(!LLAMA_SERVER_BIN)(
-  LLAMA_SERVER_BIN ? "remote policy against llama.cpp's llama-server" : "remote policy against llama.cpp's llama-server (skipped: set LLAMA_SERVER_BIN to a built llama-server binary)",
-  () => {
-    let server: ChildProcess;
-    let remote: Policy;
-    let output = "";
-
-    beforeAll(async () => {
-      await ensureTestModel();
-      const port = await freePort();
-      server = spawn(LLAMA_SERVER_BIN!, ["-m", TEST_MODEL, "--host", "127.0.0.1", "--port", String(port), "-c", "2048", "-t", "1", "-np", "2"], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      server.stdout!.on("data", (d: Buffer) => (output += d.toString()));
-      server.stderr!.on("data", (d: Buffer) => (output += d.toString()));
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        if (server.exitCode !== null) throw new Error(`llama-server exited with ${server.exitCode}:\n${output.slice(-2000)}`);
-        const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) break;
-        if (Date.now() > deadline) throw new Error(`llama-server did not become healthy:\n${output.slice(-2000)}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      remote = await createRemotePolicy({ url: `http://127.0.0.1:${port}/v1`, timeoutMs: 30_000 });
-    });
-
-    afterAll(async () => {
-      await remote?.close();
-      server?.kill("SIGTERM");
-    });
-
-    it("generates to a stop string that llama-server leaves out of its text, with ids and logprobs", async () => {
-      expect(remote.info.contextSize).toBeGreaterThan(0);
-      const t = await remote.start(remote.renderChat(MESSAGES, { sharedPrefix: SHARED }));
-      try {
-        const streamed: string[] = [];
-        const r = await t.generate({ stop: ["</intermediate_sql>"], maxTokens: 200, grammar: exactTextGrammar(PROBE + " tail"), seed: 1, onText: (s) => streamed.push(s) });
-        expect(r.stopReason).toBe("stop");
-        expect(r.stop).toBe("</intermediate_sql>");
-        expect(r.text.startsWith(PROBE)).toBe(true);
-        expect(streamed.join("")).toBe(r.text);
-        expect(r.tokens.length).toBe(r.logprobs.length);
-        expect(r.tokens.length).toBeGreaterThan(5);
-        expect(r.tokens.every((id) => id >= 0)).toBe(true);
-        expect(r.logprobs.every((l) => Number.isFinite(l) && l <= 0)).toBe(true);
-        expect(remote.detokenize(r.tokens)).toBe(r.text);
-        const appended = await t.append(resultBlock("city\nLyon"));
-        expect(appended.tokens.length).toBeGreaterThan(3);
-        const next = await t.generate({ stop: ["</final_sql>"], maxTokens: 200, grammar: exactTextGrammar(FINAL), seed: 2 });
-        expect(next.stopReason).toBe("stop");
-        expect(next.text.startsWith(FINAL)).toBe(true);
-        expect(t.usage.generatedTokens).toBe(r.tokens.length + next.tokens.length);
-        expect(t.usage.evaluatedTokens).toBeGreaterThan(0);
-        const greedy = await t.generate({ stop: [], maxTokens: 5, temperature: 0 });
-        expect(["maxTokens", "eos"]).toContain(greedy.stopReason);
-      } finally {
-        await t.release();
-      }
-    });
-  },
-);
