@@ -17,7 +17,7 @@ import { startServer, type RunningServer } from "../../src/server/index.js";
 import { ensureLlamaTools, startLlamaServer, type LlamaServer, type LlamaTools } from "../helpers/llama-tools.js";
 import { buildRealModel, readGgufMetadata } from "../helpers/real-models.js";
 
-/** Building llama-server on a clean 2-core machine takes 5 to 10 minutes; later runs reuse it. */
+/** The first build took 11 minutes on a shared 2-core machine; later runs reuse it. */
 const BUILD_TIMEOUT_MS = 25 * 60_000;
 
 let tools: LlamaTools;
