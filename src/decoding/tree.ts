@@ -5,13 +5,15 @@
  *
  * Budget: every running branch carries a quota of leaves it owes. The root starts with all
  * `candidates` and spawns min(branching, candidates) children that split it. A branch that answers
- * a probe with quota q ≥ 2 becomes a node with min(branching, q) children splitting q: with q ≥
- * branching it forks all but one and continues itself as the last; with fewer it forks them all
- * and keeps its own state, so the node can take more children later. A branch that finishes is
- * one leaf and gives back q − 1; a pruned or failed branch gives back q. Budget given back is
- * spent by the shallowest node that still has room for a child (fewer than `branching`); when none
- * has, the root keeps spawning (at most `branching` children at a time). So exactly `candidates`
- * leaves finish unless a stop, the spawn limit or a failure intervenes.
+ * a probe with quota q ≥ 2 becomes a node with min(branching, q) children splitting q; it forks
+ * them all and keeps its own state while its subtree runs (when no sequence is free for the last
+ * child, it continues itself as that child instead). A branch that finishes is one leaf and gives
+ * back q − 1; a pruned branch gives back q. Budget given back goes first to the nearest node above
+ * the branch (not the root) that still holds its state or is still forking: a new child there
+ * re-samples only what follows that node's probe result. Else it is spent by the shallowest held
+ * node that still has room for a child (fewer than `branching`); when none has, the root spawns as
+ * many children as there are free sequences (at least `branching`), so the batch stays full. So
+ * exactly `candidates` leaves finish unless a stop, the spawn limit or a failure intervenes.
  *
  * Pruning (tree-prune): a branch whose probe fails is dropped; of siblings whose first probes
  * returned identical rows only the first is kept and the duplicate's quota moves to a live branch
@@ -19,8 +21,8 @@
  * whose final SQL fails is dropped and replaced (kept aside, and added back only if the tree ends
  * short, so the vote can still fall back to it).
  *
- * Sequences: held node states (the root's for the whole decode) count against the request's
- * slots. Forks take free slots without waiting; when none is free a node forks fewer children
+ * Sequences: held node states (the root's for the whole decode; another node's until its subtree
+ * has no live branch and it has `branching` children) count against the request's slots. Forks take free slots without waiting; when none is free a node forks fewer children
  * (the continuing child keeps the rest of the quota) after first giving up the deepest held node
  * state. Only the budget pump waits for a slot, and only while a running branch holds one; when
  * none does, it hands a held node's state itself to the new child.
@@ -48,6 +50,12 @@ export interface TreeOptions {
 interface NodeRec {
   path: string;
   depth: number;
+  /** The node this one grew from; null for the root. */
+  parent: NodeRec | null;
+  /** Live branches in this node's subtree; a full node's state is freed when it drops to 0. */
+  running: number;
+  /** While the branch that became this node is still forking its children: the quotas it has yet to fork. */
+  expanding: number[] | null;
   /** Next child index (for paths). */
   next: number;
   /** Children spawned so far. */
@@ -85,9 +93,11 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
   const { control, emit } = run;
   const maxBranches = TREE_SPAWN_FACTOR * options.candidates;
   const live = new Set<Branch>();
+  /** The branch forking each node that is still being expanded. */
+  const expanding = new Map<NodeRec, Branch>();
   const tasks: Promise<void>[] = [];
   const reserve: { path: string; rollout: RolloutResult; exec: ExecResult | undefined }[] = [];
-  const root: NodeRec = { path: ROOT_PATH, depth: 0, next: 0, children: 0, held: null, firstResults: new Map() };
+  const root: NodeRec = { path: ROOT_PATH, depth: 0, parent: null, running: 0, expanding: null, next: 0, children: 0, held: null, firstResults: new Map() };
   /** Nodes holding their state, in creation order (the root first). */
   const heldNodes: NodeRec[] = [];
   let pool = options.candidates;
@@ -148,7 +158,9 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
     let best: NodeRec | undefined;
     for (const n of heldNodes) if (n.children < options.branching && (!best || n.depth < best.depth)) best = n;
     if (best) return { node: best, room: options.branching - best.children };
-    return { node: root.held ? root : null, room: options.branching };
+    // budget that came back to the root (its first children ended without a probe to fork at): as
+    // many children as there are free sequences, so the batch stays full
+    return { node: root.held ? root : null, room: Math.max(options.branching, control.freeSlots()) };
   };
 
   const newBranch = (parent: NodeRec, quota: number, trajectory: TrackedTrajectory, state: RolloutState): Branch => {
@@ -167,17 +179,72 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
     };
   };
 
+  const ancestry = (node: NodeRec | null): NodeRec[] => {
+    const out: NodeRec[] = [];
+    for (let n = node; n; n = n.parent) out.push(n);
+    return out;
+  };
+
+  /** Frees the states of full nodes (no room for a child) whose subtrees have no live branch left. */
+  const releaseIdle = async (nodes: NodeRec[]): Promise<void> => {
+    for (const n of nodes) {
+      if (n !== root && n.running === 0 && n.children >= options.branching && n.held) await unhold(n)?.trajectory.release();
+    }
+  };
+
   const launch = (b: Branch): void => {
     live.add(b);
+    for (const n of ancestry(b.parent)) n.running++;
     emit({ type: "branch", path: b.path, parent: b.parent.path, depth: b.depth });
     const task = runBranch(b)
       .catch(fail)
-      .finally(() => {
+      .finally(async () => {
+        const chain = ancestry(b.parent);
+        for (const n of chain) n.running--;
         live.delete(b);
+        await releaseIdle(chain).catch(fail);
         changed();
         checkDone();
       });
     tasks.push(task);
+  };
+
+  /**
+   * Spends budget that `b` gives back on the nearest held node above it (not the root): a new child
+   * there re-samples only what follows that node's probe result, where a child of the root would
+   * sample the whole rollout again. False when there is no such node or no sequence for the child.
+   */
+  const respawnBelow = async (b: Branch, quota: number): Promise<boolean> => {
+    const node = ancestry(b.parent).find((n) => n !== root && (n.held !== null || n.expanding !== null));
+    if (node?.expanding) {
+      const owner = live.has(expanding.get(node)!) ? expanding.get(node)! : undefined;
+      if (owner) {
+        owner.quota += quota;
+        node.expanding.push(quota);
+        return true;
+      }
+    }
+    if (!node?.held || !canSpawn() || !control.tryAcquire()) return false;
+    const source = node.held;
+    let child: TrackedTrajectory | null;
+    try {
+      child = await control.forkHeld(source.trajectory);
+    } catch (err) {
+      fail(err);
+      return false;
+    }
+    if (!child) return false;
+    spawned++;
+    launch(newBranch(node, quota, child, cloneRolloutState(source.state)));
+    return true;
+  };
+
+  /** Gives back `b`'s spare budget: to a live heir, else below its nearest held node, else to the pool. */
+  const giveBackFrom = async (b: Branch, quota: number, to?: Branch): Promise<void> => {
+    if (quota <= 0) return;
+    if (to?.live) return giveBack(quota, to);
+    if (await respawnBelow(b, quota)) return;
+    giveBack(quota);
   };
 
   /** A live branch in `b`'s subtree (itself first), if any. */
@@ -240,7 +307,7 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
           spawned++;
           launch(newBranch(parent, quota, child, source ? cloneRolloutState(source.state) : createRolloutState()));
         }
-        if (node && node !== root && node.children >= options.branching) await unhold(node)?.trajectory.release();
+        if (node && node !== root && node.children >= options.branching && node.running === 0) await unhold(node)?.trajectory.release();
         if (!refused || pool === 0) continue;
         if (runningHoldSlots()) await nextChange();
         else if (!(await reclaim())) {
@@ -260,15 +327,25 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
 
   /** Turns a branch that just answered a probe into a node and forks its children. */
   async function expand(b: Branch): Promise<void> {
-    const node: NodeRec = { path: b.path, depth: b.depth, next: 0, children: 0, held: null, firstResults: new Map() };
     const k = Math.min(options.branching, b.quota);
-    const keep = k < options.branching;
-    const quotas = splitQuota(b.quota, k);
-    const forks = keep ? quotas : quotas.slice(0, -1);
+    const queue = splitQuota(b.quota, k);
+    const node: NodeRec = { path: b.path, depth: b.depth, parent: b.parent, running: 0, expanding: queue, next: 0, children: 0, held: null, firstResults: new Map() };
+    expanding.set(node, b);
+    try {
+      await forkChildren(b, node, queue);
+    } finally {
+      node.expanding = null;
+      expanding.delete(node);
+    }
+  }
+
+  /** Forks `node`'s children from `b` for the quotas in `queue` (which grows when the children give budget back meanwhile). */
+  async function forkChildren(b: Branch, node: NodeRec, queue: number[]): Promise<void> {
     let forked = 0;
-    for (const quota of forks) {
+    for (let quota = queue.shift(); quota !== undefined; quota = queue.shift()) {
       if (!canSpawn()) break;
-      if (control.freeSlots() === 0 && !(await reclaim())) break;
+      // the last child would only free this branch to become a held node: not worth another node's state
+      if (control.freeSlots() === 0 && (queue.length === 0 || !(await reclaim()))) break;
       let child: { trajectory: TrackedTrajectory; state: RolloutState };
       try {
         const f = await forkRollout(b.trajectory, b.state);
@@ -296,17 +373,19 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
     b.path = takeover.path;
     b.depth = takeover.depth;
     b.parent = node;
+    node.running++;
     b.probed = false;
     emit({ type: "branch", path: b.path, parent: node.path, depth: b.depth });
   }
 
-  const drop = (b: Branch, reason: "probe_error" | "duplicate_result", to?: Branch): void => {
+  const drop = async (b: Branch, reason: "probe_error" | "duplicate_result", to?: Branch): Promise<void> => {
     const quota = b.quota;
     b.quota = 0;
     b.live = false;
     pruned++;
     emit({ type: "prune", path: b.path, reason });
-    giveBack(quota, to);
+    await b.trajectory.release();
+    await giveBackFrom(b, quota, to);
   };
 
   async function runBranch(b: Branch): Promise<void> {
@@ -358,7 +437,7 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
     const rollout = finishRollout(b.trajectory, b.state, { path: b.path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
     await b.trajectory.release();
     if (!options.prune) {
-      giveBack(leftover);
+      await giveBackFrom(b, leftover);
       run.leaves.add(b.path, rollout, await run.leaves.execute(rollout));
       return;
     }
@@ -367,11 +446,11 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
       reserve.push({ path: b.path, rollout, exec });
       pruned++;
       emit({ type: "prune", path: b.path, reason: "sql_error" });
-      giveBack(leftover + 1);
+      await giveBackFrom(b, leftover + 1);
       return;
     }
     run.leaves.add(b.path, rollout, exec);
-    giveBack(leftover);
+    await giveBackFrom(b, leftover);
   }
 
   try {

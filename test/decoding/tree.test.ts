@@ -93,6 +93,34 @@ describe("tree decoding", () => {
     expect(s.policy.liveTrajectories()).toBe(0);
   });
 
+  it("respawns a leaf's spare budget below its nearest held node, not from the root", async () => {
+    // root children get quotas 4,4,4; each probes and forks 2,1,1; the quota-2 child answers at once, and its spare leaf
+    // must re-sample only what follows that probe's result: a fourth child of the node, not a new child of the root
+    const s = scripted(probeThenAnswer, ANSWERS);
+    const log = eventLog();
+    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 12, branching: 3 }, { sink: log.sink });
+    expect(answer.candidates).toHaveLength(12);
+    const childrenOf = (p: string): number => log.of("branch").filter((b) => b.parent === p).length;
+    expect(childrenOf("R")).toBe(3);
+    expect(["R.0", "R.1", "R.2"].map(childrenOf)).toEqual([4, 4, 4]);
+    expect(answer.candidates.every((c) => c.path.split(".").length === 3)).toBe(true);
+    expect(s.policy.liveTrajectories()).toBe(0);
+  });
+
+  it("spends budget that comes back to the root on as many children as there are free sequences", async () => {
+    // nobody probes: the root's first two children (quotas 8, 8) end as single leaves, and their 14 spare leaves
+    // run side by side instead of `branching` at a time
+    const s = scripted(byState((_text, n) => final(FINALS[n % 3]!, n < 2 ? "x".repeat(200 * (n + 1)) : "done")), ANSWERS, { policy: { tokenDelayMs: 1 } });
+    const log = eventLog();
+    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 16, branching: 2 }, { sink: log.sink });
+    expect(answer.candidates).toHaveLength(16);
+    const order = log.events.filter((e) => e.type === "branch" || e.type === "candidate").map((e) => e.type);
+    const first = order.indexOf("candidate");
+    const second = order.indexOf("candidate", first + 1);
+    expect(second - first - 1, "children started between the first leaf and the next").toBe(7);
+    expect(s.policy.liveTrajectories()).toBe(0);
+  });
+
   it("allocates the budget through deeper probes without overshooting", async () => {
     // every segment probes until the third probe, then answers: quota must still land on exactly 16 leaves
     const s = scripted(byState((text, n) => (probesIn(text) < 3 ? probe(`SELECT ${1 + (n % 2)}`) : final(FINALS[n % 3]!))), ANSWERS);
