@@ -3,7 +3,8 @@
  * second request's prompt is evaluated again when it shares the database prefix (target ≤ 10%),
  * fork cost (idle, and while other trajectories keep the context busy: fork, first token of the
  * child, a start from a cached prefix, a release), and the cost of injecting a `<result>` block; with llama.cpp flash attention "auto"
- * and off, side by side (the policy's default is off on CPU, "auto" on a GPU).
+ * and off, side by side (the policy's default is off on CPU, "auto" on a GPU). Generation samples past end-of-turn tokens
+ * (`ignoreEos`), so each figure is over the number of tokens it says (a model that ends its turn at once would else time nothing).
  *
  *   npx tsx bench/policy.ts [--model PATH] [--gpu auto|cuda|cpu] [--threads N] [--schema-tokens N] [--gen N] [--batch N]
  *
@@ -88,7 +89,7 @@ async function measure(path: string, flashAttention: "auto" | boolean): Promise<
     const cold = await policy.start(prompt(policy, db, "How many orders were shipped in 2023?"));
     const coldMs = ms(t0);
     t0 = process.hrtime.bigint();
-    const single = await cold.generate({ stop: [], maxTokens: genTokens });
+    const single = await cold.generate({ stop: [], maxTokens: genTokens, ignoreEos: true });
     const genMs = ms(t0);
     t0 = process.hrtime.bigint();
     const appended = await cold.append(RESULT);
@@ -107,7 +108,7 @@ async function measure(path: string, flashAttention: "auto" | boolean): Promise<
 
     const perTrajectory = Math.max(1, Math.floor(genTokens / 2));
     t0 = process.hrtime.bigint();
-    const results = await Promise.all(forks.map((f, i) => f.generate({ stop: [], maxTokens: perTrajectory, temperature: 1, seed: i + 1 })));
+    const results = await Promise.all(forks.map((f, i) => f.generate({ stop: [], maxTokens: perTrajectory, temperature: 1, seed: i + 1, ignoreEos: true })));
     const batchMs = ms(t0);
     const total = results.reduce((s, r) => s + r.tokens.length, 0);
     const loaded = await underLoad(policy, db, warm, forks);
@@ -142,7 +143,7 @@ async function underLoad(policy: Policy, db: string, warm: Trajectory, busy: Tra
   let sampled = 0;
   let finished = 0;
   const runs = busy.map((f, i) =>
-    f.generate({ stop: [], maxTokens: 4 * genTokens, temperature: 1, seed: 100 + i, signal: controller.signal, onText: () => void sampled++ }).finally(() => void finished++),
+    f.generate({ stop: [], maxTokens: 4 * genTokens, temperature: 1, seed: 100 + i, signal: controller.signal, ignoreEos: true, onText: () => void sampled++ }).finally(() => void finished++),
   );
   while (sampled < 2 * busy.length && finished === 0) await new Promise((r) => setTimeout(r, 2));
   let t0 = process.hrtime.bigint();
@@ -172,8 +173,8 @@ const rows: [string, (m: Measures) => string][] = [
   ["device", (m) => m.device],
   ["prompt tokens (first request)", (m) => String(m.promptTokens)],
   ["prompt eval, cold (tokens/s)", (m) => `${m.coldTokensPerS.toFixed(0)} (${m.coldMs.toFixed(0)} ms)`],
-  ["generation, 1 trajectory (tokens/s)", (m) => m.genTokensPerS.toFixed(0)],
-  [`generation, ${batch} forks batched (tokens/s)`, (m) => m.batchTokensPerS.toFixed(0)],
+  [`generation, 1 trajectory, ${genTokens} tokens (tokens/s)`, (m) => m.genTokensPerS.toFixed(0)],
+  [`generation, ${batch} forks × ${Math.max(1, Math.floor(genTokens / 2))} tokens batched (tokens/s)`, (m) => m.batchTokensPerS.toFixed(0)],
   ["2nd request, same db: re-evaluated", (m) => `${m.reevaluated}/${m.warmPromptTokens} = ${((100 * m.reevaluated) / m.warmPromptTokens).toFixed(1)}%`],
   ["start latency cold → warm", (m) => `${m.coldMs.toFixed(0)} → ${m.warmMs.toFixed(0)} ms (${(m.coldMs / m.warmMs).toFixed(1)}×)`],
   ["fork (KV copy), ms each / tokens evaluated", (m) => `${m.forkMs.toFixed(1)} / ${m.forkEvaluated}`],
