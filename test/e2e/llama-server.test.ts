@@ -239,4 +239,17 @@ describe("the remote backend takes its profile and chat template from what llama
       await t.release();
     }
   });
+
+  it("a configured chat template overrides the server's", async () => {
+    const custom = await createRemotePolicy({ url: `${llama.url}/v1`, timeoutMs: 30_000, chatTemplate: "S: {system}\nU: {user}\nA: " });
+    try {
+      const spec = custom.renderChat([
+        { role: "system", content: "You write SQL." },
+        { role: "user", content: "How many customers?" },
+      ]);
+      expect(spec.prefix + spec.suffix).toBe("S: You write SQL.\nU: How many customers?\nA: ");
+    } finally {
+      await custom.close();
+    }
+  });
 });

@@ -6,6 +6,7 @@
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import { ReexError } from "../../errors/index.js";
 
+/** A short reason for a failed request: the socket error code (ECONNREFUSED…) when there is one. */
 export function errorText(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
@@ -17,14 +18,17 @@ export function errorText(err: unknown): string {
   return String(err);
 }
 
+/** A plain JSON object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** The value when it is a finite number. */
 export function finite(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
 }
 
+/** Token ids from a `/tokenize` reply: plain ids or `{id, piece}` entries; undefined if any is not an integer. */
 export function tokenArray(value: unknown): number[] | undefined {
   if (!Array.isArray(value)) return undefined;
   const out: number[] = [];

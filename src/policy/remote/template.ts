@@ -33,6 +33,7 @@ export function renderTemplate(template: string, messages: ChatMessage[]): Promp
   return mergeParts(parts);
 }
 
+/** The parts of a chat rendered as ChatML, ending with the assistant turn opened (or a final assistant message continued). */
 export function renderChatML(messages: ChatMessage[]): PromptPart[] {
   const parts: PromptPart[] = [];
   messages.forEach((m, i) => {
