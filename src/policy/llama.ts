@@ -7,6 +7,7 @@ import { stat } from "node:fs/promises";
 import { basename, resolve as resolvePath } from "node:path";
 import {
   getLlama,
+  JinjaTemplateChatWrapper,
   LlamaLogLevel,
   resolveChatWrapper,
   resolveModelFile,
@@ -155,7 +156,13 @@ async function resolveLora(paths: readonly string[]): Promise<string[]> {
 
 function pickChatWrapper(model: LlamaModel): ChatWrapper {
   try {
-    const jinja = resolveChatWrapper(model, { type: "jinjaTemplate", fallbackToOtherWrappersOnJinjaError: false });
+    // rendered as Hugging Face's apply_chat_template(add_generation_prompt=True) does, the template's own defaults kept:
+    // node-llama-cpp otherwise renders an empty assistant message (Qwen3 then pre-closes an empty <think>) and sets enable_thinking
+    const jinja = resolveChatWrapper(model, {
+      type: "jinjaTemplate",
+      fallbackToOtherWrappersOnJinjaError: false,
+      customWrapperSettings: { jinjaTemplate: { additionalRenderParameters: { add_generation_prompt: true }, reasoning: null } },
+    });
     if (jinja) return jinja;
   } catch {
     // no usable template in the file: fall back to node-llama-cpp's detection
@@ -224,7 +231,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     const history: ChatHistoryItem[] = messages.map((m) =>
       m.role === "assistant" ? { type: "model", response: [m.content] } : { type: m.role, text: m.content },
     );
-    if (messages.at(-1)?.role !== "assistant") history.push({ type: "model", response: [] });
+    if (messages.at(-1)?.role !== "assistant" && !(this.loaded.chat instanceof JinjaTemplateChatWrapper)) history.push({ type: "model", response: [] });
     let json: ReturnType<LlamaText["toJSON"]>;
     try {
       json = this.loaded.chat.generateContextState({ chatHistory: history }).contextText.toJSON();

@@ -258,7 +258,7 @@ describe("constrained grammars follow the profile's tags", () => {
     expect(omni.first).toContain("root ::= ows final");
     expect(omni.first).toContain('"```sql\\n"');
     // omnisql is not told it may decline, so its answer body has no UNANSWERABLE alternative
-    const finalBody = (grammar: string): string => grammar.split("\n").find((line) => line.startsWith("final-body ::="))!;
+    const finalBody = (grammar: string | undefined): string => (grammar ?? "").split("\n").find((line) => line.startsWith("final-body ::="))!;
     expect(finalBody(omni.first)).not.toContain("unanswerable");
     expect(finalBody(buildSegmentGrammars(names, "execution-aware", { skeleton: getProfile("reex") }).first)).toContain("unanswerable");
   });

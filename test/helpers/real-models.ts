@@ -76,6 +76,14 @@ export interface RealModelOptions {
   layers?: number;
   /** Hidden width. Default 64. */
   embedding?: number;
+  /**
+   * "random": random weights, context-dependent noise. "longest-token": every position scores each
+   * token by its length (constant embeddings, zero attention and feed-forward outputs, output rows
+   * = token length), so greedy decoding under an exact-text grammar writes the text in the longest
+   * tokens the vocabulary allows, merging tags with their neighbours wherever the vocabulary can:
+   * a scripted token stream that needs no luck. Default "random".
+   */
+  weights?: "random" | "longest-token";
 }
 
 /** Bump when the bytes a given name and options produce change, so cached files are rebuilt. */
@@ -227,7 +235,16 @@ function architectureMetadata(arch: RealModelSpec["architecture"], s: Shape, voc
   return m;
 }
 
-function architectureTensors(arch: RealModelSpec["architecture"], s: Shape, vocabSize: number, normal: () => number): GgufTensor[] {
+function architectureTensors(
+  arch: RealModelSpec["architecture"],
+  s: Shape,
+  tokens: readonly string[],
+  types: readonly number[],
+  weights: "random" | "longest-token",
+  normal: () => number,
+): GgufTensor[] {
+  const vocabSize = tokens.length;
+  const longest = weights === "longest-token";
   const e = s.embedding;
   const q = s.heads * s.headDim;
   const kv = s.kvHeads * s.headDim;
@@ -238,17 +255,31 @@ function architectureTensors(arch: RealModelSpec["architecture"], s: Shape, voca
     return { name, shape: dims, data, type };
   };
   const w = (name: string, dims: number[]): GgufTensor => tensor(name, dims, 1 / Math.sqrt(dims[0]!));
+  // the projections back into the residual stream: zero under "longest-token", so every position sees the same hidden state
+  const back = (name: string, dims: number[]): GgufTensor => (longest ? tensor(name, dims, 0) : w(name, dims));
   const norm = (name: string, width: number): GgufTensor => tensor(name, [width], 0, 1);
-  // tied embeddings (no output.weight): llama.cpp reuses token_embd, which keeps the files small
-  const out: GgufTensor[] = [tensor("token_embd.weight", [e, vocabSize], 0.5, 0, "f16"), norm("output_norm.weight", e)];
+  const out: GgufTensor[] = [];
+  if (longest) {
+    // hidden state all ones after the final norm, so a token's logit is the sum of its output row: its length
+    out.push(tensor("token_embd.weight", [e, vocabSize], 0, 1, "f16"), norm("output_norm.weight", e));
+    const output = new Float32Array(e * vocabSize);
+    for (let t = 0; t < vocabSize; t++) {
+      const score = types[t] === 1 || types[t] === 4 ? [...tokens[t]!].length : 0;
+      output.fill(score / e, t * e, (t + 1) * e);
+    }
+    out.push({ name: "output.weight", shape: [e, vocabSize], data: output, type: "f16" });
+  } else {
+    // tied embeddings (no output.weight): llama.cpp reuses token_embd, which keeps the files small
+    out.push(tensor("token_embd.weight", [e, vocabSize], 0.5, 0, "f16"), norm("output_norm.weight", e));
+  }
   for (let l = 0; l < s.layers; l++) {
     const b = `blk.${l}`;
     out.push(norm(`${b}.attn_norm.weight`, e), w(`${b}.attn_q.weight`, [e, q]), w(`${b}.attn_k.weight`, [e, kv]), w(`${b}.attn_v.weight`, [e, kv]));
     if (arch === "qwen2") out.push(tensor(`${b}.attn_q.bias`, [q], 0.02), tensor(`${b}.attn_k.bias`, [kv], 0.02), tensor(`${b}.attn_v.bias`, [kv], 0.02));
     if (arch === "qwen3" || arch === "gemma3") out.push(norm(`${b}.attn_q_norm.weight`, s.headDim), norm(`${b}.attn_k_norm.weight`, s.headDim));
-    out.push(w(`${b}.attn_output.weight`, [q, e]));
+    out.push(back(`${b}.attn_output.weight`, [q, e]));
     if (arch === "gemma3") out.push(norm(`${b}.post_attention_norm.weight`, e));
-    out.push(norm(`${b}.ffn_norm.weight`, e), w(`${b}.ffn_gate.weight`, [e, ff]), w(`${b}.ffn_up.weight`, [e, ff]), w(`${b}.ffn_down.weight`, [ff, e]));
+    out.push(norm(`${b}.ffn_norm.weight`, e), w(`${b}.ffn_gate.weight`, [e, ff]), w(`${b}.ffn_up.weight`, [e, ff]), back(`${b}.ffn_down.weight`, [ff, e]));
     if (arch === "gemma3") out.push(norm(`${b}.post_ffw_norm.weight`, e));
   }
   return out;
@@ -290,12 +321,14 @@ export async function realModelBytes(name: RealModelName, options: RealModelOpti
   };
   const metadata: [string, GgufValue][] = [
     ["general.architecture", gguf.str(spec.architecture)],
-    ["general.name", gguf.str(`reex-real-${name}-seed${options.seed ?? 1}`)],
+    ["general.name", gguf.str(`tiny-random-${name}-${options.weights ?? "random"}-seed${options.seed ?? 1}`)],
     ["general.file_type", gguf.u32(0)],
     ...architectureMetadata(spec.architecture, shape, vocabSize),
     ...tokenizer,
   ];
-  const tensors = architectureTensors(spec.architecture, shape, vocabSize, seededRandom(options.seed ?? 1).normal);
+  const tokens = tokenizer.get("tokenizer.ggml.tokens")!.value as string[];
+  const types = tokenizer.get("tokenizer.ggml.token_type")!.value as number[];
+  const tensors = architectureTensors(spec.architecture, shape, tokens, types, options.weights ?? "random", seededRandom(options.seed ?? 1).normal);
   return encodeGguf({ metadata, tensors });
 }
 
@@ -306,7 +339,7 @@ const building = new Map<string, Promise<string>>();
  * built on first use (a file already there is reused). Safe to call from parallel test files.
  */
 export function buildRealModel(name: RealModelName, options: RealModelOptions = {}): Promise<string> {
-  const tag = `${name}-s${options.seed ?? 1}-l${options.layers ?? 2}-e${options.embedding ?? 64}-v${BUILD_VERSION}`;
+  const tag = `${name}-${options.weights ?? "random"}-s${options.seed ?? 1}-l${options.layers ?? 2}-e${options.embedding ?? 64}-v${BUILD_VERSION}`;
   const path = join(REAL_MODELS_DIR, `${tag}.gguf`);
   let p = building.get(path);
   if (!p) {

@@ -68,10 +68,11 @@ const SYSTEM = [
 
 /** The user message fills the system message's three placeholders, in the authors' `{name}:value;` form. */
 function buildSkyrlPrompt(input: ProfilePromptInput): BuiltPrompt {
-  const shared = `{db_details}:${input.schema.trim()}`;
+  const details = `{db_details}:${input.schema.trim()}`;
   const values = input.matchedValues?.trim() ? `\n-- Values in the database that match words of the question:\n${commented(input.matchedValues.trim())}` : "";
-  const user = `${shared}${values};\n {external_knowledge}: ${input.evidence?.trim() ?? ""};\n {question}: ${input.question.trim()}`;
-  return { messages: [{ role: "system", content: SYSTEM }, { role: "user", content: user }], sharedPrefix: shared };
+  const user = `${details}${values};\n {external_knowledge}: ${input.evidence?.trim() ?? ""};\n {question}: ${input.question.trim()}`;
+  // the cached part ends after the schema's last line break: a BPE merges the schema's last characters with the ";" after them (Qwen: ");;\n")
+  return { messages: [{ role: "system", content: SYSTEM }, { role: "user", content: user }], sharedPrefix: details.slice(0, details.lastIndexOf("\n") + 1) };
 }
 
 function commented(text: string): string {
