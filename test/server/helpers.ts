@@ -86,8 +86,8 @@ export class ScriptedDecoder {
         answerable: true,
         result,
         candidates: [
-          { index: 0, path: "0.0", sql: "SELECT name FROM singer WHERE age > 30", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.2 },
-          { index: 1, path: "0.1", sql: null, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 1, meanLogprob: -1.1 },
+          { index: 0, path: "0.0", sql: "SELECT name FROM singer WHERE age > 30", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.2, text: "" },
+          { index: 1, path: "0.1", sql: null, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 1, meanLogprob: -1.1, text: "" },
         ],
         winner: 0,
         decidedBy: "majority",
@@ -116,8 +116,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** A policy stand-in for /readyz and the live-sequences gauge. */
-export function fakePolicy(live: () => number = () => 0): Policy & { closed: boolean } {
+/** A policy stand-in for /readyz and the live-sequences gauge; tests may replace its `info`. */
+export function fakePolicy(live: () => number = () => 0): Omit<Policy, "info"> & { info: PolicyInfo; closed: boolean } {
   const info: PolicyInfo = { backend: "scripted", model: "scripted-test", device: "cpu", contextSize: 2048, maxSequences: 8 };
   const p = {
     info,
