@@ -50,7 +50,7 @@ function fixedLatencyDecode(latencyMs: number) {
       sql: "SELECT count(*) FROM singer",
       answerable: true,
       result,
-      candidates: [{ index: 0, path: "0", sql: "SELECT count(*) FROM singer", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.1 }],
+      candidates: [{ index: 0, path: "0", sql: "SELECT count(*) FROM singer", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.1, text: "" }],
       winner: 0,
       decidedBy: "majority",
       usage: { promptTokens: 300, evaluatedTokens: 340, generatedTokens: 40 },

@@ -14,23 +14,30 @@ export const summary = "answer one question over a SQLite file, showing the prob
 
 const USAGE = `usage: reex ask --db PATH "question" [options]
 
-Runs the execution-aware agent on one question and prints its trace (probes and their results),
-the final SQL and the final SQL's result. Exit code 0 when a final SQL ran, 1 otherwise, 2 on
+Runs the execution-aware agent on one question and prints the model profile it uses and why, its
+trace (probes and their results), the final SQL and the final SQL's result; without a final SQL,
+the end of what the model wrote. Exit code 0 when a final SQL ran, 1 otherwise, 2 on
 bad usage.
 
 options:
   --db PATH               SQLite database file (opened read-only)
   --evidence TEXT         hint ("evidence" in BIRD) shown to the model
   --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
+  --profile ID            the model's protocol: auto | reex | skyrl-sql | omnisql | think-answer | generic
+                          (default policy.profile; auto reads it off the model's metadata)
   --strategy S            greedy | linear | tree | tree-prune (default greedy)
   --candidates N          candidates for linear/tree strategies (default 16)
   --max-interactions N    probe rounds at most (default 10)
   --feedback MODE         full | schema-only | row-count | error-only | locked | timeout (default full)
   --constrained           restrict output to the tag structure and the schema's identifiers
   --seed N                sampling seed
-  --json                  print the whole answer record as JSON (no live trace)
+  --json                  print the whole answer record as JSON, with the profile and each
+                          candidate's whole response (no live trace)
   --config FILE           configuration file (see reex serve --help)
   -h, --help              show this help`;
+
+/** Characters of the model's text shown when it ends without a final SQL. */
+const TAIL_CHARS = 400;
 
 const FEEDBACK = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"];
 const STRATEGIES = ["greedy", "linear", "tree", "tree-prune"];
@@ -61,6 +68,17 @@ function printEvent(event: ReexEvent, out: (s: string) => void): void {
   }
 }
 
+/** The end of the winning (else first) candidate's response, injected feedback included, marked when cut. */
+function modelTail(answer: Answer): string {
+  const text = (answer.candidates[answer.winner ?? 0] ?? answer.candidates[0])?.text ?? "";
+  if (text.length === 0) return "The model wrote nothing.";
+  if (text.trim().length === 0) return `The model wrote only whitespace: ${JSON.stringify(text.slice(-TAIL_CHARS))}`;
+  const chars = [...text];
+  const cut = chars.length > TAIL_CHARS;
+  const tail = chars.slice(-TAIL_CHARS).join("");
+  return `The model wrote${cut ? ` (its last ${TAIL_CHARS} of ${chars.length} characters)` : ""}:\n${cut ? "…" : ""}${tail}`;
+}
+
 /** Runs `reex ask`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   let parsed;
@@ -72,6 +90,7 @@ export async function run(argv: string[]): Promise<number> {
         db: { type: "string" },
         evidence: { type: "string" },
         model: { type: "string" },
+        profile: { type: "string" },
         strategy: { type: "string" },
         candidates: { type: "string" },
         "max-interactions": { type: "string" },
@@ -106,6 +125,13 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
 
+  const { PROFILE_IDS } = await import("../agent/index.js");
+  if (values.profile !== undefined && values.profile !== "auto" && !(PROFILE_IDS as readonly string[]).includes(values.profile)) {
+    console.error(`reex ask: --profile must be auto or one of ${PROFILE_IDS.join(", ")}`);
+    return 2;
+  }
+  const requestedProfile = values.profile !== undefined && values.profile !== "auto" ? values.profile : undefined;
+
   const candidates = int("--candidates", values.candidates);
   const maxInteractions = int("--max-interactions", values["max-interactions"]);
   const seed = int("--seed", values.seed);
@@ -124,6 +150,7 @@ export async function run(argv: string[]): Promise<number> {
       dbPath: entry.path,
       question,
       ...(values.evidence ? { evidence: values.evidence } : {}),
+      ...(requestedProfile ? { profile: requestedProfile } : {}),
       ...(values.strategy ? { strategy: values.strategy as Strategy } : {}),
       ...(candidates !== undefined ? { candidates } : {}),
       ...(maxInteractions !== undefined ? { maxInteractions } : {}),
@@ -131,17 +158,19 @@ export async function run(argv: string[]): Promise<number> {
       ...(seed !== undefined ? { seed } : {}),
       constrained: values.constrained,
     };
+    const profile = requestedProfile ? { id: requestedProfile, reason: "set by --profile" } : runtime.profile;
     const out = (s: string): void => void process.stdout.write(s);
+    if (!values.json) out(`profile: ${profile.id} (${profile.reason})\n`);
     const answer: Answer = await runtime.decode(request, {
       signal: controller.signal,
       ...(values.json ? {} : { sink: (e: ReexEvent) => printEvent(e, out) }),
     });
     if (values.json) {
-      console.log(toJson(answer));
+      console.log(toJson({ ...answer, profile }));
     } else {
       out("\n");
       if (!answer.answerable) out(`The model says the question cannot be answered from this database${answer.reason ? `: ${answer.reason}` : "."}\n`);
-      else if (answer.sql === null) out("No final SQL was produced.\n");
+      else if (answer.sql === null) out(`No final SQL was produced. ${modelTail(answer)}\n`);
       else {
         out(`final SQL: ${answer.sql}\n`);
         if (answer.result?.ok) out(`${formatTable(answer.result)}\n`);

@@ -248,6 +248,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           ...(error !== undefined ? { error } : {}),
           interactions: l.rollout.interactions,
           meanLogprob: l.rollout.meanLogprob,
+          text: l.rollout.text,
         };
       });
       emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice() })), rule: VOTE_RULE, decidedBy: outcomeOfVote.decidedBy });

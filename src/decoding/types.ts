@@ -65,6 +65,8 @@ export interface Candidate {
   error?: string;
   interactions: number;
   meanLogprob: number;
+  /** The whole response after the prompt, injected feedback included (the server leaves it out of its answers). */
+  text: string;
 }
 
 /** The answer to one request. */

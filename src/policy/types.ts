@@ -138,7 +138,7 @@ export interface ChatMessage {
 
 /** What a model says about itself (GGUF metadata, or what a serving engine reports); every field optional. */
 export interface ModelMetadata {
-  /** `general.name`. */
+  /** `general.name`; for a remote endpoint, the served model id when it is an alias of the served file. */
   name?: string;
   /** `general.basename`. */
   basename?: string;

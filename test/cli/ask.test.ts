@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../src/examples/index.js";
 import { ensureTestModel } from "../helpers/model.js";
+import { buildRealModel } from "../helpers/real-models.js";
 
 const run = promisify(execFile);
 let dir: string;
@@ -21,10 +22,10 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function ask(args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+function ask(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string; code: number }> {
   return run(process.execPath, ["--import", "tsx", "src/cli.ts", "ask", ...args], {
-    env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data"), REEX_AGENT_MAX_TOKENS: "64" },
-    timeout: 60_000,
+    env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data"), REEX_AGENT_MAX_TOKENS: "64", ...env },
+    timeout: 120_000,
   }).then(
     (r) => ({ ...r, code: 0 }),
     (e: { stdout: string; stderr: string; code: number }) => ({ stdout: e.stdout, stderr: e.stderr, code: e.code }),
@@ -51,5 +52,50 @@ describe("reex ask", () => {
     const r = await ask(["--db", db]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("usage: reex ask");
+  });
+});
+
+interface AskJson {
+  sql: string | null;
+  result?: { ok: boolean };
+  profile: { id: string; reason: string };
+  candidates: { text: string; interactions: number; sql: string | null }[];
+}
+
+describe("reex ask in a model's own protocol", () => {
+  it("runs SkyRL-SQL's <sql>/<observation>/<solution> loop end to end with --profile skyrl-sql, on the real Qwen2 tokenizer and ChatML template", { timeout: 180_000 }, async () => {
+    // greedy on "longest-token" weights writes a fixed token stream; scoring tokens holding "ol" at 0
+    // makes it open <sql> rather than <solution> (Qwen spells it "<s" "ol" "ution" ">"), so the
+    // model probes, the executor answers in <observation>, and the interaction limit makes the server
+    // open <solution> itself
+    const model = await buildRealModel("qwen2", { weights: "longest-token", avoid: ["ol"] });
+    const r = await ask(["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--json", "How many customers are there?"], { REEX_AGENT_MAX_TOKENS: "96" });
+    expect(r.code).toBe(0);
+    const answer = JSON.parse(r.stdout) as AskJson;
+    expect(answer.profile).toEqual({ id: "skyrl-sql", reason: "set by --profile" });
+    const text = answer.candidates[0]!.text;
+    const probe = /<sql>([\s\S]*?)<\/sql>\s*<observation>\n([\s\S]*?)\n<\/observation>/.exec(text);
+    expect(probe, text).not.toBeNull();
+    expect(probe![2]).toMatch(/^\s*\S.*\n0 /); // a dataframe: a header line, then row 0
+    expect(answer.candidates[0]!.interactions).toBe(1);
+    expect(text).toContain("Interaction limit reached");
+    const solution = /<solution>([\s\S]*?)<\/solution>\s*$/.exec(text);
+    expect(solution, text).not.toBeNull();
+    expect(answer.sql).toBe(solution![1]!.trim().replace(/;$/, ""));
+    expect(answer.result?.ok).toBe(true);
+    expect(text).not.toContain("<final_sql>");
+    expect(text).not.toContain("<result>");
+  });
+
+  it("names the profile and shows the end of what the model wrote when it gave no final SQL", { timeout: 180_000 }, async () => {
+    const args = ["--db", db, "--model", model, "--profile", "skyrl-sql", "How many customers are there?"];
+    const env = { REEX_AGENT_MAX_TOKENS: "24" };
+    const [json, plain] = [await ask([...args, "--json"], env), await ask(args, env)];
+    const written = (JSON.parse(json.stdout) as AskJson).candidates[0]!.text;
+    expect(written.trim().length).toBeGreaterThan(0);
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toMatch(/^profile: skyrl-sql \(set by --profile\)\n/);
+    expect(plain.stdout).toContain("No final SQL was produced. The model wrote");
+    expect(plain.stdout).toContain([...written].slice(-400).join("").trimEnd());
   });
 });

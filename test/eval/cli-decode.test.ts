@@ -21,14 +21,14 @@ vi.mock("../../src/runtime/index.js", () => ({
         const gold = BIRD_QUESTIONS.find((q) => q.question === req.question)!.SQL;
         const usage = { promptTokens: 50, evaluatedTokens: 80, generatedTokens: 30 };
         if (req.strategy === "greedy") {
-          return { sql: gold, answerable: true, candidates: [{ index: 0, path: "0", sql: gold, answerable: true, group: 0, votes: 1, interactions: 1, meanLogprob: -1 }], winner: 0, decidedBy: "majority", usage, timings: { totalMs: 1 } };
+          return { sql: gold, answerable: true, candidates: [{ index: 0, path: "0", sql: gold, answerable: true, group: 0, votes: 1, interactions: 1, meanLogprob: -1, text: "" }], winner: 0, decidedBy: "majority", usage, timings: { totalMs: 1 } };
         }
         return {
           sql: "SELECT 42",
           answerable: true,
           candidates: [
-            { index: 0, path: "0", sql: "SELECT 42", answerable: true, group: 0, votes: 1, interactions: 2, meanLogprob: -0.1 },
-            { index: 1, path: "1", sql: gold, answerable: true, group: 1, votes: 1, interactions: 3, meanLogprob: -0.9 },
+            { index: 0, path: "0", sql: "SELECT 42", answerable: true, group: 0, votes: 1, interactions: 2, meanLogprob: -0.1, text: "" },
+            { index: 1, path: "1", sql: gold, answerable: true, group: 1, votes: 1, interactions: 3, meanLogprob: -0.9, text: "" },
           ],
           winner: 0,
           decidedBy: "tie-logprob",

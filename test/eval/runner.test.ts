@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 function candidate(index: number, sql: string | null, group: number | null, votes: number, interactions: number): Candidate {
-  return { index, path: `t${index}`, sql, answerable: sql !== null, group, votes, interactions, meanLogprob: -0.5 };
+  return { index, path: `t${index}`, sql, answerable: sql !== null, group, votes, interactions, meanLogprob: -0.5, text: "" };
 }
 
 function answer(candidates: Candidate[], winner: number | null, generated: number): Answer {

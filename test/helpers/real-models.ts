@@ -6,6 +6,7 @@
  * (git-ignored), deterministic for a name and seed; nothing is downloaded.
  */
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { access, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,6 +85,12 @@ export interface RealModelOptions {
    * a scripted token stream that needs no luck. Default "random".
    */
   weights?: "random" | "longest-token";
+  /**
+   * Under "longest-token": tokens whose text contains one of these strings score 0, so greedy
+   * decoding takes any other way the grammar allows (["ol"] makes a SkyRL-SQL model probe with
+   * <sql> rather than answer with <solution>, which Qwen spells "<s" "ol" "ution" ">"). Default [].
+   */
+  avoid?: readonly string[];
 }
 
 /** Bump when the bytes a given name and options produce change, so cached files are rebuilt. */
@@ -241,6 +248,7 @@ function architectureTensors(
   tokens: readonly string[],
   types: readonly number[],
   weights: "random" | "longest-token",
+  avoid: readonly string[],
   normal: () => number,
 ): GgufTensor[] {
   const vocabSize = tokens.length;
@@ -264,7 +272,8 @@ function architectureTensors(
     out.push(tensor("token_embd.weight", [e, vocabSize], 0, 1, "f16"), norm("output_norm.weight", e));
     const output = new Float32Array(e * vocabSize);
     for (let t = 0; t < vocabSize; t++) {
-      const score = types[t] === 1 || types[t] === 4 ? [...tokens[t]!].length : 0;
+      const text = tokens[t]!;
+      const score = (types[t] === 1 || types[t] === 4) && !avoid.some((a) => text.includes(a)) ? [...text].length : 0;
       output.fill(score / e, t * e, (t + 1) * e);
     }
     out.push({ name: "output.weight", shape: [e, vocabSize], data: output, type: "f16" });
@@ -328,7 +337,7 @@ export async function realModelBytes(name: RealModelName, options: RealModelOpti
   ];
   const tokens = tokenizer.get("tokenizer.ggml.tokens")!.value as string[];
   const types = tokenizer.get("tokenizer.ggml.token_type")!.value as number[];
-  const tensors = architectureTensors(spec.architecture, shape, tokens, types, options.weights ?? "random", seededRandom(options.seed ?? 1).normal);
+  const tensors = architectureTensors(spec.architecture, shape, tokens, types, options.weights ?? "random", options.avoid ?? [], seededRandom(options.seed ?? 1).normal);
   return encodeGguf({ metadata, tensors });
 }
 
@@ -339,7 +348,8 @@ const building = new Map<string, Promise<string>>();
  * built on first use (a file already there is reused). Safe to call from parallel test files.
  */
 export function buildRealModel(name: RealModelName, options: RealModelOptions = {}): Promise<string> {
-  const tag = `${name}-${options.weights ?? "random"}-s${options.seed ?? 1}-l${options.layers ?? 2}-e${options.embedding ?? 64}-v${BUILD_VERSION}`;
+  const avoid = options.avoid?.length ? `-avoid${createHash("sha256").update(options.avoid.join("\u0000")).digest("hex").slice(0, 8)}` : "";
+  const tag = `${name}-${options.weights ?? "random"}${avoid}-s${options.seed ?? 1}-l${options.layers ?? 2}-e${options.embedding ?? 64}-v${BUILD_VERSION}`;
   const path = join(REAL_MODELS_DIR, `${tag}.gguf`);
   let p = building.get(path);
   if (!p) {

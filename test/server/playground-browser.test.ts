@@ -43,8 +43,8 @@ async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answ
     answerable: true,
     result,
     candidates: [
-      { index: 0, path: "0.0", sql: winner, answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.1 },
-      { index: 1, path: "0.2", sql: "SELECT name FROM singer WHERE age >= 31", answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.3 },
+      { index: 0, path: "0.0", sql: winner, answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.1, text: "" },
+      { index: 1, path: "0.2", sql: "SELECT name FROM singer WHERE age >= 31", answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.3, text: "" },
     ],
     winner: 0,
     decidedBy: "majority",
@@ -165,7 +165,7 @@ describe("the playground page", () => {
       return {
         sql: failing,
         answerable: true,
-        candidates: [{ index: 0, path: "0", sql: failing, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 0, meanLogprob: -0.4 }],
+        candidates: [{ index: 0, path: "0", sql: failing, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 0, meanLogprob: -0.4, text: "" }],
         winner: 0,
         decidedBy: "fallback-logprob",
         usage: { promptTokens: 10, evaluatedTokens: 10, generatedTokens: 5 },
