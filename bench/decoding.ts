@@ -3,19 +3,24 @@
  * example questions with the same model, printing evaluated tokens, generated tokens and wall time
  * per strategy, with ratios to linear.
  *
- *   npx tsx bench/decoding.ts [--model PATH] [--questions N] [--candidates K] [--repeat R]
- *                             [--seed S] [--threads T] [--constrained]
+ *   npx tsx bench/decoding.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--profile ID]
+ *                             [--questions N] [--candidates K] [--repeat R] [--seed S] [--threads T]
+ *                             [--constrained]
  *
  * Without --model it loads the tiny random test model (written to bench/.output/tiny.gguf), whose
  * text is noise; each question then gets a fixed-choice grammar (a short think, then one of a few
  * probes built from the question's gold SQL and tables, then a probe or an answer), so that
  * trajectories have the probe → result → answer structure of a real execution-aware model.
- * With --model the model writes freely (add --constrained for the schema grammar).
+ * `--real NAME` does the same on a random-weight GGUF of a real architecture with that family's
+ * real tokenizer and chat template (test/helpers/real-models.ts, built on first use), and
+ * `--profile ID` writes the choices in that profile's tags (`<sql>`/`<observation>`/`<solution>`
+ * for skyrl-sql) and prompts in its layout; default reex. With --model the model writes freely
+ * (add --constrained for the schema grammar).
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import type { SegmentGrammars } from "../src/agent/index.js";
+import { getProfile, type ModelProfile, type SegmentGrammars } from "../src/agent/index.js";
 import { createDecoder, createGrammarBuilder, type Answer, type Strategy } from "../src/decoding/index.js";
 import { buildExamples, type BirdQuestion, type ExampleSet } from "../src/examples/index.js";
 import { buildTinyModel, createLlamaPolicy, gbnfLiteral, writeFileAtomic } from "../src/policy/index.js";
@@ -24,6 +29,8 @@ import { ExecutorPool, loadSchema } from "../src/sql/index.js";
 const { values } = parseArgs({
   options: {
     model: { type: "string" },
+    real: { type: "string" },
+    profile: { type: "string", default: "reex" },
     questions: { type: "string", default: "3" },
     candidates: { type: "string", default: "16" },
     repeat: { type: "string", default: "1" },
@@ -38,7 +45,9 @@ const CANDIDATES = Number(values.candidates);
 const REPEAT = Number(values.repeat);
 const SEED = Number(values.seed);
 const STRATEGIES: Strategy[] = ["linear", "tree", "tree-prune"];
+/** The model's text is driven by fixed-choice grammars (no --model). */
 const tiny = values.model === undefined;
+const PROFILE = getProfile(values.profile);
 
 /** Questions taken round-robin over the example databases. */
 function pickQuestions(sets: ExampleSet[], n: number): { set: ExampleSet; q: BirdQuestion }[] {
@@ -51,8 +60,8 @@ function pickQuestions(sets: ExampleSet[], n: number): { set: ExampleSet; q: Bir
   return out;
 }
 
-/** The fixed-choice grammars for one question: probes and answers around its gold SQL and tables. */
-function choiceGrammars(dbPath: string, gold: string): SegmentGrammars {
+/** The fixed-choice grammars for one question, in the profile's tags: probes and answers around its gold SQL and tables. */
+function choiceGrammars(profile: ModelProfile, dbPath: string, gold: string): SegmentGrammars {
   const tables = loadSchema(dbPath).tables.map((t) => t.name);
   const used = tables.filter((t) => new RegExp(`\\b${t}\\b`, "i").test(gold));
   const main = used[0] ?? tables[0]!;
@@ -61,18 +70,19 @@ function choiceGrammars(dbPath: string, gold: string): SegmentGrammars {
   const finals = [gold, `SELECT COUNT(*) FROM ${quote(main)}`, `SELECT * FROM ${quote(main)} LIMIT 1`, `SELECT no_such_column FROM ${quote(main)}`];
   const alt = (xs: string[]): string => [...new Set(xs)].map(gbnfLiteral).join(" | ");
   const words = ["check", "the", "rows", "table", "count", "filter", "join", "value", "codes", "status"];
+  const think = profile.think ?? { open: "", close: "\n" };
+  const { probe, answer } = profile;
   const rules = [
-    `think ::= "<think>" word (" " word){0,7} "</think>"`,
+    `think ::= ${gbnfLiteral(think.open)} word (" " word){0,7} ${gbnfLiteral(think.close)}`,
     `word ::= ${alt(words)}`,
-    `probe ::= "<intermediate_sql>" probe-sql "</intermediate_sql>"`,
-    `probe-sql ::= ${alt(probes)}`,
-    `final ::= "<final_sql>" final-sql "</final_sql>"`,
+    ...(probe ? [`probe ::= ${gbnfLiteral(probe.open)} probe-sql ${gbnfLiteral(probe.close)}`, `probe-sql ::= ${alt(probes)}`] : []),
+    `final ::= ${gbnfLiteral(answer.open)} final-sql ${gbnfLiteral(answer.close)}`,
     `final-sql ::= ${alt(finals)}`,
   ].join("\n");
   return {
-    first: `root ::= think probe\n${rules}\n`,
-    segment: `root ::= think (probe | final)\n${rules}\n`,
-    finalBody: `root ::= final-sql "</final_sql>"\n${rules}\n`,
+    first: `root ::= think ${probe ? "probe" : "final"}\n${rules}\n`,
+    segment: `root ::= think ${probe ? "(probe | final)" : "final"}\n${rules}\n`,
+    finalBody: `root ::= final-sql ${gbnfLiteral(answer.close)}\n${rules}\n`,
   };
 }
 
@@ -89,7 +99,11 @@ async function main(): Promise<void> {
   const sets = await buildExamples();
   const items = pickQuestions(sets, QUESTIONS);
   let modelPath = values.model;
-  if (!modelPath) {
+  if (!modelPath && values.real) {
+    const { buildRealModel, REAL_MODEL_NAMES } = await import("../test/helpers/real-models.js");
+    if (!(REAL_MODEL_NAMES as string[]).includes(values.real)) throw new Error(`--real must be one of ${REAL_MODEL_NAMES.join(", ")}`);
+    modelPath = await buildRealModel(values.real as (typeof REAL_MODEL_NAMES)[number]);
+  } else if (!modelPath) {
     modelPath = fileURLToPath(new URL("./.output/tiny.gguf", import.meta.url));
     if (!existsSync(modelPath)) await writeFileAtomic(modelPath, buildTinyModel({ seed: 1 }));
   }
@@ -102,7 +116,7 @@ async function main(): Promise<void> {
     ...(threads !== undefined ? { threads } : {}),
   });
   const executor = new ExecutorPool({ workers: 2 });
-  const grammars = new Map(items.map(({ set, q }) => [q.question_id, choiceGrammars(set.path, q.SQL)]));
+  const grammars = new Map(items.map(({ set, q }) => [q.question_id, choiceGrammars(PROFILE, set.path, q.SQL)]));
   const schemaGrammar = createGrammarBuilder();
   const byQuestion = new Map<string, number>();
   const decode = createDecoder({
@@ -114,7 +128,7 @@ async function main(): Promise<void> {
   const constrained = tiny || values.constrained === true;
 
   console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
-  console.log(`questions: ${items.length} (${items.map(({ q }) => `${q.db_id}#${q.question_id}`).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
+  console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map(({ q }) => `${q.db_id}#${q.question_id}`).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
 
   const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0 }]));
   const rows: string[] = [];
@@ -122,7 +136,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < REPEAT; r++) {
       for (const { set, q } of items) {
         byQuestion.set(set.path, q.question_id);
-        const base = { dbPath: set.path, question: q.question, evidence: q.evidence, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + q.question_id };
+        const base = { dbPath: set.path, question: q.question, evidence: q.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + q.question_id };
         await decode({ ...base, strategy: "greedy" });
         for (const strategy of STRATEGIES) {
           const started = performance.now();
