@@ -92,13 +92,16 @@ export function createMcpServer(deps: McpDeps): Server {
       return failure(new ReexError("BAD_REQUEST", `invalid arguments for ${name}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { issues }));
     }
     const token = extra._meta?.progressToken;
+    // the client drops progress for a request it has the answer to, so the answer waits for every notification sent
+    let sent: Promise<unknown> = Promise.resolve();
     const ctx: ToolContext = {
       signal: extra.signal,
       ...(token !== undefined
         ? {
             progress: (update) => {
               if (extra.signal.aborted) return;
-              extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...update } }).catch(() => undefined);
+              const notified = extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...update } }).catch(() => undefined);
+              sent = Promise.all([sent, notified]);
             },
           }
         : {}),
@@ -106,6 +109,7 @@ export function createMcpServer(deps: McpDeps): Server {
     const database = typeof parsed.data.database === "string" ? parsed.data.database : undefined;
     try {
       const out = await tool.run(parsed.data, ctx);
+      await sent;
       deps.log?.info({ tool: name, ...(database ? { database } : {}), ms: round(performance.now() - started), ...live(deps) }, "mcp tool answered");
       return success(out);
     } catch (err) {
