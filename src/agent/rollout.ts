@@ -68,6 +68,10 @@ export interface RolloutOptions {
   topP?: number;
   /** Seed passed to every generate call; default random. */
   seed?: number;
+  /** Sample past end-of-turn tokens (the policy's `ignoreEos`), so a rollout runs until it answers or spends `maxTokens`: for benchmarks. Default false. */
+  ignoreEos?: boolean;
+  /** Compute sampled tokens' log-probabilities (see the policy's `GenerateOptions.logprobs`); `meanLogprob` is NaN without them. Default true. */
+  logprobs?: boolean;
   /** What the model is shown of each probe; probes run in every mode, so events and pruning see real outcomes. Default "full". */
   feedback?: FeedbackMode;
   /** Rows shown per probe in "full" mode. Default 3. */
@@ -226,6 +230,8 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.topP !== undefined ? { topP: options.topP } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
+      ...(options.ignoreEos ? { ignoreEos: true } : {}),
       ...(grammar !== undefined ? { grammar } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),

@@ -221,6 +221,8 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           feedbackRows: defaults.feedbackRows,
           schemaHints: req.schemaHints ?? defaults.schemaHints,
           finalReserve: defaults.finalReserve,
+          // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
+          logprobs: o.candidates > 1,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
           ...(grammar ? { grammar } : {}),
         },

@@ -64,6 +64,7 @@ export interface Candidate {
   votes: number;
   error?: string;
   interactions: number;
+  /** Mean log-probability of the sampled tokens; NaN for a single candidate (greedy), which has no tie to break and skips computing them. */
   meanLogprob: number;
   /** The whole response after the prompt, injected feedback included (the server leaves it out of its answers). */
   text: string;

@@ -29,6 +29,15 @@ import { getModuleVersion, type LlamaContext, type LlamaContextSequence, type To
 /** The node-llama-cpp version this module was verified against. */
 export const VERIFIED_NODE_LLAMA_CPP_VERSION = "3.22.1";
 
+/**
+ * The `topK` that samples from the whole distribution without sorting it. node-llama-cpp turns
+ * `topK: 0` into llama.cpp's top-k with k = the vocabulary size, which sorts every logit for every
+ * sampled token (llama.cpp no longer skips k ≥ size): on a 152k vocabulary that cut one sequence's
+ * generation to a third (bench/peer.ts). `null` passes node-llama-cpp's option defaults (only
+ * `undefined` becomes 40) and is dropped before the native call, so top-k is left out of the chain.
+ */
+export const WHOLE_VOCABULARY_TOP_K = null as unknown as number;
+
 interface SequenceInternals {
   _copyStateFromOtherSequence?: (other: LlamaContextSequence, upToTokenIndex: number) => Promise<boolean>;
   _sequenceId?: unknown;

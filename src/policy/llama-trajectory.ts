@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, beginSequenceCopy } from "./internals.js";
+import { asTokens, beginSequenceCopy, WHOLE_VOCABULARY_TOP_K } from "./internals.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
 
@@ -157,9 +157,10 @@ export class LlamaTrajectory implements Trajectory {
       let emitted = 0;
       let stopReason: StopReason = "maxTokens";
       let stop: string | undefined;
-      const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: true }, {
+      const withLogprobs = options.logprobs !== false;
+      const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, {
         temperature,
-        topK: 0,
+        topK: WHOLE_VOCABULARY_TOP_K,
         topP,
         seed: options.seed ?? randomInt(0, 2 ** 32),
         yieldEogToken: true,
@@ -177,9 +178,10 @@ export class LlamaTrajectory implements Trajectory {
             stopReason = "eos";
             break;
           }
-          const { token, confidence } = step.value;
+          const { token } = step.value;
           this.pending = [token];
-          const logprob = Math.max(Math.log(confidence), MIN_LOGPROB);
+          const { confidence } = step.value as { confidence?: number };
+          const logprob = confidence !== undefined ? Math.max(Math.log(confidence), MIN_LOGPROB) : NaN;
           tokens.push(token);
           logprobs.push(logprob);
           this.record.tokens.push(token);

@@ -18,7 +18,7 @@ export interface TokenUsage {
 /**
  * The token-level record of a trajectory after its prompt: every token appended or sampled, in
  * order. `sampled[i]` is 1 for a token the model sampled and 0 for injected text (executor
- * `<result>` blocks); `logprobs[i]` is the sampling log-probability (0 for injected tokens).
+ * `<result>` blocks); `logprobs[i]` is the sampling log-probability (0 for injected tokens, NaN for tokens sampled with `logprobs: false`).
  * A fork inherits its parent's record up to the fork.
  */
 export interface TokenRecord {
@@ -53,6 +53,13 @@ export interface GenerateOptions {
    * that exactly `maxTokens` are sampled unless a stop string or abort ends it first: for benchmarks. Default false.
    */
   ignoreEos?: boolean;
+  /**
+   * Compute each sampled token's exact log-probability. llama.cpp sorts the whole vocabulary for
+   * it, every token (on a 152k vocabulary that costs more than the decode of a small model); when
+   * false, `logprobs` holds NaN for the sampled tokens. The trainer needs them; a single greedy
+   * answer does not. Default true.
+   */
+  logprobs?: boolean;
 }
 
 /** Why a generate call ended. */

@@ -61,6 +61,42 @@ describe("llama policy: sampling", () => {
     await parent.release();
   });
 
+  it("skips log-probs with logprobs: false, sampling the same tokens and recording NaN for them", async () => {
+    const parent = await policy.start(prompt);
+    const run = async (logprobs: boolean, temperature: number) => {
+      const child = await parent.fork();
+      const r = await child.generate({ stop: [], maxTokens: 12, temperature, seed: 7, logprobs });
+      const record = child.record.logprobs.slice();
+      await child.release();
+      return { ...r, record };
+    };
+    for (const temperature of [0, 1]) {
+      const [with_, without] = [await run(true, temperature), await run(false, temperature)];
+      expect(without.tokens).toEqual(with_.tokens);
+      expect(with_.logprobs.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
+      expect(without.logprobs.every((lp) => Number.isNaN(lp))).toBe(true);
+      expect(without.record.every((lp) => Number.isNaN(lp))).toBe(true);
+    }
+    await parent.release();
+  });
+
+  it("samples from the whole vocabulary at T=1, not only the few likeliest tokens", async () => {
+    const parent = await policy.start(prompt);
+    const seen = new Set<number>();
+    let least = 0;
+    for (let seed = 1; seed <= 24; seed++) {
+      const child = await parent.fork();
+      const r = await child.generate({ stop: [], maxTokens: 1, temperature: 1, seed });
+      seen.add(r.tokens[0]!);
+      least = Math.min(least, r.logprobs[0]!);
+      await child.release();
+    }
+    // the tiny random model spreads its next token over hundreds of tokens; a top-k cut (node-llama-cpp defaults to 40) would show fewer and likelier ones
+    expect(seen.size).toBeGreaterThan(12);
+    expect(least).toBeLessThan(Math.log(1 / 40));
+    await parent.release();
+  });
+
   it("reproduces sampling with a seed and varies without one", async () => {
     const parent = await policy.start(prompt);
     const run = async (seed?: number) => {
