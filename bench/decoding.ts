@@ -4,8 +4,8 @@
  * per strategy, with ratios to linear.
  *
  *   npx tsx bench/decoding.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--profile ID]
- *                             [--questions N] [--candidates K] [--repeat R] [--seed S] [--threads T]
- *                             [--constrained]
+ *                             [--dataset FILE --db-root DIR] [--questions N] [--candidates K]
+ *                             [--repeat R] [--seed S] [--threads T] [--constrained]
  *
  * Without --model it loads the tiny random test model (written to bench/.output/tiny.gguf), whose
  * text is noise; each question then gets a fixed-choice grammar (a short think, then one of a few
@@ -16,19 +16,27 @@
  * `--profile ID` writes the choices in that profile's tags (`<sql>`/`<observation>`/`<solution>`
  * for skyrl-sql) and prompts in its layout; default reex. With --model the model writes freely
  * (add --constrained for the schema grammar).
+ *
+ * Questions come round-robin from the example databases, or from a BIRD/Spider-layout `--dataset`
+ * (one per database first): tree decoding shares work only where the model probes, so measure a
+ * model on questions it probes on (the starter probes on its own domains' held-out databases,
+ * `scripts/synth.ts --dev-every 7`, and almost never on the examples).
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { getProfile, type ModelProfile, type SegmentGrammars } from "../src/agent/index.js";
 import { createDecoder, createGrammarBuilder, type Answer, type Strategy } from "../src/decoding/index.js";
-import { buildExamples, type BirdQuestion, type ExampleSet } from "../src/examples/index.js";
+import { loadDataset } from "../src/eval/index.js";
+import { buildExamples } from "../src/examples/index.js";
 import { buildTinyModel, createLlamaPolicy, gbnfLiteral, writeFileAtomic } from "../src/policy/index.js";
 import { ExecutorPool, loadSchema } from "../src/sql/index.js";
 
 const { values } = parseArgs({
   options: {
     model: { type: "string" },
+    dataset: { type: "string" },
+    "db-root": { type: "string" },
     real: { type: "string" },
     profile: { type: "string", default: "reex" },
     questions: { type: "string", default: "3" },
@@ -49,15 +57,44 @@ const STRATEGIES: Strategy[] = ["linear", "tree", "tree-prune"];
 const tiny = values.model === undefined;
 const PROFILE = getProfile(values.profile);
 
-/** Questions taken round-robin over the example databases. */
-function pickQuestions(sets: ExampleSet[], n: number): { set: ExampleSet; q: BirdQuestion }[] {
-  const out: { set: ExampleSet; q: BirdQuestion }[] = [];
-  for (let i = 0; out.length < n && i < 1000; i++) {
-    const set = sets[i % sets.length]!;
-    const q = set.questions[Math.floor(i / sets.length)];
-    if (q) out.push({ set, q });
+/** One benchmark question. */
+interface Item {
+  id: string;
+  dbPath: string;
+  question: string;
+  evidence: string;
+  gold: string;
+}
+
+/** `n` questions round-robin over the databases: each database's first, then each one's second, …. */
+function roundRobin(byDb: Item[][], n: number): Item[] {
+  const out: Item[] = [];
+  for (let i = 0; out.length < n && i < 100_000; i++) {
+    const round = Math.floor(i / byDb.length);
+    if (byDb.every((qs) => qs.length <= round)) break;
+    const q = byDb[i % byDb.length]![round];
+    if (q) out.push(q);
   }
   return out;
+}
+
+/** The questions: from `--dataset` when given, else the example databases'. */
+async function loadItems(n: number): Promise<Item[]> {
+  if (values.dataset) {
+    if (!values["db-root"]) throw new Error("--dataset needs --db-root");
+    const byDb = new Map<string, Item[]>();
+    for (const it of loadDataset(values.dataset, { dbRoot: values["db-root"] }).items) {
+      const list = byDb.get(it.dbId) ?? [];
+      list.push({ id: `${it.dbId}#${it.questionId}`, dbPath: it.dbPath, question: it.question, evidence: it.evidence, gold: it.goldSql });
+      byDb.set(it.dbId, list);
+    }
+    return roundRobin([...byDb.values()], n);
+  }
+  const sets = await buildExamples();
+  return roundRobin(
+    sets.map((set) => set.questions.map((q) => ({ id: `${q.db_id}#${q.question_id}`, dbPath: set.path, question: q.question, evidence: q.evidence, gold: q.SQL }))),
+    n,
+  );
 }
 
 /** The fixed-choice grammars for one question, in the profile's tags: probes and answers around its gold SQL and tables. */
@@ -96,8 +133,7 @@ interface Totals {
 }
 
 async function main(): Promise<void> {
-  const sets = await buildExamples();
-  const items = pickQuestions(sets, QUESTIONS);
+  const items = await loadItems(QUESTIONS);
   let modelPath = values.model;
   if (!modelPath && values.real) {
     const { buildRealModel, REAL_MODEL_NAMES } = await import("../test/helpers/real-models.js");
@@ -116,9 +152,9 @@ async function main(): Promise<void> {
     ...(threads !== undefined ? { threads } : {}),
   });
   const executor = new ExecutorPool({ workers: 2 });
-  const grammars = new Map(items.map(({ set, q }) => [q.question_id, choiceGrammars(PROFILE, set.path, q.SQL)]));
+  const grammars = new Map(items.map((it) => [it.id, choiceGrammars(PROFILE, it.dbPath, it.gold)]));
   const schemaGrammar = createGrammarBuilder();
-  const byQuestion = new Map<string, number>();
+  const byQuestion = new Map<string, string>();
   const decode = createDecoder({
     policy,
     executor,
@@ -128,15 +164,15 @@ async function main(): Promise<void> {
   const constrained = tiny || values.constrained === true;
 
   console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
-  console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map(({ q }) => `${q.db_id}#${q.question_id}`).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
+  console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
 
   const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0 }]));
   const rows: string[] = [];
   try {
     for (let r = 0; r < REPEAT; r++) {
-      for (const { set, q } of items) {
-        byQuestion.set(set.path, q.question_id);
-        const base = { dbPath: set.path, question: q.question, evidence: q.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + q.question_id };
+      for (const [k, it] of items.entries()) {
+        byQuestion.set(it.dbPath, it.id);
+        const base = { dbPath: it.dbPath, question: it.question, evidence: it.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + k };
         await decode({ ...base, strategy: "greedy" });
         for (const strategy of STRATEGIES) {
           const started = performance.now();
@@ -150,7 +186,7 @@ async function main(): Promise<void> {
           t.shortfalls += answer.shortfall ? 1 : 0;
           t.runs++;
           rows.push(
-            `  ${`${q.db_id}#${q.question_id}`.padEnd(12)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
+            `  ${it.id.padEnd(14)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
               `${(wallMs / 1000).toFixed(2).padStart(6)} s  cand ${answer.candidates.length}${answer.shortfall ? ` (shortfall: ${answer.shortfall})` : ""}`,
           );
         }

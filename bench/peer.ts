@@ -1,0 +1,280 @@
+/**
+ * reex's decode path against llama.cpp itself, in one run on the same GGUF, prompt, threads and
+ * sampling (temperature 1, top-k off, top-p 1), for 1 and 16 sequences of `--gen` tokens each:
+ *
+ *   - llama.cpp's `llama-batched-bench` (decode only: random tokens, no sampling; prompt shared);
+ *   - node-llama-cpp alone: `sequence.evaluate` on sequences that hold the prompt, sampling as reex
+ *     does (the whole vocabulary, no top-k: see WHOLE_VOCABULARY_TOP_K in src/policy/internals.ts);
+ *   - reex's policy: `start`, `n × fork`, `generate({stop: [], maxTokens})` on every fork, without
+ *     log-probs (as a greedy answer is served) and with them (as the trainer and voting sample);
+ *   - reex's full rollout on every fork: stop strings, executed probes, injected feedback, events.
+ *
+ * Each row is timed from the first generated token's request to the last one's (prompt evaluation
+ * excluded); rows take turns `--repeat` times and the median is printed, with its ratio to
+ * llama-batched-bench. Besides wall-clock tokens/s, each row prints the CPU time it spent per
+ * generated token (all threads of the process; for llama-batched-bench, a run generating 1 token
+ * per sequence subtracted from one generating `--gen`), which a machine shared with other busy
+ * processes distorts far less than wall time. `reex generate` and the rollouts sample past
+ * end-of-turn tokens (`ignoreEos`), as the other rows do, so every sequence generates `--gen`
+ * tokens unless a rollout answers first (its final tag is a stop string).
+ *
+ *   npx tsx bench/peer.ts [--model PATH] [--prompt-tokens N] [--gen N] [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
+ *
+ * Without --model it uses the starter model (models/reex-starter.gguf). llama-batched-bench is built
+ * from the llama.cpp source node-llama-cpp ships (see test/helpers/llama-tools.ts), cached outside the clone.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import { buildPrompt, rollout, type RolloutResult } from "../src/agent/index.js";
+import type { ReexEvent } from "../src/events/index.js";
+import { buildExamples } from "../src/examples/index.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
+import { WHOLE_VOCABULARY_TOP_K } from "../src/policy/internals.js";
+import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string", default: fileURLToPath(new URL("../models/reex-starter.gguf", import.meta.url)) },
+    "prompt-tokens": { type: "string", default: "2040" },
+    gen: { type: "string", default: "128" },
+    threads: { type: "string", default: "1" },
+    sequences: { type: "string", default: "1,16" },
+    repeat: { type: "string", default: "3" },
+    "no-llama": { type: "boolean", default: false },
+  },
+});
+
+const MODEL = values.model;
+const PROMPT_TOKENS = Number(values["prompt-tokens"]);
+const GEN = Number(values.gen);
+const THREADS = Number(values.threads);
+const WIDTHS = values.sequences.split(",").map(Number);
+const REPEAT = Number(values.repeat);
+const MAX_WIDTH = Math.max(...WIDTHS);
+/** Room per sequence: the prompt, the generated tokens and what a rollout injects. */
+const CONTEXT = PROMPT_TOKENS + 4 * GEN + 512;
+
+type Row = "llama-batched-bench" | "node-llama-cpp" | "reex generate" | "reex generate+logprobs" | "reex rollout";
+const ROWS: Row[] = ["llama-batched-bench", "node-llama-cpp", "reex generate", "reex generate+logprobs", "reex rollout"];
+
+interface Sample {
+  tokens: number;
+  seconds: number;
+  /** CPU seconds (user + system, all threads) spent on these tokens. */
+  cpu?: number;
+}
+
+const samples = new Map<string, Sample[]>();
+const add = (row: Row, width: number, sample: Sample): void => {
+  const key = `${row}/${width}`;
+  samples.set(key, [...(samples.get(key) ?? []), sample]);
+};
+const seconds = (t0: number): number => (performance.now() - t0) / 1000;
+const cpuSeconds = (c0: NodeJS.CpuUsage): number => {
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1e6;
+};
+
+/**
+ * The example retail question's execution-aware prompt, its schema section padded with more
+ * tables of the same form until the rendered prompt has about `target` tokens.
+ */
+async function peerPrompt(policy: Policy, target: number): Promise<{ spec: PromptSpec; dbPath: string; tokens: number }> {
+  const sets = await buildExamples();
+  const set = sets[0]!;
+  const q = set.questions[0]!;
+  const base = schemaPrompt(loadSchema(set.path)).text;
+  const build = (extra: string[]): PromptSpec => {
+    const schema = [base, ...extra].join("\n");
+    const built = buildPrompt({ family: "execution-aware", schema, question: q.question, evidence: q.evidence });
+    return policy.renderChat(built.messages, { sharedPrefix: built.sharedPrefix });
+  };
+  const count = (spec: PromptSpec): number => policy.tokenize(spec.prefix + spec.suffix).length;
+  const extra: string[] = [];
+  let spec = build(extra);
+  for (let i = 0; count(spec) < target; i++) {
+    const table = `archive_${Math.floor(i / 6)}`;
+    extra.push(`${table}.column_${i} (INTEGER | comment : measure ${i} of ${table} | values : ${i * 3}, ${i * 7})`);
+    spec = build(extra);
+  }
+  return { spec, dbPath: set.path, tokens: count(spec) };
+}
+
+/** llama-batched-bench's token-generation speed per width, or why it did not run. */
+async function batchedBench(): Promise<string | undefined> {
+  if (values["no-llama"]) return "skipped (--no-llama)";
+  let binary: string | undefined = process.env.LLAMA_BATCHED_BENCH;
+  if (!binary) {
+    const locator = new URL("../test/helpers/llama-tools.ts", import.meta.url);
+    if (!existsSync(fileURLToPath(locator))) return "no locator (test/helpers/llama-tools.ts); set LLAMA_BATCHED_BENCH";
+    const tools = (await import(locator.href)) as { ensureLlamaTools?: () => Promise<{ batchedBench?: string }> | { batchedBench?: string } };
+    binary = (await tools.ensureLlamaTools?.())?.batchedBench;
+  }
+  if (!binary || !existsSync(binary)) return `llama-batched-bench not found (${binary ?? "not built"})`;
+  const ctx = MAX_WIDTH * (PROMPT_TOKENS + GEN + 16);
+  /** One run at one width; its generation speed and the CPU seconds of the whole process (bash's `times`). */
+  const runOnce = (width: number, gen: number): { tg: number; t_tg: number; cpu: number } | string => {
+    const args = [
+      "-m", MODEL, "-c", String(ctx), "-b", "512", "-ub", "512", "-t", String(THREADS), "-tb", String(THREADS),
+      "-fa", "off", "-pps", "-npp", String(PROMPT_TOKENS), "-ntg", String(gen), "-npl", String(width), "--output-format", "jsonl",
+    ];
+    const out = spawnSync("bash", ["-c", '"$@" 2>/dev/null; status=$?; times; exit $status', "bash", binary!, ...args], { encoding: "utf8", maxBuffer: 1 << 24 });
+    if (out.status !== 0) return `llama-batched-bench failed (${out.status}): ${(out.stderr || out.stdout).slice(-400)}`;
+    const json = out.stdout.split("\n").find((l) => l.startsWith("{"));
+    const times = [...out.stdout.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+    if (!json || times.length < 4) return `llama-batched-bench printed no result: ${out.stdout.slice(-400)}`;
+    const r = JSON.parse(json) as { tg: number; t_tg: number };
+    return { tg: r.tg, t_tg: r.t_tg, cpu: times[2]! + times[3]! };
+  };
+  for (const width of WIDTHS) {
+    const full = runOnce(width, GEN);
+    if (typeof full === "string") return full;
+    const one = runOnce(width, 1);
+    if (typeof one === "string") return one;
+    add("llama-batched-bench", width, { tokens: width * full.tg, seconds: full.t_tg, cpu: Math.max(0, full.cpu - one.cpu) * (GEN / Math.max(1, GEN - 1)) });
+  }
+  return undefined;
+}
+
+/** node-llama-cpp alone: each sequence holds all but the prompt's last token, then samples `GEN` tokens. */
+async function rawRunner(promptTokens: readonly number[]): Promise<{ run: (width: number) => Promise<void>; close: () => Promise<void> }> {
+  const llama = await getLlama({ gpu: false, build: "never" });
+  const model = await llama.loadModel({ modelPath: MODEL });
+  const context = await model.createContext({ contextSize: CONTEXT, sequences: MAX_WIDTH, threads: THREADS, flashAttention: false });
+  const head = promptTokens.slice(0, -1) as Token[];
+  const last = promptTokens.at(-1)! as Token;
+  const seqs: LlamaContextSequence[] = [];
+  for (let i = 0; i < MAX_WIDTH; i++) seqs.push(context.getSequence());
+  await Promise.all(seqs.map((s) => s.evaluateWithoutGeneratingNewTokens(head)));
+  return {
+    run: async (width) => {
+      const used = seqs.slice(0, width);
+      const t0 = performance.now();
+      const c0 = process.cpuUsage();
+      let tokens = 0;
+      await Promise.all(
+        used.map(async (s, i) => {
+          let n = 0;
+          for await (const _ of s.evaluate([last], { temperature: 1, topK: WHOLE_VOCABULARY_TOP_K, topP: 1, seed: i + 1, yieldEogToken: true })) {
+            if (++n >= GEN) break;
+          }
+          tokens += n;
+        }),
+      );
+      add("node-llama-cpp", width, { tokens, seconds: seconds(t0), cpu: cpuSeconds(c0) });
+      await Promise.all(used.map((s) => s.eraseContextTokenRanges([{ start: head.length, end: s.nextTokenIndex }])));
+    },
+    close: async () => {
+      await context.dispose();
+      await model.dispose();
+    },
+  };
+}
+
+async function forks(root: Trajectory, width: number): Promise<Trajectory[]> {
+  const out: Trajectory[] = [];
+  for (let i = 0; i < width; i++) out.push(await root.fork());
+  return out;
+}
+
+async function reexGenerate(root: Trajectory, width: number, logprobs: boolean): Promise<void> {
+  const fs = await forks(root, width);
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: 1, seed: i + 1, ignoreEos: true, logprobs })));
+  add(logprobs ? "reex generate+logprobs" : "reex generate", width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
+  await Promise.all(fs.map((f) => f.release()));
+}
+
+const eventCounts = { events: 0, probes: 0, appended: 0, short: 0 };
+
+async function reexRollout(root: Trajectory, width: number, executor: ExecutorPool, dbPath: string): Promise<void> {
+  const fs = await forks(root, width);
+  const sink = (e: ReexEvent): void => {
+    eventCounts.events++;
+    if (e.type === "probe") eventCounts.probes++;
+  };
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const results: RolloutResult[] = await Promise.all(
+    fs.map((f, i) => rollout(f, { executor, dbPath, maxTokens: GEN, temperature: 1, seed: i + 1, sink, path: String(i), maxInteractions: 100, logprobs: false, ignoreEos: true })),
+  );
+  const secs = seconds(t0);
+  const cpu = cpuSeconds(c0);
+  const generated = results.reduce((s, r) => s + r.usage.generatedTokens, 0);
+  eventCounts.appended += results.reduce((s, r) => s + r.record.sampled.filter((x) => x === 0).length, 0);
+  eventCounts.short += results.filter((r) => r.usage.generatedTokens < GEN).length;
+  add("reex rollout", width, { tokens: generated, seconds: secs, cpu });
+  await Promise.all(fs.map((f) => f.release()));
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+async function main(): Promise<void> {
+  const policy = await createLlamaPolicy({ model: MODEL, gpu: "cpu", threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2 });
+  const { spec, dbPath, tokens } = await peerPrompt(policy, PROMPT_TOKENS);
+  const root = await policy.start(spec);
+  const executor = new ExecutorPool({ workers: 1 });
+  const raw = await rawRunner(root.promptTokens);
+  let skipped: string | undefined;
+  try {
+    for (let r = 0; r < REPEAT; r++) {
+      if (r === 0 || !skipped) skipped = await batchedBench();
+      for (const width of WIDTHS) {
+        await raw.run(width);
+        await reexGenerate(root, width, false);
+        await reexGenerate(root, width, true);
+        await reexRollout(root, width, executor, dbPath);
+      }
+    }
+  } finally {
+    await raw.close();
+    await root.release();
+    await policy.close();
+    await executor.close();
+  }
+
+  const [load1] = (await import("node:os")).loadavg();
+  console.log(`\npeer benchmark — ${MODEL}`);
+  console.log(
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${THREADS} thread(s), T 1, median of ${REPEAT}; ` +
+      `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
+  );
+  console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");
+  const head = `  ${"".padEnd(24)}${WIDTHS.map((w) => `${w} seq: tokens/s`.padStart(18) + "ratio".padStart(8) + "CPU ms/tok".padStart(12) + "ratio".padStart(8)).join("")}`;
+  console.log(head);
+  for (const row of ROWS) {
+    const cells = WIDTHS.map((w) => {
+      const s = samples.get(`${row}/${w}`);
+      const base = samples.get(`llama-batched-bench/${w}`);
+      if (!s) return "n/a".padStart(18) + "".padStart(28);
+      const speed = median(s.map((x) => x.tokens / x.seconds));
+      const ref = base ? median(base.map((x) => x.tokens / x.seconds)) : undefined;
+      const perSeq = median(s.map((x) => x.tokens)) / w;
+      const cpus = s.filter((x) => x.cpu !== undefined && x.tokens > 0).map((x) => (1000 * x.cpu!) / x.tokens);
+      const refCpus = (base ?? []).filter((x) => x.cpu !== undefined && x.tokens > 0).map((x) => (1000 * x.cpu!) / x.tokens);
+      const cpu = cpus.length ? median(cpus) : undefined;
+      const refCpu = refCpus.length ? median(refCpus) : undefined;
+      return (
+        `${speed.toFixed(0)} (${perSeq.toFixed(0)}/seq)`.padStart(18) +
+        (ref ? `${(speed / ref).toFixed(2)}×` : "").padStart(8) +
+        (cpu !== undefined ? cpu.toFixed(3) : "n/a").padStart(12) +
+        (cpu && refCpu ? `${(refCpu / cpu).toFixed(2)}×` : "").padStart(8)
+      );
+    });
+    console.log(`  ${row.padEnd(24)}${cells.join("")}`);
+  }
+  if (skipped) console.log(`  llama-batched-bench: ${skipped}`);
+  console.log(
+    `  rollout: ${eventCounts.probes} probes executed, ${eventCounts.appended} injected tokens, ${eventCounts.events} events; ${eventCounts.short} rollouts ended before ${GEN} tokens (final SQL or end of turn)`,
+  );
+  console.log("  targets: reex generate ≥ 0.9× llama-batched-bench at 1 and 16 sequences; rollout ≥ 0.85×");
+}
+
+await main();
