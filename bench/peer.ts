@@ -18,9 +18,12 @@
  * end-of-turn tokens (`ignoreEos`), as the other rows do, so every sequence generates `--gen`
  * tokens unless a rollout answers first (its final tag is a stop string).
  *
- *   npx tsx bench/peer.ts [--model PATH] [--prompt-tokens N] [--gen N] [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
+ *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
+ *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
  *
- * Without --model it uses the starter model (models/reex-starter.gguf). llama-batched-bench is built
+ * Without --model it uses the starter model (models/reex-starter.gguf); `--real NAME` builds a
+ * random-weight GGUF of a real architecture with that family's real tokenizer
+ * (test/helpers/real-models.ts), whose 128k–262k vocabulary shows what sampling costs a real model. llama-batched-bench is built
  * from the llama.cpp source node-llama-cpp ships (see test/helpers/llama-tools.ts), cached outside the clone.
  */
 import { spawnSync } from "node:child_process";
@@ -37,7 +40,8 @@ import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
 
 const { values } = parseArgs({
   options: {
-    model: { type: "string", default: fileURLToPath(new URL("../models/reex-starter.gguf", import.meta.url)) },
+    model: { type: "string" },
+    real: { type: "string" },
     "prompt-tokens": { type: "string", default: "2040" },
     gen: { type: "string", default: "128" },
     threads: { type: "string", default: "1" },
@@ -47,7 +51,16 @@ const { values } = parseArgs({
   },
 });
 
-const MODEL = values.model;
+/** The GGUF every row runs. */
+async function modelPath(): Promise<string> {
+  if (values.model) return values.model;
+  if (!values.real) return fileURLToPath(new URL("../models/reex-starter.gguf", import.meta.url));
+  const { buildRealModel, REAL_MODEL_NAMES } = await import("../test/helpers/real-models.js");
+  if (!(REAL_MODEL_NAMES as string[]).includes(values.real)) throw new Error(`--real must be one of ${REAL_MODEL_NAMES.join(", ")}`);
+  return buildRealModel(values.real as (typeof REAL_MODEL_NAMES)[number]);
+}
+
+const MODEL = await modelPath();
 const PROMPT_TOKENS = Number(values["prompt-tokens"]);
 const GEN = Number(values.gen);
 const THREADS = Number(values.threads);
