@@ -4,7 +4,9 @@
  * in a child process so the load generator does not share its event loop. Prints p50/p99 latency,
  * throughput, and the p50 overhead (target < 5 ms); a sequential keep-alive client adds a
  * sub-millisecond p50 (autocannon reports whole milliseconds), and the MCP SDK's Streamable HTTP
- * client calls the `ask` tool at /mcp the same way, with and without progress notifications. Run with
+ * client calls the `ask` tool at /mcp the same way, with and without progress notifications, over
+ * the same node:http keep-alive client, and once over Node's built-in fetch (undici), the SDK's
+ * default. Run with
  * `npx tsx bench/server.ts [seconds-per-run] [decoder-latency-ms]` (defaults 4 and 20).
  */
 import { fork } from "node:child_process";
@@ -120,10 +122,40 @@ async function sequential(url: string, body: string, n: number): Promise<{ p50: 
   return { p50: quantile(samples, 0.5), serverP50: quantile(server, 0.5) };
 }
 
-/** `n` sequential `ask` tool calls through one MCP session at /mcp: client-side p50, with or without a progress token. */
-async function sequentialMcp(url: string, database: string, n: number, progress: boolean): Promise<{ p50: number; notifications: number }> {
+/**
+ * A `fetch` over node:http with one keep-alive agent: the client stack the REST rows use, so the
+ * MCP rows can be timed with it as well as with Node's built-in fetch (undici).
+ */
+function nodeHttpFetch(agent: http.Agent): typeof fetch {
+  return ((input: string | URL | Request, init: RequestInit = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+      const headers: Record<string, string> = {};
+      new Headers(init.headers).forEach((v, k) => (headers[k] = v));
+      const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: init.method ?? "GET", headers, agent }, (res) => {
+        const body = new ReadableStream<Uint8Array>({
+          start(ctrl) {
+            res.on("data", (c: Buffer) => ctrl.enqueue(new Uint8Array(c)));
+            res.on("end", () => ctrl.close());
+            res.on("error", (e) => ctrl.error(e));
+          },
+          cancel: () => void res.destroy(),
+        });
+        const out = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out.set(k, Array.isArray(v) ? v.join(", ") : v);
+        resolve(new Response(res.statusCode === 204 || res.statusCode === 202 ? null : body, { status: res.statusCode ?? 500, headers: out }));
+      });
+      req.on("error", reject);
+      init.signal?.addEventListener("abort", () => req.destroy(new Error("aborted")));
+      req.end(typeof init.body === "string" ? init.body : undefined);
+    })) as typeof fetch;
+}
+
+/** `n` sequential `ask` tool calls through one MCP session at /mcp: client-side p50, with or without a progress token, over fetch or node:http. */
+async function sequentialMcp(url: string, database: string, n: number, progress: boolean, via: "fetch" | "node:http"): Promise<{ p50: number; notifications: number }> {
+  const agent = new http.Agent({ keepAlive: true });
   const client = new Client({ name: "reex-bench", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), via === "node:http" ? { fetch: nodeHttpFetch(agent) } : {}));
   const samples: number[] = [];
   let notifications = 0;
   const args = { database, question: "How many singers are there?" };
@@ -136,6 +168,7 @@ async function sequentialMcp(url: string, database: string, n: number, progress:
     }
   } finally {
     await client.close();
+    agent.destroy();
   }
   samples.sort((a, b) => a - b);
   return { p50: quantile(samples, 0.5), notifications: notifications / n };
@@ -163,15 +196,17 @@ async function main(): Promise<void> {
     const seq = await sequential(url, body, Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2))));
     const seqP50 = seq.p50;
     const calls = Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2)));
-    await sequentialMcp(url, id, 10, false);
-    const mcp = await sequentialMcp(url, id, calls, false);
-    const mcpProgress = await sequentialMcp(url, id, calls, true);
+    await sequentialMcp(url, id, 10, false, "node:http");
+    const mcp = await sequentialMcp(url, id, calls, false, "node:http");
+    const mcpProgress = await sequentialMcp(url, id, calls, true, "node:http");
+    const mcpFetch = await sequentialMcp(url, id, calls, false, "fetch");
 
     const rows: string[][] = [["variant", "connections", "p50 ms", "p99 ms", "req/s", "non-2xx", "p50 overhead ms"]];
     rows.push(["in-process decode", "1", baseline.p50.toFixed(2), baseline.p99.toFixed(2), baseline.rps.toFixed(1), "0", "-"]);
     rows.push(["sequential client", "1", seqP50.toFixed(2), "-", "-", "0", (seqP50 - baseline.p50).toFixed(2)]);
     rows.push(["MCP ask, SDK client", "1", mcp.p50.toFixed(2), "-", "-", "0", (mcp.p50 - baseline.p50).toFixed(2)]);
     rows.push([`MCP ask + progress (${mcpProgress.notifications.toFixed(0)}/call)`, "1", mcpProgress.p50.toFixed(2), "-", "-", "0", (mcpProgress.p50 - baseline.p50).toFixed(2)]);
+    rows.push(["MCP ask, SDK over fetch", "1", mcpFetch.p50.toFixed(2), "-", "-", "0", (mcpFetch.p50 - baseline.p50).toFixed(2)]);
     for (const connections of CONNECTIONS) {
       const r = await autocannon({ ...post, connections, duration: SECONDS });
       rows.push(["autocannon", String(connections), r.latency.p50.toFixed(2), r.latency.p99.toFixed(2), r.requests.average.toFixed(1), String(r.non2xx + r.errors + r.timeouts), (r.latency.p50 - baseline.p50).toFixed(2)]);
@@ -180,7 +215,7 @@ async function main(): Promise<void> {
     for (const r of rows) console.log(r.map((c, j) => (j < 1 ? c.padEnd(widths[j]!) : c.padStart(widths[j]!))).join("  "));
     const overhead = seqP50 - baseline.p50;
     console.log(`p50 overhead of the server over the in-process decoder: ${overhead.toFixed(2)} ms (target < 5 ms): ${overhead < 5 ? "OK" : "OVER TARGET"}`);
-    for (const [name, r] of [["MCP ask", mcp], ["MCP ask with progress", mcpProgress]] as const) {
+    for (const [name, r] of [["MCP ask", mcp], ["MCP ask with progress", mcpProgress], ["MCP ask over fetch", mcpFetch]] as const) {
       const o = r.p50 - baseline.p50;
       console.log(`p50 overhead of ${name} at /mcp over the in-process decoder: ${o.toFixed(2)} ms (target < 5 ms): ${o < 5 ? "OK" : "OVER TARGET"}`);
     }
