@@ -4,7 +4,7 @@
  * end of the schema is shared by every question on the same database and can be cached.
  */
 import type { PromptFamily } from "./types.js";
-import type { ChatMessage } from "../policy/types.js";
+import type { ChatMessage } from "../policy/index.js";
 
 /** The word that opens a final answer declaring the question unanswerable: `<final_sql>UNANSWERABLE: reason</final_sql>`. */
 export const UNANSWERABLE_MARKER = "UNANSWERABLE";

@@ -19,7 +19,7 @@
  */
 import { ReexError, toReexError } from "../errors/index.js";
 import type { EventSink } from "../events/index.js";
-import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/types.js";
+import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { SegmentGrammars } from "./grammar.js";

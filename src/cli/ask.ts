@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/index.js";
-import type { Answer, AnswerRequest, FeedbackMode, Strategy } from "../decoding/types.js";
+import type { Answer, AnswerRequest, FeedbackMode, Strategy } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
 import { formatTable, toJson } from "./exec.js";

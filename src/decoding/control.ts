@@ -4,7 +4,7 @@
  * trajectory it started or forked, so that all of them are released and their usage summed once.
  */
 import { ReexError, toReexError } from "../errors/index.js";
-import type { GenerateOptions, GenerateResult, Policy, PromptSpec, TokenRecord, TokenUsage, Trajectory } from "../policy/types.js";
+import type { GenerateOptions, GenerateResult, Policy, PromptSpec, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 
 /** Why a decode stopped early: its caller cancelled, its deadline passed, its token budget ran out, or a part of it failed. */
 export type StopCause = "cancelled" | "deadline" | "budget" | "failed";

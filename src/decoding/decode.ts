@@ -7,8 +7,8 @@ import { familyFor, getProfile, resolveProfile, type ModelProfile, type ProfileC
 import type { Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
-import type { Policy } from "../policy/types.js";
-import type { Executor } from "../sql/types.js";
+import type { Policy } from "../policy/index.js";
+import type { Executor } from "../sql/index.js";
 import { RequestControl } from "./control.js";
 import { runLinear } from "./linear.js";
 import { createGrammarBuilder, createPromptBuilder, type GrammarFor, type PromptBuilderOptions, type PromptFor } from "./prompt.js";

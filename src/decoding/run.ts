@@ -5,8 +5,8 @@
  */
 import { normalizeSql, type RolloutOptions, type RolloutResult } from "../agent/index.js";
 import type { EventSink } from "../events/index.js";
-import type { Policy, PromptSpec } from "../policy/types.js";
-import type { ExecResult, Executor } from "../sql/types.js";
+import type { Policy, PromptSpec } from "../policy/index.js";
+import type { ExecResult, Executor } from "../sql/index.js";
 import type { RequestControl } from "./control.js";
 
 /** The rollout settings every trajectory of a decode shares (path, seed, temperature, signal and sink are set per branch). */

@@ -30,7 +30,7 @@
 import { createRolloutState, finishRollout, forkRollout, rolloutStep, cloneRolloutState, type RolloutResult, type RolloutState } from "../agent/index.js";
 import { toReexError } from "../errors/index.js";
 import { resultKey } from "../sql/index.js";
-import type { ExecResult } from "../sql/types.js";
+import type { ExecResult } from "../sql/index.js";
 import type { TrackedTrajectory } from "./control.js";
 import { branchOptions, settleAll, stopPruneReason, type Run, type StrategyOutcome } from "./run.js";
 

@@ -3,8 +3,8 @@
  * the evaluation harness and the trainer all call the decoder through these types.
  */
 import type { EventSink } from "../events/index.js";
-import type { ExecResult } from "../sql/types.js";
-import type { TokenUsage } from "../policy/types.js";
+import type { ExecResult } from "../sql/index.js";
+import type { TokenUsage } from "../policy/index.js";
 import type { FeedbackMode, PromptFamily } from "../agent/index.js";
 import type { VoteOutcome } from "./vote.js";
 

@@ -2,7 +2,7 @@
  * The one stream of typed events that a request produces. WebSocket streaming, CLI progress,
  * traces and training all consume this union; `path` names the trajectory (tree node) it belongs to.
  */
-import type { ExecResult } from "../sql/types.js";
+import type { ExecResult } from "../sql/index.js";
 
 /** Sampled text from one trajectory. */
 export interface TokenEvent { type: "token"; path: string; text: string }

@@ -1,5 +1,5 @@
 /** How tool results look to an MCP client: JSON-safe rows, the answer's fields, and a short trace of the decode. */
-import type { Answer } from "../decoding/index.js";
+import { candidateView, type Answer, type CandidateView } from "../decoding/index.js";
 import type { ReexEvent } from "../events/index.js";
 import type { ExecSuccess, SqlValue } from "../sql/index.js";
 
@@ -24,7 +24,7 @@ export interface McpAnswer {
   result: McpRows | null;
   /** Why the final SQL failed, when it did. */
   error?: { code: string; message: string };
-  candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
+  candidates: CandidateView[];
   winner: number | null;
   /** How the vote chose the winner (the decoder's `decidedBy`). */
   decidedBy: Answer["decidedBy"];
@@ -107,15 +107,7 @@ export function answerOf(answer: Answer, trace: string[]): McpAnswer {
     sql: answer.sql,
     answerable: answer.answerable,
     result: answer.result?.ok ? rowsOf(answer.result) : null,
-    candidates: answer.candidates.map((c) => ({
-      index: c.index,
-      path: c.path,
-      sql: c.sql,
-      answerable: c.answerable,
-      votes: c.votes,
-      group: c.group,
-      ...(c.error !== undefined ? { error: c.error } : {}),
-    })),
+    candidates: answer.candidates.map(candidateView),
     winner: answer.winner,
     decidedBy: answer.decidedBy,
     trace,

@@ -9,11 +9,11 @@ import { join, resolve } from "node:path";
 import type { ProfileId } from "../agent/index.js";
 import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
-import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
+import type { Answer, AnswerRequest, DecodeContext } from "../decoding/index.js";
 import { buildExamples } from "../examples/index.js";
 import { ReexError } from "../errors/index.js";
 import { buildTinyModel, createLlamaPolicy, createRemotePolicy, writeFileAtomic } from "../policy/index.js";
-import type { Policy } from "../policy/types.js";
+import type { Policy } from "../policy/index.js";
 import { DatabaseRegistry, ExecutorPool, loadSchema } from "../sql/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
 

@@ -3,7 +3,7 @@
  * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { Answer, AnswerRequest } from "../decoding/types.js";
+import { candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
 import { jsonResult, jsonSafe } from "./json.js";
@@ -81,15 +81,7 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
     sql: answer.sql,
     answerable: answer.answerable,
     result: jsonResult(answer.result),
-    candidates: answer.candidates.map((c) => ({
-      index: c.index,
-      path: c.path,
-      sql: c.sql,
-      answerable: c.answerable,
-      votes: c.votes,
-      group: c.group,
-      ...(c.error !== undefined ? { error: c.error } : {}),
-    })),
+    candidates: answer.candidates.map(candidateView),
     winner: answer.winner,
     decidedBy: answer.decidedBy,
     usage: {

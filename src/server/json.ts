@@ -1,5 +1,5 @@
 /** JSON-safe views of SQL values and events (bigints and BLOBs do not survive JSON.stringify). */
-import type { ExecResult, SqlValue } from "../sql/types.js";
+import type { ExecResult, SqlValue } from "../sql/index.js";
 
 /** A cell as the API sends it: safe integers as numbers, larger bigints as strings, BLOBs as `{base64}`. */
 export type JsonCell = string | number | null | { base64: string };

@@ -2,7 +2,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { WebSocket } from "ws";
 import type { Config } from "../config/index.js";
-import type { Policy } from "../policy/types.js";
+import type { Policy } from "../policy/index.js";
 import type { KeyRing } from "./auth.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { GenerationQueue } from "./queue.js";

@@ -1,8 +1,8 @@
 /** What the server needs from the rest of reex, as structural types so tests can hand in fakes. */
 import type { DestinationStream, Logger } from "pino";
 import type { Config } from "../config/index.js";
-import type { Answer, AnswerRequest, DecodeContext } from "../decoding/types.js";
-import type { Policy } from "../policy/types.js";
+import type { Answer, AnswerRequest, DecodeContext } from "../decoding/index.js";
+import type { Policy } from "../policy/index.js";
 import type { DatabaseEntry, Executor } from "../sql/index.js";
 
 /** A value or a promise of it. */

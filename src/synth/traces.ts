@@ -18,9 +18,9 @@
  * unless a value index is configured).
  */
 import { buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
-import type { PromptFamily } from "../decoding/types.js";
+import type { PromptFamily } from "../decoding/index.js";
 import { Rng } from "../examples/index.js";
-import type { ChatMessage } from "../policy/types.js";
+import type { ChatMessage } from "../policy/index.js";
 import { executeDirect, loadSchema, schemaPrompt, type ExecResult, type SqlValue } from "../sql/index.js";
 import { boolPair, type Encoding } from "./generate.js";
 import type { Lookup, SynthQuestion } from "./questions.js";
