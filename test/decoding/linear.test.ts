@@ -55,6 +55,16 @@ describe("linear decoding", () => {
     expect(s.policy.liveTrajectories()).toBe(0);
   });
 
+  it("asks the policy for log-probs only when several candidates may tie in the vote", async () => {
+    const s = scripted(byState(() => final("SELECT COUNT(*) FROM t")), ANSWERS);
+    await s.decode({ dbPath: "/db", question: "q", strategy: "greedy" });
+    const greedyCalls = s.policy.calls.length;
+    expect(greedyCalls).toBeGreaterThan(0);
+    expect(s.policy.calls.every((c) => c.options.logprobs === false)).toBe(true);
+    await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 3, temperature: 0.7 });
+    expect(s.policy.calls.slice(greedyCalls).every((c) => c.options.logprobs === true)).toBe(true);
+  });
+
   it("sums usage over rollouts: each prompt counted once, the shared prefix evaluated once", async () => {
     const s = scripted(byState(() => final("SELECT 1")), ANSWERS);
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 4 });
