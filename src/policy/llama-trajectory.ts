@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, beginSequenceCopy, WHOLE_VOCABULARY_TOP_K } from "./internals.js";
+import { asTokens, beginSequenceCopy, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K } from "./internals.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
 
@@ -160,7 +160,7 @@ export class LlamaTrajectory implements Trajectory {
       const withLogprobs = options.logprobs !== false;
       const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, {
         temperature,
-        topK: WHOLE_VOCABULARY_TOP_K,
+        topK: withLogprobs ? SORTED_WHOLE_VOCABULARY_TOP_K : WHOLE_VOCABULARY_TOP_K,
         topP,
         seed: options.seed ?? randomInt(0, 2 ** 32),
         yieldEogToken: true,
