@@ -92,7 +92,7 @@ export function createMcpServer(deps: McpDeps): Server {
       return failure(new ReexError("BAD_REQUEST", `invalid arguments for ${name}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { issues }));
     }
     const token = extra._meta?.progressToken;
-    // the client drops progress for a request it has the answer to, so the answer waits for every notification sent
+    // a client drops progress for a request it has the answer to, so the answer is written after every notification
     let sent: Promise<unknown> = Promise.resolve();
     const ctx: ToolContext = {
       signal: extra.signal,

@@ -157,7 +157,8 @@ describe("/mcp over Streamable HTTP", () => {
     expect(r.structuredContent!.usage.generatedTokens).toBeGreaterThan(0);
     expect(decodes.at(-1)!.error).toBeUndefined();
     expect(progress.some((p) => p.message?.startsWith("generating: "))).toBe(true);
-    expect(progress.some((p) => p.message?.startsWith("vote: "))).toBe(true);
+    // not the vote's notification: it can share a read with the answer, and the SDK client then drops it (see the stdio test)
+    expect(r.structuredContent!.trace.at(-1)).toMatch(/^vote: /);
   });
 
   it("stops decoding when the client cancels an ask", async () => {

@@ -134,7 +134,8 @@ describe("reex mcp over stdio", () => {
     expect(answer.usage.generatedTokens).toBeGreaterThan(0);
     expect(progress.length).toBeGreaterThan(1);
     expect(progress.some((p) => p.message?.startsWith("generating: "))).toBe(true);
-    expect(progress.some((p) => p.message?.startsWith("vote: "))).toBe(true);
+    // the vote's own notification is not asserted: the SDK client handles a notification a microtask after
+    // reading it but a response at once, so when one read holds both, the client drops that progress
     for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
   });
 
