@@ -6,7 +6,8 @@
  * sub-millisecond p50 (autocannon reports whole milliseconds), and the MCP SDK's Streamable HTTP
  * client calls the `ask` tool at /mcp the same way, with and without progress notifications, over
  * the same node:http keep-alive client, and once over Node's built-in fetch (undici), the SDK's
- * default. Run with
+ * default. The sequential variants (in-process, REST, the three MCP ones) run interleaved, one call
+ * of each per round, so that load on this shared machine falls on all of them alike. Run with
  * `npx tsx bench/server.ts [seconds-per-run] [decoder-latency-ms]` (defaults 4 and 20).
  */
 import { fork } from "node:child_process";
@@ -63,17 +64,13 @@ function fixedLatencyDecode(latencyMs: number) {
 
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
-async function inProcess(decode: ReturnType<typeof fixedLatencyDecode>, dbPath: string, seconds: number): Promise<{ p50: number; p99: number; rps: number }> {
-  const samples: number[] = [];
-  const end = performance.now() + seconds * 1000;
+/** One timed call of a variant; `server` is the server's own share when the answer reports it. */
+type Call = () => Promise<{ server?: number } | void>;
+
+/** The in-process decoder, one call. */
+function inProcessCall(decode: ReturnType<typeof fixedLatencyDecode>, dbPath: string): Call {
   const req: AnswerRequest = { dbPath, question: "How many singers are there?", strategy: "greedy" };
-  while (performance.now() < end) {
-    const t0 = performance.now();
-    await decode(req, { sink: () => undefined, signal: new AbortController().signal });
-    samples.push(performance.now() - t0);
-  }
-  samples.sort((a, b) => a - b);
-  return { p50: quantile(samples, 0.5), p99: quantile(samples, 0.99), rps: samples.length / seconds };
+  return async () => void (await decode(req, { sink: () => undefined, signal: new AbortController().signal }));
 }
 
 /** Child mode: serve on a free loopback port and report it to the parent. */
@@ -93,16 +90,12 @@ async function serve(dir: string): Promise<void> {
 }
 
 /**
- * `n` sequential POSTs over one keep-alive connection: client-side p50 (performance.now()) and the
- * p50 of the server's own share (its `timings.totalMs` minus the decoder's `decodeMs`).
+ * POST /v1/sql over one keep-alive connection, one call: the client sees the whole round trip, and
+ * the answer reports the server's own share (its `timings.totalMs` minus the decoder's `decodeMs`).
  */
-async function sequential(url: string, body: string, n: number): Promise<{ p50: number; serverP50: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+function restCall(url: string, body: string, agent: http.Agent): Call {
   const target = new URL(`${url}/v1/sql`);
-  const samples: number[] = [];
-  const server: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
+  return async () => {
     const text = await new Promise<string>((resolve, reject) => {
       const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
         let data = "";
@@ -112,14 +105,9 @@ async function sequential(url: string, body: string, n: number): Promise<{ p50: 
       req.on("error", reject);
       req.end(body);
     });
-    samples.push(performance.now() - t0);
     const { timings } = JSON.parse(text) as { timings: { totalMs: number; decodeMs: number } };
-    server.push(timings.totalMs - timings.decodeMs);
-  }
-  agent.destroy();
-  samples.sort((a, b) => a - b);
-  server.sort((a, b) => a - b);
-  return { p50: quantile(samples, 0.5), serverP50: quantile(server, 0.5) };
+    return { server: timings.totalMs - timings.decodeMs };
+  };
 }
 
 /**
@@ -146,32 +134,55 @@ function nodeHttpFetch(agent: http.Agent): typeof fetch {
         resolve(new Response(res.statusCode === 204 || res.statusCode === 202 ? null : body, { status: res.statusCode ?? 500, headers: out }));
       });
       req.on("error", reject);
-      init.signal?.addEventListener("abort", () => req.destroy(new Error("aborted")));
+      const abort = (): void => void req.destroy(new Error("aborted"));
+      init.signal?.addEventListener("abort", abort, { once: true });
+      req.on("close", () => init.signal?.removeEventListener("abort", abort));
       req.end(typeof init.body === "string" ? init.body : undefined);
     })) as typeof fetch;
 }
 
-/** `n` sequential `ask` tool calls through one MCP session at /mcp: client-side p50, with or without a progress token, over fetch or node:http. */
-async function sequentialMcp(url: string, database: string, n: number, progress: boolean, via: "fetch" | "node:http"): Promise<{ p50: number; notifications: number }> {
+/** An MCP session at /mcp and its `ask` tool call, with or without a progress token, over fetch or node:http; `progress` counts notifications received. */
+async function mcpCall(url: string, database: string, progress: boolean, via: "fetch" | "node:http"): Promise<{ call: Call; close: () => Promise<void>; progress: { calls: number; notifications: number } }> {
   const agent = new http.Agent({ keepAlive: true });
   const client = new Client({ name: "reex-bench", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), via === "node:http" ? { fetch: nodeHttpFetch(agent) } : {}));
-  const samples: number[] = [];
-  let notifications = 0;
+  const counts = { calls: 0, notifications: 0 };
   const args = { database, question: "How many singers are there?" };
-  try {
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now();
-      const r = await client.callTool({ name: "ask", arguments: args }, undefined, progress ? { onprogress: () => void notifications++ } : undefined);
-      samples.push(performance.now() - t0);
+  return {
+    progress: counts,
+    call: async () => {
+      counts.calls++;
+      const r = await client.callTool({ name: "ask", arguments: args }, undefined, progress ? { onprogress: () => void counts.notifications++ } : undefined);
       if (r.isError) throw new Error(`ask failed: ${JSON.stringify(r.content)}`);
+    },
+    close: async () => {
+      await client.close();
+      agent.destroy();
+    },
+  };
+}
+
+/**
+ * `rounds` rounds, each calling every variant once in turn, so that a change in the machine's load
+ * during the run falls on every variant alike. Returns each variant's sorted client-side times and
+ * sorted server shares.
+ */
+async function interleaved(variants: Record<string, Call>, rounds: number): Promise<Record<string, { times: number[]; server: number[] }>> {
+  const out: Record<string, { times: number[]; server: number[] }> = {};
+  for (const name of Object.keys(variants)) out[name] = { times: [], server: [] };
+  for (let i = 0; i < rounds; i++) {
+    for (const [name, call] of Object.entries(variants)) {
+      const t0 = performance.now();
+      const r = await call();
+      out[name]!.times.push(performance.now() - t0);
+      if (r?.server !== undefined) out[name]!.server.push(r.server);
     }
-  } finally {
-    await client.close();
-    agent.destroy();
   }
-  samples.sort((a, b) => a - b);
-  return { p50: quantile(samples, 0.5), notifications: notifications / n };
+  for (const v of Object.values(out)) {
+    v.times.sort((a, b) => a - b);
+    v.server.sort((a, b) => a - b);
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -191,35 +202,47 @@ async function main(): Promise<void> {
     const post = { url: `${url}/v1/sql`, method: "POST", headers: { "content-type": "application/json" }, body };
 
     console.log(`server overhead bench: loopback, server in a child process, fake decoder with ${LATENCY_MS} ms latency, ${SECONDS} s per run, logging at info to a null stream`);
-    const baseline = await inProcess(fixedLatencyDecode(LATENCY_MS), dbPath, SECONDS);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const mcp = await mcpCall(url, id, false, "node:http");
+    const mcpProgress = await mcpCall(url, id, true, "node:http");
+    const mcpFetch = await mcpCall(url, id, false, "fetch");
+    const variants: Record<string, Call> = {
+      "in-process decode": inProcessCall(fixedLatencyDecode(LATENCY_MS), dbPath),
+      "sequential client": restCall(url, body, agent),
+      "MCP ask, SDK client": mcp.call,
+      "MCP ask + progress": mcpProgress.call,
+      "MCP ask, SDK over fetch": mcpFetch.call,
+    };
     await autocannon({ ...post, connections: 4, duration: 1 });
-    const seq = await sequential(url, body, Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2))));
-    const seqP50 = seq.p50;
-    const calls = Math.max(50, Math.round((SECONDS * 1000) / (LATENCY_MS + 2)));
-    await sequentialMcp(url, id, 10, false, "node:http");
-    const mcp = await sequentialMcp(url, id, calls, false, "node:http");
-    const mcpProgress = await sequentialMcp(url, id, calls, true, "node:http");
-    const mcpFetch = await sequentialMcp(url, id, calls, false, "fetch");
+    await interleaved(variants, 10);
+    const rounds = Math.max(50, Math.round((4 * SECONDS * 1000) / (Object.keys(variants).length * (LATENCY_MS + 3))));
+    const seq = await interleaved(variants, rounds);
+    const notifications = mcpProgress.progress.notifications / mcpProgress.progress.calls;
+    agent.destroy();
+    for (const m of [mcp, mcpProgress, mcpFetch]) await m.close();
+    const baseline = seq["in-process decode"]!.times;
+    const p50Base = quantile(baseline, 0.5);
 
     const rows: string[][] = [["variant", "connections", "p50 ms", "p99 ms", "req/s", "non-2xx", "p50 overhead ms"]];
-    rows.push(["in-process decode", "1", baseline.p50.toFixed(2), baseline.p99.toFixed(2), baseline.rps.toFixed(1), "0", "-"]);
-    rows.push(["sequential client", "1", seqP50.toFixed(2), "-", "-", "0", (seqP50 - baseline.p50).toFixed(2)]);
-    rows.push(["MCP ask, SDK client", "1", mcp.p50.toFixed(2), "-", "-", "0", (mcp.p50 - baseline.p50).toFixed(2)]);
-    rows.push([`MCP ask + progress (${mcpProgress.notifications.toFixed(0)}/call)`, "1", mcpProgress.p50.toFixed(2), "-", "-", "0", (mcpProgress.p50 - baseline.p50).toFixed(2)]);
-    rows.push(["MCP ask, SDK over fetch", "1", mcpFetch.p50.toFixed(2), "-", "-", "0", (mcpFetch.p50 - baseline.p50).toFixed(2)]);
+    for (const [name, r] of Object.entries(seq)) {
+      const label = name === "MCP ask + progress" ? `${name} (${notifications.toFixed(0)}/call)` : name;
+      const p50 = quantile(r.times, 0.5);
+      rows.push([label, "1", p50.toFixed(2), quantile(r.times, 0.99).toFixed(2), "-", "0", r.times === baseline ? "-" : (p50 - p50Base).toFixed(2)]);
+    }
     for (const connections of CONNECTIONS) {
       const r = await autocannon({ ...post, connections, duration: SECONDS });
-      rows.push(["autocannon", String(connections), r.latency.p50.toFixed(2), r.latency.p99.toFixed(2), r.requests.average.toFixed(1), String(r.non2xx + r.errors + r.timeouts), (r.latency.p50 - baseline.p50).toFixed(2)]);
+      rows.push(["autocannon", String(connections), r.latency.p50.toFixed(2), r.latency.p99.toFixed(2), r.requests.average.toFixed(1), String(r.non2xx + r.errors + r.timeouts), (r.latency.p50 - p50Base).toFixed(2)]);
     }
     const widths = rows[0]!.map((_, j) => Math.max(...rows.map((r) => r[j]!.length)));
     for (const r of rows) console.log(r.map((c, j) => (j < 1 ? c.padEnd(widths[j]!) : c.padStart(widths[j]!))).join("  "));
-    const overhead = seqP50 - baseline.p50;
-    console.log(`p50 overhead of the server over the in-process decoder: ${overhead.toFixed(2)} ms (target < 5 ms): ${overhead < 5 ? "OK" : "OVER TARGET"}`);
-    for (const [name, r] of [["MCP ask", mcp], ["MCP ask with progress", mcpProgress], ["MCP ask over fetch", mcpFetch]] as const) {
-      const o = r.p50 - baseline.p50;
-      console.log(`p50 overhead of ${name} at /mcp over the in-process decoder: ${o.toFixed(2)} ms (target < 5 ms): ${o < 5 ? "OK" : "OVER TARGET"}`);
+    console.log(`(${rounds} interleaved rounds: each round calls every sequential variant once, so load changes fall on all alike)`);
+    const overhead = (name: string): number => quantile(seq[name]!.times, 0.5) - p50Base;
+    console.log(`p50 overhead of the server over the in-process decoder: ${overhead("sequential client").toFixed(2)} ms (target < 5 ms): ${overhead("sequential client") < 5 ? "OK" : "OVER TARGET"}`);
+    for (const [label, name] of [["MCP ask", "MCP ask, SDK client"], ["MCP ask with progress", "MCP ask + progress"], ["MCP ask over fetch", "MCP ask, SDK over fetch"]] as const) {
+      const o = overhead(name);
+      console.log(`p50 overhead of ${label} at /mcp over the in-process decoder: ${o.toFixed(2)} ms (target < 5 ms): ${o < 5 ? "OK" : "OVER TARGET"}`);
     }
-    console.log(`p50 of the server's own share inside the handler (totalMs - decodeMs): ${seq.serverP50.toFixed(2)} ms; machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`);
+    console.log(`p50 of the server's own share inside the handler (totalMs - decodeMs): ${quantile(seq["sequential client"]!.server, 0.5).toFixed(2)} ms; machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`);
   } finally {
     child.send("stop");
     await new Promise((resolve) => child.once("exit", resolve));
