@@ -200,6 +200,12 @@ class KvScheduler {
 }
 
 const schedulers = new WeakMap<object, KvScheduler>();
+const decodeCounts = new WeakMap<object, { batches: number }>();
+
+/** Decode batches `context` has run since {@link enableScheduledKvOps} was installed on it; undefined where it is not. */
+export function decodeBatchCount(context: LlamaContext): number | undefined {
+  return decodeCounts.get(context)?.batches;
+}
 
 function isContextInternals(value: unknown): value is ContextInternals {
   const c = value as Partial<Record<keyof ContextInternals, unknown>> & { _reclaimUnusedSequenceId?: unknown };
@@ -262,12 +268,14 @@ export async function enableScheduledKvOps(context: LlamaContext): Promise<boole
   const scheduler = new KvScheduler(internals, lock);
   const native = internals._ctx;
   const decodeBatch = native.decodeBatch;
+  const count = { batches: 0 };
   try {
     // Called only by the dispatch loop, which holds the context lock; nothing is decoding now.
     Object.defineProperty(native, "decodeBatch", {
       configurable: true,
       writable: true,
       value: function decodeBatchAfterKvOps(this: unknown, ...args: unknown[]): Promise<unknown> {
+        count.batches++;
         if (!scheduler.pending) return decodeBatch.apply(native, args);
         return scheduler.drain().then(() => decodeBatch.apply(native, args));
       },
@@ -295,6 +303,7 @@ export async function enableScheduledKvOps(context: LlamaContext): Promise<boole
     return false;
   }
   schedulers.set(context, scheduler);
+  decodeCounts.set(context, count);
   return true;
 }
 

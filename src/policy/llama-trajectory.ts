@@ -7,6 +7,7 @@ import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
 import { asTokens, beginSequenceCopy, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K } from "./internals.js";
+import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
 
@@ -28,7 +29,7 @@ export interface TrajectoryInit {
   promptTokens: readonly number[];
   pending: number[];
   record: TokenRecord;
-  loaded: { model: LlamaModel };
+  loaded: { model: LlamaModel; steps: StepBarrier };
   /**
    * Settles once the sequence holds the state the trajectory starts from (a fork's KV copy still
    * under way); calls on the trajectory wait for it, and a rejection makes them fail. Default: ready.
@@ -44,7 +45,7 @@ export class LlamaTrajectory implements Trajectory {
   readonly promptTokens: readonly number[];
   readonly record: TokenRecord;
   private pending: number[];
-  private readonly loaded: { model: LlamaModel };
+  private readonly loaded: { model: LlamaModel; steps: StepBarrier };
   private generated = 0;
   private evaluatedAtRelease: number | undefined;
   private released = false;
@@ -166,12 +167,16 @@ export class LlamaTrajectory implements Trajectory {
         yieldEogToken: true,
         ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
       });
+      const steps = this.loaded.steps;
+      steps.enter();
       try {
         for (;;) {
           if (options.signal?.aborted) {
             stopReason = "aborted";
             break;
           }
+          const lined = steps.arrive();
+          if (lined) await lined;
           const step = await generator.next();
           if (step.done) {
             this.pending = [];
@@ -217,6 +222,7 @@ export class LlamaTrajectory implements Trajectory {
       } catch (err) {
         throw this.fail(err);
       } finally {
+        steps.leave();
         await generator.return().catch(() => undefined);
       }
       const full = model.detokenize(asTokens(textTokens), false, asTokens(before));

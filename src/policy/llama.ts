@@ -23,9 +23,10 @@ import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { GrammarCache } from "./grammar.js";
-import { asTokens, copySequenceState, enableScheduledKvOps, kvCopySupport } from "./internals.js";
+import { asTokens, copySequenceState, decodeBatchCount, enableScheduledKvOps, kvCopySupport } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
+import { StepBarrier } from "./steps.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
 import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, Trajectory } from "./types.js";
 
@@ -78,6 +79,8 @@ interface Loaded {
   chat: ChatWrapper;
   lora: string[];
   device: string;
+  /** Lines up the generating trajectories' next tokens into one batch. */
+  steps: StepBarrier;
 }
 
 const llamas = new Map<string, Promise<Llama>>();
@@ -225,6 +228,10 @@ class LlamaPolicy implements Policy, TrajectoryHost {
 
   liveTrajectories(): number {
     return this.live.size;
+  }
+
+  decodeBatches(): number | undefined {
+    return decodeBatchCount(this.loaded.context);
   }
 
   renderChat(messages: ChatMessage[], options: { sharedPrefix?: string } = {}): PromptSpec {
@@ -518,7 +525,7 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
   // KV copies and sequence frees run between decode batches instead of waiting for generation on
   // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.
   await enableScheduledKvOps(context);
-  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device };
+  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps: new StepBarrier() };
 }
 
 async function loadModelAndContext(llama: Llama, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {

@@ -194,6 +194,11 @@ export interface Policy {
   /** Live trajectories (sequences in use, the prefix cache not counted), for tests and metrics. */
   liveTrajectories(): number;
   /**
+   * Decode batches run on the model's context since it was loaded (one batch decodes the next token
+   * of every trajectory generating together), for benchmarks and tests; undefined where not counted.
+   */
+  decodeBatches?(): number | undefined;
+  /**
    * Loads new weights or LoRA adapters without restarting the process (omitted fields keep their
    * value; `lora: []` removes adapters). Live trajectories become unusable (POLICY_ERROR); starts
    * made during the reload wait for it; the prefix cache is cleared.
