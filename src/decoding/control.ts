@@ -3,6 +3,7 @@
  * has sequences), the request-wide token budget, the deadline and cancellation, and every
  * trajectory it started or forked, so that all of them are released and their usage summed once.
  */
+import { setMaxListeners } from "node:events";
 import { ReexError, toReexError } from "../errors/index.js";
 import type { GenerateOptions, GenerateResult, Policy, PromptSpec, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 
@@ -22,6 +23,9 @@ export interface ControlOptions {
   /** Clock, ms. Default performance.now. */
   now?: () => number;
 }
+
+/** Abort listeners one live trajectory may hold on a decode's signals at once (its query, its generation, slack). */
+const LISTENERS_PER_TRAJECTORY = 4;
 
 interface SlotWaiter {
   resolve: () => void;
@@ -59,6 +63,9 @@ export class RequestControl {
     this.maxTotal = options.maxTotalTokens ?? Infinity;
     this.signal = this.stopAll.signal;
     this.execSignal = this.stopExec.signal;
+    // every live trajectory's probe and final query listens to these at once: 16 candidates tripped
+    // Node's leak warning (10 listeners) on every decode; a real leak still passes this bound
+    setMaxListeners(Math.max(10, LISTENERS_PER_TRAJECTORY * options.maxLive), this.signal, this.execSignal);
     const caller = options.signal;
     if (caller) {
       this.onCallerAbort = () => this.stop("cancelled");
