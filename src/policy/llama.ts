@@ -59,6 +59,11 @@ export interface LlamaPolicyOptions {
   /** Tokens per llama.cpp batch. Default min(512, contextSize × sequences). */
   batchSize?: number;
   /**
+   * Line up the next-token requests of the trajectories generating together, so that each step is
+   * one decode batch (src/policy/steps.ts); off, a trajectory that asks late is decoded on its own. Default true.
+   */
+  alignSteps?: boolean;
+  /**
    * llama.cpp flash attention ("auto": where supported). On CPU it made generation 2.6× and
    * appending a `<result>` block 17× slower in bench/policy.ts. Default: "auto" on a GPU, off on CPU.
    */
@@ -525,7 +530,7 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
   // KV copies and sequence frees run between decode batches instead of waiting for generation on
   // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.
   await enableScheduledKvOps(context);
-  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps: new StepBarrier() };
+  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps: new StepBarrier(options.alignSteps !== false) };
 }
 
 async function loadModelAndContext(llama: Llama, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {

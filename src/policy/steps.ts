@@ -18,6 +18,9 @@ export class StepBarrier {
   private active = 0;
   private waiting: (() => void)[] = [];
 
+  /** A barrier that is off never makes a trajectory wait. Default on. */
+  constructor(private readonly on = true) {}
+
   /** A trajectory starts generating tokens. */
   enter(): void {
     this.active++;
@@ -36,7 +39,7 @@ export class StepBarrier {
 
   /** Resolves once every generating trajectory has reached this point; undefined (no wait) when this one is alone. */
   arrive(): Promise<void> | undefined {
-    if (this.active <= 1 && this.waiting.length === 0) return undefined;
+    if (!this.on || (this.active <= 1 && this.waiting.length === 0)) return undefined;
     const arrived = new Promise<void>((resolve) => this.waiting.push(resolve));
     this.release();
     return arrived;

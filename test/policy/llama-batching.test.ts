@@ -9,24 +9,24 @@ import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const STEPS = 40;
 
-let policy: Policy;
+let shared: Policy;
 let prompt: PromptSpec;
 
 beforeAll(async () => {
   await ensureTestModel();
-  policy = await createLlamaPolicy(testPolicyOptions({ sequences: 12 }));
-  prompt = policy.renderChat([
+  shared = await createLlamaPolicy(testPolicyOptions({ sequences: 12 }));
+  prompt = shared.renderChat([
     { role: "system", content: "You are an experienced database expert." },
     { role: "user", content: "How many orders are there?" },
   ]);
 });
 
 afterAll(async () => {
-  await policy?.close();
+  await shared?.close();
 });
 
 /** Decode batches `width` forks of one prompt take to generate `STEPS` tokens each, together. */
-async function batchesFor(width: number): Promise<{ batches: number; tokens: number }> {
+async function batchesFor(width: number, policy: Policy = shared): Promise<{ batches: number; tokens: number }> {
   const root = await policy.start(prompt);
   const forks = await Promise.all(Array.from({ length: width }, () => root.fork()));
   const before = policy.decodeBatches!()!;
@@ -38,7 +38,7 @@ async function batchesFor(width: number): Promise<{ batches: number; tokens: num
 
 describe("batched generation", () => {
   it("counts the context's decode batches", async () => {
-    expect(policy.decodeBatches?.()).toBeTypeOf("number");
+    expect(shared.decodeBatches?.()).toBeTypeOf("number");
     const one = await batchesFor(1);
     expect(one.tokens).toBe(STEPS);
     expect(one.batches).toBe(STEPS);
@@ -49,5 +49,16 @@ describe("batched generation", () => {
     expect(run.tokens).toBe(width * STEPS);
     // one batch a step; the forks' first steps may reach node-llama-cpp a batch apart
     expect(run.batches).toBeLessThanOrEqual(STEPS + 1);
+  });
+
+  it("leaves steps unaligned with alignSteps: false, where node-llama-cpp splits them", async () => {
+    const unaligned = await createLlamaPolicy(testPolicyOptions({ sequences: 4, alignSteps: false }));
+    try {
+      const run = await batchesFor(2, unaligned);
+      expect(run.tokens).toBe(2 * STEPS);
+      expect(run.batches).toBeGreaterThan(STEPS + 1);
+    } finally {
+      await unaligned.close();
+    }
   });
 });
