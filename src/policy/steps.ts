@@ -32,11 +32,6 @@ export class StepBarrier {
     this.release();
   }
 
-  /** Trajectories generating now. */
-  get generating(): number {
-    return this.active;
-  }
-
   /** Resolves once every generating trajectory has reached this point; undefined (no wait) when this one is alone. */
   arrive(): Promise<void> | undefined {
     if (!this.on || (this.active <= 1 && this.waiting.length === 0)) return undefined;
