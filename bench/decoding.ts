@@ -1,7 +1,8 @@
 /**
  * Decoding strategies compared in one run: linear-16, tree-16 and tree-prune-16 on the same
  * example questions with the same model, printing evaluated tokens, generated tokens and wall time
- * per strategy, with ratios to linear.
+ * per strategy, with ratios to linear, and the llama.cpp decode batches they took (with the
+ * evaluated tokens a batch held on average: how full a strategy keeps the batch).
  *
  *   npx tsx bench/decoding.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--profile ID]
  *                             [--dataset FILE --db-root DIR] [--questions N] [--candidates K]
@@ -133,6 +134,8 @@ interface Totals {
   candidates: number;
   shortfalls: number;
   runs: number;
+  /** llama.cpp decode batches (one step of every generating trajectory, or an injected chunk). */
+  batches: number;
 }
 
 async function main(): Promise<void> {
@@ -171,7 +174,7 @@ async function main(): Promise<void> {
   console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
   console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
 
-  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0 }]));
+  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0, batches: 0 }]));
   const rows: string[] = [];
   try {
     for (let r = 0; r < REPEAT; r++) {
@@ -180,6 +183,7 @@ async function main(): Promise<void> {
         const base = { dbPath: it.dbPath, question: it.question, evidence: it.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + k };
         await decode({ ...base, strategy: "greedy" });
         for (const strategy of STRATEGIES) {
+          const batchesBefore = policy.decodeBatches?.() ?? 0;
           const started = performance.now();
           const answer: Answer = await decode({ ...base, strategy, candidates: CANDIDATES });
           const wallMs = performance.now() - started;
@@ -190,6 +194,7 @@ async function main(): Promise<void> {
           t.candidates += answer.candidates.length;
           t.shortfalls += answer.shortfall ? 1 : 0;
           t.runs++;
+          t.batches += (policy.decodeBatches?.() ?? 0) - batchesBefore;
           rows.push(
             `  ${it.id.padEnd(14)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
               `${(wallMs / 1000).toFixed(2).padStart(6)} s  cand ${answer.candidates.length}${answer.shortfall ? ` (shortfall: ${answer.shortfall})` : ""}`,
@@ -206,13 +211,14 @@ async function main(): Promise<void> {
   console.log("\nper question:");
   for (const row of rows) console.log(row);
   const linear = totals.get("linear")!;
-  console.log(`\n${"strategy".padEnd(16)}${"evaluated".padStart(10)}${"generated".padStart(11)}${"wall s".padStart(9)}${"cand".padStart(6)}${"eval/lin".padStart(10)}${"gen/lin".padStart(9)}${"wall/lin".padStart(10)}`);
+  console.log(`\n${"strategy".padEnd(16)}${"evaluated".padStart(10)}${"generated".padStart(11)}${"wall s".padStart(9)}${"cand".padStart(6)}${"eval/lin".padStart(10)}${"gen/lin".padStart(9)}${"wall/lin".padStart(10)}${"batches".padStart(9)}${"tok/batch".padStart(11)}`);
   for (const s of STRATEGIES) {
     const t = totals.get(s)!;
     const ratio = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
     console.log(
       `${`${s}-${CANDIDATES}`.padEnd(16)}${String(t.evaluated).padStart(10)}${String(t.generated).padStart(11)}${(t.wallMs / 1000).toFixed(2).padStart(9)}` +
-        `${(t.candidates / Math.max(1, t.runs)).toFixed(1).padStart(6)}${ratio(t.evaluated, linear.evaluated).padStart(10)}${ratio(t.generated, linear.generated).padStart(9)}${ratio(t.wallMs, linear.wallMs).padStart(10)}`,
+        `${(t.candidates / Math.max(1, t.runs)).toFixed(1).padStart(6)}${ratio(t.evaluated, linear.evaluated).padStart(10)}${ratio(t.generated, linear.generated).padStart(9)}${ratio(t.wallMs, linear.wallMs).padStart(10)}` +
+        `${(t.batches ? String(t.batches) : "n/a").padStart(9)}${(t.batches ? (t.evaluated / t.batches).toFixed(1) : "n/a").padStart(11)}`,
     );
   }
   console.log("\ntargets: tree-16 evaluates ≤ 45% of linear-16's tokens and takes ≤ 60% of its wall time (ReEx Table 7: 41% and 49%)");
