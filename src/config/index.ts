@@ -68,7 +68,7 @@ const policySchema = z
     modelsDir: z.string().default("models"),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */
     gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
-    /** Context window of each sequence, tokens; the KV cache holds contextSize × sequences. Default 4096. */
+    /** Context window of each sequence, tokens; the KV cache holds contextSize × sequences, and a fork copies a whole sequence's share. Default 4096. */
     contextSize: z.number().int().positive().default(4096),
     /** Sequences in the context (live trajectories + cached prefixes). Default 20. */
     sequences: z.number().int().positive().max(256).default(20),
