@@ -2,8 +2,8 @@
  * Server overhead: POST /v1/sql on loopback with autocannon at 1, 4 and 16 connections against a
  * fixed-latency fake decoder, compared with calling the same decoder in-process. The server runs
  * in a child process so the load generator does not share its event loop. Prints p50/p99 latency,
- * throughput, and the p50 overhead (target < 5 ms); a sequential keep-alive client adds a
- * sub-millisecond p50 (autocannon reports whole milliseconds), and the MCP SDK's Streamable HTTP
+ * throughput, and the p50 overhead (target < 5 ms); a sequential keep-alive client times the
+ * same POST to a fraction of a millisecond (autocannon reports whole milliseconds), and the MCP SDK's Streamable HTTP
  * client calls the `ask` tool at /mcp the same way, with and without progress notifications, over
  * the same node:http keep-alive client, and once over Node's built-in fetch (undici), the SDK's
  * default. The sequential variants (in-process, REST, the three MCP ones) run interleaved, one call
