@@ -8,7 +8,7 @@
  *                             [--dataset FILE --db-root DIR] [--questions N] [--candidates K]
  *                             [--repeat R] [--seed S] [--threads T] [--constrained]
  *
- * --threads defaults to the server's default (cores − 1, at least 1; 1 with the tiny model).
+ * --threads defaults to the policy's default, as the server runs it (cores − 1, at least 1; 1 with the tiny model).
  *
  * Without --model it loads the tiny random test model (written to bench/.output/tiny.gguf), whose
  * text is noise; each question then gets a fixed-choice grammar (a short think, then one of a few
@@ -26,7 +26,6 @@
  * `scripts/synth.ts --dev-every 7`, and almost never on the examples).
  */
 import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { getProfile, type ModelProfile, type SegmentGrammars } from "../src/agent/index.js";
@@ -149,9 +148,8 @@ async function main(): Promise<void> {
     modelPath = fileURLToPath(new URL("./.output/tiny.gguf", import.meta.url));
     if (!existsSync(modelPath)) await writeFileAtomic(modelPath, buildTinyModel({ seed: 1 }));
   }
-  // the server's own default (src/runtime): llama.cpp's threads spin, so on cores shared with the
-  // sampler, the executor and the event loop a thread per core decoded 2.5× slower here
-  const threads = values.threads !== undefined ? Number(values.threads) : tiny ? 1 : Math.max(1, availableParallelism() - 1);
+  // without --threads, the policy's own default (cores − 1), as the server runs it
+  const threads = values.threads !== undefined ? Number(values.threads) : tiny ? 1 : undefined;
   const policy = await createLlamaPolicy({
     model: modelPath,
     gpu: tiny ? "cpu" : "auto",

@@ -19,6 +19,7 @@ import {
   type LlamaModel,
   type LlamaText,
 } from "node-llama-cpp";
+import { availableParallelism } from "node:os";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
@@ -52,8 +53,9 @@ export interface LlamaPolicyOptions {
   /** LoRA adapter GGUF files applied on load, each at scale 1. Default []. */
   lora?: string[];
   /**
-   * CPU threads for evaluation. llama.cpp's worker threads spin while they wait, so on cores shared
-   * with other busy processes use 1–2 (measured here: orders of magnitude slower otherwise). Default: all math cores.
+   * CPU threads for evaluation. llama.cpp's worker threads spin while they wait, so a thread on every
+   * core starves the sampler, the SQL executor and the event loop (on 2 cores the starter decoded
+   * 2.5× slower with 2 threads than with 1). Default: cores − 1, at least 1.
    */
   threads?: number;
   /** Tokens per llama.cpp batch. Default min(512, contextSize × sequences). */
@@ -519,7 +521,7 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
     context = await model.createContext({
       contextSize: options.contextSize ?? 8192,
       sequences: options.sequences ?? 24,
-      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      threads: options.threads ?? Math.max(1, availableParallelism() - 1),
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
       flashAttention: options.flashAttention ?? (device === "cpu" ? false : "auto"),
       ...(lora.length > 0 ? { lora: { adapters: lora.map((filePath) => ({ filePath })) } } : {}),

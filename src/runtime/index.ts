@@ -4,7 +4,6 @@
  * and `reex eval` all start from here, so they run the same code.
  */
 import { existsSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { join, resolve } from "node:path";
 import type { ProfileId } from "../agent/index.js";
 import type { Config } from "../config/index.js";
@@ -100,7 +99,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         contextSize: config.policy.contextSize,
         sequences: config.policy.sequences,
         lora: config.policy.lora,
-        threads: config.policy.threads ?? Math.max(1, availableParallelism() - 1),
+        ...(config.policy.threads !== undefined ? { threads: config.policy.threads } : {}),
         ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
       });
     }

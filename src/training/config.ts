@@ -101,7 +101,7 @@ const policySchema = z
     contextSize: z.number().int().positive().default(4096),
     /** Sequences in the llama.cpp context. Default 16. */
     sequences: z.number().int().positive().default(16),
-    /** CPU threads; default all math cores. */
+    /** CPU threads; default the policy's, cores − 1 (at least 1). */
     threads: z.number().int().positive().optional(),
   })
   .strict();
