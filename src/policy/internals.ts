@@ -136,6 +136,11 @@ class KvScheduler {
     return this.context._ctx;
   }
 
+  /** node-llama-cpp's lock module, the one this context's dispatch loop takes. */
+  get lockApi(): LockApi {
+    return this.lock;
+  }
+
   get disposed(): boolean {
     return this.context._disposed;
   }
@@ -419,4 +424,263 @@ export async function withContextLock<T>(context: LlamaContext, fn: () => Promis
   } finally {
     handle.dispose();
   }
+}
+
+/** A token sampled by {@link DirectSampling}: null when llama.cpp sampled none; its probability when asked for. */
+export interface SampledToken {
+  token: number | null;
+  confidence?: number;
+}
+
+/** One generating sequence's next-token requests, decoded by its context's {@link DirectDecoder}. */
+export interface DirectSampling {
+  /** Evaluates `token` at the sequence's next position and samples the token after it. */
+  next(token: number): Promise<SampledToken>;
+  /** Frees the native sampler once the last request has settled. */
+  dispose(): void;
+}
+
+/** The sampling options {@link directSampling} passes to node-llama-cpp's own sampler config. */
+export interface DirectSamplingOptions {
+  temperature: number;
+  topK: number;
+  topP: number;
+  seed: number;
+  grammarEvaluationState?: unknown;
+  /** Return each token's probability. */
+  confidence: boolean;
+}
+
+interface NativeBatchContext {
+  initBatch(size: number): void;
+  addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
+  decodeBatch(): Promise<unknown>;
+  sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<unknown>;
+}
+
+interface NativeSampler {
+  applyConfig(config: unknown): void;
+  dispose(): void;
+}
+
+interface DirectSequence {
+  _sequenceId: number;
+  _contextTokens: Token[];
+  _nextTokenIndex: number;
+  _loadedTokenPredictions: unknown[];
+  _tokenPredictor?: unknown;
+  _disposed: boolean;
+  _resolveSamplerConfig(options: Record<string, unknown>): unknown;
+  needsCheckpoints: boolean;
+  tokenMeter: { useTokens(tokens: number, type: "input" | "output"): void };
+  model: { _model?: unknown; _llama?: { _bindings?: { AddonSampler?: new (model: unknown) => NativeSampler } } };
+}
+
+interface DirectRequest {
+  seq: DirectSequence;
+  token: number;
+  sampler: NativeSampler;
+  confidence: boolean;
+  resolve: (value: SampledToken) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Decodes the generating sequences of one context itself, one batch a step: each sequence's next
+ * token goes into one llama.cpp batch, built and decoded under node-llama-cpp's context lock (so its
+ * own dispatch loop, which still evaluates prompts and appended text, never interleaves), and every
+ * sequence's next token is then sampled by node-llama-cpp's native sampler with the config
+ * node-llama-cpp itself would build.
+ *
+ * Why: node-llama-cpp's `evaluate` wraps every generated token in a queued decode, a prioritisation
+ * pass, an async generator, two locks and a copy of the sequence's whole token history; on the
+ * starter that path ran 1.1–1.4× slower than the same native calls made directly (bench/peer.ts).
+ */
+class DirectDecoder {
+  private queue: DirectRequest[] = [];
+  private running = false;
+  private scheduled = false;
+
+  constructor(
+    private readonly context: ContextInternals & { _ctx: NativeContext & NativeBatchContext; _batchSize: number },
+    private readonly lock: LockApi,
+    private readonly generating: () => number,
+  ) {}
+
+  request(req: DirectRequest): void {
+    this.queue.push(req);
+    this.schedule();
+  }
+
+  /** Dispatches at once when every generating sequence has asked, else on the next turn of the event loop. */
+  private schedule(): void {
+    if (this.running || this.queue.length === 0) return;
+    if (this.queue.length >= this.generating()) {
+      this.scheduled = false;
+      void this.dispatch();
+      return;
+    }
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      if (!this.scheduled) return;
+      this.scheduled = false;
+      if (!this.running && this.queue.length > 0) void this.dispatch();
+    });
+  }
+
+  /**
+   * One step per hold of the context lock: whoever queued for the lock meanwhile (node-llama-cpp's
+   * dispatch of a prompt or appended text, a KV operation) goes before the next step.
+   */
+  private async dispatch(): Promise<void> {
+    this.running = true;
+    try {
+      const handle = await this.lock.acquireLock([this.context, "context"]);
+      try {
+        await this.step(this.queue.splice(0, Math.max(1, this.context._batchSize)));
+      } finally {
+        handle.dispose();
+      }
+    } catch (err) {
+      for (const req of this.queue.splice(0)) req.reject(err);
+    } finally {
+      this.running = false;
+      this.schedule();
+    }
+  }
+
+  /** One decode of `batch` (one token per sequence) and one sample per sequence. Holds the context lock. */
+  private async step(batch: DirectRequest[]): Promise<void> {
+    const live = batch.filter((req) => {
+      if (!req.seq._disposed) return true;
+      req.reject(new Error("the sequence was disposed"));
+      return false;
+    });
+    if (live.length === 0) return;
+    let guard: { dispose(): void };
+    try {
+      guard = this.context._backendContextDisposeGuard.createPreventDisposalHandle();
+    } catch (err) {
+      for (const req of live) req.reject(err);
+      return;
+    }
+    try {
+      const native = this.context._ctx;
+      const logits = Uint32Array.of(0);
+      native.initBatch(live.length);
+      const indexes = live.map((req) => native.addToBatch(req.seq._sequenceId, req.seq._nextTokenIndex, Uint32Array.of(req.token), logits)[0]!);
+      try {
+        await native.decodeBatch();
+      } catch (err) {
+        for (const req of live) req.reject(err);
+        return;
+      }
+      for (const req of live) {
+        req.seq._nextTokenIndex++;
+        req.seq._contextTokens.push(req.token as Token);
+        req.seq.tokenMeter.useTokens(1, "output");
+      }
+      await Promise.all(
+        live.map(async (req, i) => {
+          try {
+            const out = req.confidence ? await native.sampleToken(indexes[i]!, req.sampler, false, true) : await native.sampleToken(indexes[i]!, req.sampler);
+            const [token, , confidence] = Array.isArray(out) ? (out as [number, unknown, number?]) : [out as number];
+            if (token === -1) throw new Error("Failed to sample next token");
+            req.resolve({ token: token ?? null, ...(confidence !== undefined ? { confidence } : {}) });
+          } catch (err) {
+            req.reject(err);
+          }
+        }),
+      );
+    } finally {
+      guard.dispose();
+    }
+  }
+}
+
+const decoders = new WeakMap<object, DirectDecoder>();
+
+function directSequence(seq: LlamaContextSequence): DirectSequence | undefined {
+  const s = seq as unknown as Partial<DirectSequence>;
+  if (
+    checkedSequence(seq) === undefined ||
+    typeof s._disposed !== "boolean" ||
+    typeof s._resolveSamplerConfig !== "function" ||
+    s.needsCheckpoints !== false ||
+    s._tokenPredictor != null ||
+    typeof s.tokenMeter?.useTokens !== "function" ||
+    typeof s.model?._llama?._bindings?.AddonSampler !== "function" ||
+    s.model._model == null
+  ) {
+    return undefined;
+  }
+  return s as DirectSequence;
+}
+
+/**
+ * Lets `context`'s generating sequences be decoded by reex's own batch step (see {@link DirectDecoder})
+ * instead of node-llama-cpp's `evaluate`. `generating` counts the sequences generating now, so a
+ * step starts as soon as all of them have asked. Only where {@link enableScheduledKvOps} is on (the
+ * verified node-llama-cpp version, its lock shared); returns whether it is on.
+ */
+export function enableDirectDecode(context: LlamaContext, generating: () => number): boolean {
+  if (decoders.has(context)) return true;
+  const scheduler = schedulers.get(context);
+  const c = context as unknown as { _ctx?: Partial<NativeBatchContext>; _batchSize?: unknown };
+  if (
+    scheduler === undefined ||
+    typeof c._ctx?.initBatch !== "function" ||
+    typeof c._ctx.addToBatch !== "function" ||
+    typeof c._ctx.sampleToken !== "function" ||
+    typeof c._batchSize !== "number"
+  ) {
+    return false;
+  }
+  const lock = scheduler.lockApi;
+  decoders.set(context, new DirectDecoder(context as unknown as ContextInternals & { _ctx: NativeContext & NativeBatchContext; _batchSize: number }, lock, generating));
+  return true;
+}
+
+/**
+ * A generating sequence's sampler on its context's direct decode path, with the sampler config
+ * node-llama-cpp's `evaluate` builds from the same options; undefined where that path is off or
+ * this sequence cannot take it (a model that needs KV checkpoints, a token predictor), and the
+ * caller uses `evaluate`. The sequence must have no evaluation of its own running meanwhile.
+ */
+export function directSampling(seq: LlamaContextSequence, options: DirectSamplingOptions): DirectSampling | undefined {
+  const decoder = decoders.get(seq.context);
+  const s = directSequence(seq);
+  if (!decoder || !s) return undefined;
+  const config = s._resolveSamplerConfig({
+    temperature: options.temperature,
+    minP: 0,
+    topK: options.topK,
+    topP: options.topP,
+    seed: options.seed,
+    grammarEvaluationState: options.grammarEvaluationState,
+  });
+  const Sampler = s.model._llama!._bindings!.AddonSampler!;
+  const sampler = new Sampler(s.model._model);
+  sampler.applyConfig(config);
+  let pending = Promise.resolve();
+  let disposed = false;
+  return {
+    next(token) {
+      const result = new Promise<SampledToken>((resolve, reject) => {
+        if (disposed) throw new Error("the sampler was disposed");
+        decoder.request({ seq: s, token, sampler, confidence: options.confidence, resolve, reject });
+      });
+      pending = result.then(
+        () => undefined,
+        () => undefined,
+      );
+      return result;
+    },
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      void pending.then(() => sampler.dispose());
+    },
+  };
 }

@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, beginSequenceCopy, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K } from "./internals.js";
+import { asTokens, beginSequenceCopy, directSampling, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type SampledToken } from "./internals.js";
 import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
@@ -159,14 +159,33 @@ export class LlamaTrajectory implements Trajectory {
       let stopReason: StopReason = "maxTokens";
       let stop: string | undefined;
       const withLogprobs = options.logprobs !== false;
-      const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, {
+      const sampling = {
         temperature,
         topK: withLogprobs ? SORTED_WHOLE_VOCABULARY_TOP_K : WHOLE_VOCABULARY_TOP_K,
         topP,
         seed: options.seed ?? randomInt(0, 2 ** 32),
-        yieldEogToken: true,
         ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
-      });
+      };
+      let next: () => Promise<SampledToken>;
+      let finish: () => Promise<unknown>;
+      const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
+      if (direct) {
+        try {
+          await this.settle();
+        } catch (err) {
+          direct.dispose();
+          throw this.fail(err);
+        }
+        next = () => direct.next(this.pending[0]!);
+        finish = async () => direct.dispose();
+      } else {
+        const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, { ...sampling, yieldEogToken: true });
+        next = async () => {
+          const step = await generator.next();
+          return step.done ? { token: null } : { token: step.value.token, ...(step.value as { confidence?: number }) };
+        };
+        finish = () => generator.return();
+      }
       const steps = this.loaded.steps;
       steps.enter();
       try {
@@ -177,15 +196,13 @@ export class LlamaTrajectory implements Trajectory {
           }
           const lined = steps.arrive();
           if (lined) await lined;
-          const step = await generator.next();
-          if (step.done) {
+          const { token, confidence } = await next();
+          if (token === null) {
             this.pending = [];
             stopReason = "eos";
             break;
           }
-          const { token } = step.value;
           this.pending = [token];
-          const { confidence } = step.value as { confidence?: number };
           const logprob = confidence !== undefined ? Math.max(Math.log(confidence), MIN_LOGPROB) : NaN;
           tokens.push(token);
           logprobs.push(logprob);
@@ -193,7 +210,7 @@ export class LlamaTrajectory implements Trajectory {
           this.record.sampled.push(1);
           this.record.logprobs.push(logprob);
           this.generated++;
-          if (model.isEogToken(token)) {
+          if (model.isEogToken(asTokens([token])[0]!)) {
             if (!options.ignoreEos) {
               stopReason = "eos";
               break;
@@ -223,7 +240,7 @@ export class LlamaTrajectory implements Trajectory {
         throw this.fail(err);
       } finally {
         steps.leave();
-        await generator.return().catch(() => undefined);
+        await finish().catch(() => undefined);
       }
       const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
       if (full.length > emitted) options.onText?.(full.slice(emitted));

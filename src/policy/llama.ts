@@ -24,7 +24,7 @@ import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { GrammarCache } from "./grammar.js";
-import { asTokens, copySequenceState, decodeBatchCount, enableScheduledKvOps, kvCopySupport } from "./internals.js";
+import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
@@ -65,6 +65,13 @@ export interface LlamaPolicyOptions {
    * one decode batch (src/policy/steps.ts); off, a trajectory that asks late is decoded on its own. Default true.
    */
   alignSteps?: boolean;
+  /**
+   * Decode generated tokens with reex's own batch step on node-llama-cpp's native context (one
+   * batch, then one native sample per sequence) instead of its `evaluate`, whose per-token queueing
+   * cost 10–40% of the starter's speed (bench/peer.ts). Used only on the node-llama-cpp version it
+   * was verified against, and not for models that need KV checkpoints. Default true.
+   */
+  directDecode?: boolean;
   /**
    * llama.cpp flash attention ("auto": where supported). On CPU it made generation 2.6× and
    * appending a `<result>` block 17× slower in bench/policy.ts. Default: "auto" on a GPU, off on CPU.
@@ -532,7 +539,9 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
   // KV copies and sequence frees run between decode batches instead of waiting for generation on
   // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.
   await enableScheduledKvOps(context);
-  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps: new StepBarrier(options.alignSteps !== false) };
+  const steps = new StepBarrier(options.alignSteps !== false);
+  if (options.directDecode !== false) enableDirectDecode(context, () => steps.generating);
+  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps };
 }
 
 async function loadModelAndContext(llama: Llama, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {

@@ -21,6 +21,11 @@ export class StepBarrier {
   /** A barrier that is off never makes a trajectory wait. Default on. */
   constructor(private readonly on = true) {}
 
+  /** Trajectories generating now. */
+  get generating(): number {
+    return this.active;
+  }
+
   /** A trajectory starts generating tokens. */
   enter(): void {
     this.active++;

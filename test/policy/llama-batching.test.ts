@@ -1,7 +1,8 @@
 /**
  * Trajectories generating on one context together have their next tokens decoded in one batch a
- * step (src/policy/steps.ts), where node-llama-cpp alone decoded a late sequence in a batch of its
- * own: counted through the policy's decode batches on the real runtime.
+ * step (src/policy/steps.ts and the direct decode path in src/policy/internals.ts), where
+ * node-llama-cpp's evaluate alone decoded a late sequence in a batch of its own: counted through the
+ * policy's decode batches on the real runtime.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy, type Policy, type PromptSpec } from "../../src/policy/index.js";
@@ -51,12 +52,23 @@ describe("batched generation", () => {
     expect(run.batches).toBeLessThanOrEqual(STEPS + 1);
   });
 
-  it("leaves steps unaligned with alignSteps: false, where node-llama-cpp splits them", async () => {
-    const unaligned = await createLlamaPolicy(testPolicyOptions({ sequences: 4, alignSteps: false }));
+  it("leaves steps unaligned with alignSteps: false, where node-llama-cpp's evaluate splits them", async () => {
+    const unaligned = await createLlamaPolicy(testPolicyOptions({ sequences: 4, alignSteps: false, directDecode: false }));
     try {
       const run = await batchesFor(2, unaligned);
       expect(run.tokens).toBe(2 * STEPS);
       expect(run.batches).toBeGreaterThan(STEPS + 1);
+    } finally {
+      await unaligned.close();
+    }
+  });
+
+  it("batches unaligned steps all the same on the direct decode path, which collects a step's requests until the event loop turns", async () => {
+    const unaligned = await createLlamaPolicy(testPolicyOptions({ sequences: 4, alignSteps: false }));
+    try {
+      const run = await batchesFor(2, unaligned);
+      expect(run.tokens).toBe(2 * STEPS);
+      expect(run.batches).toBeLessThanOrEqual(STEPS + 1);
     } finally {
       await unaligned.close();
     }
