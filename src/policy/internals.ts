@@ -1,7 +1,8 @@
 /**
  * The one place that touches node-llama-cpp internals (verified against node-llama-cpp 3.22.1):
  * copying one sequence's KV state into another, and freeing a sequence, without queueing behind
- * the context's batch dispatch.
+ * the context's batch dispatch; and decoding generated tokens with reex's own batch step
+ * ({@link enableDirectDecode}, at the end of this file).
  *
  * Why: node-llama-cpp runs every KV-cache edit (its `_copyStateFromOtherSequence`, which calls
  * llama.cpp's `llama_memory_seq_cp`, and the `llama_memory_seq_rm` that frees a disposed
