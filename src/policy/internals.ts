@@ -538,8 +538,12 @@ class DirectDecoder {
     this.running = true;
     try {
       const handle = await this.lock.acquireLock([this.context, "context"]);
+      const batch = this.queue.splice(0, Math.max(1, this.context._batchSize));
       try {
-        await this.step(this.queue.splice(0, Math.max(1, this.context._batchSize)));
+        await this.step(batch);
+      } catch (err) {
+        // a request already settled ignores this
+        for (const req of batch) req.reject(err);
       } finally {
         handle.dispose();
       }
