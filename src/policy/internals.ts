@@ -495,7 +495,8 @@ interface DirectRequest {
  *
  * Why: node-llama-cpp's `evaluate` wraps every generated token in a queued decode, a prioritisation
  * pass, an async generator, two locks and a copy of the sequence's whole token history; on the
- * starter that path ran 1.1–1.4× slower than the same native calls made directly (bench/peer.ts).
+ * starter that path ran 1.1–1.4× slower than the same native calls made directly (a scratch loop,
+ * five interleaved rounds at 1 and 16 sequences; bench/peer.ts compares the two paths end to end).
  */
 class DirectDecoder {
   private queue: DirectRequest[] = [];

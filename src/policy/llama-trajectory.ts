@@ -4,7 +4,7 @@
  * a token whose logits it computes; this is also what lets a fork share the KV state exactly.
  */
 import { randomInt } from "node:crypto";
-import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
 import { asTokens, beginSequenceCopy, directSampling, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type SampledToken } from "./internals.js";
 import type { StepBarrier } from "./steps.js";
@@ -210,7 +210,7 @@ export class LlamaTrajectory implements Trajectory {
           this.record.sampled.push(1);
           this.record.logprobs.push(logprob);
           this.generated++;
-          if (model.isEogToken(asTokens([token])[0]!)) {
+          if (model.isEogToken(token as Token)) {
             if (!options.ignoreEos) {
               stopReason = "eos";
               break;

@@ -62,13 +62,14 @@ export interface LlamaPolicyOptions {
   batchSize?: number;
   /**
    * Line up the next-token requests of the trajectories generating together, so that each step is
-   * one decode batch (src/policy/steps.ts); off, a trajectory that asks late is decoded on its own. Default true.
+   * one decode batch (src/policy/steps.ts); off, a trajectory that asks late is decoded on its own by
+   * node-llama-cpp's `evaluate` (the direct decode path still collects a step's requests until the event loop turns). Default true.
    */
   alignSteps?: boolean;
   /**
    * Decode generated tokens with reex's own batch step on node-llama-cpp's native context (one
    * batch, then one native sample per sequence) instead of its `evaluate`, whose per-token queueing
-   * cost 10–40% of the starter's speed (bench/peer.ts). Used only on the node-llama-cpp version it
+   * made the starter's generation 1.1–1.4× slower than the same native calls. Used only on the node-llama-cpp version it
    * was verified against, and not for models that need KV checkpoints. Default true.
    */
   directDecode?: boolean;
