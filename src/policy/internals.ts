@@ -208,6 +208,17 @@ class KvScheduler {
 const schedulers = new WeakMap<object, KvScheduler>();
 const decodeCounts = new WeakMap<object, { batches: number }>();
 
+/**
+ * Orders `context`'s free sequence ids so that its next `getSequence()` takes the lowest ("low")
+ * or the highest ("high") of them. Generating sequences on low ids and idle holders (cached
+ * prefixes) on high ones keep a decode step's ids consecutive, which llama.cpp then decodes as
+ * one ubatch. A no-op on an unverified node-llama-cpp.
+ */
+export function preferSequenceIds(context: LlamaContext, order: "low" | "high"): void {
+  if (!schedulers.has(context) || !isContextInternals(context)) return;
+  context._unusedSequenceIds.sort(order === "low" ? (a, b) => a - b : (a, b) => b - a);
+}
+
 /** Decode batches `context` has run since {@link enableScheduledKvOps} was installed on it; undefined where it is not. */
 export function decodeBatchCount(context: LlamaContext): number | undefined {
   return decodeCounts.get(context)?.batches;
@@ -564,6 +575,10 @@ class DirectDecoder {
       return false;
     });
     if (live.length === 0) return;
+    // llama.cpp's per-sequence KV streams take a batch as one ubatch only where its sequence ids
+    // run consecutively upwards in batch order; any other order splits the step into several
+    // graph computations (several reads of the weights).
+    live.sort((a, b) => a.seq._sequenceId - b.seq._sequenceId);
     let guard: { dispose(): void };
     try {
       guard = this.context._backendContextDisposeGuard.createPreventDisposalHandle();

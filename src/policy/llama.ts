@@ -24,7 +24,7 @@ import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { GrammarCache } from "./grammar.js";
-import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport } from "./internals.js";
+import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport, preferSequenceIds } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
@@ -192,6 +192,12 @@ function pickChatWrapper(model: LlamaModel): ChatWrapper {
 
 function noContextShift(): never {
   throw new ReexError("CONTEXT_EXHAUSTED", "the trajectory reached the end of its context window");
+}
+
+/** A sequence for a trajectory, on the lowest free id (see {@link preferSequenceIds}). */
+function trajectorySequence(context: LlamaContext): LlamaContextSequence {
+  preferSequenceIds(context, "low");
+  return context.getSequence({ contextShift: { strategy: noContextShift } });
 }
 
 interface Waiter {
@@ -381,6 +387,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     if (this.cache.size >= max && !(await this.cache.evictOne())) return undefined;
     const context = this.loaded.context;
     if (context.sequencesLeft === 0) return undefined;
+    preferSequenceIds(context, "high");
     return context.getSequence({ contextShift: { strategy: noContextShift } });
   }
 
@@ -391,7 +398,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       if (signal?.aborted) throw new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal.reason });
       const context = this.loaded.context;
       if (context.sequencesLeft > 0 && (mode === "now" || this.waiters.length === 0)) {
-        return context.getSequence({ contextShift: { strategy: noContextShift } });
+        return trajectorySequence(context);
       }
       if (await this.cache.evictOne()) continue;
       if (mode === "now") {
@@ -425,7 +432,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     if (!seq.disposed) await seq.dispose();
     const context = this.loaded.context;
     while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
-      this.waiters.shift()!.resolve(context.getSequence({ contextShift: { strategy: noContextShift } }));
+      this.waiters.shift()!.resolve(trajectorySequence(context));
     }
   }
 
@@ -464,7 +471,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       this.reloading = undefined;
       const context = this.loaded.context;
       while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
-        this.waiters.shift()!.resolve(context.getSequence({ contextShift: { strategy: noContextShift } }));
+        this.waiters.shift()!.resolve(trajectorySequence(context));
       }
     }
   }
