@@ -9,6 +9,11 @@
  *     log-probs (as a greedy answer is served) and with them (as the trainer and voting sample);
  *   - reex's full rollout on every fork: stop strings, executed probes, injected feedback, events.
  *
+ * Every row's KV cache holds the same `CONTEXT` cells per sequence (llama-batched-bench gets
+ * `width × CONTEXT`, one stream per sequence as node-llama-cpp makes them): llama.cpp decodes 16
+ * sequences more slowly from larger streams (14.6–15.1 ms a step at 2,184 cells against 17.8–18.3
+ * at 3,072, in llama-batched-bench itself), so a smaller context would flatter the reference.
+ *
  * Each row is timed from the first generated token's request to the last one's (prompt evaluation
  * excluded); rows take turns `--repeat` times and the median is printed, with its ratio to
  * llama-batched-bench. Besides wall-clock tokens/s, each row prints the CPU time it spent per
@@ -67,7 +72,7 @@ const THREADS = Number(values.threads);
 const WIDTHS = values.sequences.split(",").map(Number);
 const REPEAT = Number(values.repeat);
 const MAX_WIDTH = Math.max(...WIDTHS);
-/** Room per sequence: the prompt, the generated tokens and what a rollout injects. */
+/** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
 const CONTEXT = PROMPT_TOKENS + 4 * GEN + 512;
 
 type Row = "llama-batched-bench" | "node-llama-cpp" | "reex generate" | "reex generate+logprobs" | "reex rollout";
@@ -127,11 +132,10 @@ async function batchedBench(): Promise<string | undefined> {
     binary = (await tools.ensureLlamaTools?.())?.batchedBench;
   }
   if (!binary || !existsSync(binary)) return `llama-batched-bench not found (${binary ?? "not built"})`;
-  const ctx = MAX_WIDTH * (PROMPT_TOKENS + GEN + 16);
   /** One run at one width; its generation speed and the CPU seconds of the whole process (bash's `times`). */
   const runOnce = (width: number, gen: number): { tg: number; t_tg: number; cpu: number } | string => {
     const args = [
-      "-m", MODEL, "-c", String(ctx), "-b", "512", "-ub", "512", "-t", String(THREADS), "-tb", String(THREADS),
+      "-m", MODEL, "-c", String(width * CONTEXT), "-b", "512", "-ub", "512", "-t", String(THREADS), "-tb", String(THREADS),
       "-fa", "off", "-pps", "-npp", String(PROMPT_TOKENS), "-ntg", String(gen), "-npl", String(width), "--output-format", "jsonl",
     ];
     const out = spawnSync("bash", ["-c", '"$@" 2>/dev/null; status=$?; times; exit $status', "bash", binary!, ...args], { encoding: "utf8", maxBuffer: 1 << 24 });
@@ -256,7 +260,7 @@ async function main(): Promise<void> {
   const [load1] = (await import("node:os")).loadavg();
   console.log(`\npeer benchmark — ${MODEL}`);
   console.log(
-    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${THREADS} thread(s), T 1, median of ${REPEAT}; ` +
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T 1, median of ${REPEAT}; ` +
       `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");
