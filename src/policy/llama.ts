@@ -74,8 +74,10 @@ export interface LlamaPolicyOptions {
    */
   directDecode?: boolean;
   /**
-   * llama.cpp flash attention ("auto": where supported). On CPU it made generation 2.6× and
-   * appending a `<result>` block 17× slower in bench/policy.ts. Default: "auto" on a GPU, off on CPU.
+   * llama.cpp flash attention ("auto": where supported). On CPU it depends on the model: in
+   * bench/policy.ts it made the tiny test model generate 2.3–3.8× and append a `<result>` block 9×
+   * slower, and the starter append 1.7× slower but decode 8 forks 1.2× faster. Default: "auto" on a
+   * GPU, off on CPU.
    */
   flashAttention?: "auto" | boolean;
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
