@@ -52,6 +52,8 @@ export class LlamaTrajectory implements Trajectory {
   private invalid = false;
   private broken: unknown;
   private tail: Promise<unknown> = Promise.resolve();
+  /** generate() calls made and not yet finished; the trajectory counts as generating on its context while any are. */
+  private generateCalls = 0;
 
   constructor(
     private readonly host: TrajectoryHost,
@@ -133,119 +135,132 @@ export class LlamaTrajectory implements Trajectory {
   }
 
   generate(options: GenerateOptions): Promise<GenerateResult> {
+    // counted as generating from the call, not from when its turn comes: forks asked to generate
+    // together then line up from their first step (else the first whose KV copy is done steps alone)
+    const steps = this.loaded.steps;
+    if (this.generateCalls++ === 0) steps.enter();
+    let counted = true;
+    const leave = (): void => {
+      if (!counted) return;
+      counted = false;
+      if (--this.generateCalls === 0) steps.leave();
+    };
     return this.run(async () => {
       const { temperature, topP } = samplingSettings(options);
       if (options.signal?.aborted) return emptyResult("aborted");
+      return await this.generateEntered(options, temperature, topP, leave);
+    }).finally(leave);
+  }
+
+  private async generateEntered(options: GenerateOptions, temperature: number, topP: number, leave: () => void): Promise<GenerateResult> {
+    try {
+      await this.ensurePending();
+    } catch (err) {
+      throw this.fail(err);
+    }
+    const limit = Math.min(options.maxTokens, this.room() + 1);
+    if (limit <= 0) return emptyResult("maxTokens");
+    const grammar = options.grammar !== undefined ? await this.host.grammar(options.grammar) : undefined;
+    const model = this.model;
+    const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;
+    const recorded = this.record.tokens;
+    const before = recorded.length >= 8 ? recorded.slice(-8) : [...this.promptTokens.slice(-(8 - recorded.length)), ...recorded];
+    const text = new IncrementalText((tokens, last) => model.detokenize(asTokens(tokens), false, asTokens(last.length ? last : before)));
+    const stops = new StopMatcher(options.stop);
+    // the text is only needed per token to find stop strings or to stream it; else it is decoded once at the end
+    const perToken = options.onText !== undefined || options.stop.some((x) => x.length > 0);
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    const textTokens: number[] = [];
+    let emitted = 0;
+    let stopReason: StopReason = "maxTokens";
+    let stop: string | undefined;
+    const withLogprobs = options.logprobs !== false;
+    const sampling = {
+      temperature,
+      topK: withLogprobs ? SORTED_WHOLE_VOCABULARY_TOP_K : WHOLE_VOCABULARY_TOP_K,
+      topP,
+      seed: options.seed ?? randomInt(0, 2 ** 32),
+      ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+    };
+    let next: () => Promise<SampledToken>;
+    let finish: () => Promise<unknown>;
+    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
+    if (direct) {
       try {
-        await this.ensurePending();
+        await this.settle();
       } catch (err) {
+        direct.dispose();
         throw this.fail(err);
       }
-      const limit = Math.min(options.maxTokens, this.room() + 1);
-      if (limit <= 0) return emptyResult("maxTokens");
-      const grammar = options.grammar !== undefined ? await this.host.grammar(options.grammar) : undefined;
-      const model = this.model;
-      const grammarEvaluationState = grammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;
-      const recorded = this.record.tokens;
-      const before = recorded.length >= 8 ? recorded.slice(-8) : [...this.promptTokens.slice(-(8 - recorded.length)), ...recorded];
-      const text = new IncrementalText((tokens, last) => model.detokenize(asTokens(tokens), false, asTokens(last.length ? last : before)));
-      const stops = new StopMatcher(options.stop);
-      // the text is only needed per token to find stop strings or to stream it; else it is decoded once at the end
-      const perToken = options.onText !== undefined || options.stop.some((x) => x.length > 0);
-      const tokens: number[] = [];
-      const logprobs: number[] = [];
-      const textTokens: number[] = [];
-      let emitted = 0;
-      let stopReason: StopReason = "maxTokens";
-      let stop: string | undefined;
-      const withLogprobs = options.logprobs !== false;
-      const sampling = {
-        temperature,
-        topK: withLogprobs ? SORTED_WHOLE_VOCABULARY_TOP_K : WHOLE_VOCABULARY_TOP_K,
-        topP,
-        seed: options.seed ?? randomInt(0, 2 ** 32),
-        ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+      next = () => direct.next(this.pending[0]!);
+      finish = async () => direct.dispose();
+    } else {
+      const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, { ...sampling, yieldEogToken: true });
+      next = async () => {
+        const step = await generator.next();
+        return step.done ? { token: null } : { token: step.value.token, ...(step.value as { confidence?: number }) };
       };
-      let next: () => Promise<SampledToken>;
-      let finish: () => Promise<unknown>;
-      const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
-      if (direct) {
-        try {
-          await this.settle();
-        } catch (err) {
-          direct.dispose();
-          throw this.fail(err);
+      finish = () => generator.return();
+    }
+    const steps = this.loaded.steps;
+    try {
+      for (;;) {
+        if (options.signal?.aborted) {
+          stopReason = "aborted";
+          break;
         }
-        next = () => direct.next(this.pending[0]!);
-        finish = async () => direct.dispose();
-      } else {
-        const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, { ...sampling, yieldEogToken: true });
-        next = async () => {
-          const step = await generator.next();
-          return step.done ? { token: null } : { token: step.value.token, ...(step.value as { confidence?: number }) };
-        };
-        finish = () => generator.return();
-      }
-      const steps = this.loaded.steps;
-      steps.enter();
-      try {
-        for (;;) {
-          if (options.signal?.aborted) {
-            stopReason = "aborted";
-            break;
-          }
-          const lined = steps.arrive();
-          if (lined) await lined;
-          const { token, confidence } = await next();
-          if (token === null) {
-            this.pending = [];
+        const lined = steps.arrive();
+        if (lined) await lined;
+        const { token, confidence } = await next();
+        if (token === null) {
+          this.pending = [];
+          stopReason = "eos";
+          break;
+        }
+        this.pending = [token];
+        const logprob = confidence !== undefined ? Math.max(Math.log(confidence), MIN_LOGPROB) : NaN;
+        tokens.push(token);
+        logprobs.push(logprob);
+        this.record.tokens.push(token);
+        this.record.sampled.push(1);
+        this.record.logprobs.push(logprob);
+        this.generated++;
+        if (model.isEogToken(token as Token)) {
+          if (!options.ignoreEos) {
             stopReason = "eos";
             break;
           }
-          this.pending = [token];
-          const logprob = confidence !== undefined ? Math.max(Math.log(confidence), MIN_LOGPROB) : NaN;
-          tokens.push(token);
-          logprobs.push(logprob);
-          this.record.tokens.push(token);
-          this.record.sampled.push(1);
-          this.record.logprobs.push(logprob);
-          this.generated++;
-          if (model.isEogToken(token as Token)) {
-            if (!options.ignoreEos) {
-              stopReason = "eos";
-              break;
-            }
-            if (tokens.length >= limit) break;
-            continue;
-          }
-          textTokens.push(token);
-          if (!perToken) {
-            if (tokens.length >= limit) break;
-            continue;
-          }
-          const stable = text.push(token);
-          if (stable.length > emitted) {
-            options.onText?.(stable.slice(emitted));
-            emitted = stable.length;
-          }
-          const matched = stops.match(stable);
-          if (matched) {
-            stopReason = "stop";
-            stop = matched.stop;
-            break;
-          }
           if (tokens.length >= limit) break;
+          continue;
         }
-      } catch (err) {
-        throw this.fail(err);
-      } finally {
-        steps.leave();
-        await finish().catch(() => undefined);
+        textTokens.push(token);
+        if (!perToken) {
+          if (tokens.length >= limit) break;
+          continue;
+        }
+        const stable = text.push(token);
+        if (stable.length > emitted) {
+          options.onText?.(stable.slice(emitted));
+          emitted = stable.length;
+        }
+        const matched = stops.match(stable);
+        if (matched) {
+          stopReason = "stop";
+          stop = matched.stop;
+          break;
+        }
+        if (tokens.length >= limit) break;
       }
-      const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
-      if (full.length > emitted) options.onText?.(full.slice(emitted));
-      return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}) };
-    });
+    } catch (err) {
+      throw this.fail(err);
+    } finally {
+      leave();
+      await finish().catch(() => undefined);
+    }
+    const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
+    if (full.length > emitted) options.onText?.(full.slice(emitted));
+    return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}) };
   }
 
   append(text: string): Promise<{ tokens: number[] }> {
