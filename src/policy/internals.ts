@@ -209,14 +209,25 @@ const schedulers = new WeakMap<object, KvScheduler>();
 const decodeCounts = new WeakMap<object, { batches: number }>();
 
 /**
- * Orders `context`'s free sequence ids so that its next `getSequence()` takes the lowest ("low")
- * or the highest ("high") of them. Generating sequences on low ids and idle holders (cached
- * prefixes) on high ones keep a decode step's ids consecutive, which llama.cpp then decodes as
- * one ubatch. A no-op on an unverified node-llama-cpp.
+ * Orders `context`'s free sequence ids so that its next `getSequence()` takes the lowest ("low";
+ * with `above`, the lowest above that id first) or the highest ("high") of them. Generating
+ * sequences low (a fork's just above its parent, beside its siblings) and idle holders (cached
+ * prefixes) high keep a decode step's ids consecutive, which llama.cpp then decodes as one
+ * ubatch. A no-op on an unverified node-llama-cpp.
  */
-export function preferSequenceIds(context: LlamaContext, order: "low" | "high"): void {
+export function preferSequenceIds(context: LlamaContext, order: "low" | "high", above?: number): void {
   if (!schedulers.has(context) || !isContextInternals(context)) return;
-  context._unusedSequenceIds.sort(order === "low" ? (a, b) => a - b : (a, b) => b - a);
+  const c = context as unknown as { _nextGeneratedSequenceId?: unknown; _totalSequences?: unknown; _unusedSequenceIds: number[] };
+  // ids never handed out yet are not in the free list; put them there, so that "high" means the highest free id
+  if (typeof c._nextGeneratedSequenceId === "number" && typeof c._totalSequences === "number") {
+    for (let id = c._nextGeneratedSequenceId; id < c._totalSequences; id++) c._unusedSequenceIds.push(id);
+    c._nextGeneratedSequenceId = Math.max(c._nextGeneratedSequenceId, c._totalSequences);
+  }
+  const ids = c._unusedSequenceIds.sort(order === "low" ? (a, b) => a - b : (a, b) => b - a);
+  if (order === "low" && above !== undefined) {
+    const first = ids.findIndex((id) => id > above);
+    if (first > 0) ids.push(...ids.splice(0, first));
+  }
 }
 
 /** Decode batches `context` has run since {@link enableScheduledKvOps} was installed on it; undefined where it is not. */
@@ -336,6 +347,11 @@ function checkedSequence(seq: LlamaContextSequence): CheckedSequence | undefined
     return s as unknown as CheckedSequence;
   }
   return undefined;
+}
+
+/** llama.cpp's sequence id behind `seq`; undefined on an unverified node-llama-cpp. */
+export function sequenceIdOf(seq: LlamaContextSequence): number | undefined {
+  return checkedSequence(seq)?._sequenceId;
 }
 
 /** A KV copy under way; see {@link beginSequenceCopy}. */

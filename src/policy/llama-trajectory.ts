@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, beginSequenceCopy, directSampling, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type SampledToken } from "./internals.js";
+import { asTokens, beginSequenceCopy, directSampling, sequenceIdOf, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type SampledToken } from "./internals.js";
 import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
@@ -15,7 +15,8 @@ import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsa
 export interface TrajectoryHost {
   readonly kvCopy: boolean;
   grammar(text: string): Promise<LlamaGrammar>;
-  acquire(mode: "wait" | "now", signal?: AbortSignal): Promise<LlamaContextSequence | null>;
+  /** A free sequence; a fork passes its parent's sequence id, to sit beside its siblings. */
+  acquire(mode: "wait" | "now", signal?: AbortSignal, parent?: number): Promise<LlamaContextSequence | null>;
   releaseSequence(seq: LlamaContextSequence): Promise<void>;
   forgetTrajectory(t: LlamaTrajectory): void;
   adoptTrajectory(t: LlamaTrajectory): void;
@@ -292,7 +293,7 @@ export class LlamaTrajectory implements Trajectory {
    */
   fork(): Promise<Trajectory> {
     return this.run(async () => {
-      const seq = await this.host.acquire("now");
+      const seq = await this.host.acquire("now", undefined, sequenceIdOf(this.seq));
       if (!seq) throw new ReexError("POLICY_ERROR", "the policy was reloaded during fork");
       let ready: Promise<void> | undefined;
       try {

@@ -196,9 +196,9 @@ function noContextShift(): never {
   throw new ReexError("CONTEXT_EXHAUSTED", "the trajectory reached the end of its context window");
 }
 
-/** A sequence for a trajectory, on the lowest free id (see {@link preferSequenceIds}). */
-function trajectorySequence(context: LlamaContext): LlamaContextSequence {
-  preferSequenceIds(context, "low");
+/** A sequence for a trajectory, on the lowest free id, or for a fork the lowest above its parent's (see {@link preferSequenceIds}). */
+function trajectorySequence(context: LlamaContext, parent?: number): LlamaContextSequence {
+  preferSequenceIds(context, "low", parent);
   return context.getSequence({ contextShift: { strategy: noContextShift } });
 }
 
@@ -394,13 +394,13 @@ class LlamaPolicy implements Policy, TrajectoryHost {
   }
 
   /** A sequence for a trajectory: free, or freed by evicting cached prefixes; else wait ("wait") or fail ("now"). Null: reloaded meanwhile, retry. */
-  async acquire(mode: "wait" | "now", signal?: AbortSignal): Promise<LlamaContextSequence | null> {
+  async acquire(mode: "wait" | "now", signal?: AbortSignal, parent?: number): Promise<LlamaContextSequence | null> {
     for (;;) {
       this.ensureOpen();
       if (signal?.aborted) throw new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal.reason });
       const context = this.loaded.context;
       if (context.sequencesLeft > 0 && (mode === "now" || this.waiters.length === 0)) {
-        return trajectorySequence(context);
+        return trajectorySequence(context, parent);
       }
       if (await this.cache.evictOne()) continue;
       if (mode === "now") {

@@ -70,7 +70,7 @@ it("decodes each step of 8 forks generating together as one ubatch of 8 consecut
   }
 });
 
-it("gives a new fork the lowest free sequence, so the generating ones stay consecutive", async () => {
+it("gives a fork made after releases the lowest free sequence above its parent, so the generating ones stay consecutive", async () => {
   const root = await policy.start(prompt);
   let forks: Trajectory[] = [];
   try {
@@ -86,6 +86,26 @@ it("gives a new fork the lowest free sequence, so the generating ones stay conse
     for (const ids of seen) {
       expect(consecutive(ids)).toBe(true);
       expect(Math.max(...ids)).toBeLessThan(Math.max(...before));
+    }
+  } finally {
+    await Promise.all(forks.map((f) => f.release()));
+    await root.release();
+  }
+});
+
+it("gives forks the free sequences just above their parent's, so siblings stay consecutive", async () => {
+  // a trajectory released below the root leaves a free id there; the root's forks go above the root
+  const below = await policy.start(prompt);
+  const root = await policy.start(prompt);
+  await below.release();
+  const forks: Trajectory[] = [];
+  try {
+    for (let i = 0; i < 7; i++) forks.push(await root.fork());
+    const seen = await ubatches(() => generateAll(forks, 4));
+    expect(seen).toHaveLength(4);
+    for (const ids of seen) {
+      expect(ids).toHaveLength(7);
+      expect(consecutive(ids)).toBe(true);
     }
   } finally {
     await Promise.all(forks.map((f) => f.release()));
