@@ -158,15 +158,23 @@ class KvScheduler {
     return this.ops.length > 0;
   }
 
-  /** Runs queued operations one at a time until none is left. Only while the context lock is held. */
+  /**
+   * Runs queued operations one at a time until none is left, then settles them all at once, so
+   * that what waited on them (the forks of one parent waiting on their KV copies) resumes together.
+   * Only while the context lock is held.
+   */
   async drain(): Promise<void> {
+    const settled: (() => void)[] = [];
     for (let op = this.ops.shift(); op; op = this.ops.shift()) {
+      const { resolve, reject } = op;
       try {
-        op.resolve(await op.run());
+        const value = await op.run();
+        settled.push(() => resolve(value));
       } catch (err) {
-        op.reject(err);
+        settled.push(() => reject(err));
       }
     }
+    for (const settle of settled) settle();
   }
 
   /**

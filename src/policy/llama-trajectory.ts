@@ -53,8 +53,6 @@ export class LlamaTrajectory implements Trajectory {
   private invalid = false;
   private broken: unknown;
   private tail: Promise<unknown> = Promise.resolve();
-  /** generate() calls made and not yet finished; the trajectory counts as generating on its context while any are. */
-  private generateCalls = 0;
 
   constructor(
     private readonly host: TrajectoryHost,
@@ -136,24 +134,27 @@ export class LlamaTrajectory implements Trajectory {
   }
 
   generate(options: GenerateOptions): Promise<GenerateResult> {
-    // counted as generating from the call, not from when its turn comes: forks asked to generate
-    // together then line up from their first step (else the first whose KV copy is done steps alone)
-    const steps = this.loaded.steps;
-    if (this.generateCalls++ === 0) steps.enter();
-    let counted = true;
-    const leave = (): void => {
-      if (!counted) return;
-      counted = false;
-      if (--this.generateCalls === 0) steps.leave();
-    };
     return this.run(async () => {
       const { temperature, topP } = samplingSettings(options);
       if (options.signal?.aborted) return emptyResult("aborted");
-      return await this.generateEntered(options, temperature, topP, leave);
-    }).finally(leave);
+      // counted as generating before the first await: forks whose KV copies complete together
+      // (the scheduler settles a drain's operations at once) then line up from their first step
+      const steps = this.loaded.steps;
+      steps.enter();
+      let counted = true;
+      const leave = (): void => {
+        if (counted) steps.leave();
+        counted = false;
+      };
+      try {
+        return await this.generateEntered(options, temperature, topP, steps, leave);
+      } finally {
+        leave();
+      }
+    });
   }
 
-  private async generateEntered(options: GenerateOptions, temperature: number, topP: number, leave: () => void): Promise<GenerateResult> {
+  private async generateEntered(options: GenerateOptions, temperature: number, topP: number, steps: StepBarrier, leave: () => void): Promise<GenerateResult> {
     try {
       await this.ensurePending();
     } catch (err) {
@@ -204,7 +205,6 @@ export class LlamaTrajectory implements Trajectory {
       };
       finish = () => generator.return();
     }
-    const steps = this.loaded.steps;
     try {
       for (;;) {
         if (options.signal?.aborted) {

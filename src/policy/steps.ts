@@ -10,12 +10,12 @@
  * and sixteen took 70. Where a decode costs the same for one token as for sixteen (a GPU, a larger
  * model), each split batch is a whole step lost.
  *
- * How: a trajectory counts as generating from its `generate()` call (not from when its turn comes,
- * so forks asked together line up from their first step). One that has its token waits here until
- * every trajectory generating on the context has its own (or has stopped generating); then all of
- * them ask at once. A counted trajectory that is not at the barrier is inside node-llama-cpp's
- * evaluation or waiting for its own earlier operation (a KV copy, an append, a generate), all of
- * which progress on their own, so the wait always ends. One generating trajectory never waits.
+ * How: a trajectory counts as generating from the start of its `generate()` turn, before its
+ * first await (forks whose KV copies complete together then line up from their first step). One
+ * that has its token waits here until every trajectory generating on the context has its own (or
+ * has stopped generating); then all of them ask at once. A counted trajectory that is not at the
+ * barrier is inside node-llama-cpp's evaluation or a KV operation, which progress on their own, so
+ * the wait always ends. One generating trajectory never waits.
  */
 export class StepBarrier {
   private active = 0;
@@ -29,7 +29,7 @@ export class StepBarrier {
     return this.active;
   }
 
-  /** A trajectory was asked to generate tokens. */
+  /** A trajectory starts its turn to generate tokens. */
   enter(): void {
     this.active++;
   }
