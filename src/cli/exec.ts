@@ -106,7 +106,7 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig({ env: process.env });
-  const pool = new ExecutorPool({ workers: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
+  const pool = new ExecutorPool({ workers: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
   let result: ExecResult;
   try {
     result = await pool.execute(db, sql, { ...(timeoutMs ? { timeoutMs } : {}), ...(maxRows !== undefined ? { maxRows } : {}) });

@@ -48,6 +48,14 @@ const sqlSchema = z
     timeoutMs: z.number().int().positive().default(5000),
     /** Rows returned per query at most. Default 1000. */
     maxRows: z.number().int().positive().default(1000),
+    /**
+     * Memory bound of one query, MiB: the resident set its executor process may reach before it is
+     * killed (SQL_MEMORY_LIMIT); a quarter of it is SQLite's length limit (largest string or BLOB).
+     * An idle executor takes about 80 MiB and a query at the 32 MiB result cap about 170 MiB, so 512
+     * leaves room for SQLite's sorter and page caches while `sql.workers` executors together stay a
+     * known share of the host. Default 512.
+     */
+    maxQueryMemoryMB: z.number().int().min(64).default(512),
     /** Where uploads, the registry and value indexes live. Default ".reex". */
     dataDir: z.string().default(".reex"),
   })

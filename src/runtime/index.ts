@@ -71,7 +71,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     for (const set of sets) await registry.registerPath(set.path, { name: set.dbId });
     log?.(`registered ${sets.length} example databases: ${sets.map((s) => s.dbId).join(", ")}`);
   }
-  const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
+  const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
   let policy: Policy | undefined;
   try {
     let model: Runtime["model"];

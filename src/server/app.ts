@@ -2,7 +2,7 @@
 import fastifyWebsocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { ReexError } from "../errors/index.js";
-import { modelDisplayName, type Policy } from "../policy/index.js";
+import { modelDisplayName, type Policy, type PolicyInfo } from "../policy/index.js";
 import { KeyRing } from "./auth.js";
 import { toApiError } from "./http-errors.js";
 import { createLogger, redactUrl, requestId } from "./logging.js";
@@ -158,7 +158,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     return {
       status: "ready",
       modelName: modelDisplayName(p.info),
-      policy: p.info,
+      policy: publicPolicyInfo(p.info),
       ...(deps.model ? { modelOrigin: deps.model.origin } : {}),
       ...(deps.profile ? { profile: deps.profile } : {}),
       queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued },
@@ -216,6 +216,19 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   });
 
   return app;
+}
+
+/** What /readyz shows of the policy: names, never a path on the server's disk. */
+function publicPolicyInfo(info: PolicyInfo): Record<string, unknown> {
+  const base = (file: string): string => file.split(/[\\/]/).filter(Boolean).pop() ?? file;
+  return {
+    backend: info.backend,
+    model: modelDisplayName(info),
+    device: info.device,
+    contextSize: info.contextSize,
+    maxSequences: info.maxSequences,
+    ...(info.lora ? { lora: info.lora.map(base) } : {}),
+  };
 }
 
 function stackFrames(err: unknown): string | undefined {

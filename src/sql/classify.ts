@@ -41,6 +41,12 @@ const RULES: Rule[] = [
   },
   { test: /^(interrupted|query timed out)/i, code: "SQL_TIMEOUT", category: "timeout" },
   {
+    test: /^(string or blob too big|out of memory)/i,
+    code: "SQL_MEMORY_LIMIT",
+    category: "runtime",
+    message: "the query built a value larger than the length limit or ran out of memory; select fewer or smaller values, or aggregate",
+  },
+  {
     test: /^not authorized/i,
     code: "SQL_REFUSED",
     category: "refused",

@@ -36,6 +36,12 @@ export interface ConnectionCacheOptions {
   maxStatements?: number;
   /** Largest result (text length + BLOB bytes + 8 per other cell) before the query fails SQL_RUNTIME. Default 32 MiB. */
   maxResultBytes?: number;
+  /**
+   * Largest string or BLOB SQLite may build (its SQLITE_LIMIT_LENGTH, set when a connection
+   * opens), so `zeroblob(500000000)` fails at once rather than allocating. Default 128 MiB
+   * (the executor passes a quarter of sql.maxQueryMemoryMB).
+   */
+  maxValueBytes?: number;
 }
 
 interface CachedStatement {
@@ -68,12 +74,14 @@ export class ConnectionCache {
   private readonly maxDatabases: number;
   private readonly maxStatements: number;
   private readonly maxResultBytes: number;
+  private readonly maxValueBytes: number;
   private readonly open = new Map<string, OpenDatabase>();
 
   constructor(options: ConnectionCacheOptions = {}) {
     this.maxDatabases = options.maxDatabases ?? 8;
     this.maxStatements = options.maxStatements ?? 128;
     this.maxResultBytes = options.maxResultBytes ?? 32 * 1024 * 1024;
+    this.maxValueBytes = options.maxValueBytes ?? 128 * 1024 * 1024;
   }
 
   /**
@@ -144,7 +152,7 @@ export class ConnectionCache {
     if (!st || !st.isFile()) {
       return { error: { code: "DB_FILE_NOT_FOUND", category: "runtime", message: "the database file does not exist or is not a regular file" } };
     }
-    conn = { db: openReadonly(dbPath), dev: st.dev, ino: st.ino, statements: new Map() };
+    conn = { db: openReadonly(dbPath, { maxValueBytes: this.maxValueBytes }), dev: st.dev, ino: st.ino, statements: new Map() };
     this.open.set(dbPath, conn);
     if (this.open.size > this.maxDatabases) {
       const [oldest, evicted] = this.open.entries().next().value!;

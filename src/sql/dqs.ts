@@ -44,3 +44,11 @@ export function enableDoubleQuotedStrings(db: Database.Database): void {
   // SQLite derives the entry point from the file name: reex_dqs.so → sqlite3_reexdqs_init.
   db.loadExtension(dqsExtensionPath());
 }
+
+/**
+ * Lowers SQLite's length limit (largest string or BLOB) on `db` to `bytes`, through the same
+ * extension's one-shot `reex_limit_length`: later calls on the connection fail, so SQL cannot raise it.
+ */
+export function limitValueLength(db: Database.Database, bytes: number): void {
+  db.prepare("SELECT reex_limit_length(?)").pluck().get(Math.max(1, Math.floor(bytes)));
+}

@@ -4,7 +4,8 @@
  *   parent → child  [id, dbPath, sql, maxRows]
  *   child → parent  [0] once ready; [id, 1, columns, rows, truncated, elapsedMs] on success;
  *                   [id, 0, code, category, message, elapsedMs] on failure.
- * argv: [connections kept open, result byte cap]; the native addon is loaded before `ready`.
+ * argv: [connections kept open, result byte cap, SQLite length limit in bytes]; the native addon
+ * is loaded before `ready`.
  * The child runs one query at a time; the parent SIGKILLs it to stop a runaway query.
  */
 import Database from "better-sqlite3";
@@ -22,6 +23,7 @@ if (!send) {
 const cache = new ConnectionCache({
   maxDatabases: Number(process.argv[2]) || undefined,
   maxResultBytes: Number(process.argv[3]) || undefined,
+  maxValueBytes: Number(process.argv[4]) || undefined,
 });
 
 new Database(":memory:").close();

@@ -6,7 +6,7 @@
  * the other children keep answering.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -28,6 +28,12 @@ export interface ExecutorPoolOptions {
   maxResultBytes?: number;
   /** How long a child may take to start before it counts as failed, ms. Default 30000. */
   startTimeoutMs?: number;
+  /**
+   * Memory bound of a child running a query, MiB: a child whose resident set passes it is killed
+   * and its query fails SQL_MEMORY_LIMIT (checked every 10 ms while a query runs; Linux only). A
+   * quarter of it is SQLite's length limit in the child (the largest string or BLOB). Default 512.
+   */
+  maxQueryMemoryMB?: number;
 }
 
 /** Counters of an {@link ExecutorPool}, for health checks and metrics. */
@@ -42,6 +48,8 @@ export interface ExecutorPoolStats {
   killed: number;
   /** Children that died on their own (crash, out of memory, …). */
   crashed: number;
+  /** Children killed because their query passed the memory bound (also counted in `killed`). */
+  memoryKilled: number;
   /** Process ids of the live children. */
   pids: number[];
 }
@@ -58,6 +66,7 @@ interface Job {
   worker: Worker | null;
   startedAt: number;
   timer: NodeJS.Timeout | undefined;
+  watch: NodeJS.Timeout | undefined;
   done: boolean;
 }
 
@@ -77,6 +86,8 @@ type QueryReply =
 type Reply = [ready: 0] | QueryReply;
 
 const MAX_TIMER_MS = 2_147_483_647;
+/** Linux's page size on the platforms reex runs on (x86-64, arm64 with 4 KiB pages). */
+const PAGE_BYTES = 4096;
 
 let childEntry: { modulePath: string; execArgv: string[] } | undefined;
 
@@ -111,6 +122,7 @@ export class ExecutorPool implements Executor {
   private readonly maxRows: number;
   private readonly maxOpenDatabases: number;
   private readonly maxResultBytes: number;
+  private readonly maxChildRssBytes: number;
   private readonly startTimeoutMs: number;
   private readonly workers: Worker[] = [];
   private readonly idle: Worker[] = [];
@@ -119,7 +131,7 @@ export class ExecutorPool implements Executor {
   private closed = false;
   private startFailures = 0;
   private gaveUp = false;
-  private counters = { spawned: 0, killed: 0, crashed: 0 };
+  private counters = { spawned: 0, killed: 0, crashed: 0, memoryKilled: 0 };
 
   constructor(options: ExecutorPoolOptions = {}) {
     this.size = options.workers ?? 2;
@@ -127,6 +139,7 @@ export class ExecutorPool implements Executor {
     this.maxRows = options.maxRows ?? 1000;
     this.maxOpenDatabases = options.maxOpenDatabases ?? 8;
     this.maxResultBytes = options.maxResultBytes ?? 32 * 1024 * 1024;
+    this.maxChildRssBytes = (options.maxQueryMemoryMB ?? 512) * 1024 * 1024;
     this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
     if (!Number.isInteger(this.size) || this.size < 1) throw new ReexError("BAD_REQUEST", "executor workers must be a positive integer");
     checkLimits(this.timeoutMs, this.maxRows);
@@ -159,6 +172,7 @@ export class ExecutorPool implements Executor {
         worker: null,
         startedAt: 0,
         timer: undefined,
+        watch: undefined,
         done: false,
       };
       if (job.signal) {
@@ -214,7 +228,7 @@ export class ExecutorPool implements Executor {
 
   private spawn(): void {
     const entry = resolveChildEntry();
-    const child = fork(entry.modulePath, [String(this.maxOpenDatabases), String(this.maxResultBytes)], {
+    const child = fork(entry.modulePath, [String(this.maxOpenDatabases), String(this.maxResultBytes), String(Math.floor(this.maxChildRssBytes / 4))], {
       execArgv: entry.execArgv,
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
@@ -283,6 +297,7 @@ export class ExecutorPool implements Executor {
       w.child.channel?.ref();
       job.startedAt = performance.now();
       job.timer = setTimeout(() => this.timeout(job), job.timeoutMs);
+      this.watchMemory(job, w);
       w.child.send([job.id, job.dbPath, job.sql, job.maxRows]);
     }
   }
@@ -291,6 +306,7 @@ export class ExecutorPool implements Executor {
     if (job.done) return;
     job.done = true;
     clearTimeout(job.timer);
+    clearInterval(job.watch);
     if (job.onAbort) job.signal?.removeEventListener("abort", job.onAbort);
     job.resolve(result);
   }
@@ -299,6 +315,26 @@ export class ExecutorPool implements Executor {
     const elapsed = performance.now() - job.startedAt;
     this.finish(job, failure("SQL_TIMEOUT", "timeout", `the query ran past its ${job.timeoutMs} ms time limit and was stopped`, elapsed));
     this.kill(job);
+  }
+
+  /** Polls the child's resident set while `job` runs and stops it past the memory bound. */
+  private watchMemory(job: Job, w: Worker): void {
+    const pid = w.child.pid;
+    if (pid === undefined || process.platform !== "linux") return;
+    const statm = `/proc/${pid}/statm`;
+    job.watch = setInterval(() => {
+      let rss: number;
+      try {
+        rss = Number(readFileSync(statm, "latin1").split(" ")[1]) * PAGE_BYTES;
+      } catch {
+        return;
+      }
+      if (rss <= this.maxChildRssBytes) return;
+      const mib = Math.round(this.maxChildRssBytes / 1024 / 1024);
+      this.finish(job, failure("SQL_MEMORY_LIMIT", "runtime", `the query needed more than ${mib} MiB of memory and was stopped; select fewer or smaller values, or aggregate`, performance.now() - job.startedAt));
+      this.counters.memoryKilled++;
+      this.kill(job);
+    }, 10);
   }
 
   private abort(job: Job): void {

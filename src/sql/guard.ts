@@ -7,11 +7,12 @@
  *
  * Table-valued pragma functions (`SELECT * FROM pragma_table_info('t')`) are allowed: SQLite only
  * offers them for pragmas that return rows and have no side effects, and they pass the same
- * `readonly && reader` check. PRAGMA statements are refused, even read-only ones.
+ * `readonly && reader` check, except those that show server files (`pragma_database_list` and kin).
+ * PRAGMA statements are refused, even read-only ones.
  */
 import Database from "better-sqlite3";
 import { classifyThrown, type SqlErrorInfo } from "./classify.js";
-import { enableDoubleQuotedStrings } from "./dqs.js";
+import { enableDoubleQuotedStrings, limitValueLength } from "./dqs.js";
 
 /** What the lexical scan found: the first words of the first statement and whether more follow. */
 export interface SqlScan {
@@ -114,6 +115,13 @@ const REFUSED_KINDS: Record<string, string> = {
   ANALYZE: MAINT,
 };
 
+/**
+ * Table-valued pragmas that show files on the server (database_list shows each attached file's
+ * absolute path). Matched anywhere in the text, quoted or not, so no spelling reaches SQLite.
+ */
+const FILE_PRAGMAS = ["pragma_database_list", "pragma_temp_store_directory", "pragma_data_store_directory"];
+const FILE_PRAGMA = "this pragma shows server files and is not allowed; read the schema with SELECT * FROM sqlite_schema or pragma_table_info('table_name')";
+
 const MULTIPLE = "only one statement may run: remove everything after the first `;`";
 const NOT_A_QUERY = "only a single read-only query that returns rows (SELECT, WITH … SELECT, VALUES) may run";
 
@@ -137,11 +145,13 @@ function statementKind(leading: string[]): string {
  * statement kind that is never allowed, otherwise null (SQLite's verdict still follows).
  */
 export function lexicalRefusal(sql: string): SqlErrorInfo | null {
-  return refusalFromScan(scanSql(sql));
+  return refusalFromScan(scanSql(sql), sql);
 }
 
-function refusalFromScan(scan: SqlScan): SqlErrorInfo | null {
+function refusalFromScan(scan: SqlScan, sql: string): SqlErrorInfo | null {
   if (scan.multiple) return refusal(MULTIPLE);
+  const lower = sql.toLowerCase();
+  if (FILE_PRAGMAS.some((name) => lower.includes(name))) return refusal(FILE_PRAGMA);
   const reason = REFUSED_KINDS[statementKind(scan.leading)];
   return reason ? refusal(reason) : null;
 }
@@ -155,7 +165,7 @@ export type GuardResult = { ok: true; stmt: Database.Statement } | { ok: false; 
  */
 export function prepareGuarded(db: Database.Database, sql: string): GuardResult {
   const scan = scanSql(sql);
-  const lexical = refusalFromScan(scan);
+  const lexical = refusalFromScan(scan, sql);
   if (lexical) return { ok: false, error: lexical };
   let stmt: Database.Statement;
   try {
@@ -171,13 +181,15 @@ export function prepareGuarded(db: Database.Database, sql: string): GuardResult 
 /**
  * Opens a database file the only way reex ever opens one for queries: read-only, must exist,
  * DEFENSIVE on (better-sqlite3's default), unsafe mode off, and double-quoted string literals as in
- * stock SQLite (see ./dqs.ts). Throws SqliteError (or ReexError INTERNAL) when it cannot.
+ * stock SQLite (see ./dqs.ts); with `maxValueBytes`, no string or BLOB longer than that (SQLite's
+ * length limit, lowered once and for good). Throws SqliteError (or ReexError INTERNAL) when it cannot.
  */
-export function openReadonly(path: string): Database.Database {
+export function openReadonly(path: string, options: { maxValueBytes?: number } = {}): Database.Database {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     db.unsafeMode(false);
     enableDoubleQuotedStrings(db);
+    if (options.maxValueBytes !== undefined) limitValueLength(db, options.maxValueBytes);
   } catch (err) {
     db.close();
     throw err;

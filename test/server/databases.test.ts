@@ -25,7 +25,8 @@ describe("/v1/databases", () => {
     const list = await t.app.inject({ method: "GET", url: "/v1/databases" });
     expect(list.statusCode).toBe(200);
     const names = (list.json().databases as { name: string; source: string; path?: string }[]).map((d) => [d.name, d.source, d.path !== undefined]);
-    expect(names).toEqual(expect.arrayContaining([["concerts", "upload", false], ["shared", "path", true]]));
+    expect(names).toEqual(expect.arrayContaining([["concerts", "upload", false], ["shared", "path", false]]));
+    expect(list.body).not.toContain(t.dir);
 
     const one = await t.app.inject({ method: "GET", url: `/v1/databases/${created.id}` });
     expect(one.statusCode).toBe(200);

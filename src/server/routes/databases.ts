@@ -47,7 +47,7 @@ async function allowedPath(requested: string, config: Config): Promise<string> {
   return real;
 }
 
-/** An entry as the API shows it (no owner; the path only for path registrations). */
+/** An entry as the API shows it: no owner and no server path, for uploads and path registrations alike. */
 export function publicEntry(entry: RegistryEntry): Record<string, unknown> {
   return {
     id: entry.id,
@@ -56,7 +56,6 @@ export function publicEntry(entry: RegistryEntry): Record<string, unknown> {
     tables: entry.tables,
     sizeBytes: entry.sizeBytes,
     registeredAt: entry.registeredAt,
-    ...(entry.source === "path" ? { path: entry.path } : {}),
   };
 }
 

@@ -38,7 +38,7 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
   const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });
   let ownExecutor: ExecutorPool | undefined;
   const executor: Executor = state.deps.executor ?? {
-    execute: (...args) => (ownExecutor ??= new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows })).execute(...args),
+    execute: (...args) => (ownExecutor ??= new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB })).execute(...args),
     close: async () => ownExecutor?.close(),
   };
 
