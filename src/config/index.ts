@@ -25,6 +25,17 @@ const serverSchema = z
     apiKeys: z.array(z.string().min(8)).default([]),
     /** Requests per minute per key (or per IP without keys); 0 disables. Default 120. */
     rateLimitPerMinute: z.number().int().min(0).default(120),
+    /**
+     * Failed authentications per minute per client address; past it the address gets 429 before
+     * its key is even checked, so keys cannot be guessed at speed. 0 disables. Default 20.
+     */
+    authFailuresPerMinute: z.number().int().min(0).default(20),
+    /**
+     * Require an API key for /metrics and /readyz too. Off by default: health checkers and
+     * Prometheus scrapers rarely send keys, the server listens on loopback unless told otherwise,
+     * and neither page shows a path, a key or a question. Default false.
+     */
+    protectOpsEndpoints: z.boolean().default(false),
     /** Generations running at once. Default 2. */
     maxConcurrent: z.number().int().positive().default(2),
     /** Generations waiting for a slot before new ones get 503 QUEUE_FULL. Default 16. */

@@ -66,6 +66,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     metrics: createServerMetrics({ queueDepth: () => queue.waiting, liveSequences: () => policy()?.liveTrajectories() ?? 0 }),
     keys: new KeyRing(sc.apiKeys),
     limiter: new RateLimiter(sc.rateLimitPerMinute, deps.now),
+    authFailures: new RateLimiter(sc.authFailuresPerMinute, deps.now),
     draining: false,
     sockets: new Set(),
     log: app.log,
@@ -93,8 +94,26 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     return reply.code(e.status).type("application/json; charset=utf-8").send(e.toJSON());
   });
 
+  const authenticate = (request: FastifyRequest): void => {
+    if (!state.keys.enabled) return;
+    const address = `ip:${request.ip}`;
+    const blocked = state.authFailures.exhausted(address);
+    if (!blocked.allowed) {
+      throw new ReexError("RATE_LIMITED", `more than ${sc.authFailuresPerMinute} failed authentications this minute from this address`, { details: { retryAfterSeconds: blocked.retryAfterSeconds } });
+    }
+    const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
+    try {
+      request.reexOwner = state.keys.authenticate(request.headers.authorization, typeof queryKey === "string" ? queryKey : undefined);
+    } catch (err) {
+      state.authFailures.take(address);
+      throw err;
+    }
+  };
+
   app.setNotFoundHandler((request) => {
-    const path = redactUrl(request.url).split("?")[0];
+    const path = redactUrl(request.url).split("?")[0]!;
+    // With keys on, an unknown API path answers like a known one to a caller without a key.
+    if (path === "/v1" || path.startsWith("/v1/") || path === "/mcp") authenticate(request);
     throw new ReexError("NOT_FOUND", `no route ${request.method} ${path}`);
   });
 
@@ -125,8 +144,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
 
   const guardApi = async (request: FastifyRequest): Promise<void> => {
     if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
-    const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
-    request.reexOwner = state.keys.authenticate(request.headers.authorization, typeof queryKey === "string" ? queryKey : undefined);
+    authenticate(request);
     const decision = state.limiter.take(request.reexOwner ?? `ip:${request.ip}`);
     if (!decision.allowed) {
       throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
@@ -149,9 +167,10 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   });
 
   const quiet = { logLevel: "warn" as const };
+  const ops = sc.protectOpsEndpoints ? { ...quiet, onRequest: async (request: FastifyRequest) => authenticate(request) } : quiet;
   app.get("/healthz", quiet, async () => ({ status: "ok" }));
 
-  app.get("/readyz", quiet, async () => {
+  app.get("/readyz", ops, async () => {
     if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
     const p = policy();
     if (!p) throw new ReexError("MODEL_NOT_READY", "the model is still loading");
@@ -165,7 +184,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     };
   });
 
-  app.get("/metrics", quiet, async (_request, reply) => {
+  app.get("/metrics", ops, async (_request, reply) => {
     return reply.type("text/plain; version=0.0.4; charset=utf-8").send(state.metrics.registry.render());
   });
 

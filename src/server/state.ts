@@ -17,6 +17,8 @@ export interface ServerState {
   metrics: ServerMetrics;
   keys: KeyRing;
   limiter: RateLimiter;
+  /** Failed authentications per client address (see server.authFailuresPerMinute). */
+  authFailures: RateLimiter;
   /** Set when shutdown starts: /readyz answers 503 and /v1 refuses new work. */
   draining: boolean;
   sockets: Set<WebSocket>;
