@@ -36,6 +36,13 @@ const serverSchema = z
      * and neither page shows a path, a key or a question. Default false.
      */
     protectOpsEndpoints: z.boolean().default(false),
+    /**
+     * Open MCP sessions per API key (per client address when keys are off); past it that tenant's
+     * least recently used session closes, never another tenant's. Default 32.
+     */
+    mcpSessionsPerKey: z.number().int().positive().default(32),
+    /** An MCP session unused this long closes, ms. Default 1800000 (30 min). */
+    mcpSessionIdleMs: z.number().int().positive().default(30 * 60_000),
     /** Generations running at once. Default 2. */
     maxConcurrent: z.number().int().positive().default(2),
     /** Generations waiting for a slot before new ones get 503 QUEUE_FULL. Default 16. */

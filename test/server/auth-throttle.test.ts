@@ -33,7 +33,7 @@ describe("failed authentication", () => {
     expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
     const right = await fetch(`${url}/v1/databases`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(right.status).toBe(429);
-    expect((await right.json()).code).toBe("RATE_LIMITED");
+    expect(((await right.json()) as { code: string }).code).toBe("RATE_LIMITED");
   });
 
   it("does not count requests with a valid key", async () => {
@@ -51,7 +51,7 @@ describe("unknown API paths with keys on", () => {
     for (const path of ["/v1/nothing-here", "/v1/databases/x/y/z", "/v1", "/v1/admin"]) {
       const anon = await fetch(`${url}${path}`);
       expect(anon.status, path).toBe(401);
-      expect((await anon.json()).code).toBe("UNAUTHORIZED");
+      expect(((await anon.json()) as { code: string }).code).toBe("UNAUTHORIZED");
       const keyed = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${KEY}` } });
       expect(keyed.status, path).toBe(404);
       await keyed.arrayBuffer();

@@ -14,15 +14,18 @@ import { ExecutorPool, type Executor } from "../../sql/index.js";
 import { decodeQueued } from "../answer.js";
 import type { ServerState } from "../state.js";
 
-/** Open MCP sessions at most; past it the least recently used one is closed. */
-export const MAX_MCP_SESSIONS = 256;
-/** A session idle this long (ms) is closed. */
-export const MCP_SESSION_IDLE_MS = 30 * 60_000;
+/**
+ * Open MCP sessions at most across all tenants; past it the least recently used session of the
+ * tenant holding the most closes. Default 4096.
+ */
+export const MAX_MCP_SESSIONS = 4096;
 
 interface Session {
   transport: StreamableHTTPServerTransport;
   /** The API key identity that opened it; other keys get SESSION_NOT_FOUND's 404. */
   owner: string | undefined;
+  /** Whose cap it counts against: the key identity, or `ip:<address>` when keys are off. */
+  tenant: string;
   usedAt: number;
 }
 
@@ -52,29 +55,51 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
     return answer;
   };
 
-  const close = (id: string): void => {
+  const perTenant = new Map<string, number>();
+  const forget = (id: string): Session | undefined => {
     const session = sessions.get(id);
-    if (!session) return;
+    if (!session) return undefined;
     sessions.delete(id);
-    session.transport.close().catch(() => undefined);
+    const left = (perTenant.get(session.tenant) ?? 1) - 1;
+    if (left > 0) perTenant.set(session.tenant, left);
+    else perTenant.delete(session.tenant);
+    return session;
+  };
+  const close = (id: string): void => {
+    forget(id)?.transport.close().catch(() => undefined);
+  };
+  /** The least recently used session of `tenant` (sessions are kept in use order). */
+  const oldestOf = (tenant: string): string | undefined => {
+    for (const [id, session] of sessions) if (session.tenant === tenant) return id;
+    return undefined;
   };
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [id, session] of sessions) if (now - session.usedAt > MCP_SESSION_IDLE_MS) close(id);
-  }, 60_000);
+  const idleMs = config.server.mcpSessionIdleMs;
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) if (now - session.usedAt > idleMs) close(id);
+    },
+    Math.max(10, Math.min(60_000, Math.floor(idleMs / 4))),
+  );
   sweep.unref();
 
-  const open = async (owner: string | undefined): Promise<StreamableHTTPServerTransport> => {
-    while (sessions.size >= MAX_MCP_SESSIONS) close(sessions.keys().next().value!);
+  const open = async (owner: string | undefined, tenant: string): Promise<StreamableHTTPServerTransport> => {
+    for (let id = oldestOf(tenant); id !== undefined && (perTenant.get(tenant) ?? 0) >= config.server.mcpSessionsPerKey; id = oldestOf(tenant)) close(id);
+    if (sessions.size >= MAX_MCP_SESSIONS && perTenant.size > 0) {
+      const largest = [...perTenant.entries()].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+      const id = oldestOf(largest);
+      if (id !== undefined) close(id);
+    }
     const log = state.log.child({ front: "mcp" });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner, usedAt: Date.now() });
+        sessions.set(id, { transport, owner, tenant, usedAt: Date.now() });
+        perTenant.set(tenant, (perTenant.get(tenant) ?? 0) + 1);
       },
       onsessionclosed: (id) => {
-        sessions.delete(id);
+        forget(id);
       },
     });
     const server = createMcpServer({
@@ -89,7 +114,7 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
       liveTrajectories: () => state.policy()?.liveTrajectories() ?? 0,
     });
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      if (transport.sessionId) forget(transport.sessionId);
     };
     await server.connect(transport);
     return transport;
@@ -107,7 +132,7 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
       transport = session.transport;
     } else {
       if (request.method !== "POST") throw new ReexError("BAD_REQUEST", "an Mcp-Session-Id header is required");
-      transport = await open(request.reexOwner);
+      transport = await open(request.reexOwner, request.reexOwner ?? `ip:${request.ip}`);
     }
     reply.hijack();
     await transport.handleRequest(request.raw, reply.raw, request.body);
