@@ -21,6 +21,11 @@ const serverSchema = z
     requestTimeoutMs: z.number().int().positive().default(120_000),
     /** Idle connection timeout, ms. Default 30000. */
     connectionTimeoutMs: z.number().int().positive().default(30_000),
+    /**
+     * On shutdown, how long in-flight work may run before it is aborted with SHUTTING_DOWN, ms;
+     * the whole stop then takes at most about this plus 10 s. Default 10000.
+     */
+    shutdownGraceMs: z.number().int().min(0).default(10_000),
     /** Accepted Bearer keys; empty means no authentication. Default []. */
     apiKeys: z.array(z.string().min(8)).default([]),
     /** Requests per minute per key (or per IP without keys); 0 disables. Default 120. */

@@ -33,6 +33,12 @@ function policyOf(deps: ServerDeps): () => Policy | undefined {
   return () => p;
 }
 
+/** After the grace period: how long aborted work may take to settle, then HTTP responses, then WebSocket closes, ms. */
+const ABORT_WAIT_MS = 5_000;
+const HTTP_WAIT_MS = 2_000;
+const SOCKET_WAIT_MS = 2_000;
+const DRAIN_AFTER_GRACE_MS = ABORT_WAIT_MS + HTTP_WAIT_MS + SOCKET_WAIT_MS;
+
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
@@ -42,12 +48,16 @@ function pause(ms: number): Promise<void> {
  * turns 503 and /v1 refuses new work with SHUTTING_DOWN (the listener stays open meanwhile so
  * both stay observable), in-flight work gets `deps.shutdownGraceMs` (default 10000) to finish and
  * is then aborted, WebSockets close with 1001, the listener closes, and `deps.close` runs.
+ * fastify's own close timeout (its plugin timeout) is set past the longest drain, so a stop
+ * past the grace period still runs every onClose hook.
  */
 export function buildApp(deps: ServerDeps): FastifyInstance {
   const { config } = deps;
   const sc = config.server;
   const logger = createLogger(config, { ...(deps.logger ? { base: deps.logger } : {}), ...(deps.logStream ? { stream: deps.logStream } : {}) });
+  const graceMs = deps.shutdownGraceMs ?? sc.shutdownGraceMs;
   const app = Fastify({
+    pluginTimeout: graceMs + DRAIN_AFTER_GRACE_MS + 10_000,
     loggerInstance: logger,
     genReqId: requestId,
     bodyLimit: sc.bodyLimitBytes,
@@ -200,15 +210,14 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   );
   app.get("/favicon.ico", quiet, async (_request, reply) => reply.code(204).send());
 
-  const graceMs = deps.shutdownGraceMs ?? 10_000;
   app.addHook("preClose", async () => {
     state.draining = true;
     if (!(await queue.drain(graceMs))) {
       app.log.warn({ inFlight: queue.inFlight }, "shutdown grace period over; aborting in-flight work");
       queue.abortAll(new ReexError("SHUTTING_DOWN", "the server is shutting down"));
-      await queue.drain(5_000);
+      if (!(await queue.drain(ABORT_WAIT_MS))) app.log.warn({ inFlight: queue.inFlight }, "aborted work did not settle; closing anyway");
     }
-    for (let waited = 0; httpInFlight.size > 0 && waited < 2_000; waited += 20) await pause(20);
+    for (let waited = 0; httpInFlight.size > 0 && waited < HTTP_WAIT_MS; waited += 20) await pause(20);
     const closing = [...state.sockets].map(
       (socket) =>
         new Promise<void>((resolve) => {
@@ -218,7 +227,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
           setTimeout(() => {
             socket.terminate();
             resolve();
-          }, 2_000).unref();
+          }, SOCKET_WAIT_MS).unref();
         }),
     );
     await Promise.all(closing);
@@ -232,6 +241,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
       await deps.executor?.close();
       await policy()?.close();
     }
+    app.log.info("runtime closed");
   });
 
   return app;

@@ -148,5 +148,6 @@ export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promi
     for (const id of [...sessions.keys()]) close(id);
     prompts.close();
     await ownExecutor?.close();
+    state.log.info("mcp sessions closed");
   });
 }
