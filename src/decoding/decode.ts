@@ -175,7 +175,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
   const defaults: DecoderDefaults = { ...DEFAULT_DECODER_DEFAULTS, ...(deps.config ? decoderDefaults(deps.config) : {}), ...deps.defaults };
   const builder = deps.promptFor
     ? undefined
-    : createPromptBuilder({ ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}), ...deps.promptOptions });
+    : createPromptBuilder({ ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}), schemaTokenBudget: Math.max(256, Math.floor(deps.policy.info.contextSize / 4)), ...deps.promptOptions });
   const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
   const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
   const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});

@@ -5,7 +5,8 @@
  * constrained decoding.
  */
 import { buildSegmentGrammars, reexProfile, type BuiltPrompt, type ModelProfile, type PromptFamily, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
-import { formatMatchedValues, loadSchema, schemaPrompt, valueIndexFile, ValueIndex, type DatabaseSchema, type SchemaFormat, type TokenCounter } from "../sql/index.js";
+import { statSync } from "node:fs";
+import { cachedSchema, formatMatchedValues, loadSchema, OffThread, schemaPrompt, valueIndexFile, ValueIndex, type DatabaseSchema, type MatchOptions, type SchemaFormat, type TokenCounter, type ValueMatch } from "../sql/index.js";
 
 /** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
 export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily, profile?: ModelProfile) => BuiltPrompt | Promise<BuiltPrompt>;
@@ -21,7 +22,7 @@ export interface PromptBuilderOptions {
   matchValues?: boolean;
   /** Matched values shown at most. Default 10. */
   matchLimit?: number;
-  /** Schema text token budget (over it, tables are ranked by the question and the prefix stops being shared). Default no limit. */
+  /** Schema text token budget (over it, tables are ranked by the question and the prefix stops being shared). Default 2048 (the decoder passes a quarter of the context: the estimate is ≈ characters / 4, and small tokenizers spend more). */
   schemaTokenBudget?: number;
   /** Token counter for the budget. Default ≈ characters / 4. */
   countTokens?: TokenCounter;
@@ -38,6 +39,23 @@ export interface PromptBuilder {
   close(): void;
 }
 
+/** The schema text's token budget when none is given (≈ 8,000 characters). */
+const DEFAULT_SCHEMA_TOKEN_BUDGET = 2048;
+/** Files at least this large are introspected and indexed in a child process, off the event loop. */
+const LARGE_FILE_BYTES = 8 * 1024 * 1024;
+/** Schemas with more tables than this are pruned to their budget in a child process. */
+const OFF_THREAD_TABLES = 200;
+/** How long a question waits for a value index being built before it goes on without matched values, ms. */
+const INDEX_WAIT_MS = 2_000;
+
+function isLarge(dbPath: string): boolean {
+  return (statSync(dbPath, { throwIfNoEntry: false })?.size ?? 0) >= LARGE_FILE_BYTES;
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 /** The table and column names of a schema, for the identifier grammar. */
 export function schemaNames(schema: DatabaseSchema): SchemaNames {
   return { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) };
@@ -52,15 +70,11 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
   const indexes = new Map<string, ValueIndex>();
   const maxOpen = Math.max(1, options.maxOpenIndexes ?? 32);
   const indexOptions = options.indexDir !== undefined ? { indexDir: options.indexDir } : {};
+  const budget = options.schemaTokenBudget ?? DEFAULT_SCHEMA_TOKEN_BUDGET;
+  let off: OffThread | undefined;
 
-  const indexFor = (dbPath: string): ValueIndex => {
-    const file = valueIndexFile(dbPath, indexOptions);
-    let index = indexes.get(file);
-    if (index) {
-      indexes.delete(file);
-    } else {
-      index = ValueIndex.open(dbPath, indexOptions);
-    }
+  const keep = (file: string, index: ValueIndex): ValueIndex => {
+    indexes.delete(file);
     indexes.set(file, index);
     while (indexes.size > maxOpen) {
       const [oldest, idx] = indexes.entries().next().value!;
@@ -70,17 +84,32 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     return index;
   };
 
-  const promptFor: PromptFor = (dbPath, question, evidence, family, profile = reexProfile) => {
-    const schema = loadSchema(dbPath);
+  /** Matches from the value index; a large database's index is built in a child and skipped until it is ready. */
+  const matchValues = async (dbPath: string, text: string, large: boolean, match: MatchOptions): Promise<ValueMatch[]> => {
+    const file = valueIndexFile(dbPath, indexOptions);
+    let index = indexes.get(file);
+    if (!index && !large) index = ValueIndex.open(dbPath, indexOptions);
+    index ??= ValueIndex.openBuilt(dbPath, indexOptions);
+    if (!index) {
+      const build = (off ??= new OffThread()).buildIndex(file, dbPath, indexOptions);
+      build.catch(() => undefined);
+      const ready = await Promise.race([build.then(() => true, () => false), pause(INDEX_WAIT_MS).then(() => false)]);
+      if (ready) index = ValueIndex.openBuilt(dbPath, indexOptions);
+      if (!index) return [];
+    }
+    return keep(file, index).match(text, match);
+  };
+
+  const promptFor: PromptFor = async (dbPath, question, evidence, family, profile = reexProfile) => {
+    const large = isLarge(dbPath);
+    const schema = cachedSchema(dbPath) ?? (large ? undefined : loadSchema(dbPath));
     const text = evidence ? `${question} ${evidence}` : question;
-    const matches = options.matchValues === false ? [] : indexFor(dbPath).match(text, { limit: options.matchLimit ?? 10 });
-    const schemaText = schemaPrompt(schema, {
-      question: text,
-      matches,
-      format: options.schemaFormat ?? profile.schemaFormat,
-      ...(options.schemaTokenBudget !== undefined ? { tokenBudget: options.schemaTokenBudget } : {}),
-      ...(options.countTokens ? { countTokens: options.countTokens } : {}),
-    }).text;
+    const matches = options.matchValues === false ? [] : await matchValues(dbPath, text, large, { limit: options.matchLimit ?? 10 });
+    const textOptions = { question: text, matches, format: options.schemaFormat ?? profile.schemaFormat, tokenBudget: budget };
+    const schemaText =
+      (!schema || schema.tables.length > OFF_THREAD_TABLES) && !options.countTokens
+        ? await (off ??= new OffThread()).schemaText(dbPath, textOptions)
+        : schemaPrompt(schema ?? loadSchema(dbPath), { ...textOptions, ...(options.countTokens ? { countTokens: options.countTokens } : {}) }).text;
     return profile.buildPrompt({
       family,
       schema: schemaText,
@@ -95,6 +124,8 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     close: () => {
       for (const index of indexes.values()) index.close();
       indexes.clear();
+      off?.close();
+      off = undefined;
     },
   };
 }

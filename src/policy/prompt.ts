@@ -56,7 +56,7 @@ export function piecesOf(text: string, parts: readonly PromptPart[] | undefined)
 /** Tokenises pieces one by one with a tokenizer that takes a "recognise control tokens" flag. */
 export function tokenizePieces(pieces: readonly PromptPart[], tokenize: (text: string, special: boolean) => number[]): number[] {
   const out: number[] = [];
-  for (const p of pieces) out.push(...tokenize(p.text, p.special));
+  for (const p of pieces) for (const token of tokenize(p.text, p.special)) out.push(token);
   return out;
 }
 

@@ -20,8 +20,10 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, extname, join, resolve, sep } from "node:path";
+import { open } from "node:fs/promises";
 import { ReexError } from "../errors/index.js";
 import { openReadonly } from "./guard.js";
+import { OffThread } from "./offload.js";
 
 /** One registered database. */
 export interface DatabaseEntry {
@@ -118,6 +120,22 @@ const sha256 = (...parts: (string | Uint8Array)[]): string => {
   for (const p of parts) h.update(p);
   return h.digest("hex");
 };
+
+/** Uploads at least this large are hashed in slices, written asynchronously and validated in a child process, so the event loop stays free. */
+const LARGE_UPLOAD_BYTES = 8 * 1024 * 1024;
+let validator: OffThread | undefined;
+
+/** sha256(owner, "\0", bytes), hashing 1 MiB at a time and yielding to the event loop between slices. */
+async function sha256Yielding(owner: string, bytes: Uint8Array): Promise<string> {
+  const h = createHash("sha256");
+  h.update(owner);
+  h.update("\0");
+  for (let off = 0; off < bytes.length; off += 1 << 20) {
+    h.update(bytes.subarray(off, Math.min(bytes.length, off + (1 << 20))));
+    await new Promise((r) => setImmediate(r));
+  }
+  return h.digest("hex");
+}
 
 const slug = (name: string): string =>
   name
@@ -238,7 +256,8 @@ export class DatabaseRegistry {
    * read-only connections never create -wal/-shm files. Throws DB_INVALID.
    */
   async registerBytes(bytes: Uint8Array, options: RegisterOptions = {}): Promise<DatabaseEntry> {
-    const id = `up-${sha256(options.owner ?? "", "\0", bytes).slice(0, 16)}`;
+    const large = bytes.length >= LARGE_UPLOAD_BYTES;
+    const id = `up-${(large ? await sha256Yielding(options.owner ?? "", bytes) : sha256(options.owner ?? "", "\0", bytes)).slice(0, 16)}`;
     const path = join(this.uploadsDir, `${id}.sqlite`);
     const previous = this.entries.get(id);
     if (previous && existsSync(path)) {
@@ -252,16 +271,28 @@ export class DatabaseRegistry {
     const tmp = join(this.uploadsDir, `.${id}.${randomUUID()}.tmp`);
     let tables: string[];
     try {
-      const fd = openSync(tmp, "wx");
-      try {
-        let off = 0;
-        while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-        if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
+      if (large) {
+        const fh = await open(tmp, "wx");
+        try {
+          await fh.writeFile(bytes);
+          if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) await fh.write(Buffer.from([1, 1]), 0, 2, 18);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        tables = (await (validator ??= new OffThread()).validate(tmp)).tables;
+      } else {
+        const fd = openSync(tmp, "wx");
+        try {
+          let off = 0;
+          while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+          if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
+          fsyncSync(fd);
+        } finally {
+          closeSync(fd);
+        }
+        tables = validateDatabaseFile(tmp).tables;
       }
-      tables = validateDatabaseFile(tmp).tables;
       renameSync(tmp, path);
     } catch (err) {
       for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(tmp + suffix, { force: true });

@@ -86,6 +86,19 @@ export function loadSchema(dbPath: string, options: SchemaOptions = {}): Databas
   return options.descriptions ? withDescriptions(schema, options.descriptions) : schema;
 }
 
+/** The cached schema of `dbPath` (default options) for its current contents, if there is one; never reads the file's tables. */
+export function cachedSchema(dbPath: string): DatabaseSchema | undefined {
+  const fp = fingerprintDatabase(dbPath);
+  return cache.get(JSON.stringify([fp.path, fp.mtimeMs, fp.size, 3, 40]));
+}
+
+/** Puts a schema read elsewhere (another process, default options) into the cache for `dbPath`'s current contents. */
+export function cacheSchema(dbPath: string, schema: DatabaseSchema): void {
+  const fp = fingerprintDatabase(dbPath);
+  cache.set(JSON.stringify([fp.path, fp.mtimeMs, fp.size, 3, 40]), schema);
+  while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
+}
+
 /** Empties the in-memory schema cache. */
 export function clearSchemaCache(): void {
   cache.clear();
