@@ -7,7 +7,7 @@
  *   npx tsx bench/soak.ts [--clients 16] [--seconds 180] [--kill-every-ms 5000]
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -25,12 +25,19 @@ const rssMiB = (pid: number): number => {
     return 0;
   }
 };
+/** Child pids of `pid`, from every process's parent in /proc (the executor children of the server). */
 const children = (pid: number): number[] => {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "latin1").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(entry));
+    } catch {
+      /* gone */
+    }
   }
+  return out;
 };
 
 const dir = mkdtempSync(join(tmpdir(), "reex-soak-"));
@@ -63,6 +70,7 @@ const rssTimer = setInterval(() => {
 let kills = 0;
 const killTimer = setInterval(() => {
   const execs = children(server.pid!);
+  if (process.env.SOAK_DEBUG) console.error("children", execs);
   const victim = execs[Math.floor(Math.random() * execs.length)];
   if (victim !== undefined) {
     try {
@@ -79,11 +87,29 @@ const errors = new Map<string, number>();
 let answers = 0;
 let stopping = false;
 const deadline = Date.now() + seconds * 1000;
+const MCP_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" };
+const SQL = ["SELECT count(*) FROM sqlite_schema", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 20000) SELECT sum(i) FROM c"];
+/** Every other call runs SQL through MCP run_sql (so executor children work and get killed); the rest ask a question. */
 const client = async (n: number): Promise<void> => {
+  const init = await fetch(`${base}/mcp`, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: `soak-${n}`, version: "1" } } }) });
+  await init.text();
+  const session = init.headers.get("mcp-session-id")!;
   for (let i = 0; Date.now() < deadline; i++) {
     const db = dbs[(n + i) % dbs.length]!;
     const t0 = performance.now();
     try {
+      if (i % 2 === 1) {
+        const res = await fetch(`${base}/mcp`, { method: "POST", headers: { ...MCP_HEADERS, "mcp-session-id": session }, body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "run_sql", arguments: { database: db.id, sql: SQL[i % 4 === 1 ? 0 : 1] } } }) });
+        const text = await res.text();
+        const failed = !res.ok || text.includes('"isError":true');
+        if (!failed) answers++;
+        else {
+          const kind = `run_sql ${/(SQL_[A-Z_]+|EXECUTOR_[A-Z_]+)/.exec(text)?.[1] ?? res.status}`;
+          errors.set(kind, (errors.get(kind) ?? 0) + 1);
+        }
+        latencies.push(performance.now() - t0);
+        continue;
+      }
       const res = await fetch(`${base}/v1/sql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: db.id, question: QUESTIONS[(n + i) % QUESTIONS.length] }) });
       const body = (await res.json()) as { code?: string };
       if (res.ok) answers++;
