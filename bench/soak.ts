@@ -104,7 +104,7 @@ const client = async (n: number): Promise<void> => {
         const failed = !res.ok || text.includes('"isError":true');
         if (!failed) answers++;
         else {
-          const kind = `run_sql ${/(SQL_[A-Z_]+|EXECUTOR_[A-Z_]+)/.exec(text)?.[1] ?? res.status}`;
+          const kind = text.includes("crashed while running") ? "planned: run_sql on a child this bench SIGKILLed" : `run_sql ${/(SQL_[A-Z_]+|EXECUTOR_[A-Z_]+)/.exec(text)?.[1] ?? res.status}`;
           errors.set(kind, (errors.get(kind) ?? 0) + 1);
         }
         latencies.push(performance.now() - t0);
