@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { ReexError } from "../errors/index.js";
 import { modelDisplayName, type Policy } from "../policy/index.js";
 import { KeyRing } from "./auth.js";
-import { toApiError } from "./http-errors.js";
+import { UPLOAD_TYPES, toApiError } from "./http-errors.js";
 import { createLogger, redactUrl, requestId } from "./logging.js";
 import { createServerMetrics } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
@@ -24,8 +24,6 @@ declare module "fastify" {
     reexOwner?: string;
   }
 }
-
-const UPLOAD_TYPES = ["application/octet-stream", "application/vnd.sqlite3", "application/x-sqlite3"];
 
 function policyOf(deps: ServerDeps): () => Policy | undefined {
   const p = deps.policy;
@@ -78,7 +76,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   app.addContentTypeParser(UPLOAD_TYPES, { parseAs: "buffer", bodyLimit: sc.bodyLimitBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err, request, reply) => {
-    const e = toApiError(err);
+    const e = toApiError(err, { contentType: request.headers["content-type"] });
     if (e.status >= 500 && e.code !== "QUEUE_FULL" && e.code !== "SHUTTING_DOWN" && e.code !== "MODEL_NOT_READY") {
       const cause = e.code === "INTERNAL" ? (e.cause ?? err) : err;
       request.log.error(
