@@ -12,7 +12,7 @@ import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice,
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/index.js";
-import type { Config } from "../config/index.js";
+import { splitSettings, type Config } from "../config/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import {
@@ -99,28 +99,6 @@ function positiveInt(name: string, raw: string | undefined): number | undefined 
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new ReexError("BAD_REQUEST", `--${name} must be a positive integer, got "${raw}"`);
   return n;
-}
-
-/** Splits `--section.key value` config flags from the command's own options. */
-function splitConfigFlags(argv: string[]): { own: string[]; flags: Record<string, string> } {
-  const own: string[] = [];
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const m = /^--([a-zA-Z]+\.[a-zA-Z]+)(?:=(.*))?$/.exec(arg);
-    if (!m) {
-      own.push(arg);
-      continue;
-    }
-    if (m[2] !== undefined) flags[m[1]!] = m[2];
-    else {
-      const value = argv[i + 1];
-      if (value === undefined) throw new ReexError("BAD_REQUEST", `${arg} needs a value`);
-      flags[m[1]!] = value;
-      i++;
-    }
-  }
-  return { own, flags };
 }
 
 function timestamp(d = new Date()): string {
@@ -243,9 +221,10 @@ export async function run(argv: string[]): Promise<number> {
   let runSpecs: RunSpec[] | undefined;
   let configFlags: Record<string, string>;
   try {
-    const split = splitConfigFlags(argv);
+    const split = splitSettings(argv);
     configFlags = split.flags;
-    ({ values } = parseArgs({ args: split.own, options: OPTIONS, strict: true, allowPositionals: false }));
+    if (split.file !== undefined) split.rest.push("--config", split.file);
+    ({ values } = parseArgs({ args: split.rest, options: OPTIONS, strict: true, allowPositionals: false }));
   } catch (err) {
     console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
     return 2;
