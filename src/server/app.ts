@@ -14,7 +14,7 @@ import { RateLimiter } from "./rate-limit.js";
 import { databaseRoutes } from "./routes/databases.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { sqlRoutes } from "./routes/sql.js";
-import { streamRoutes } from "./routes/stream.js";
+import { WS_READ_FACTOR, streamRoutes } from "./routes/stream.js";
 import type { ServerState } from "./state.js";
 import type { ServerDeps } from "./types.js";
 
@@ -113,7 +113,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   });
 
   app.register(fastifyWebsocket, {
-    options: { maxPayload: sc.wsMaxPayloadBytes },
+    options: { maxPayload: sc.wsMaxPayloadBytes * WS_READ_FACTOR },
     preClose: (done) => done(),
     errorHandler: (error, socket, request) => {
       request.log.info({ errName: error.name, code: (error as { code?: string }).code }, "websocket error");
