@@ -29,11 +29,11 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { getProfile, type ModelProfile, type SegmentGrammars } from "../src/agent/index.js";
-import { createDecoder, createGrammarBuilder, type Answer, type Strategy } from "../src/decoding/index.js";
+import { createDecoder, createGrammarBuilder, vote, saysNothingMatched, type Answer, type EmptyVotes, type Strategy } from "../src/decoding/index.js";
 import { loadDataset } from "../src/eval/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { buildTinyModel, createLlamaPolicy, gbnfLiteral, writeFileAtomic } from "../src/policy/index.js";
-import { ExecutorPool, loadSchema } from "../src/sql/index.js";
+import { ExecutorPool, exBird, loadSchema, type ExecResult } from "../src/sql/index.js";
 
 const { values } = parseArgs({
   options: {
@@ -135,6 +135,19 @@ interface Totals {
   runs: number;
   /** llama.cpp decode batches (one step of every generating trajectory, or an injected chunk). */
   batches: number;
+  /** Per vote rule: winners whose result matches the gold SQL's (BIRD EX), and winners whose result says only "nothing matched". */
+  votes: Record<EmptyVotes, { ex: number; emptyWins: number }>;
+}
+
+/** The vote re-run on one answer's executed candidates under `rule`: does its winner match the gold rows, and is it a "nothing matched" result? */
+function revote(answer: Answer, rule: EmptyVotes, gold: ExecResult | undefined): { ex: boolean; empty: boolean } {
+  const outcome = vote(
+    answer.candidates.map((c) => ({ sql: c.sql, meanLogprob: c.meanLogprob, answerable: c.answerable, ...(c.result ? { result: c.result } : {}) })),
+    { emptyVotes: rule },
+  );
+  const result = outcome.winner === null ? undefined : answer.candidates[outcome.winner]?.result;
+  if (!result?.ok) return { ex: false, empty: false };
+  return { ex: gold?.ok === true && exBird(result.rows, gold.rows), empty: saysNothingMatched(result.rows) };
 }
 
 async function main(): Promise<void> {
@@ -172,12 +185,13 @@ async function main(): Promise<void> {
   console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
   console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
 
-  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0, batches: 0 }]));
+  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0, batches: 0, votes: { last: { ex: 0, emptyWins: 0 }, equal: { ex: 0, emptyWins: 0 } } }]));
   const rows: string[] = [];
   try {
     for (let r = 0; r < REPEAT; r++) {
       for (const [k, it] of items.entries()) {
         byQuestion.set(it.dbPath, it.id);
+        const gold = await executor.execute(it.dbPath, it.gold, { timeoutMs: 10_000 });
         const base = { dbPath: it.dbPath, question: it.question, evidence: it.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + k };
         await decode({ ...base, strategy: "greedy" });
         for (const strategy of STRATEGIES) {
@@ -193,6 +207,11 @@ async function main(): Promise<void> {
           t.shortfalls += answer.shortfall ? 1 : 0;
           t.runs++;
           t.batches += (policy.decodeBatches?.() ?? 0) - batchesBefore;
+          for (const rule of ["last", "equal"] as const) {
+            const v = revote(answer, rule, gold);
+            t.votes[rule].ex += v.ex ? 1 : 0;
+            t.votes[rule].emptyWins += v.empty ? 1 : 0;
+          }
           rows.push(
             `  ${it.id.padEnd(14)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
               `${(wallMs / 1000).toFixed(2).padStart(6)} s  cand ${answer.candidates.length}${answer.shortfall ? ` (shortfall: ${answer.shortfall})` : ""}`,
@@ -218,6 +237,13 @@ async function main(): Promise<void> {
         `${(t.candidates / Math.max(1, t.runs)).toFixed(1).padStart(6)}${ratio(t.evaluated, linear.evaluated).padStart(10)}${ratio(t.generated, linear.generated).padStart(9)}${ratio(t.wallMs, linear.wallMs).padStart(10)}` +
         `${(t.batches ? String(t.batches) : "n/a").padStart(9)}${(t.batches ? (t.evaluated / t.batches).toFixed(1) : "n/a").padStart(11)}`,
     );
+  }
+  console.log(`\nthe vote, old rule ("nothing matched" votes like any result) against the new (it wins only when nothing else ran), on the same candidates:`);
+  console.log(`${"strategy".padEnd(16)}${"EX old".padStart(9)}${"EX new".padStart(9)}${"empty wins old".padStart(16)}${"empty wins new".padStart(16)}`);
+  for (const s of STRATEGIES) {
+    const t = totals.get(s)!;
+    const pct = (n: number): string => `${((100 * n) / Math.max(1, t.runs)).toFixed(1)}%`;
+    console.log(`${`${s}-${CANDIDATES}`.padEnd(16)}${pct(t.votes.equal.ex).padStart(9)}${pct(t.votes.last.ex).padStart(9)}${pct(t.votes.equal.emptyWins).padStart(16)}${pct(t.votes.last.emptyWins).padStart(16)}`);
   }
   console.log("\ntargets: tree-16 evaluates ≤ 45% of linear-16's tokens and takes ≤ 60% of its wall time (ReEx Table 7: 41% and 49%)");
 }

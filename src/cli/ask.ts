@@ -3,8 +3,8 @@
  * printing the probes and their results as they happen, then the final SQL and its result.
  */
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config/index.js";
-import type { Answer, AnswerRequest, FeedbackMode, Strategy } from "../decoding/index.js";
+import { loadConfig, splitSettings, unknownOption } from "../config/index.js";
+import { answerStatus, type Answer, type AnswerRequest, type FeedbackMode, type Strategy } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
 import { formatTable, toJson } from "./exec.js";
@@ -34,6 +34,8 @@ options:
   --json                  print the whole answer record as JSON, with the profile and each
                           candidate's whole response (no live trace)
   --config FILE           configuration file (see reex serve --help)
+  --section.key VALUE     any setting of reex serve (reex serve --help lists them),
+                          e.g. --agent.schemaHints false, --decoding.temperature 0.2
   -h, --help              show this help`;
 
 /** Characters of the model's text shown when it ends without a final SQL. */
@@ -82,9 +84,11 @@ function modelTail(answer: Answer): string {
 /** Runs `reex ask`; returns the exit code. */
 export async function run(argv: string[]): Promise<number> {
   let parsed;
+  let settings;
   try {
+    settings = splitSettings(argv);
     parsed = parseArgs({
-      args: argv,
+      args: settings.rest,
       allowPositionals: true,
       options: {
         db: { type: "string" },
@@ -98,12 +102,13 @@ export async function run(argv: string[]): Promise<number> {
         constrained: { type: "boolean", default: false },
         seed: { type: "string" },
         json: { type: "boolean", default: false },
-        config: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });
   } catch (err) {
-    console.error(`reex ask: ${(err as Error).message}\n\n${USAGE}`);
+    const e = err as Error & { code?: string };
+    const unknown = e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? /'(-[^']*)'/.exec(e.message)?.[1] : undefined;
+    console.error(`reex ask: ${unknown ? unknownOption(unknown).message : e.message}\n\n${USAGE}`);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -135,13 +140,14 @@ export async function run(argv: string[]): Promise<number> {
   const candidates = int("--candidates", values.candidates);
   const maxInteractions = int("--max-interactions", values["max-interactions"]);
   const seed = int("--seed", values.seed);
-  const flags: Record<string, string> = {};
+  const flags: Record<string, string> = { ...settings.flags };
   if (values.model) flags["policy.model"] = values.model;
-  const config = loadConfig({ env: process.env, flags, ...(values.config ? { file: values.config } : {}) });
+  const config = loadConfig({ env: process.env, flags, ...(settings.file !== undefined ? { file: settings.file } : {}) });
   const { DatabaseRegistry } = await import("../sql/index.js");
   const entry = await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
   const { createRuntime } = await import("../runtime/index.js");
-  const runtime = await createRuntime(config, { examples: false, log: values.json ? undefined : (m) => console.error(`reex: ${m}`) });
+  // the profile goes to stdout with the answer, so its start-up line is not repeated on stderr
+  const runtime = await createRuntime(config, { examples: false, log: values.json ? undefined : (m) => void (m.startsWith("profile ") || console.error(`reex: ${m}`)) });
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once("SIGINT", onSignal);
@@ -165,8 +171,9 @@ export async function run(argv: string[]): Promise<number> {
       signal: controller.signal,
       ...(values.json ? {} : { sink: (e: ReexEvent) => printEvent(e, out) }),
     });
+    const status = answerStatus(answer);
     if (values.json) {
-      console.log(toJson({ ...answer, profile }));
+      console.log(toJson({ ...answer, ...status, profile }));
     } else {
       out("\n");
       if (!answer.answerable) out(`The model says the question cannot be answered from this database${answer.reason ? `: ${answer.reason}` : "."}\n`);
@@ -176,6 +183,7 @@ export async function run(argv: string[]): Promise<number> {
         if (answer.result?.ok) out(`${formatTable(answer.result)}\n`);
         else if (answer.result) out(`${answer.result.error.code} (${answer.result.error.category}): ${answer.result.error.message}\n`);
       }
+      if (answer.notice !== undefined) out(`note: ${answer.notice}\n`);
       if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
       out(`tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`);
     }

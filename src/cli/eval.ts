@@ -12,7 +12,7 @@ import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice,
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/index.js";
-import type { Config } from "../config/index.js";
+import { splitSettings, type Config } from "../config/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import {
@@ -101,28 +101,6 @@ function positiveInt(name: string, raw: string | undefined): number | undefined 
   return n;
 }
 
-/** Splits `--section.key value` config flags from the command's own options. */
-function splitConfigFlags(argv: string[]): { own: string[]; flags: Record<string, string> } {
-  const own: string[] = [];
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const m = /^--([a-zA-Z]+\.[a-zA-Z]+)(?:=(.*))?$/.exec(arg);
-    if (!m) {
-      own.push(arg);
-      continue;
-    }
-    if (m[2] !== undefined) flags[m[1]!] = m[2];
-    else {
-      const value = argv[i + 1];
-      if (value === undefined) throw new ReexError("BAD_REQUEST", `${arg} needs a value`);
-      flags[m[1]!] = value;
-      i++;
-    }
-  }
-  return { own, flags };
-}
-
 function timestamp(d = new Date()): string {
   return d.toISOString().replace(/\..*$/, "").replace(/:/g, "-");
 }
@@ -132,7 +110,7 @@ function pct(x: number): string {
 }
 
 function printSummary(runs: EvalRun[], rule: ExRule): void {
-  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax%".padStart(8), "exec%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
+  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax err".padStart(10), "exec err".padStart(8), "s/item".padStart(7), "gen tok".padStart(8)];
   console.log(head.join(" "));
   for (const run of runs) {
     const s = run.summary;
@@ -145,14 +123,14 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
         pct(s.voting[rule]).padStart(7),
         pct(s.pass1[rule]).padStart(7),
         pct(s.passK[rule]).padStart(7),
-        pct(s.syntaxErrorRate).padStart(8),
-        pct(s.executionErrorRate).padStart(6),
+        pct(s.syntaxErrorRate).padStart(10),
+        pct(s.executionErrorRate).padStart(8),
         (s.latencyMs ? (s.latencyMs.mean / 1000).toFixed(2) : "–").padStart(7),
         (s.generatedTokensPerItem === null ? "–" : s.generatedTokensPerItem.toFixed(0)).padStart(8),
       ].join(" "),
     );
   }
-  console.log(`(percentages; voting / pass@k under the ${rule} rule)`);
+  console.log(`(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; voting / pass@k under the ${rule} rule)`);
 }
 
 /** Predictions lined up with the (limited) items; predictions past `--limit` are ignored. */
@@ -243,9 +221,10 @@ export async function run(argv: string[]): Promise<number> {
   let runSpecs: RunSpec[] | undefined;
   let configFlags: Record<string, string>;
   try {
-    const split = splitConfigFlags(argv);
+    const split = splitSettings(argv);
     configFlags = split.flags;
-    ({ values } = parseArgs({ args: split.own, options: OPTIONS, strict: true, allowPositionals: false }));
+    if (split.file !== undefined) split.rest.push("--config", split.file);
+    ({ values } = parseArgs({ args: split.rest, options: OPTIONS, strict: true, allowPositionals: false }));
   } catch (err) {
     console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
     return 2;

@@ -4,7 +4,7 @@
  * SIGINT/SIGTERM. The runtime and server are imported only after the arguments are valid, so
  * `--help` and bad flags never load llama.cpp.
  */
-import { configHelp, loadConfig } from "../config/index.js";
+import { configHelp, loadConfig, splitSettings, unknownOption } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 
 /** One-line description shown by `reex --help`. */
@@ -27,30 +27,14 @@ export interface ServeArgs {
   flags: Record<string, string>;
 }
 
-/** Parses `--config FILE`, `--help` and `--section.key value` / `--section.key=value`; a bare boolean flag means "true". */
+/** Parses `--help` and the settings ({@link splitSettings}); any other option is CONFIG_INVALID with a "did you mean". */
 export function parseServeArgs(argv: string[]): ServeArgs {
-  const out: ServeArgs = { help: false, flags: {} };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--help" || arg === "-h") {
-      out.help = true;
-      continue;
-    }
-    if (!arg.startsWith("--")) throw new ReexError("BAD_REQUEST", `unexpected argument "${arg}"`);
-    const eq = arg.indexOf("=");
-    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
-    let value: string | undefined = eq >= 0 ? arg.slice(eq + 1) : undefined;
-    if (value === undefined) {
-      const next = argv[i + 1];
-      if (next !== undefined && !next.startsWith("--")) {
-        value = next;
-        i++;
-      } else {
-        value = "true";
-      }
-    }
-    if (name === "config") out.file = value;
-    else out.flags[name] = value;
+  const settings = splitSettings(argv);
+  const out: ServeArgs = { help: false, flags: settings.flags, ...(settings.file !== undefined ? { file: settings.file } : {}) };
+  for (const arg of settings.rest) {
+    if (arg === "--help" || arg === "-h") out.help = true;
+    else if (arg.startsWith("-")) throw unknownOption(arg);
+    else throw new ReexError("BAD_REQUEST", `unexpected argument "${arg}"`);
   }
   return out;
 }
@@ -63,8 +47,9 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig({ env: process.env, flags: args.flags, ...(args.file !== undefined ? { file: args.file } : {}) });
+  const { checkPort, startServer } = await import("../server/index.js");
+  await checkPort(config);
   const { createRuntime } = await import("../runtime/index.js");
-  const { startServer } = await import("../server/index.js");
   const runtime = await createRuntime(config, { log: (message: string) => console.error(`reex: ${message}`) });
   let server;
   try {

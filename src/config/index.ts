@@ -4,8 +4,10 @@
  * Unknown keys are rejected. No other module reads process.env.
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { z } from "zod";
 import { ReexError, issuesFrom } from "../errors/index.js";
+import { packageRoot } from "../paths/index.js";
 
 const serverSchema = z
   .object({
@@ -79,8 +81,8 @@ const sqlSchema = z
      * known share of the host. Default 512.
      */
     maxQueryMemoryMB: z.number().int().min(64).default(512),
-    /** Where uploads, the registry and value indexes live. Default ".reex". */
-    dataDir: z.string().default(".reex"),
+    /** Where uploads, the registry and value indexes live; a path given relative is read from the working folder. Default: `.reex` in the package's folder, whatever the working folder. */
+    dataDir: z.string().default(() => join(packageRoot(), ".reex")),
   })
   .strict();
 
@@ -95,8 +97,8 @@ const policySchema = z
      * read it off the GGUF's metadata (unrecognised models get "generic"). Default "auto".
      */
     profile: z.enum(["auto", "reex", "skyrl-sql", "omnisql", "think-answer", "generic"]).default("auto"),
-    /** Where downloaded models are cached. Default "models". */
-    modelsDir: z.string().default("models"),
+    /** Where the starter model is and downloaded models are cached; a path given relative is read from the working folder. Default: `models` in the package's folder, whatever the working folder. */
+    modelsDir: z.string().default(() => join(packageRoot(), "models")),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */
     gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
     /** Context window of each sequence, tokens; the KV cache holds contextSize × sequences, and a fork copies a whole sequence's share. Default 4096. */
@@ -270,12 +272,97 @@ export function loadConfig(options: { env?: NodeJS.ProcessEnv; flags?: Record<st
   }
   for (const [flag, raw] of Object.entries(options.flags ?? {})) {
     const k = keys.find((c) => c.key === flag);
-    if (!k) {
-      throw new ReexError("CONFIG_INVALID", `unknown option --${flag}`, { issues: [{ path: flag.split("."), message: "unknown option" }] });
-    }
+    if (!k) throw unknownOption(flag);
     setPath(merged, k.section, k.field, coerce(raw, k.key, k.schema));
   }
   return parseConfig(merged);
+}
+
+/** The settings found on one command line, and the arguments left for the command itself. */
+export interface SettingsArgs {
+  /** `--section.key` flags by key, values as typed (a bare boolean flag is "true"). */
+  flags: Record<string, string>;
+  /** `--config FILE`, when given. */
+  file?: string;
+  /** Every other argument, in order, for the command's own options and positionals. */
+  rest: string[];
+}
+
+const BOOLEAN_TEXT = new Set(["true", "false", "1", "0"]);
+
+/**
+ * Takes the settings out of a command line, the one way every command reads them:
+ * `--section.key value`, `--section.key=value` and `--config FILE`. A boolean key takes the next
+ * argument only when it reads true/false/1/0, so `--agent.schemaHints "a question"` leaves the
+ * question alone; any other key needs a value. Unknown keys are left to {@link loadConfig}.
+ */
+export function splitSettings(argv: readonly string[]): SettingsArgs {
+  const out: SettingsArgs = { flags: {}, rest: [] };
+  const keys = new Map(configKeys().map((k) => [k.key, k]));
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const m = /^--(config|[A-Za-z]+\.[A-Za-z]+)(?:=([\s\S]*))?$/.exec(arg);
+    if (!m) {
+      out.rest.push(arg);
+      continue;
+    }
+    const name = m[1]!;
+    let value = m[2];
+    if (value === undefined) {
+      const next = argv[i + 1];
+      const k = keys.get(name);
+      if (k && baseType(k.schema) === "boolean") {
+        if (next !== undefined && BOOLEAN_TEXT.has(next)) {
+          value = next;
+          i++;
+        } else value = "true";
+      } else {
+        if (next === undefined || next.startsWith("--")) throw new ReexError("CONFIG_INVALID", `${arg} needs a value`, { issues: [{ path: name.split("."), message: "missing value" }] });
+        value = next;
+        i++;
+      }
+    }
+    if (name === "config") out.file = value;
+    else out.flags[name] = value;
+  }
+  return out;
+}
+
+/** The settings flags that `name` (an unknown option, without its dashes) most likely meant: `port` → `--server.port`. Default []. */
+export function suggestFlags(name: string): string[] {
+  const wanted = name.replace(/^-+/, "").split("=")[0]!.toLowerCase();
+  const keys = configKeys();
+  const byField = keys.filter((k) => k.field.toLowerCase() === wanted || k.key.toLowerCase() === wanted);
+  if (byField.length > 0) return byField.map((k) => flagName(k.key));
+  const field = wanted.includes(".") ? wanted.slice(wanted.indexOf(".") + 1) : wanted;
+  const near = keys
+    .map((k) => ({ k, d: Math.min(editDistance(k.key.toLowerCase(), wanted), editDistance(k.field.toLowerCase(), field)) }))
+    .filter((x) => x.d <= 2)
+    .sort((a, b) => a.d - b.d);
+  return near.slice(0, 3).map((x) => flagName(x.k.key));
+}
+
+/** An unknown option as CONFIG_INVALID, with "did you mean" when a settings flag is close. */
+export function unknownOption(arg: string): ReexError {
+  const name = arg.replace(/^-+/, "").split("=")[0]!;
+  const hints = suggestFlags(name);
+  return new ReexError("CONFIG_INVALID", `unknown option --${name}${hints.length ? ` (did you mean ${hints.join(" or ")}?)` : ""}`, {
+    issues: [{ path: name.split("."), message: "unknown option" }],
+  });
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
 }
 
 /** A `--help` listing: every key with its flag, environment variable and default. */

@@ -253,7 +253,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           text: l.rollout.text,
         };
       });
-      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice() })), rule: VOTE_RULE, decidedBy: outcomeOfVote.decidedBy });
+      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice(), ...(g.empty ? { empty: true } : {}) })), rule: VOTE_RULE, decidedBy: outcomeOfVote.decidedBy });
 
       const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
       const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;

@@ -87,6 +87,8 @@ export interface Answer {
   decidedBy: VoteOutcome["decidedBy"];
   /** Why fewer than the requested candidates came back, if so. */
   shortfall?: string;
+  /** A word about who answered, shown by every front end: set when a random-weight placeholder model wrote the answer. Default none. */
+  notice?: string;
   usage: TokenUsage;
   timings: { totalMs: number; firstTokenMs?: number };
 }

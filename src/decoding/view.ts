@@ -1,5 +1,27 @@
 /** What the front ends show of a decoder answer. */
-import type { Candidate } from "./types.js";
+import type { Answer, Candidate } from "./types.js";
+
+/** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
+export interface AnswerStatus {
+  answerable: boolean;
+  reason?: string;
+  /** The final SQL's error, when it failed. */
+  error?: { code: string; message: string };
+}
+
+/**
+ * The REST, WebSocket, MCP and CLI view of whether an answer answers: a final SQL that failed,
+ * or no final SQL at all, is not answerable, and says why at the top level.
+ */
+export function answerStatus(answer: Answer): AnswerStatus {
+  if (!answer.answerable) return { answerable: false, ...(answer.reason !== undefined ? { reason: answer.reason } : {}) };
+  if (answer.result && !answer.result.ok) {
+    const { code, message } = answer.result.error;
+    return { answerable: false, reason: `the final SQL failed: ${code}: ${message}`, error: { code, message } };
+  }
+  if (answer.sql === null) return { answerable: false, reason: "no candidate wrote a final SQL" };
+  return { answerable: true };
+}
 
 /** A candidate as an answer shows it: its SQL and how the vote saw it, without its text, rows, interactions or log-probability. */
 export interface CandidateView {

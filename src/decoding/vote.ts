@@ -1,5 +1,5 @@
 import { resultKey } from "../sql/index.js";
-import type { ExecResult } from "../sql/index.js";
+import type { ExecResult, ResultRows } from "../sql/index.js";
 
 /** What the vote needs to know of one finished candidate. */
 export interface Ballot {
@@ -18,6 +18,8 @@ export interface VoteGroup {
   meanLogprob: number;
   /** True for the group of candidates that declared the question unanswerable. Default false. */
   unanswerable?: boolean;
+  /** True when the group's result says only "nothing matched" (no rows, or one row of zeros and NULLs). Default false. */
+  empty?: boolean;
 }
 
 /** The outcome: the winning candidate index (or null), each candidate's group, and the groups. */
@@ -30,30 +32,53 @@ export interface VoteOutcome {
   decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";
 }
 
+/**
+ * How results that say only "nothing matched" vote: "last" (they win only when no candidate
+ * returned anything else; the server's rule) or "equal" (they vote like any result: the rule
+ * before issue #30, kept for bench/decoding's side-by-side). Default "last".
+ */
+export type EmptyVotes = "last" | "equal";
+
 /** The tie rule, stated once for docs, events and reports. */
 export const VOTE_RULE =
   "group by executed result (set of rows, order- and duplicate-insensitive); candidates declaring the question unanswerable form one group; " +
-  "failed candidates do not vote; largest group wins; ties go to the higher mean log-probability, then to the group seen first; " +
+  "failed candidates do not vote; results that say only \"nothing matched\" (no rows, or one row of zeros and NULLs) win only when no other result ran; " +
+  "largest group wins; ties go to the higher mean log-probability, then to the group seen first; " +
   "if every candidate failed, the candidate with SQL and the highest mean log-probability (then the lowest index) wins";
 
 const UNANSWERABLE_KEY = "\u0000unanswerable";
 
 /**
- * Self-consistency vote over executed candidates (SPEC §4): identical results form a group, the
- * largest group wins, and ties and total failure are resolved by {@link VOTE_RULE}.
+ * True when rows say only "nothing matched": no rows, or a single row whose every value is 0 or
+ * NULL (what `COUNT(*)`, `SUM` or `MAX` return over no matching rows).
  */
-export function vote(ballots: readonly Ballot[]): VoteOutcome {
+export function saysNothingMatched(rows: ResultRows): boolean {
+  if (rows.length === 0) return true;
+  if (rows.length > 1) return false;
+  const row = rows[0]!;
+  return row.length > 0 && row.every((v) => v === null || v === 0 || v === 0n);
+}
+
+/**
+ * Self-consistency vote over executed candidates (SPEC §4): identical results form a group, the
+ * largest group wins, and "nothing matched", ties and total failure are resolved by {@link VOTE_RULE}.
+ */
+export function vote(ballots: readonly Ballot[], options: { emptyVotes?: EmptyVotes } = {}): VoteOutcome {
+  const emptyLast = (options.emptyVotes ?? "last") === "last";
   const groupOf: (number | null)[] = ballots.map(() => null);
   const byKey = new Map<string, VoteGroup>();
   const groups: VoteGroup[] = [];
   ballots.forEach((b, i) => {
     let key: string;
+    let empty = false;
     if (b.answerable === false) key = UNANSWERABLE_KEY;
-    else if (b.sql !== null && b.result?.ok) key = resultKey(b.result.rows);
-    else return;
+    else if (b.sql !== null && b.result?.ok) {
+      key = resultKey(b.result.rows);
+      empty = saysNothingMatched(b.result.rows);
+    } else return;
     let g = byKey.get(key);
     if (!g) {
-      g = { group: groups.length, votes: 0, members: [], meanLogprob: 0, ...(key === UNANSWERABLE_KEY ? { unanswerable: true } : {}) };
+      g = { group: groups.length, votes: 0, members: [], meanLogprob: 0, ...(key === UNANSWERABLE_KEY ? { unanswerable: true } : {}), ...(empty ? { empty: true } : {}) };
       byKey.set(key, g);
       groups.push(g);
     }
@@ -65,9 +90,11 @@ export function vote(ballots: readonly Ballot[]): VoteOutcome {
     g.meanLogprob = g.members.reduce((s, i) => s + finite(ballots[i]!.meanLogprob), 0) / g.members.length;
   }
 
-  if (groups.length > 0) {
-    const top = Math.max(...groups.map((g) => g.votes));
-    const tied = groups.filter((g) => g.votes === top);
+  const informative = emptyLast ? groups.filter((g) => !g.empty) : groups;
+  const contenders = informative.length > 0 ? informative : groups;
+  if (contenders.length > 0) {
+    const top = Math.max(...contenders.map((g) => g.votes));
+    const tied = contenders.filter((g) => g.votes === top);
     if (tied.length === 1) return { winner: tied[0]!.members[0]!, groupOf, groups, decidedBy: "majority" };
     const best = Math.max(...tied.map((g) => g.meanLogprob));
     const byLogprob = tied.filter((g) => g.meanLogprob === best);

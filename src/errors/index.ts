@@ -11,6 +11,8 @@ export const ERROR_CATALOG = {
   NOT_FOUND: { status: 404, summary: "No route or resource matches the request." },
   UNAUTHORIZED: { status: 401, summary: "An API key is required and was missing or wrong." },
   FORBIDDEN: { status: 403, summary: "The key is valid but may not perform this action on this resource." },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: "The request body's content type is not one the route accepts; the message lists the accepted types." },
+  PORT_IN_USE: { status: 500, summary: "The server's port is taken by another process; checked before the model loads." },
   PAYLOAD_TOO_LARGE: { status: 413, summary: "The request body or WebSocket message exceeds the configured limit." },
   RATE_LIMITED: { status: 429, summary: "Too many requests for this key; retry after the number of seconds in `retry-after`." },
   QUEUE_FULL: { status: 503, summary: "The generation queue is full; retry later instead of piling up work." },

@@ -28,7 +28,8 @@ export interface CandidateEvent {
 export interface VoteEvent {
   type: "vote";
   winner: number | null;
-  groups: { group: number; votes: number; members: number[] }[];
+  /** `empty`: the group's result says only "nothing matched", so it won only if nothing else ran. */
+  groups: { group: number; votes: number; members: number[]; empty?: boolean }[];
   rule: string;
   /** How the winner was chosen: "majority", "tie-logprob", "tie-first", "fallback-logprob" (no candidate ran), or "none". */
   decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";

@@ -1,5 +1,5 @@
 /** How tool results look to an MCP client: JSON-safe rows, the answer's fields, and a short trace of the decode. */
-import { candidateView, type Answer, type CandidateView } from "../decoding/index.js";
+import { answerStatus, candidateView, type Answer, type CandidateView } from "../decoding/index.js";
 import type { ReexEvent } from "../events/index.js";
 import type { ExecSuccess, SqlValue } from "../sql/index.js";
 
@@ -18,8 +18,11 @@ export interface McpRows {
 /** The `ask` tool's answer. */
 export interface McpAnswer {
   sql: string | null;
+  /** False when the model declared the question unanswerable, the final SQL failed or there is none; `reason` says which. */
   answerable: boolean;
   reason?: string;
+  /** Set when a random-weight placeholder model wrote the answer: its SQL is noise. */
+  notice?: string;
   /** The final SQL's rows; null when it failed or there is none. */
   result: McpRows | null;
   /** Why the final SQL failed, when it did. */
@@ -103,9 +106,11 @@ export class TraceCollector {
 
 /** The `ask` tool's view of a decoder answer. */
 export function answerOf(answer: Answer, trace: string[]): McpAnswer {
+  const status = answerStatus(answer);
   const out: McpAnswer = {
     sql: answer.sql,
-    answerable: answer.answerable,
+    answerable: status.answerable,
+    ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
     result: answer.result?.ok ? rowsOf(answer.result) : null,
     candidates: answer.candidates.map(candidateView),
     winner: answer.winner,
@@ -114,8 +119,8 @@ export function answerOf(answer: Answer, trace: string[]): McpAnswer {
     usage: { promptTokens: answer.usage.promptTokens, evaluatedTokens: answer.usage.evaluatedTokens, generatedTokens: answer.usage.generatedTokens },
     timings: { totalMs: round(answer.timings.totalMs), ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}) },
   };
-  if (answer.result && !answer.result.ok) out.error = { code: answer.result.error.code, message: answer.result.error.message };
-  if (answer.reason !== undefined) out.reason = answer.reason;
+  if (status.error) out.error = status.error;
+  if (status.reason !== undefined) out.reason = status.reason;
   if (answer.shortfall !== undefined) out.shortfall = answer.shortfall;
   return out;
 }

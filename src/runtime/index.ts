@@ -21,6 +21,10 @@ export const STARTER_MODEL = "reex-starter.gguf";
 /** Placeholder written when no starter model is present: random weights, real tokenizer and shapes. */
 export const PLACEHOLDER_MODEL = "reex-tiny-random.gguf";
 
+/** What every front end says of an answer the placeholder model wrote. */
+export const PLACEHOLDER_NOTICE =
+  `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
+
 /** Everything a front end runs on, with one close for all of it. */
 export interface Runtime {
   config: Config;
@@ -107,12 +111,13 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     const decode = createDecoder({ policy, executor, config, indexDir: join(config.sql.dataDir, "indexes") });
     log?.(`profile ${decode.profile.profile.id}: ${decode.profile.reason}`);
     const loaded = policy;
+    const placeholder = model.origin === "placeholder";
     return {
       config,
       registry,
       executor,
       policy: loaded,
-      decode,
+      decode: placeholder ? async (request, ctx) => ({ ...(await decode(request, ctx)), notice: PLACEHOLDER_NOTICE }) : decode,
       describe: (entry) => loadSchema(entry.path),
       model,
       profile: { id: decode.profile.profile.id, reason: decode.profile.reason },

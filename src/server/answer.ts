@@ -3,7 +3,7 @@
  * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
+import { answerStatus, candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
 import { jsonResult, jsonSafe } from "./json.js";
@@ -15,6 +15,8 @@ export interface SqlResponse {
   sql: string | null;
   answerable: boolean;
   reason?: string;
+  error?: { code: string; message: string };
+  notice?: string;
   result: ReturnType<typeof jsonResult>;
   candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
   winner: number | null;
@@ -77,9 +79,13 @@ function raceAbort<T>(job: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs: number; queueMs: number }): SqlResponse {
+  const status = answerStatus(answer);
   const out: SqlResponse = {
     sql: answer.sql,
-    answerable: answer.answerable,
+    answerable: status.answerable,
+    ...(status.reason !== undefined ? { reason: status.reason } : {}),
+    ...(status.error ? { error: status.error } : {}),
+    ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
     result: jsonResult(answer.result),
     candidates: answer.candidates.map(candidateView),
     winner: answer.winner,
@@ -96,7 +102,6 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
       ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}),
     },
   };
-  if (answer.reason !== undefined) out.reason = answer.reason;
   if (answer.shortfall !== undefined) out.shortfall = answer.shortfall;
   if (trace) out.trace = trace;
   return out;

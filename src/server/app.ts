@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { ReexError } from "../errors/index.js";
 import { modelDisplayName, type Policy, type PolicyInfo } from "../policy/index.js";
 import { KeyRing } from "./auth.js";
-import { toApiError } from "./http-errors.js";
+import { UPLOAD_TYPES, toApiError } from "./http-errors.js";
 import { createLogger, redactUrl, requestId } from "./logging.js";
 import { createServerMetrics } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
@@ -14,7 +14,7 @@ import { RateLimiter } from "./rate-limit.js";
 import { databaseRoutes } from "./routes/databases.js";
 import { mcpRoutes } from "./routes/mcp.js";
 import { sqlRoutes } from "./routes/sql.js";
-import { streamRoutes } from "./routes/stream.js";
+import { WS_READ_FACTOR, streamRoutes } from "./routes/stream.js";
 import type { ServerState } from "./state.js";
 import type { ServerDeps } from "./types.js";
 
@@ -24,8 +24,6 @@ declare module "fastify" {
     reexOwner?: string;
   }
 }
-
-const UPLOAD_TYPES = ["application/octet-stream", "application/vnd.sqlite3", "application/x-sqlite3"];
 
 function policyOf(deps: ServerDeps): () => Policy | undefined {
   const p = deps.policy;
@@ -89,7 +87,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   app.addContentTypeParser(UPLOAD_TYPES, { parseAs: "buffer", bodyLimit: sc.bodyLimitBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler((err, request, reply) => {
-    const e = toApiError(err);
+    const e = toApiError(err, { contentType: request.headers["content-type"] });
     if (e.status >= 500 && e.code !== "QUEUE_FULL" && e.code !== "SHUTTING_DOWN" && e.code !== "MODEL_NOT_READY") {
       const cause = e.code === "INTERNAL" ? (e.cause ?? err) : err;
       request.log.error(
@@ -144,7 +142,7 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
   });
 
   app.register(fastifyWebsocket, {
-    options: { maxPayload: sc.wsMaxPayloadBytes },
+    options: { maxPayload: sc.wsMaxPayloadBytes * WS_READ_FACTOR },
     preClose: (done) => done(),
     errorHandler: (error, socket, request) => {
       request.log.info({ errName: error.name, code: (error as { code?: string }).code }, "websocket error");

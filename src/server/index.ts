@@ -1,6 +1,6 @@
 /** The HTTP/WebSocket server of reex: app factory, start-up, and the pieces other tools reuse. */
 export { buildApp } from "./app.js";
-export { startServer, type RunningServer } from "./start.js";
+export { checkPort, startServer, type RunningServer } from "./start.js";
 export type { ServerDeps, DecodeFn, DatabaseRegistryLike, RegistryEntry, Awaitable } from "./types.js";
 export type { SqlResponse } from "./answer.js";
 export { keyIdentity } from "./auth.js";

@@ -96,8 +96,10 @@ export const usageSchema = z.object({
 /** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */
 export const sqlResponseSchema = z.object({
   sql: z.string().nullable(),
-  answerable: z.boolean(),
+  answerable: z.boolean().describe("False when the model declared the question unanswerable, when the final SQL failed, or when there is no final SQL; `reason` says which."),
   reason: z.string().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional().describe("The final SQL's error, when it failed."),
+  notice: z.string().optional().describe("Set when a random-weight placeholder model wrote the answer: its SQL is noise."),
   result: resultSchema.nullable(),
   candidates: z.array(candidateSchema),
   winner: z.number().int().nullable(),

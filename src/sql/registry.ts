@@ -253,20 +253,20 @@ export class DatabaseRegistry {
    * Registers uploaded database bytes: validated in a temp file, then renamed to
    * `<dataDir>/uploads/<id>.sqlite`; a rejected upload leaves nothing behind. The same bytes for
    * the same owner give the same id. A WAL-mode header is switched to rollback mode in the copy so
-   * read-only connections never create -wal/-shm files. Throws DB_INVALID.
+   * read-only connections never create -wal/-shm files. The same bytes again (unnamed, or under
+   * the same name) give the same entry; under another name they are another entry, so requests by
+   * the first name keep working. Throws DB_INVALID.
    */
   async registerBytes(bytes: Uint8Array, options: RegisterOptions = {}): Promise<DatabaseEntry> {
     const large = bytes.length >= LARGE_UPLOAD_BYTES;
-    const id = `up-${(large ? await sha256Yielding(options.owner ?? "", bytes) : sha256(options.owner ?? "", "\0", bytes)).slice(0, 16)}`;
+    const hash = large ? await sha256Yielding(options.owner ?? "", bytes) : sha256(options.owner ?? "", "\0", bytes);
+    const contentId = `up-${hash.slice(0, 16)}`;
+    const first = this.entries.get(contentId);
+    const renamed = first !== undefined && options.name !== undefined && options.name !== first.name;
+    const id = renamed ? `up-${sha256(hash, "\0", options.name!).slice(0, 16)}` : contentId;
     const path = join(this.uploadsDir, `${id}.sqlite`);
     const previous = this.entries.get(id);
-    if (previous && existsSync(path)) {
-      if (options.name !== undefined && options.name !== previous.name) {
-        previous.name = options.name;
-        this.save();
-      }
-      return { ...previous, tables: [...previous.tables] };
-    }
+    if (previous && existsSync(path)) return { ...previous, tables: [...previous.tables] };
     mkdirSync(this.uploadsDir, { recursive: true });
     const tmp = join(this.uploadsDir, `.${id}.${randomUUID()}.tmp`);
     let tables: string[];

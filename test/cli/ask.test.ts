@@ -99,3 +99,40 @@ describe("reex ask in a model's own protocol", () => {
     expect(plain.stdout).toContain([...written].slice(-400).join("").trimEnd());
   });
 });
+
+describe("reex ask takes the settings every command takes", () => {
+  it("accepts --section.key settings, the README's among them, and applies them", async () => {
+    const r = await ask(["--db", db, "--model", model, "--json", "--agent.schemaHints", "false", "--decoding.temperature", "0.2", "--agent.maxTokens=8", "--seed", "1", "How many customers are there?"]);
+    expect(r.stderr).not.toMatch(/Unknown option|unknown option/);
+    const answer = JSON.parse(r.stdout) as { usage: { generatedTokens: number } };
+    expect(answer.usage.generatedTokens).toBeGreaterThan(0);
+    expect(answer.usage.generatedTokens).toBeLessThanOrEqual(8);
+  });
+
+  it("answers an unknown option with the settings flag it most likely meant", async () => {
+    const r = await ask(["--db", db, "--port", "9000", "How many?"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown option --port (did you mean --server.port?)");
+    const bad = await ask(["--db", db, "--agent.schemaHint", "false", "How many?"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("did you mean --agent.schemaHints?");
+  });
+
+  it("prints the profile once, on stdout", async () => {
+    const r = await ask(["--db", db, "--model", model, "--seed", "1", "How many customers are there?"]);
+    expect(r.stdout.match(/^profile: /gm)).toHaveLength(1);
+    expect(r.stderr).not.toMatch(/profile/);
+  });
+
+  it("says when the random-weight placeholder answered", async () => {
+    const models = mkdtempSync(join(tmpdir(), "reex-no-starter-"));
+    try {
+      const r = await ask(["--db", db, "--policy.modelsDir", models, "--seed", "1", "How many customers are there?"]);
+      expect(r.stdout).toMatch(/note: answered by a random-weight placeholder model/);
+      const json = await ask(["--db", db, "--policy.modelsDir", models, "--json", "--seed", "1", "How many customers are there?"]);
+      expect((JSON.parse(json.stdout) as { notice?: string }).notice).toMatch(/placeholder/);
+    } finally {
+      rmSync(models, { recursive: true, force: true });
+    }
+  });
+});

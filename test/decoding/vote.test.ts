@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { VOTE_RULE, vote } from "../../src/decoding/index.js";
+import { VOTE_RULE, saysNothingMatched, vote } from "../../src/decoding/index.js";
 import { byState, eventLog, final, rows, sqlError } from "./helpers.js";
 import { scripted } from "./setup.js";
 
@@ -37,6 +37,34 @@ describe("vote", () => {
     ]);
     expect(outcome).toMatchObject({ winner: 2, groupOf: [null, null, null, null], groups: [], decidedBy: "fallback-logprob" });
     expect(vote([{ sql: null, meanLogprob: 0 }])).toMatchObject({ winner: null, decidedBy: "none" });
+  });
+
+  it("does not let results that say only \"nothing matched\" outvote a candidate with real rows", () => {
+    // the clinic dermatology question under tree-prune-4: three misspelt specialties count 0, one counts 11
+    const ballots = [
+      { sql: "… = 'R'", result: rows([0n]), meanLogprob: -0.3 },
+      { sql: "… = 'DER'", result: rows([0n]), meanLogprob: -0.2 },
+      { sql: "… = 'Dermatology'", result: rows([11n]), meanLogprob: -0.9 },
+      { sql: "… = 'Cmergenermatology'", result: rows([0n]), meanLogprob: -0.4 },
+    ];
+    const outcome = vote(ballots);
+    expect(outcome).toMatchObject({ winner: 2, decidedBy: "majority" });
+    expect(outcome.groups[0]).toMatchObject({ votes: 3, empty: true });
+    expect(outcome.groups[1]).toMatchObject({ votes: 1 });
+    expect(outcome.groups[1]!.empty).toBeUndefined();
+    // the rule before #30, kept for bench/decoding's side-by-side
+    expect(vote(ballots, { emptyVotes: "equal" })).toMatchObject({ winner: 0, decidedBy: "majority" });
+    // no rows at all, and a lone NULL aggregate, say nothing matched too
+    expect(vote([{ sql: "a", result: rows(), meanLogprob: 0 }, { sql: "b", result: rows(), meanLogprob: 0 }, { sql: "c", result: rows([null]), meanLogprob: 0 }, { sql: "d", result: rows(["x"]), meanLogprob: -5 }]).winner).toBe(3);
+    expect(VOTE_RULE).toMatch(/nothing matched/);
+  });
+
+  it("lets \"nothing matched\" win when no other result ran, and keeps real zeros among several rows", () => {
+    expect(vote([{ sql: "a", result: sqlError(), meanLogprob: 0 }, { sql: "b", result: rows([0n]), meanLogprob: -1 }, { sql: "c", result: rows(), meanLogprob: -0.5 }])).toMatchObject({ winner: 2, decidedBy: "tie-logprob" });
+    expect(saysNothingMatched([[0, null]])).toBe(true);
+    expect(saysNothingMatched([[0], [0]])).toBe(false);
+    expect(saysNothingMatched([[0, "a"]])).toBe(false);
+    expect(saysNothingMatched([[0.5]])).toBe(false);
   });
 
   it("counts declarations that the question is unanswerable as one group", () => {

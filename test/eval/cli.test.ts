@@ -41,6 +41,9 @@ describe("reex eval --predictions", () => {
     expect(report.runs[0].summary.ex.bird).toBeCloseTo(0.5);
     expect(readFileSync(join(outDir, "report.html"), "utf8")).toContain("<table");
     expect(summary).toMatch(/\w/);
+    // the error columns say they are error rates, as the HTML report does
+    expect(out.join("\n")).toMatch(/syntax err\s+exec err/);
+    expect(out.join("\n")).toContain("syntax err / exec err are error rates");
   });
 
   it("scores only the first N questions with --limit, ignoring the rest of the file", async () => {

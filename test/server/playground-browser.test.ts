@@ -133,6 +133,32 @@ describe("the playground page", () => {
     await page.close();
   });
 
+  it("with API keys on, says a key is needed in the database list and when asking, not \"pick a database\"", async () => {
+    t = await makeApp({ server: { apiKeys: ["browser-key-0123"] }, deps: { decode: treeDecode } });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await expect.poll(() => page.textContent("#database")).toContain("API key needed");
+    await page.fill("#question", "How many singers?");
+    await page.click("#ask");
+    const banner = await page.textContent("#banner");
+    expect(banner).toContain("needs an API key");
+    expect(banner).not.toContain("Pick or upload");
+    expect(await page.evaluate<string | undefined>("document.activeElement?.id")).toBe("key");
+    await page.close();
+  });
+
+  it("suggests a question about the selected database's own tables", async () => {
+    t = await makeApp({ deps: { decode: treeDecode } });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    await expect.poll(() => page.getAttribute("#question", "placeholder")).toMatch(/^e\.g\. How many rows are in (singer|concert)\?$/);
+    expect(await page.textContent("#tables")).toContain("singer");
+    await page.close();
+  });
+
   it("names the model and the server's profile in the header, never the model's path, and sends the chosen profile", async () => {
     const seen: (string | undefined)[] = [];
     t = await makeApp({ deps: { decode: (req, ctx) => (seen.push(req.profile), treeDecode(req, ctx)), profile: { id: "omnisql", reason: "set by policy.profile" } } });

@@ -112,7 +112,10 @@ describe("GET /v1/stream", () => {
     const c = connect(await wsUrl(t.app));
     await c.opened;
     c.ws.send(JSON.stringify({ database: t.dbId, question: "x".repeat(4096) }));
-    expect((await c.closed).code).toBe(1009);
+    const closed = await c.closed;
+    expect(closed).toEqual({ code: 1009, reason: "PAYLOAD_TOO_LARGE" });
+    expect(await c.next("error")).toMatchObject({ code: "PAYLOAD_TOO_LARGE", terminal: true });
+    expect(String((c.messages.find((m) => m.type === "error") as { message: string }).message)).toContain("server.wsMaxPayloadBytes (1024)");
     expect(t.decoder.calls).toHaveLength(0);
   });
 

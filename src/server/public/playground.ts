@@ -124,7 +124,12 @@ async function loadDatabases(selectId) {
   try {
     const r = await fetch("/v1/databases", { headers: headers() });
     const body = await r.json();
-    if (!r.ok) { banner("error", body.code === "UNAUTHORIZED" ? "This server needs an API key: enter it on the left." : body.code + ": " + body.message); return; }
+    if (!r.ok) {
+      state.needsKey = body.code === "UNAUTHORIZED";
+      if (state.needsKey) { sel.innerHTML = ""; const o = el("option", null, "API key needed to list the databases"); o.value = ""; sel.appendChild(o); }
+      banner("error", state.needsKey ? KEY_NEEDED : body.code + ": " + body.message); return;
+    }
+    state.needsKey = false;
     clearBanner();
     const keep = selectId || sel.value;
     sel.innerHTML = "";
@@ -134,14 +139,21 @@ async function loadDatabases(selectId) {
       o.value = db.id; sel.appendChild(o);
     }
     if (keep && body.databases.some((d) => d.id === keep)) sel.value = keep;
-    showTables();
     sel._dbs = body.databases;
+    showTables();
   } catch (e) { banner("error", "Cannot list databases: " + e.message); }
 }
 
+const KEY_NEEDED = "This server needs an API key: enter it under API key, then the databases appear.";
+const EXAMPLE_QUESTIONS = {
+  retail: "How many orders were shipped to the United Kingdom?",
+  clinic: "How many doctors specialise in dermatology?",
+  music: "How many Hip-Hop tracks are longer than four minutes?",
+};
 function showTables() {
   const sel = $("database"); const db = (sel._dbs || []).find((d) => d.id === sel.value);
   $("tables").textContent = db ? "Tables: " + db.tables.join(", ") : "";
+  $("question").placeholder = db ? (EXAMPLE_QUESTIONS[db.name] || (db.tables.length ? "e.g. How many rows are in " + db.tables[0] + "?" : "This database has no tables.")) : "Pick a database, then ask about it.";
 }
 
 async function upload(file) {
@@ -237,7 +249,9 @@ function renderAnswer(a) {
   $("final-sql").textContent = a.sql || (a.answerable ? "(no SQL)" : "unanswerable" + (a.reason ? ": " + a.reason : ""));
   const meta = $("final-meta"); meta.innerHTML = "";
   const pill = (t, c) => meta.appendChild(el("span", "pill " + (c || ""), t));
-  pill(a.answerable ? "answerable" : "unanswerable", a.answerable ? "ok" : "bad");
+  pill(a.answerable ? "answerable" : "no answer", a.answerable ? "ok" : "bad");
+  if (!a.answerable && a.reason && a.sql) meta.appendChild(el("div", "err", a.reason));
+  if (a.notice) meta.appendChild(el("div", "err", a.notice));
   pill(a.candidates.length + " candidates");
   const w = a.winner === null ? undefined : a.candidates.find((c) => c.index === a.winner);
   if (w && a.decidedBy === "fallback-logprob") {
@@ -260,13 +274,14 @@ function ask(ev) {
   if (ev) ev.preventDefault();
   const database = $("database").value;
   const question = $("question").value.trim();
-  if (!database) { banner("error", "Pick or upload a database first."); return; }
+  if (!database) { banner("error", state.needsKey ? KEY_NEEDED : "Pick or upload a database first."); if (state.needsKey) $("key").focus(); return; }
   if (!question) { banner("error", "Type a question."); return; }
   reset();
   const req = { database, question, strategy: $("strategy").value };
   const hint = $("evidence").value.trim(); if (hint) req.evidence = hint;
   const profile = $("profile").value; if (profile) req.profile = profile;
   if (req.strategy !== "greedy") req.candidates = Number($("candidates").value) || 4;
+  const seed = $("seed").value.trim(); if (seed !== "") req.seed = Number(seed);
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const k = apiKey();
   const ws = new WebSocket(proto + "//" + location.host + "/v1/stream" + (k ? "?key=" + encodeURIComponent(k) : ""));
@@ -312,13 +327,14 @@ const BODY = /* html */ `
     <label for="file">Upload a SQLite file</label>
     <input type="file" id="file" accept=".sqlite,.sqlite3,.db,application/vnd.sqlite3,application/octet-stream">
     <label for="question">Question</label>
-    <textarea id="question" rows="3" placeholder="How many singers are older than 30?"></textarea>
+    <textarea id="question" rows="3" placeholder="Pick a database, then ask about it."></textarea>
     <label for="evidence">Hint (optional)</label>
     <textarea id="evidence" rows="2" placeholder="e.g. older than 30 refers to age &gt; 30"></textarea>
     <div class="row">
       <div><label for="strategy">Strategy</label>
         <select id="strategy"><option value="greedy">greedy</option><option value="linear">linear</option><option value="tree">tree</option><option value="tree-prune" selected>tree + prune</option></select></div>
       <div><label for="candidates">Candidates</label><input type="number" id="candidates" min="1" max="32" value="4"></div>
+      <div><label for="seed">Seed</label><input type="number" id="seed" min="0" step="1" placeholder="random" title="Sampling seed: the same seed gives the same answer"></div>
     </div>
     <label for="profile">Model profile <span style="font-weight:400">(the protocol the model was trained on)</span></label>
     <select id="profile"><option value="" id="profile-default" selected>server default</option>${PROFILE_OPTIONS}</select>

@@ -91,7 +91,8 @@ export async function databaseRoutes(app: FastifyInstance, state: ServerState): 
       entry = await registry.registerPath(path, body.name !== undefined ? { name: body.name } : {});
       request.log.info({ database: entry.id, tables: entry.tables.length }, "database registered by path");
     }
-    return reply.code(201).send({ id: entry.id, name: entry.name, tables: entry.tables, source: entry.source });
+    const empty = entry.tables.length === 0 ? { warning: "the database has no tables: every question about it will fail; is this the file you meant?" } : {};
+    return reply.code(201).send({ id: entry.id, name: entry.name, tables: entry.tables, source: entry.source, ...empty });
   });
 
   app.get("/databases", async (request) => {

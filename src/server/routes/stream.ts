@@ -17,9 +17,16 @@ import type { ServerState } from "../state.js";
 /** Unsent bytes a slow client may accumulate before its work is cancelled. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
-/** Close code for a terminal error code: 1001 going away, 1011 internal, 1008 bad message, else 1000. */
+/**
+ * How far past server.wsMaxPayloadBytes the socket still reads a message, so that it can refuse it
+ * with PAYLOAD_TOO_LARGE and a reason; larger ones get the WebSocket library's bare 1009.
+ */
+export const WS_READ_FACTOR = 16;
+
+/** Close code for a terminal error code: 1001 going away, 1011 internal, 1008 bad message, 1009 too big, else 1000. */
 function closeCodeFor(code: string): number {
   if (code === "SHUTTING_DOWN") return 1001;
+  if (code === "PAYLOAD_TOO_LARGE") return 1009;
   if (code === "INTERNAL") return 1011;
   if (code === "BAD_REQUEST") return 1008;
   return 1000;
@@ -69,6 +76,11 @@ export async function streamRoutes(app: FastifyInstance, state: ServerState): Pr
     });
 
     socket.on("message", (data: RawData, isBinary: boolean) => {
+      const bytes = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
+      if (bytes > state.config.server.wsMaxPayloadBytes) {
+        fail(new ReexError("PAYLOAD_TOO_LARGE", `the message has ${bytes} bytes, over server.wsMaxPayloadBytes (${state.config.server.wsMaxPayloadBytes})`));
+        return;
+      }
       let message: unknown;
       try {
         message = JSON.parse(isBinary ? Buffer.from(data as Buffer).toString("utf8") : data.toString());
