@@ -50,6 +50,11 @@ const sqlSchema = z
     maxRows: z.number().int().positive().default(1000),
     /** Where uploads, the registry and value indexes live. Default ".reex". */
     dataDir: z.string().default(".reex"),
+    /**
+     * PostgreSQL databases to serve, each `postgres://user@host:port/db` or `name=postgres://…`;
+     * give the password as `${ENV_VAR}` (or PGPASSWORD) so it never sits in a file. Default none.
+     */
+    postgres: z.array(z.string().regex(/^([A-Za-z0-9_.-]+=)?postgres(ql)?:\/\//i, "a postgres:// URL, optionally as name=postgres://…")).default([]),
   })
   .strict();
 

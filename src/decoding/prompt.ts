@@ -5,7 +5,7 @@
  * constrained decoding.
  */
 import { buildSegmentGrammars, reexProfile, type BuiltPrompt, type ModelProfile, type PromptFamily, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
-import { formatMatchedValues, loadSchema, schemaPrompt, valueIndexFile, ValueIndex, type DatabaseSchema, type SchemaFormat, type TokenCounter } from "../sql/index.js";
+import { dialectOf, formatMatchedValues, loadSchema, schemaPrompt, sourceFor, valueIndexFile, ValueIndex, type DatabaseSchema, type SchemaFormat, type TokenCounter } from "../sql/index.js";
 
 /** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
 export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily, profile?: ModelProfile) => BuiltPrompt | Promise<BuiltPrompt>;
@@ -53,7 +53,9 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
   const maxOpen = Math.max(1, options.maxOpenIndexes ?? 32);
   const indexOptions = options.indexDir !== undefined ? { indexDir: options.indexDir } : {};
 
-  const indexFor = (dbPath: string): ValueIndex => {
+  const indexFor = (key: string): ValueIndex => {
+    // a source that is not a SQLite file matches against its bounded snapshot of text values
+    const dbPath = sourceFor(key)?.valuesPath ?? key;
     const file = valueIndexFile(dbPath, indexOptions);
     let index = indexes.get(file);
     if (index) {
@@ -87,6 +89,7 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
       question,
       ...(matches.length > 0 ? { matchedValues: formatMatchedValues(matches) } : {}),
       ...(evidence ? { evidence } : {}),
+      dialect: dialectOf(dbPath),
     });
   };
 

@@ -97,7 +97,8 @@ export class PostgresSource implements ExternalSource {
   private closed = false;
 
   constructor(options: PostgresSourceOptions) {
-    this.name = options.name ?? defaultSourceName(options.url);
+    const urlName = defaultSourceName(options.url); // also rejects a malformed URL without echoing it
+    this.name = options.name ?? urlName;
     this.key = `postgres:${this.name}`;
     this.limits = { timeoutMs: options.timeoutMs ?? 5000, maxRows: options.maxRows ?? 1000, maxResultBytes: options.maxResultBytes ?? 32 * 1024 * 1024 };
     this.snapshotDir = resolve(options.snapshotDir ?? ".reex/pg");
