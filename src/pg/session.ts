@@ -2,7 +2,7 @@
  * The transaction layer of the Postgres guard: every query runs inside `BEGIN READ ONLY` with
  * `statement_timeout` and `idle_in_transaction_session_timeout` set for that transaction only,
  * through a server-side cursor fetched in chunks until the row or byte cap, and is always rolled
- * back. This layer holds on its own: a write that got past the parser would fail here with
+ * back (session advisory locks released too). This layer holds on its own: a write that got past the parser would fail here with
  * PostgreSQL's "cannot execute … in a read-only transaction".
  */
 import type pg from "pg";
@@ -77,7 +77,8 @@ export async function runReadOnly(client: pg.PoolClient, statement: string, limi
     result = fail(err);
   }
   try {
-    await withDeadline(client.query("ROLLBACK"), CLIENT_GRACE_MS);
+    // session-level advisory locks survive a rollback; a pooled connection must not keep one
+    await withDeadline(client.query("ROLLBACK; SELECT pg_advisory_unlock_all()"), CLIENT_GRACE_MS);
   } catch (err) {
     if (err instanceof ClientStuck) throw err;
     throw new ClientStuck(`ROLLBACK failed: ${(err as Error).message}`);
