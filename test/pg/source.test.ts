@@ -12,6 +12,8 @@ import pg from "pg";
 import { PostgresSource, openPostgresSource } from "../../src/pg/index.js";
 import { ExecutorPool, ValueIndex, exBird, loadSchema, renderSchema, resultKey, schemaPrompt, sourceFor, unregisterSource } from "../../src/sql/index.js";
 import { exampleQuestions } from "../../src/examples/index.js";
+import { PROFILES } from "../../src/agent/index.js";
+import { createPromptBuilder } from "../../src/decoding/index.js";
 import { loadExamples, startPostgres, type PgServer } from "../helpers/postgres.js";
 
 let server: PgServer;
@@ -157,6 +159,26 @@ describe("the loop's view of the database", () => {
       expect(matches).toContainEqual(expect.objectContaining({ table: "customers", column: "city", value: "Montreal" }));
     } finally {
       index.close();
+    }
+  });
+
+  test("every profile's prompt names PostgreSQL for a Postgres source and SQLite for a file, with matched values from the snapshot", async () => {
+    const builder = createPromptBuilder({ indexDir: snapshots });
+    try {
+      for (const profile of PROFILES) {
+        const family = profile.families[0]!;
+        const onPg = await builder.promptFor(retail.key, "How many customers live in Montreal?", undefined, family, profile);
+        const onFile = await builder.promptFor(sqlite.get("retail")!, "How many customers live in Montreal?", undefined, family, profile);
+        const pgText = onPg.messages.map((m) => m.content).join("\n");
+        const fileText = onFile.messages.map((m) => m.content).join("\n");
+        expect(pgText, profile.id).toMatch(/PostgreSQL/);
+        expect(pgText, profile.id).not.toMatch(/SQLite/);
+        expect(fileText, profile.id).toMatch(/SQLite/);
+        expect(fileText, profile.id).not.toMatch(/PostgreSQL/);
+        expect(pgText, profile.id).toMatch(/Montreal/);
+      }
+    } finally {
+      builder.close();
     }
   });
 
