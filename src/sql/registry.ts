@@ -308,7 +308,10 @@ export class DatabaseRegistry {
    */
   async remove(id: string, owner?: string): Promise<void> {
     const entry = this.get(id, owner);
-    if (entry.source !== "upload") throw new ReexError("DB_READ_ONLY_ENTRY", `database "${id}" was registered from a server-side path and cannot be removed`);
+    if (entry.source !== "upload") {
+      const from = entry.source === "postgres" ? "a PostgreSQL connection in the server's settings" : "a server-side path";
+      throw new ReexError("DB_READ_ONLY_ENTRY", `database "${id}" was registered from ${from} and cannot be removed`);
+    }
     if (owner !== undefined && entry.owner !== owner) throw new ReexError("FORBIDDEN", `database "${id}" is shared and cannot be removed with this key`);
     this.entries.delete(id);
     this.save();

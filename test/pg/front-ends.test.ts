@@ -92,12 +92,12 @@ describe("reex serve with PostgreSQL sources", () => {
   it("lists both Postgres databases by name beside the examples, with their tables and no path", async () => {
     const { status, body } = await get("/v1/databases");
     expect(status).toBe(200);
-    const byName = new Map((body.databases as { name: string; source: string; tables: string[]; path?: string }[]).map((d) => [d.name, d]));
+    const byName = new Map((body.databases as { id: string; name: string; source: string; tables: string[]; path?: string }[]).map((d) => [d.name, d]));
     expect([...byName.keys()]).toEqual(expect.arrayContaining(["reex_retail", "clinic-pg", "retail", "clinic", "music"]));
     expect(byName.get("reex_retail")).toMatchObject({ source: "postgres", tables: ["customers", "order_items", "orders", "products"] });
     expect(byName.get("clinic-pg")!.source).toBe("postgres");
     expect(byName.get("reex_retail")!.path).toBeUndefined();
-    const schema = await get(`/v1/databases/${(byName.get("reex_retail") as { id: string } & object).id}`);
+    const schema = await get(`/v1/databases/${byName.get("reex_retail")!.id}`);
     expect(schema.status).toBe(200);
     expect(schema.text).toMatch(/"customers"/);
   });
@@ -166,6 +166,25 @@ describe("reex mcp and reex exec with --db postgres://", () => {
       await client.close();
     }
     expect(stderr + seen).not.toContain(pgServer.readerPassword);
+  });
+
+  it("reex ask answers a question about a Postgres database, naming it without its URL", async () => {
+    const result = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const p = spawn(
+        process.execPath,
+        ["--import", "tsx", "src/cli.ts", "ask", "--db", pgServer.readerUrl("reex_retail"), "--model", model, "--strategy", "greedy", "--max-interactions", "1", "--json", "How many customers live in Germany?"],
+        { env: { ...env(), REEX_SQL_DATA_DIR: join(dir, "ask-data"), REEX_AGENT_MAX_TOKENS: "48", REEX_POLICY_GPU: "cpu" } },
+      );
+      let out = "";
+      p.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      p.stderr.on("data", (c: Buffer) => (out += c.toString()));
+      p.on("exit", (code) => resolve({ code, out }));
+    });
+    expect([0, 1], result.out).toContain(result.code);
+    const answer = JSON.parse(result.out.slice(result.out.indexOf("{"))) as { candidates: unknown[]; profile: { id: string } };
+    expect(answer.candidates.length).toBeGreaterThan(0);
+    expect(result.out).not.toContain(pgServer.readerPassword);
+    expect(result.out).not.toContain(`127.0.0.1:${pgServer.port}`);
   });
 
   it("reex exec runs one read on Postgres and refuses a write, without echoing the URL", async () => {
