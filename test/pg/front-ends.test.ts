@@ -166,7 +166,7 @@ describe("reex mcp and reex exec with --db postgres://", () => {
       await client.close();
     }
     expect(stderr + seen).not.toContain(pgServer.readerPassword);
-  });
+  }, 180_000);
 
   it("reex ask answers a question about a Postgres database, naming it without its URL", async () => {
     const result = await new Promise<{ code: number | null; out: string }>((resolve) => {
@@ -185,7 +185,7 @@ describe("reex mcp and reex exec with --db postgres://", () => {
     expect(answer.candidates.length).toBeGreaterThan(0);
     expect(result.out).not.toContain(pgServer.readerPassword);
     expect(result.out).not.toContain(`127.0.0.1:${pgServer.port}`);
-  });
+  }, 180_000);
 
   it("reex exec runs one read on Postgres and refuses a write, without echoing the URL", async () => {
     const exec = (sql: string): Promise<{ code: number | null; out: string }> =>
@@ -203,5 +203,5 @@ describe("reex mcp and reex exec with --db postgres://", () => {
     expect(refused.code).toBe(1);
     expect(refused.out).toMatch(/SQL_REFUSED/);
     for (const out of [ok.out, refused.out]) expect(out).not.toContain(pgServer.readerPassword);
-  });
+  }, 180_000);
 });
