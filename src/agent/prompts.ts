@@ -29,9 +29,10 @@ export const FAMILY_INSTRUCTIONS: Readonly<Record<PromptFamily, string>> = {
   direct: "Give only the answer as <final_sql>query</final_sql>.",
 };
 
-/** The whole system message of a family: role, family instructions, alias and unanswerable conventions. */
-export function systemPrompt(family: PromptFamily): string {
-  return [ROLE_TEXT, FAMILY_INSTRUCTIONS[family], ALIAS_TEXT, UNANSWERABLE_TEXT].join("\n");
+/** The whole system message of a family: role (naming `dialect`, default "SQLite"), family instructions, alias and unanswerable conventions. */
+export function systemPrompt(family: PromptFamily, dialect = "SQLite"): string {
+  const role = dialect === "SQLite" ? ROLE_TEXT : ROLE_TEXT.replace("SQLite", dialect);
+  return [role, FAMILY_INSTRUCTIONS[family], ALIAS_TEXT, UNANSWERABLE_TEXT].join("\n");
 }
 
 /** What a prompt is built from; `schema` and `matchedValues` are already serialised text. */
@@ -44,6 +45,8 @@ export interface PromptInput {
   question: string;
   /** The hint ("evidence") of BIRD-style datasets; omitted when empty. */
   evidence?: string;
+  /** The database engine the role sentence names. Default "SQLite". */
+  dialect?: string;
 }
 
 /** A chat prompt plus the part of it that depends only on the database. */
@@ -74,7 +77,7 @@ export function buildPrompt(input: PromptInput): BuiltPrompt {
   if (evidence) parts.push(`Hint: ${evidence}`);
   return {
     messages: [
-      { role: "system", content: systemPrompt(input.family) },
+      { role: "system", content: systemPrompt(input.family, input.dialect) },
       { role: "user", content: sharedPrefix + parts.join("\n") },
     ],
     sharedPrefix,

@@ -20,7 +20,8 @@ the end of what the model wrote. Exit code 0 when a final SQL ran, 1 otherwise, 
 bad usage.
 
 options:
-  --db PATH               SQLite database file (opened read-only)
+  --db PATH|URL           SQLite database file (opened read-only), or postgres://user@host/db
+                          (password as \${ENV_VAR} or PGPASSWORD)
   --evidence TEXT         hint ("evidence" in BIRD) shown to the model
   --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
   --profile ID            the model's protocol: auto | reex | skyrl-sql | omnisql | think-answer | generic
@@ -143,11 +144,14 @@ export async function run(argv: string[]): Promise<number> {
   const flags: Record<string, string> = { ...settings.flags };
   if (values.model) flags["policy.model"] = values.model;
   const config = loadConfig({ env: process.env, flags, ...(settings.file !== undefined ? { file: settings.file } : {}) });
+  const { isPostgresUrl } = await import("../pg/index.js");
+  const postgres = isPostgresUrl(values.db) ? [values.db] : [];
   const { DatabaseRegistry } = await import("../sql/index.js");
-  const entry = await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
+  const fileEntry = postgres.length > 0 ? undefined : await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
   const { createRuntime } = await import("../runtime/index.js");
   // the profile goes to stdout with the answer, so its start-up line is not repeated on stderr
-  const runtime = await createRuntime(config, { examples: false, log: values.json ? undefined : (m) => void (m.startsWith("profile ") || console.error(`reex: ${m}`)) });
+  const runtime = await createRuntime(config, { examples: false, postgres, log: values.json ? undefined : (m) => void (m.startsWith("profile ") || console.error(`reex: ${m}`)) });
+  const entry = fileEntry ?? { path: runtime.postgres[runtime.postgres.length - 1]!.key };
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
   process.once("SIGINT", onSignal);

@@ -54,6 +54,9 @@ options:
   --dataset FILE       questions (BIRD or Spider layout, told apart by \`SQL\` / \`query\`)
   --db-root DIR        folder of the databases
   --layout L           bird | spider | auto (default auto)
+  --postgres URL       run gold and predicted SQL on PostgreSQL instead: the URL names each
+                       question's database with {db_id}, e.g. postgres://reader:\${PW}@host/reex_{db_id}
+                       (the SQLite files under --db-root still list the databases)
   --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
   --profile ID         model profile of the --strategy runs: ${PROFILE_IDS.join(", ")}
@@ -77,6 +80,7 @@ options:
 const OPTIONS = {
   dataset: { type: "string" },
   "db-root": { type: "string" },
+  postgres: { type: "string" },
   layout: { type: "string" },
   strategy: { type: "string" },
   candidates: { type: "string" },
@@ -273,7 +277,38 @@ export async function run(argv: string[]): Promise<number> {
   const datasetFile = resolve(values.dataset);
   const dbRoot = resolve(values["db-root"]);
   const dataset = loadDataset(datasetFile, { dbRoot, layout });
-  const items = limit === undefined ? dataset.items : dataset.items.slice(0, limit);
+  let items = limit === undefined ? dataset.items : dataset.items.slice(0, limit);
+  const { PostgresSource, isPostgresUrl, openPostgresSource } = await import("../pg/index.js");
+  const postgres: InstanceType<typeof PostgresSource>[] = [];
+  if (values.postgres !== undefined) {
+    if (!isPostgresUrl(values.postgres) || !values.postgres.includes("{db_id}")) {
+      console.error("reex eval: --postgres must be a postgres:// URL with {db_id} where the database name goes");
+      return 2;
+    }
+    const keys = new Map<string, string>();
+    try {
+      for (const dbId of new Set(items.map((i) => i.dbId))) {
+        const source = await openPostgresSource({ url: values.postgres.replaceAll("{db_id}", dbId), name: dbId, snapshotDir: join(".reex", "pg") });
+        postgres.push(source);
+        keys.set(dbId, source.key);
+      }
+    } catch (err) {
+      await Promise.allSettled(postgres.map((s) => s.close()));
+      throw err;
+    }
+    items = items.map((i) => ({ ...i, dbPath: keys.get(i.dbId)! }));
+    // gold SQL written for SQLite (strftime, date modifiers, …) may not run on PostgreSQL: those questions cannot be scored there
+    const rejected: EvalItem[] = [];
+    for (const item of items) {
+      const gold = await postgres.find((s) => s.key === item.dbPath)!.execute(item.goldSql, { timeoutMs, maxRows });
+      if (!gold.ok && gold.error.category !== "timeout") rejected.push(item);
+    }
+    if (rejected.length > 0) {
+      items = items.filter((i) => !rejected.includes(i));
+      console.error(`reex eval: left out ${rejected.length} questions whose gold SQL PostgreSQL does not accept: ${rejected.map((i) => i.questionId).join(", ")}`);
+    }
+    console.error(`reex eval: running on PostgreSQL (${postgres.length} databases, ${items.length} questions)`);
+  }
   const primaryRule: ExRule = dataset.layout === "spider" ? "spider" : "bird";
   const predictions = values.predictions ? readPredictions(values.predictions, items, limit) : undefined;
   console.error(`reex eval: ${items.length} questions (${dataset.layout} layout) from ${datasetFile}`);
@@ -383,5 +418,6 @@ export async function run(argv: string[]): Promise<number> {
     process.off("SIGINT", onSigint);
     await runtime?.close();
     await executor.close();
+    await Promise.allSettled(postgres.map((s) => s.close()));
   }
 }

@@ -16,7 +16,8 @@ Runs one read-only query (SELECT, WITH … SELECT, VALUES) with the same guard, 
 row cap the server uses. Exit code 0 on success, 1 when the query fails, 2 on bad usage.
 
 options:
-  --db PATH         SQLite database file (opened read-only)
+  --db PATH|URL     SQLite database file (opened read-only), or postgres://user@host/db
+                    (password as \${ENV_VAR} or PGPASSWORD; every query in a READ ONLY transaction)
   --json            print the result as JSON (bigints as strings, BLOBs as {"blob_hex": "…"})
   --timeout-ms N    time limit in ms (default: sql.timeoutMs, 5000)
   --max-rows N      rows printed at most (default: sql.maxRows, 1000)
@@ -106,12 +107,29 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const config = loadConfig({ env: process.env });
-  const pool = new ExecutorPool({ workers: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
+  const limits = { ...(timeoutMs ? { timeoutMs } : {}), ...(maxRows !== undefined ? { maxRows } : {}) };
   let result: ExecResult;
-  try {
-    result = await pool.execute(db, sql, { ...(timeoutMs ? { timeoutMs } : {}), ...(maxRows !== undefined ? { maxRows } : {}) });
-  } finally {
-    await pool.close();
+  const { isPostgresUrl, PostgresSource } = await import("../pg/index.js");
+  if (isPostgresUrl(db)) {
+    let source;
+    try {
+      source = new PostgresSource({ url: db, poolSize: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
+    } catch (err) {
+      console.error(`reex exec: ${(err as Error).message}`);
+      return 2;
+    }
+    try {
+      result = await source.execute(sql, limits);
+    } finally {
+      await source.close();
+    }
+  } else {
+    const pool = new ExecutorPool({ workers: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
+    try {
+      result = await pool.execute(db, sql, limits);
+    } finally {
+      await pool.close();
+    }
   }
   if (json) {
     console.log(toJson(result));

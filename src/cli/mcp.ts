@@ -18,7 +18,8 @@ Settings are those of reex serve (reex serve --help lists them). The running HTT
 the same tools at /mcp.
 
 options:
-  --db PATH        register this SQLite file (opened read-only); repeatable
+  --db PATH|URL    register this SQLite file (opened read-only) or postgres://user@host/db
+                   (password as \${ENV_VAR} or PGPASSWORD); repeatable
   --no-examples    do not register the example databases
   --config FILE    configuration file
   -h, --help       show this help`;
@@ -74,9 +75,11 @@ export async function run(argv: string[]): Promise<number> {
   const { pino } = await import("pino");
   const log = pino({ level: config.server.logLevel, base: { front: "mcp" } }, pino.destination(2));
   const { createRuntime } = await import("../runtime/index.js");
-  const runtime = await createRuntime(config, { examples: args.examples, log: (message: string) => console.error(`reex: ${message}`) });
+  const { isPostgresUrl } = await import("../pg/index.js");
+  const postgres = args.dbs.filter((db) => isPostgresUrl(db));
+  const runtime = await createRuntime(config, { examples: args.examples, postgres, log: (message: string) => console.error(`reex: ${message}`) });
   try {
-    for (const path of args.dbs) {
+    for (const path of args.dbs.filter((db) => !isPostgresUrl(db))) {
       const entry = await runtime.registry.registerPath(path);
       console.error(`reex: registered ${entry.name} (${entry.id}) from ${entry.path}`);
     }

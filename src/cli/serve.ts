@@ -16,6 +16,9 @@ Starts the API (/v1/...), the playground (/) and /healthz, /readyz, /metrics, /o
 Settings come from defaults, then the JSON file (--config FILE or REEX_CONFIG), then REEX_*
 environment variables, then flags. SIGINT/SIGTERM drain in-flight work and exit.
 
+  --db PATH|URL                      also serve this SQLite file or postgres://user@host/db
+                                     (password as \${ENV_VAR} or PGPASSWORD); repeatable
+
 options (flag, environment variable, default):
   --config FILE                      REEX_CONFIG                        default (none)
 `;
@@ -39,9 +42,26 @@ export function parseServeArgs(argv: string[]): ServeArgs {
   return out;
 }
 
+/** Takes `--db PATH|URL` / `--db=PATH|URL` (repeatable) out of the arguments: the databases to serve besides the examples. */
+export function takeDbArgs(argv: string[]): { dbs: string[]; rest: string[] } {
+  const dbs: string[] = [];
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg.startsWith("--db=")) dbs.push(arg.slice(5));
+    else if (arg === "--db") {
+      const value = argv[++i];
+      if (value === undefined || value.startsWith("--")) throw new ReexError("BAD_REQUEST", "--db needs a path or a postgres:// URL");
+      dbs.push(value);
+    } else rest.push(arg);
+  }
+  return { dbs, rest };
+}
+
 /** Runs `reex serve`; resolves with the exit code once the server has shut down. */
 export async function run(argv: string[]): Promise<number> {
-  const args = parseServeArgs(argv);
+  const { dbs, rest } = takeDbArgs(argv);
+  const args = parseServeArgs(rest);
   if (args.help) {
     console.log(USAGE + configHelp());
     return 0;
@@ -50,9 +70,11 @@ export async function run(argv: string[]): Promise<number> {
   const { checkPort, startServer } = await import("../server/index.js");
   await checkPort(config);
   const { createRuntime } = await import("../runtime/index.js");
-  const runtime = await createRuntime(config, { log: (message: string) => console.error(`reex: ${message}`) });
+  const { isPostgresUrl } = await import("../pg/index.js");
+  const runtime = await createRuntime(config, { postgres: dbs.filter((db) => isPostgresUrl(db)), log: (message: string) => console.error(`reex: ${message}`) });
   let server;
   try {
+    for (const path of dbs.filter((db) => !isPostgresUrl(db))) await runtime.registry.registerPath(path);
     server = await startServer(config, runtime);
   } catch (err) {
     await runtime.close();

@@ -83,6 +83,11 @@ const sqlSchema = z
     maxQueryMemoryMB: z.number().int().min(64).default(512),
     /** Where uploads, the registry and value indexes live; a path given relative is read from the working folder. Default: `.reex` in the package's folder, whatever the working folder. */
     dataDir: z.string().default(() => join(packageRoot(), ".reex")),
+    /**
+     * PostgreSQL databases to serve, each `postgres://user@host:port/db` or `name=postgres://…`;
+     * give the password as `${ENV_VAR}` (or PGPASSWORD) so it never sits in a file. Default none.
+     */
+    postgres: z.array(z.string().regex(/^([A-Za-z0-9_.-]+=)?postgres(ql)?:\/\//i, "a postgres:// URL, optionally as name=postgres://…")).default([]),
   })
   .strict();
 

@@ -6,7 +6,7 @@
  */
 import { buildSegmentGrammars, reexProfile, type BuiltPrompt, type ModelProfile, type PromptFamily, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
 import { statSync } from "node:fs";
-import { cachedSchema, formatMatchedValues, loadSchema, OffThread, schemaPrompt, valueIndexFile, ValueIndex, type DatabaseSchema, type MatchOptions, type SchemaFormat, type TokenCounter, type ValueMatch } from "../sql/index.js";
+import { cachedSchema, dialectOf, formatMatchedValues, loadSchema, OffThread, schemaPrompt, sourceFor, valueIndexFile, ValueIndex, type DatabaseSchema, type MatchOptions, type SchemaFormat, type TokenCounter, type ValueMatch } from "../sql/index.js";
 
 /** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
 export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily, profile?: ModelProfile) => BuiltPrompt | Promise<BuiltPrompt>;
@@ -85,7 +85,9 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
   };
 
   /** Matches from the value index; a large database's index is built in a child and skipped until it is ready. */
-  const matchValues = async (dbPath: string, text: string, large: boolean, match: MatchOptions): Promise<ValueMatch[]> => {
+  const matchValues = async (key: string, text: string, large: boolean, match: MatchOptions): Promise<ValueMatch[]> => {
+    // a source that is not a SQLite file matches against its bounded snapshot of text values
+    const dbPath = sourceFor(key)?.valuesPath ?? key;
     const file = valueIndexFile(dbPath, indexOptions);
     let index = indexes.get(file);
     if (!index && !large) index = ValueIndex.open(dbPath, indexOptions);
@@ -116,6 +118,7 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
       question,
       ...(matches.length > 0 ? { matchedValues: formatMatchedValues(matches) } : {}),
       ...(evidence ? { evidence } : {}),
+      dialect: dialectOf(dbPath),
     });
   };
 

@@ -25,6 +25,7 @@ export const ERROR_CATALOG = {
   DB_FILE_NOT_FOUND: { status: 400, summary: "The database path does not exist or is not a regular file." },
   DB_INVALID: { status: 400, summary: "The file is not a SQLite database, or it is corrupt." },
   DB_PATH_NOT_ALLOWED: { status: 403, summary: "Registering server-side paths is disabled, or the path is outside the allowed roots." },
+  DB_UNREACHABLE: { status: 503, summary: "A PostgreSQL database could not be reached, refused the login, or has not been read yet." },
   DB_READ_ONLY_ENTRY: { status: 403, summary: "This database was registered from a server-side path and cannot be deleted through the API." },
 
   SQL_REFUSED: { status: 422, summary: "The SQL is not a single read-only query (writes, DDL, ATTACH, PRAGMA, several statements, …)." },

@@ -13,7 +13,8 @@ import { buildExamples } from "../examples/index.js";
 import { ReexError } from "../errors/index.js";
 import { buildTinyModel, createLlamaPolicy, createRemotePolicy, writeFileAtomic } from "../policy/index.js";
 import type { Policy } from "../policy/index.js";
-import { DatabaseRegistry, ExecutorPool, loadSchema } from "../sql/index.js";
+import { openPostgresSource, parseSourceSetting, type PostgresSource } from "../pg/index.js";
+import { DatabaseRegistry, ExecutorPool, loadSchema, unregisterSource } from "../sql/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
 
 /** File name of the project's own starter policy inside `policy.modelsDir`. */
@@ -34,6 +35,8 @@ export interface Runtime {
   decode: (request: AnswerRequest, ctx: DecodeContext) => Promise<Answer>;
   /** The schema shown by GET /v1/databases/:id. */
   describe: (entry: DatabaseEntry) => unknown;
+  /** The PostgreSQL sources connected from `sql.postgres` and {@link RuntimeOptions.postgres}, in that order. */
+  postgres: PostgresSource[];
   /** Which model file was loaded and why (configured, starter, placeholder). */
   model: { path: string; origin: "configured" | "starter" | "placeholder" };
   /** The profile requests get when they name none, and why: `policy.profile`, or detected from the model's metadata. */
@@ -47,6 +50,42 @@ export interface RuntimeOptions {
   examples?: boolean;
   /** Progress and warnings for a person watching start-up. Default: none. */
   log?: (message: string) => void;
+  /** PostgreSQL sources to connect besides `sql.postgres` (`--db postgres://…`), as `[name=]postgres://…`. Default none. */
+  postgres?: string[];
+}
+
+/**
+ * Connects each `[name=]postgres://…` setting (schema and values snapshot read at once) and lists
+ * it in `registry`; closes those already open and throws DB_UNREACHABLE or CONFIG_INVALID if one fails.
+ */
+export async function connectPostgres(config: Config, registry: DatabaseRegistry, settings: string[], log?: (m: string) => void): Promise<PostgresSource[]> {
+  const sources: PostgresSource[] = [];
+  try {
+    for (const setting of settings) {
+      const { name, url } = parseSourceSetting(setting);
+      const source = await openPostgresSource({
+        url,
+        name,
+        poolSize: config.sql.workers * 2,
+        timeoutMs: config.sql.timeoutMs,
+        maxRows: config.sql.maxRows,
+        snapshotDir: join(config.sql.dataDir, "pg"),
+      });
+      sources.push(source);
+      const tables = (source.schema?.tables ?? []).map((t) => t.name);
+      const entry = registry.registerSource({ key: source.key, name: source.name, tables });
+      log?.(`connected PostgreSQL database ${entry.name} (${entry.id}, ${tables.length} tables)`);
+    }
+  } catch (err) {
+    await closePostgres(sources);
+    throw err;
+  }
+  return sources;
+}
+
+async function closePostgres(sources: PostgresSource[]): Promise<void> {
+  for (const s of sources) unregisterSource(s.key);
+  await Promise.allSettled(sources.map((s) => s.close()));
 }
 
 /**
@@ -75,6 +114,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     for (const set of sets) await registry.registerPath(set.path, { name: set.dbId });
     log?.(`registered ${sets.length} example databases: ${sets.map((s) => s.dbId).join(", ")}`);
   }
+  const postgres = await connectPostgres(config, registry, [...config.sql.postgres, ...(options.postgres ?? [])], log);
   const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
   let policy: Policy | undefined;
   try {
@@ -119,14 +159,15 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       policy: loaded,
       decode: placeholder ? async (request, ctx) => ({ ...(await decode(request, ctx)), notice: PLACEHOLDER_NOTICE }) : decode,
       describe: (entry) => loadSchema(entry.path),
+      postgres,
       model,
       profile: { id: decode.profile.profile.id, reason: decode.profile.reason },
       async close() {
-        await Promise.allSettled([loaded.close(), executor.close()]);
+        await Promise.allSettled([loaded.close(), executor.close(), closePostgres(postgres)]);
       },
     };
   } catch (err) {
-    await Promise.allSettled([policy?.close(), executor.close()]);
+    await Promise.allSettled([policy?.close(), executor.close(), closePostgres(postgres)]);
     throw err;
   }
 }

@@ -121,7 +121,7 @@ export const sqlResponseSchema = z.object({
 export const databaseSchema = z.object({
   id: z.string(),
   name: z.string(),
-  source: z.enum(["path", "upload"]),
+  source: z.enum(["path", "upload", "postgres"]),
   tables: z.array(z.string()),
   sizeBytes: z.number().int().optional(),
   registeredAt: z.string().optional(),

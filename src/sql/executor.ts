@@ -12,6 +12,7 @@ import { resolve as resolvePath } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { ReexError, type ErrorCode } from "../errors/index.js";
 import { ConnectionCache, type RunOutcome } from "./connections.js";
+import { sourceFor } from "./source.js";
 import type { ExecFailure, ExecResult, ExecuteOptions, Executor, SqlErrorCategory, SqlValue } from "./types.js";
 
 /** Settings of an {@link ExecutorPool}; the names match the `sql` config section. */
@@ -158,6 +159,8 @@ export class ExecutorPool implements Executor {
       return Promise.reject(err);
     }
     if (this.closed) return Promise.resolve(closedFailure());
+    const source = sourceFor(dbPath);
+    if (source) return source.execute(sql, { ...options, timeoutMs, maxRows });
     if (options.signal?.aborted) return Promise.resolve(failure("SQL_TIMEOUT", "timeout", "the query was cancelled before it started", 0));
     return new Promise<ExecResult>((resolve) => {
       const job: Job = {

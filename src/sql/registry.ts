@@ -31,10 +31,10 @@ export interface DatabaseEntry {
   id: string;
   /** Display name (file name without extension unless one was given). */
   name: string;
-  /** Absolute path of the file queries run against. */
+  /** Absolute path of the file queries run against, or a Postgres source's key (`postgres:<name>`, never its URL). */
   path: string;
-  /** "path": a server-side file used in place; "upload": a copy reex owns under dataDir. */
-  source: "path" | "upload";
+  /** "path": a server-side file used in place; "upload": a copy reex owns under dataDir; "postgres": a PostgreSQL connection (not persisted). */
+  source: "path" | "upload" | "postgres";
   /** API key id that registered it; entries without an owner are shared with every key. */
   owner?: string;
   sizeBytes: number;
@@ -188,6 +188,7 @@ export class DatabaseRegistry {
   private readonly roots: string[] | undefined;
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly entries = new Map<string, DatabaseEntry>();
+  private readonly external = new Map<string, DatabaseEntry>();
 
   constructor(options: DatabaseRegistryOptions) {
     this.dataDir = resolve(options.dataDir);
@@ -200,7 +201,7 @@ export class DatabaseRegistry {
 
   /** Entries visible to `owner`, sorted by name then id. */
   list(owner?: string): DatabaseEntry[] {
-    return [...this.entries.values()]
+    return [...this.entries.values(), ...this.external.values()]
       .filter((e) => visible(e, owner))
       .sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id))
       .map((e) => ({ ...e, tables: [...e.tables] }));
@@ -208,9 +209,9 @@ export class DatabaseRegistry {
 
   /** The entry with this id, or else with this name when exactly one visible entry has it; throws DB_NOT_FOUND otherwise. */
   get(idOrName: string, owner?: string): DatabaseEntry {
-    let e = this.entries.get(idOrName);
+    let e = this.entries.get(idOrName) ?? this.external.get(idOrName);
     if (!e || !visible(e, owner)) {
-      const named = [...this.entries.values()].filter((c) => c.name === idOrName && visible(c, owner));
+      const named = [...this.entries.values(), ...this.external.values()].filter((c) => c.name === idOrName && visible(c, owner));
       e = named.length === 1 ? named[0] : undefined;
     }
     if (!e) throw new ReexError("DB_NOT_FOUND", `no database with id or unique name "${idOrName}"`);
@@ -247,6 +248,25 @@ export class DatabaseRegistry {
     this.entries.set(id, entry);
     this.save();
     return { ...entry, tables: [...tables] };
+  }
+
+  /**
+   * Lists a database reex reaches through a source other than a file (a PostgreSQL connection
+   * under the key `postgres:<name>`), shared with every key, for this process only (never written
+   * to registry.json). Its id is `pg-<name>`; registering the same key again replaces the entry.
+   */
+  registerSource(source: { key: string; name: string; tables: string[] }): DatabaseEntry {
+    const entry: DatabaseEntry = {
+      id: `pg-${slug(source.name)}`,
+      name: source.name,
+      path: source.key,
+      source: "postgres",
+      sizeBytes: 0,
+      tables: [...source.tables].sort(),
+      registeredAt: new Date().toISOString(),
+    };
+    this.external.set(entry.id, entry);
+    return { ...entry, tables: [...entry.tables] };
   }
 
   /**
@@ -319,7 +339,10 @@ export class DatabaseRegistry {
    */
   async remove(id: string, owner?: string): Promise<void> {
     const entry = this.get(id, owner);
-    if (entry.source === "path") throw new ReexError("DB_READ_ONLY_ENTRY", `database "${id}" was registered from a server-side path and cannot be removed`);
+    if (entry.source !== "upload") {
+      const from = entry.source === "postgres" ? "a PostgreSQL connection in the server's settings" : "a server-side path";
+      throw new ReexError("DB_READ_ONLY_ENTRY", `database "${id}" was registered from ${from} and cannot be removed`);
+    }
     if (owner !== undefined && entry.owner !== owner) throw new ReexError("FORBIDDEN", `database "${id}" is shared and cannot be removed with this key`);
     this.entries.delete(id);
     this.save();

@@ -11,6 +11,7 @@
  * ```
  */
 import { fingerprintDatabase, openReadOnly, quoteIdent } from "./schema-db.js";
+import { externalSchema } from "./source.js";
 
 /** One column: declared type as written ("" when none), key flags, example values and an optional comment. */
 export interface ColumnInfo {
@@ -71,6 +72,8 @@ const cache = new Map<string, DatabaseSchema>();
  * path + mtime + size + options. Throws DB_FILE_NOT_FOUND or DB_INVALID.
  */
 export function loadSchema(dbPath: string, options: SchemaOptions = {}): DatabaseSchema {
+  const introspected = externalSchema(dbPath);
+  if (introspected) return options.descriptions ? withDescriptions(introspected, options.descriptions) : introspected;
   const examples = options.examples ?? 3;
   const maxLen = options.maxExampleLength ?? 40;
   const fp = fingerprintDatabase(dbPath);

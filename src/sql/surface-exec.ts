@@ -10,3 +10,14 @@ export {
   type DatabaseRegistryOptions,
   type RegisterOptions,
 } from "./registry.js";
+export {
+  SqliteFileSource,
+  dialectOf,
+  externalSchema,
+  registerSource,
+  sourceFor,
+  unregisterSource,
+  type DatabaseSource,
+  type ExternalSource,
+  type SourceKind,
+} from "./source.js";

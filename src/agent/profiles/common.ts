@@ -115,7 +115,7 @@ export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts):
   const shared = [
     ...(inSystem ? [] : ["Task Overview:", parts.task, ""]),
     "Database Engine:",
-    "SQLite",
+    input.dialect ?? "SQLite",
     "",
     "Database Schema:",
     input.schema.trim(),

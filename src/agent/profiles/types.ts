@@ -27,6 +27,8 @@ export interface ProfilePromptInput {
   question: string;
   /** The hint ("evidence", "external knowledge"); omitted when empty. */
   evidence?: string;
+  /** The database engine the prompt names ("PostgreSQL" for a Postgres source). Default "SQLite". */
+  dialect?: string;
 }
 
 /** How a profile shows a probe's result: reex's `a | b` lines, or a dataframe-like table (SkyRL-SQL). */

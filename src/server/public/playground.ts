@@ -135,7 +135,7 @@ async function loadDatabases(selectId) {
     sel.innerHTML = "";
     if (body.databases.length === 0) { const o = el("option", null, "no databases yet: upload one"); o.value = ""; sel.appendChild(o); }
     for (const db of body.databases) {
-      const o = el("option", null, db.name + "  (" + db.tables.length + " tables" + (db.source === "upload" ? ", upload" : "") + ")");
+      const o = el("option", null, db.name + "  (" + db.tables.length + " tables" + (db.source === "upload" ? ", upload" : db.source === "postgres" ? ", PostgreSQL" : "") + ")");
       o.value = db.id; sel.appendChild(o);
     }
     if (keep && body.databases.some((d) => d.id === keep)) sel.value = keep;
