@@ -30,7 +30,7 @@ export interface SignalCheckOptions {
   maxTokens?: number;
   /** Default 1.0. */
   temperature?: number;
-  /** Adam learning rate. Default 1e-3 (the tiny random test model; a real model wants ~1e-5). */
+  /** Adam learning rate. Default 3e-3 (the tiny random test model; a real model wants ~1e-5). */
   learningRate?: number;
   /** Linear lr warm-up, optimizer steps. Default 2. */
   warmupSteps?: number;
@@ -199,7 +199,7 @@ export async function runSignalCheck(options: SignalCheckOptions): Promise<Signa
     groupSize: options.groupSize ?? 8,
     maxTokens: options.maxTokens ?? 12,
     temperature: options.temperature ?? 1.0,
-    learningRate: options.learningRate ?? 1e-3,
+    learningRate: options.learningRate ?? 3e-3,
     warmupSteps: options.warmupSteps ?? 2,
     miniBatch: options.miniBatch ?? 16,
     advantage: options.advantage ?? "group",
