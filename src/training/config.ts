@@ -231,6 +231,8 @@ export const trainConfigSchema = z
     klBeta: z.number().min(0).default(0.001),
     /** Default "group". */
     advantage: z.enum(ADVANTAGE_SCALINGS as [string, ...string[]]).default("group"),
+    /** A control arm: permute the step's advantages across its rollouts before the learner sees them (seeded). Default false. */
+    shuffleAdvantages: z.boolean().default(false),
     /** Drop groups that carry no contrast and sample more questions in their place (DAPO's dynamic sampling); default off. */
     dynamicSampling: dynamicSamplingSchema.optional(),
     /** Train only on questions the start policy sometimes solves, screened once before step 1; default off (all questions). */

@@ -529,6 +529,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
             advantage: config.advantage,
             reward: spec,
             rule,
+            ...(config.shuffleAdvantages ? { shuffleAdvantages: true } : {}),
             ...(config.dynamicSampling ? { dynamicSampling: config.dynamicSampling } : {}),
             ...(config.curriculum ? { curriculum: config.curriculum } : {}),
           }
@@ -665,6 +666,11 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
           const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
           const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
           const all = groups.flatMap((g) => g.rollouts);
+          if (config.shuffleAdvantages) {
+            const order = permutation(all.length, `shuffle:${config.seed}:${step}`);
+            const advs = all.map((r) => r.advantage);
+            all.forEach((r, i) => (r.advantage = advs[order[i]!]!));
+          }
           records = all.map((r) => toExperienceRecord(r, endOfTurn));
           const totals = all.map((r) => r.reward.total);
           const m = mean(totals) ?? 0;

@@ -143,7 +143,7 @@ async function runArm(arm: "real" | "shuffled", shuffle: boolean, o: Required<Om
   const policy = await createLlamaPolicy({ model, gpu: "cpu", contextSize: 1024, sequences: Math.min(o.groupSize, 16), threads: o.threads });
   const curve: number[] = [];
   const diffs: number[] = [];
-  const shuffler = rng(o.seed + 17);
+  const shuffler = rng(o.seed + (arm === "real" ? 31 : 17));
   try {
     const specs = o.prompts.map((p) => policy.renderChat([{ role: "user", content: p }]));
     for (let step = 1; step <= o.steps; step++) {

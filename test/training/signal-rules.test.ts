@@ -173,6 +173,22 @@ describe("the training loop's signal options", () => {
     await expect(runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined })).rejects.toMatchObject({ code: "DATASET_INVALID" });
   });
 
+  it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
+    const runs: number[][] = [];
+    for (const shuffle of [false, true]) {
+      const runDir = join(fx.dir, `run-shuffle-${shuffle}`);
+      const config = parseTrainConfig(
+        { model, runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 }, steps: 1, questionsPerStep: 2, groupSize: 4, maxTokens: 400, klBeta: 0, shuffleAdvantages: shuffle },
+        "grpo",
+      );
+      await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined });
+      runs.push((await readExperience(join(runDir, "experience", "step-000001.jsonl"))).map((r) => r.advantage));
+    }
+    const [real, shuffled] = runs as [number[], number[]];
+    expect([...shuffled].sort()).toEqual([...real].sort());
+    expect(shuffled).not.toEqual(real);
+  });
+
   it("passes the recipe's learner options on the command line", () => {
     const c = parseTrainConfig(
       { model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot }, learner: { miniBatch: 16, warmupSteps: 10, splitHalf: 3 } },
