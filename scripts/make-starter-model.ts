@@ -1,7 +1,7 @@
 /**
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
- *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|last] [--ablation]
+ *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|best-or-start|last] [--ablation]
  *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--lookalike-exact 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
@@ -17,7 +17,7 @@
  * → GGUF → quick greedy check on held-out items → model card. Progress on stdout.
  *
  * GRPO evaluates greedy EX on <work>/val_seen.json (dev databases the card's eval files do not use) before step 1 and
- * every 10 steps; --grpo-pick best-heldout (the default) ships the checkpoint with the highest of those, last the last step's.
+ * every 10 steps; --grpo-pick best-heldout (the default) ships the checkpoint with the highest of those, best-or-start the SFT model when no checkpoint beats it, last the last step's.
  * --reuse-sft continues from the work folder's sft.gguf; --sft-more-minutes adds an SFT stage on this
  * invocation's data (re-tokenized, so --dbs may grow: database i depends only on the seed and i).
  * --from starts from an earlier model of this pipeline (e.g. the shipped starter: its tokenizer and shape are kept)
@@ -136,8 +136,8 @@ if (values["card-from"]) {
 }
 
 function grpoPick(v: string | undefined): StarterGrpoPick {
-  if (v === "last" || v === "best-heldout") return v;
-  console.error(`make-starter-model: --grpo-pick is best-heldout or last, got ${v}`);
+  if (v === "last" || v === "best-heldout" || v === "best-or-start") return v;
+  console.error(`make-starter-model: --grpo-pick is best-heldout, best-or-start or last, got ${v}`);
   process.exit(2);
 }
 
@@ -336,7 +336,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       ? `| SFT${r.sftMore.length ? " stage 1" : ""} | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(o.lr)} warmup ${String(o.warmup)} then cosine to 10%, ${String(o.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(o.packTokens)} tokens), family weights ${JSON.stringify(o.familyWeights)} (share of the questions each family's record is trained on per epoch) |`
       : `| SFT | \`reex_learner.sft_train\` stages from the start model (below, with their commands above): one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), warmup then cosine to 10%, prefix-shared packing |`,
     g
-      ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min${g.picked ? `; shipped: step ${g.picked.step} of ${g.steps}, ${g.picked.rule === "best-heldout" ? "the checkpoint with the highest greedy EX on \`val_seen.json\` (the ablation's model is chosen the same way)" : "the last"}` : ""} |`
+      ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min${g.picked ? `; shipped: step ${g.picked.step} of ${g.steps}, ${g.picked.rule === "best-heldout" ? "the checkpoint with the highest greedy EX on \`val_seen.json\` (the ablation's model is chosen the same way)" : g.picked.rule === "best-or-start" ? "the model with the highest greedy EX on \`val_seen.json\`, the SFT start included" : "the last"}` : ""} |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
     `| export | GGUF, f16 matrices: ${mb(r.outBytes)} |`,
     ``,

@@ -32,8 +32,9 @@ export interface StarterGrpoOptions {
   /** Settings file. Default {@link STARTER_GRPO_CONFIG} under the package root. */
   configFile?: string;
   /**
-   * Which model the run returns: its last step's, or the checkpoint with the highest held-out EX (steps ≥ 1; a tie
-   * goes to the later step). Default "best-heldout", which is "last" when the settings evaluate nothing.
+   * Which model the run returns: its last step's, the checkpoint with the highest held-out EX (steps ≥ 1; a tie
+   * goes to the later step), or "best-or-start": that, or the start model when it scores at least as high. Default
+   * "best-heldout", which is "last" when the settings evaluate nothing.
    */
   pick?: StarterGrpoPick;
   /** Score the start model before step 1 too. Default the settings file's; the ablation beside a full run passes false (same model). */
@@ -42,8 +43,11 @@ export interface StarterGrpoOptions {
   log?: (line: string) => void;
 }
 
-/** How a starter GRPO run chooses the model it returns. */
-export type StarterGrpoPick = "last" | "best-heldout";
+/**
+ * How a starter GRPO run chooses the model it returns: the last step's, the checkpoint with the highest held-out
+ * EX, or that unless the start model (step 0) scores at least as high, in which case the start model.
+ */
+export type StarterGrpoPick = "last" | "best-heldout" | "best-or-start";
 
 /** What a starter GRPO run did, for the model card. */
 export interface StarterGrpoSummary {
@@ -66,6 +70,8 @@ export function pickStep(heldout: readonly { step: number; ex: number }[], check
   if (rule === "last") return null;
   let best: { step: number; ex: number } | null = null;
   for (const h of heldout) if (h.step >= 1 && checkpointed.includes(h.step) && (!best || h.ex >= best.ex)) best = h;
+  const start = heldout.find((h) => h.step === 0);
+  if (rule === "best-or-start" && start && (!best || start.ex >= best.ex)) return start;
   return best;
 }
 
@@ -115,7 +121,7 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
   if (chosen) log(`picked step ${step} of ${result.lastStep} (held-out EX ${(chosen.ex * 100).toFixed(1)}%)`);
   return {
     runDir: config.runDir,
-    model: chosen ? checkpoints.find((c) => c.step === step)!.model : result.model,
+    model: chosen ? (step === 0 ? config.model : checkpoints.find((c) => c.step === step)!.model) : result.model,
     exploration: config.reward.exploration,
     steps: result.lastStep,
     seconds: (Date.now() - t0) / 1000,

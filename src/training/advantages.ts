@@ -67,3 +67,69 @@ export function computeAdvantages(groups: readonly (readonly number[])[], scalin
   }
   return { advantages, zeroVarianceGroups: zero.filter(Boolean).length, groupMeans, groupStds };
 }
+
+/** One rollout as the group rules see it: its reward total and whether its answer is correct. */
+export interface RankedReward {
+  total: number;
+  correct: boolean;
+}
+
+/**
+ * The correctness-first signal of each group: `correct + scale · u`, where u ∈ [0, 1] is the rollout's
+ * total min-max scaled among the rollouts of its group with the same correctness (0 when they tie).
+ * With scale < 1 a right rollout always outranks a wrong one; shaping only orders equals. Default scale 0.1.
+ */
+export function correctnessFirst(groups: readonly (readonly RankedReward[])[], scale = 0.1): number[][] {
+  if (!(scale >= 0 && scale < 1)) throw new ReexError("BAD_REQUEST", `shaping scale must be in [0, 1), got ${scale}`);
+  return groups.map((g) => {
+    const range = (c: boolean): [number, number] => {
+      const xs = g.filter((r) => r.correct === c).map((r) => r.total);
+      return [Math.min(...xs), Math.max(...xs)];
+    };
+    const ranges = new Map([true, false].map((c) => [c, range(c)] as const));
+    return g.map((r) => {
+      const [lo, hi] = ranges.get(r.correct)!;
+      return (r.correct ? 1 : 0) + (hi > lo ? (scale * (r.total - lo)) / (hi - lo) : 0);
+    });
+  });
+}
+
+/** Where a step's advantage comes from. */
+export interface AdvantageDiagnostics {
+  /** Share of groups with some non-zero advantage. */
+  informativeShare: number;
+  /** Share of groups whose rollouts differ in correctness. */
+  contrastShare: number;
+  /**
+   * Share of the advantage mass Σ|A| explained by correctness: per group, A splits into the mean A of the
+   * rollout's correctness class (correctness) and the rest (shaping). Null when every advantage is 0.
+   */
+  correctnessShare: number | null;
+  /** Σ|correctness part| + Σ|shaping part| over the step's rollouts. */
+  mass: number;
+}
+
+/** Diagnostics of a step's advantages against the rollouts' correctness. */
+export function advantageDiagnostics(groups: readonly (readonly RankedReward[])[], advantages: readonly (readonly number[])[]): AdvantageDiagnostics {
+  let corr = 0;
+  let shape = 0;
+  let informative = 0;
+  let contrast = 0;
+  groups.forEach((g, i) => {
+    const a = advantages[i] ?? [];
+    if (a.some((x) => x !== 0)) informative++;
+    if (g.some((r) => r.correct) && g.some((r) => !r.correct)) contrast++;
+    for (const c of [true, false]) {
+      const idx = g.map((r, j) => (r.correct === c ? j : -1)).filter((j) => j >= 0);
+      if (idx.length === 0) continue;
+      const m = idx.reduce((s, j) => s + (a[j] ?? 0), 0) / idx.length;
+      for (const j of idx) {
+        corr += Math.abs(m);
+        shape += Math.abs((a[j] ?? 0) - m);
+      }
+    }
+  });
+  const n = Math.max(groups.length, 1);
+  const total = corr + shape;
+  return { informativeShare: informative / n, contrastShare: contrast / n, correctnessShare: total > 0 ? corr / total : null, mass: total };
+}

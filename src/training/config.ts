@@ -83,6 +83,14 @@ const rewardSchema = z
     template: z.enum(["family", "reasoning-answer", "think-answer"]).default("family"),
     /** Time limit of final and gold SQL executions for the reward, ms. Default 30000. */
     timeoutMs: z.number().int().positive().default(30_000),
+    /**
+     * "correctness-first": inside a group, a right rollout always outranks a wrong one and shaping only orders
+     * rollouts of equal correctness (reward = correct + shapingScale · shaping rank); "as-is": the preset's total;
+     * "auto": correctness-first for `outcome` and `reex-explore`, as-is for the papers' presets. Default "auto".
+     */
+    rule: z.enum(["auto", "correctness-first", "as-is"]).default("auto"),
+    /** Under correctness-first, the span shaping gets within a correctness class (< 1). Default 0.1. */
+    shapingScale: z.number().min(0).lt(1).default(0.1),
   })
   .strict()
   .superRefine((r, ctx) => {
@@ -128,8 +136,39 @@ const learnerSchema = z
     extraArgs: z.array(z.string()).default([]),
     /** Wall-clock limit of one learner step, ms. Default 3600000. */
     timeoutMs: z.number().int().positive().default(3_600_000),
+    /** Rollouts per optimizer step: several clipped updates per batch (0 = the whole batch, one update). Default 0. */
+    miniBatch: z.number().int().min(0).default(0),
+    /** Linear lr warm-up over this many optimizer steps of the run (0 = off). Default 0. */
+    warmupSteps: z.number().int().min(0).default(0),
+    /** Fail a step, before any update, when the learner's mean |logp − old_logp| over the first mini-batch exceeds this (0 = off). Default 0.05. */
+    maxOldLogprobDiff: z.number().min(0).default(0.05),
+    /** Random half-splits of the informative groups whose gradients are compared each step (0 = off). Default 0. */
+    splitHalf: z.number().int().min(0).default(0),
+    /** Keep float32 master weights in the run folder across steps (the GGUF is their export). Default true. */
+    masterWeights: z.boolean().default(true),
   })
   .strict();
+
+const dynamicSamplingSchema = z
+  .object({
+    /** "correctness": a group counts as informative only when some but not all of its rollouts are correct; "reward": when its rewards differ. Default "correctness". */
+    on: z.enum(["correctness", "reward"]).default("correctness"),
+    /** Extra groups sampled per step at most, to replace dropped ones, as a multiple of questionsPerStep. Default 2. */
+    maxExtra: z.number().min(0).default(2),
+  })
+  .strict();
+
+const curriculumSchema = z
+  .object({
+    /** Rollouts per question when screening. Default 8. */
+    samples: z.number().int().min(2).default(8),
+    /** Lowest pass rate kept. Default 0.2. */
+    minPass: z.number().min(0).max(1).default(0.2),
+    /** Highest pass rate kept. Default 0.8. */
+    maxPass: z.number().min(0).max(1).default(0.8),
+  })
+  .strict()
+  .refine((c) => c.minPass <= c.maxPass, { message: "minPass must not exceed maxPass", path: ["minPass"] });
 
 const executorSchema = z
   .object({
@@ -192,6 +231,14 @@ export const trainConfigSchema = z
     klBeta: z.number().min(0).default(0.001),
     /** Default "group". */
     advantage: z.enum(ADVANTAGE_SCALINGS as [string, ...string[]]).default("group"),
+    /** A control arm: permute the step's advantages across its rollouts before the learner sees them (seeded). Default false. */
+    shuffleAdvantages: z.boolean().default(false),
+    /** Drop groups that carry no contrast and sample more questions in their place (DAPO's dynamic sampling); default off. */
+    dynamicSampling: dynamicSamplingSchema.optional(),
+    /** Train only on questions the start policy sometimes solves, screened once before step 1; default off (all questions). */
+    curriculum: curriculumSchema.optional(),
+    /** Appended (in the loss) to a rollout that ended with its final answer, as SFT trains it; "" for none. Default "<|im_end|>". */
+    endOfTurn: z.string().default("<|im_end|>"),
     /** Drop truncated rollouts from the loss (Think2SQL). Default false. */
     maskTruncated: z.boolean().default(false),
     reward: rewardSchema.default(() => rewardSchema.parse({})),

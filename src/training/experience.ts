@@ -15,8 +15,11 @@ export interface ExperienceRecord {
   tokens: number[];
   /** 1 = sampled by the model (in the loss), 0 = injected (context only). */
   mask: (0 | 1)[];
-  /** Sampling log-probs per token (0 where mask is 0); null lets the learner score them with the current weights. */
-  old_logprobs: number[] | null;
+  /**
+   * Sampling log-probs per token (0 where mask is 0); null lets the learner score them with the current
+   * weights, and so does a null entry (a token appended after sampling, such as the end of turn).
+   */
+  old_logprobs: (number | null)[] | null;
   advantage: number;
   reward: number;
   /** The reward's components, unweighted. */
@@ -30,6 +33,8 @@ export interface ExperienceRecord {
   weights?: Record<string, number>;
   /** Ignored by the learner: why the rollout ended. */
   stop_reason?: string;
+  /** Ignored by the learner: the reward the advantage came from, when the group rule changed it (correctness-first). */
+  signal?: number;
 }
 
 const finite = z.number().refine(Number.isFinite, "must be a finite number");
@@ -40,7 +45,7 @@ const recordSchema = z
     prompt_tokens: z.array(tokenId),
     tokens: z.array(tokenId),
     mask: z.array(z.union([z.literal(0), z.literal(1)])),
-    old_logprobs: z.array(finite).nullable(),
+    old_logprobs: z.array(finite.nullable()).nullable(),
     advantage: finite,
     reward: finite,
     components: z.record(z.string(), finite),
@@ -50,13 +55,14 @@ const recordSchema = z
     final_sql: z.string().nullable().optional(),
     weights: z.record(z.string(), finite).optional(),
     stop_reason: z.string().optional(),
+    signal: finite.optional(),
   })
   .superRefine((r, ctx) => {
     if (r.mask.length !== r.tokens.length) ctx.addIssue({ code: "custom", path: ["mask"], message: `has ${r.mask.length} entries for ${r.tokens.length} tokens` });
     if (r.old_logprobs && r.old_logprobs.length !== r.tokens.length) {
       ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: `has ${r.old_logprobs.length} entries for ${r.tokens.length} tokens` });
     }
-    if (r.old_logprobs?.some((lp, i) => r.mask[i] === 1 && lp > 1e-6)) ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: "must be ≤ 0 where mask is 1" });
+    if (r.old_logprobs?.some((lp, i) => r.mask[i] === 1 && lp !== null && lp > 1e-6)) ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: "must be ≤ 0 where mask is 1" });
     if (r.prompt_tokens.length === 0 && r.mask[0] === 1) ctx.addIssue({ code: "custom", path: ["prompt_tokens"], message: "is empty: the first sampled token has no context" });
   });
 

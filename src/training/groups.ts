@@ -10,7 +10,7 @@ import type { PromptFor } from "../decoding/index.js";
 import { ReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/index.js";
 import type { Executor } from "../sql/index.js";
-import { computeAdvantages, type AdvantageOptions, type AdvantageScaling } from "./advantages.js";
+import { advantageDiagnostics, computeAdvantages, correctnessFirst, type AdvantageDiagnostics, type AdvantageOptions, type AdvantageScaling } from "./advantages.js";
 import { sanitizeLogprobs, type ExperienceRecord } from "./experience.js";
 import { gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardEnv, type RewardSpec } from "./rewards.js";
 
@@ -72,6 +72,8 @@ export interface ScoredRollout {
   mask: (0 | 1)[];
   /** Filled by {@link assignAdvantages}. Default 0. */
   advantage: number;
+  /** The reward the advantage was computed from (the total, or its correctness-first form). Default the total. */
+  signal?: number;
 }
 
 /** G scored rollouts of one question. */
@@ -154,15 +156,40 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
   return { question, rollouts };
 }
 
-/** Sets every rollout's advantage from its group's rewards; returns how many groups had zero variance. */
-export function assignAdvantages(groups: readonly RolloutGroup[], scaling: AdvantageScaling, options: AdvantageOptions = {}): { zeroVarianceGroups: number } {
-  const result = computeAdvantages(
-    groups.map((g) => g.rollouts.map((r) => r.reward.total)),
-    scaling,
-    options,
+/** How rewards become the signal advantages are computed from. */
+export interface GroupRule {
+  /** "correctness-first" (see `correctnessFirst`) or the reward totals "as-is". Default "as-is". */
+  rule?: "correctness-first" | "as-is";
+  /** Shaping span under correctness-first. Default 0.1. */
+  shapingScale?: number;
+}
+
+/**
+ * Sets every rollout's advantage from its group's rewards (under the group rule); returns how many
+ * groups had zero variance and where the advantage mass comes from.
+ */
+export function assignAdvantages(
+  groups: readonly RolloutGroup[],
+  scaling: AdvantageScaling,
+  options: AdvantageOptions & GroupRule = {},
+): { zeroVarianceGroups: number; diagnostics: AdvantageDiagnostics } {
+  const ranked = groups.map((g) => g.rollouts.map((r) => ({ total: r.reward.total, correct: r.reward.correct })));
+  const signals = options.rule === "correctness-first" ? correctnessFirst(ranked, options.shapingScale ?? 0.1) : ranked.map((g) => g.map((r) => r.total));
+  const result = computeAdvantages(signals, scaling, options);
+  groups.forEach((g, i) =>
+    g.rollouts.forEach((r, j) => {
+      r.advantage = result.advantages[i]![j]!;
+      r.signal = signals[i]![j]!;
+    }),
   );
-  groups.forEach((g, i) => g.rollouts.forEach((r, j) => (r.advantage = result.advantages[i]![j]!)));
-  return { zeroVarianceGroups: result.zeroVarianceGroups };
+  return { zeroVarianceGroups: result.zeroVarianceGroups, diagnostics: advantageDiagnostics(ranked, result.advantages) };
+}
+
+/** Whether a group carries a contrast: some but not all rollouts correct ("correctness"), or unequal rewards ("reward"). */
+export function isInformative(group: RolloutGroup, on: "correctness" | "reward"): boolean {
+  const rs = group.rollouts;
+  if (on === "correctness") return rs.some((r) => r.reward.correct) && rs.some((r) => !r.reward.correct);
+  return rs.some((r) => Math.abs(r.reward.total - rs[0]!.reward.total) > 1e-9);
 }
 
 /** Runs one group per question (one question at a time, G rollouts each) and assigns advantages over the batch. */
@@ -180,16 +207,23 @@ export async function collectStep(
   return { groups, zeroVarianceGroups };
 }
 
-/** The experience record of a scored rollout (learner format). */
-export function toExperienceRecord(r: ScoredRollout): ExperienceRecord {
+/**
+ * The experience record of a scored rollout (learner format). `endOfTurn` (token ids) is appended, in the
+ * loss, to a rollout that stopped after its final answer, so GRPO trains the end of turn as SFT does; its
+ * old log-probs are null (the learner scores them). Default none.
+ */
+export function toExperienceRecord(r: ScoredRollout, endOfTurn: readonly number[] = []): ExperienceRecord {
   const rec = r.rollout.record;
+  const old = sanitizeLogprobs(rec.logprobs, r.mask);
+  const eot = r.rollout.stopReason === "final" && r.mask.some((m) => m === 1) ? endOfTurn : [];
   return {
     prompt_tokens: r.rollout.promptTokens.slice(),
-    tokens: rec.tokens.slice(),
-    mask: r.mask.slice(),
-    old_logprobs: sanitizeLogprobs(rec.logprobs, r.mask),
+    tokens: [...rec.tokens, ...eot],
+    mask: [...r.mask, ...eot.map(() => 1 as const)],
+    old_logprobs: old && eot.length ? [...old, ...eot.map(() => null)] : old,
     advantage: r.advantage,
     reward: r.reward.total,
+    ...(r.signal !== undefined && r.signal !== r.reward.total ? { signal: r.signal } : {}),
     components: { ...r.reward.components },
     truncated: r.rollout.truncated,
     interactions: r.rollout.interactions,

@@ -2,7 +2,9 @@
 export {
   REEX_WEIGHT_PRESETS,
   REWARD_PRESETS,
+  CORRECTNESS_FIRST_PRESETS,
   GoldCache,
+  outcomeReward,
   arcticReward,
   cellPrecision,
   cellRecall,
@@ -43,7 +45,18 @@ export {
   type RewardSpec,
   type RewardTemplate,
 } from "./rewards.js";
-export { ADVANTAGE_SCALINGS, computeAdvantages, type AdvantageOptions, type AdvantageResult, type AdvantageScaling } from "./advantages.js";
+export {
+  ADVANTAGE_SCALINGS,
+  advantageDiagnostics,
+  computeAdvantages,
+  correctnessFirst,
+  type AdvantageDiagnostics,
+  type AdvantageOptions,
+  type AdvantageResult,
+  type AdvantageScaling,
+  type RankedReward,
+} from "./advantages.js";
+export { isTargetToken, runSignalCheck, type SignalArm, type SignalCheckOptions, type SignalCheckResult } from "./signal.js";
 export {
   experiencePath,
   formatExperience,
@@ -58,9 +71,11 @@ export {
 export {
   assignAdvantages,
   collectStep,
+  isInformative,
   runGroup,
   toExperienceRecord,
   type GroupOptions,
+  type GroupRule,
   type RolloutGroup,
   type ScoredRollout,
   type StepBatch,

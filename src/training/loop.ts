@@ -26,9 +26,9 @@ import type { ChatMessage, Policy } from "../policy/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
-import { assignAdvantages, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
+import { assignAdvantages, isInformative, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
 import { readMetrics, writeTrainingReport, type MetricsRow, type ReportInfo } from "./report.js";
-import { GoldCache, resolveRewardSpec } from "./rewards.js";
+import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec } from "./rewards.js";
 
 /** The command that installs the learner's Python dependencies. */
 export const LEARNER_INSTALL_HINT = "bash scripts/install-learner-deps.sh";
@@ -64,6 +64,8 @@ export interface LearnerRequest {
   logFile: string;
   /** AdamW state file carried across steps. */
   optimizerState: string;
+  /** float32 master weights carried across steps (`model` is their export); absent to reload the GGUF's weights. */
+  master?: string;
   config: TrainConfig;
 }
 
@@ -92,8 +94,13 @@ export function learnerArgs(req: LearnerRequest): string[] {
     "--epochs", String(c.learner.epochs),
     "--max-grad-norm", String(c.learner.maxGradNorm),
     "--loss-agg", c.learner.lossAgg,
+    "--mini-batch", String(c.learner.miniBatch),
+    "--warmup-steps", String(c.learner.warmupSteps),
+    "--max-old-logprob-diff", String(req.mode === "grpo" ? c.learner.maxOldLogprobDiff : 0),
+    "--split-half", String(req.mode === "grpo" ? c.learner.splitHalf : 0),
     "--seed", String(c.seed + req.step),
   ];
+  if (req.master) args.push("--master", req.master);
   if (req.ref) args.push("--ref", req.ref);
   if (c.maskTruncated) args.push("--mask-truncated");
   if (c.learner.sharePrefix) args.push("--share-prefix");
@@ -300,6 +307,8 @@ export interface Checkpoint {
   model: string;
   /** The learner's optimizer state at that step, when there was one. */
   optimizer?: string;
+  /** The float32 master weights at that step, when the run keeps them. */
+  master?: string;
 }
 
 /** The checkpoints in `<runDir>/checkpoints` whose GGUF is present, lowest step first. */
@@ -314,7 +323,8 @@ export function listCheckpoints(runDir: string): Checkpoint[] {
     const model = join(dir, `step-${stepLabel(step)}.gguf`);
     if (!existsSync(model)) continue;
     const optimizer = join(dir, `step-${stepLabel(step)}.optim`);
-    found.push({ step, model, ...(existsSync(optimizer) ? { optimizer } : {}) });
+    const master = join(dir, `step-${stepLabel(step)}.master`);
+    found.push({ step, model, ...(existsSync(optimizer) ? { optimizer } : {}), ...(existsSync(master) ? { master } : {}) });
   }
   return found.sort((a, b) => a.step - b.step);
 }
@@ -469,12 +479,15 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const checkpoint = options.resume ? latestCheckpoint(runDir) : null;
   const start = checkpoint?.step ?? 0;
   const optimizerState = join(runDir, "optimizer.pt");
+  const masterFile = join(runDir, "master.pt");
+  await rm(masterFile, { force: true });
   if (options.resume) {
     const kept = readMetrics(metricsFile).filter((r) => r.step <= start);
     await writeFile(metricsFile, kept.map((r) => JSON.stringify(r) + "\n").join(""));
     await rm(optimizerState, { force: true });
     for (const name of await readdir(join(runDir, "models"))) await rm(join(runDir, "models", name), { force: true });
     if (checkpoint?.optimizer) await copyFile(checkpoint.optimizer, optimizerState);
+    if (checkpoint?.master) await copyFile(checkpoint.master, masterFile);
     log(checkpoint ? `reex train: resuming ${runDir} from the checkpoint of step ${start}` : `reex train: no checkpoint in ${runDir}; starting at step 0`);
   } else {
     await writeFile(metricsFile, "");
@@ -491,6 +504,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const executor = options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
   const learner = options.learner ?? createLearnerStep();
   const spec = resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
+  const rule = config.reward.rule === "auto" ? (CORRECTNESS_FIRST_PRESETS.includes(spec.preset) ? "correctness-first" : "as-is") : config.reward.rule;
   const goldCache = new GoldCache();
   const rewardEnv = { executor, goldCache, timeoutMs: config.reward.timeoutMs };
   const indexDir = join(runDir, "indexes");
@@ -507,7 +521,19 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     settings: {
       steps: config.steps,
       questionsPerStep: config.questionsPerStep,
-      ...(mode === "grpo" ? { groupSize: config.groupSize, temperature: config.temperature, maxInteractions: config.maxInteractions, advantage: config.advantage, reward: spec } : {}),
+      ...(mode === "grpo"
+        ? {
+            groupSize: config.groupSize,
+            temperature: config.temperature,
+            maxInteractions: config.maxInteractions,
+            advantage: config.advantage,
+            reward: spec,
+            rule,
+            ...(config.shuffleAdvantages ? { shuffleAdvantages: true } : {}),
+            ...(config.dynamicSampling ? { dynamicSampling: config.dynamicSampling } : {}),
+            ...(config.curriculum ? { curriculum: config.curriculum } : {}),
+          }
+        : {}),
       learningRate: config.learningRate,
       clip: config.clip,
       klBeta: config.klBeta,
@@ -554,6 +580,30 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await writeRunFile({ id: profile.id, reason: choice.reason });
+    const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(config.endOfTurn) : [];
+    const sampleGroup = (q: TrainingQuestion, groupSize: number, seed: number): Promise<RolloutGroup> =>
+      runGroup(q, {
+        policy: current,
+        executor,
+        promptFor: prompts.promptFor,
+        profile,
+        groupSize,
+        temperature: config.temperature,
+        maxInteractions: config.maxInteractions,
+        maxTokens: config.maxTokens,
+        family,
+        feedback: config.feedback,
+        feedbackRows: config.feedbackRows,
+        schemaHints: config.schemaHints,
+        concurrency: config.rolloutConcurrency,
+        seed,
+        reward: spec,
+        rewardEnv,
+        ...(signal ? { signal } : {}),
+      });
+    if (mode === "grpo" && config.curriculum) {
+      questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
+    }
     const evalGold = new Map<number, ExecResult>();
     const evaluate = async (step: number): Promise<number | null> => {
       if (!heldout || !config.eval) return null;
@@ -601,35 +651,27 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         let records: ExperienceRecord[];
         let stats: Partial<MetricsRow> = {};
         if (mode === "grpo") {
-          const groups: RolloutGroup[] = [];
-          for (const [j, qi] of picks.entries()) {
-            const q = questions[qi]!;
-            groups.push(
-              await runGroup(q, {
-                policy: current,
-                executor,
-                promptFor: prompts.promptFor,
-                profile,
-                groupSize: config.groupSize,
-                temperature: config.temperature,
-                maxInteractions: config.maxInteractions,
-                maxTokens: config.maxTokens,
-                family,
-                feedback: config.feedback,
-                feedbackRows: config.feedbackRows,
-                schemaHints: config.schemaHints,
-                concurrency: config.rolloutConcurrency,
-                seed: hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff,
-                reward: spec,
-                rewardEnv,
-                ...(signal ? { signal } : {}),
-              }),
-            );
-            bar?.update(++done, `step ${step}/${config.steps}`);
+          const kept: RolloutGroup[] = [];
+          const sampled: RolloutGroup[] = [];
+          const ds = config.dynamicSampling;
+          const budget = ds ? perStep + Math.floor(perStep * ds.maxExtra) : perStep;
+          const order = ds ? scheduleFor(step, budget, questions.length, config.seed) : picks;
+          for (const [j, qi] of order.entries()) {
+            if (kept.length >= perStep) break;
+            const group = await sampleGroup(questions[qi]!, config.groupSize, hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
+            sampled.push(group);
+            if (!ds || isInformative(group, ds.on)) kept.push(group);
+            if (j < perStep) bar?.update(++done, `step ${step}/${config.steps}`);
           }
-          const { zeroVarianceGroups } = assignAdvantages(groups, config.advantage);
+          const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
+          const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
           const all = groups.flatMap((g) => g.rollouts);
-          records = all.map(toExperienceRecord);
+          if (config.shuffleAdvantages) {
+            const order = permutation(all.length, `shuffle:${config.seed}:${step}`);
+            const advs = all.map((r) => r.advantage);
+            all.forEach((r, i) => (r.advantage = advs[order[i]!]!));
+          }
+          records = all.map((r) => toExperienceRecord(r, endOfTurn));
           const totals = all.map((r) => r.reward.total);
           const m = mean(totals) ?? 0;
           stats = {
@@ -643,6 +685,11 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
             interactions: mean(all.map((r) => r.rollout.interactions)),
             truncated: mean(all.map((r) => (r.rollout.truncated ? 1 : 0))),
             zero_variance_groups: zeroVarianceGroups,
+            groups: groups.length,
+            sampled_groups: sampled.length,
+            informative_share: diagnostics.informativeShare,
+            contrast_share: diagnostics.contrastShare,
+            correctness_share: diagnostics.correctnessShare,
           };
         } else {
           records = [];
@@ -667,6 +714,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
             metricsFile: join(runDir, "learner", `step-${stepLabel(step)}.json`),
             logFile: join(runDir, "learner", `step-${stepLabel(step)}.log`),
             optimizerState,
+            ...(config.learner.masterWeights ? { master: masterFile } : {}),
             config,
           },
           signal,
@@ -679,7 +727,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         if (previous.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
 
         if (step % config.checkpointEvery === 0 || step === config.steps) {
-          await saveCheckpoint(runDir, step, model, optimizerState);
+          await saveCheckpoint(runDir, step, model, optimizerState, masterFile);
           checkpoints.push(step);
         }
         const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await evaluate(step) : null;
@@ -690,6 +738,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
           loss: num(learned.loss),
           grad_norm: num(learned.grad_norm),
           clip_frac: num(learned.clip_frac),
+          ...(mode === "grpo" ? { old_logprob_abs_diff: num(learned.old_logprob_abs_diff), split_half_cosine: num((learned.split_half as { cosine_mean?: unknown } | undefined)?.cosine_mean) } : {}),
           learner: learned,
         };
         await appendRow(row);
@@ -739,13 +788,56 @@ function emptyRow(step: number, mode: TrainMode, seconds: number, heldout: numbe
   };
 }
 
-async function saveCheckpoint(runDir: string, step: number, model: string, optimizerState: string): Promise<void> {
+async function saveCheckpoint(runDir: string, step: number, model: string, optimizerState: string, masterFile: string): Promise<void> {
   const base = join(runDir, "checkpoints", `step-${stepLabel(step)}`);
   await linkOrCopy(model, `${base}.gguf`);
+  if (existsSync(masterFile)) await copyFile(masterFile, `${base}.master`);
+  else await rm(`${base}.master`, { force: true });
   const hasOptimizer = existsSync(optimizerState);
   if (hasOptimizer) await copyFile(optimizerState, `${base}.optim`);
   else await rm(`${base}.optim`, { force: true });
   await writeFile(`${base}.json`, `${JSON.stringify({ step, model: `${base}.gguf`, optimizer: hasOptimizer ? `${base}.optim` : null, time: new Date().toISOString() }, null, 2)}\n`);
+}
+
+/** The curriculum's screening record, `<runDir>/curriculum.json`. */
+interface CurriculumFile {
+  samples: number;
+  minPass: number;
+  maxPass: number;
+  /** Pass rate of every screened question, by question id. */
+  passRates: Record<string, number>;
+  kept: (string | number)[];
+}
+
+/**
+ * Keeps the questions whose pass rate over `samples` rollouts of the start policy lies in [minPass, maxPass]
+ * (written to `file`; a resumed run reads it back instead of screening again). DATASET_INVALID when none is kept.
+ */
+async function screenQuestions(
+  questions: TrainingQuestion[],
+  c: { samples: number; minPass: number; maxPass: number },
+  file: string,
+  sample: (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>,
+  seed: number,
+  log: (line: string) => void,
+): Promise<TrainingQuestion[]> {
+  let saved: CurriculumFile | undefined;
+  if (existsSync(file)) saved = JSON.parse(readFileSync(file, "utf8")) as CurriculumFile;
+  if (!saved || saved.samples !== c.samples || saved.minPass !== c.minPass || saved.maxPass !== c.maxPass) {
+    const passRates: Record<string, number> = {};
+    for (const [i, q] of questions.entries()) {
+      const g = await sample(q, c.samples, hash32(`curriculum:${seed}:${i}`) & 0x3fffffff);
+      passRates[String(q.questionId)] = g.rollouts.filter((r) => r.reward.correct).length / g.rollouts.length;
+    }
+    const kept = questions.filter((q) => passRates[String(q.questionId)]! >= c.minPass && passRates[String(q.questionId)]! <= c.maxPass).map((q) => q.questionId);
+    saved = { ...c, passRates, kept };
+    await writeFile(file, `${JSON.stringify(saved, null, 2)}\n`);
+  }
+  const keep = new Set(saved.kept.map(String));
+  const out = questions.filter((q) => keep.has(String(q.questionId)));
+  log(`reex train: curriculum kept ${out.length} of ${questions.length} questions (pass rate ${c.minPass}–${c.maxPass} over ${c.samples} samples)`);
+  if (out.length === 0) throw new ReexError("DATASET_INVALID", `the curriculum kept no question: none has a pass rate in [${c.minPass}, ${c.maxPass}] over ${c.samples} samples of the start policy (${file})`);
+  return out;
 }
 
 async function checkGold(questions: readonly TrainingQuestion[], executor: Executor, cache: GoldCache, timeoutMs: number, source: string): Promise<void> {

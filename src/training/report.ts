@@ -32,6 +32,18 @@ export interface MetricsRow {
   /** Share of rollouts cut off by the token limit. */
   truncated: number | null;
   zero_variance_groups: number | null;
+  /** GRPO: groups trained on, and groups sampled for them (more under dynamic sampling). */
+  groups?: number;
+  sampled_groups?: number;
+  /** GRPO: share of trained groups with a non-zero advantage, and with a correct-vs-wrong contrast. */
+  informative_share?: number;
+  contrast_share?: number;
+  /** GRPO: share of the advantage mass explained by correctness (the rest is shaping); null when all advantages are 0. */
+  correctness_share?: number | null;
+  /** GRPO: the learner's mean |logp − old_logp| of the sampled tokens before the update. */
+  old_logprob_abs_diff?: number | null;
+  /** GRPO: mean cosine of split-half gradients (learner.splitHalf > 0). */
+  split_half_cosine?: number | null;
   /** Held-out EX after this step, when evaluated. */
   heldout_ex: number | null;
   kl: number | null;
@@ -154,6 +166,18 @@ export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportIn
     charts.push(lineChart("train EX (share correct)", [seriesOf(steps, "train EX", (r) => r.train_ex)], "train-ex"));
     charts.push(lineChart("interactions per rollout", [seriesOf(steps, "interactions", (r) => r.interactions)], "interactions"));
     charts.push(lineChart("zero-variance groups", [seriesOf(steps, "zero-variance groups", (r) => r.zero_variance_groups)], "zero-variance-groups"));
+    charts.push(
+      lineChart(
+        "signal: informative groups, correct-vs-wrong groups, advantage mass from correctness",
+        [
+          seriesOf(steps, "informative", (r) => r.informative_share),
+          seriesOf(steps, "contrast", (r) => r.contrast_share),
+          seriesOf(steps, "correctness share", (r) => r.correctness_share),
+        ],
+        "signal",
+      ),
+    );
+    charts.push(lineChart("old log-prob agreement (mean |Δ|)", [seriesOf(steps, "|Δ logp|", (r) => r.old_logprob_abs_diff)], "old-logprob-diff"));
   }
   charts.push(lineChart("response length (tokens)", [seriesOf(steps, "tokens", (r) => r.response_tokens)], "response-length"));
   charts.push(lineChart("held-out EX", [seriesOf(rows, "held-out EX", (r) => r.heldout_ex)], "heldout-ex"));

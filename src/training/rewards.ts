@@ -47,6 +47,7 @@ export const REEX_WEIGHT_PRESETS = {
   "high-exploration": { format: 1.5, em: 0.8, exec: 1.5, entity: 0.8, exploration: 2 },
   "high-format-ex": { format: 2, em: 0.8, exec: 3, entity: 0.8, exploration: 0.5 },
   uniform: { format: 1, em: 1, exec: 1, entity: 1, exploration: 1 },
+  "reex-explore": { format: 2, em: 1, exec: 3, entity: 1, exploration: 2 },
 } as const satisfies Record<string, ReexWeights>;
 
 /** Names of the ReEx composite presets; "custom" starts from all-zero weights. */
@@ -59,6 +60,7 @@ export const REWARD_PRESETS = [
   "high-exploration",
   "high-format-ex",
   "uniform",
+  "reex-explore",
   "custom",
   "think2sql",
   "qatch",
@@ -67,7 +69,11 @@ export const REWARD_PRESETS = [
   "paverl",
   "arctic",
   "skyrl-sql",
+  "outcome",
 ] as const;
+
+/** Presets whose group rule defaults to correctness-first (config `reward.rule: "auto"`). */
+export const CORRECTNESS_FIRST_PRESETS: readonly RewardPreset[] = ["outcome", "reex-explore"];
 
 /** A reward preset's canonical name. */
 export type RewardPreset = (typeof REWARD_PRESETS)[number];
@@ -581,6 +587,11 @@ export function skyrlSqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): Re
   return breakdown(spec, facts, { outcome }, { outcome: 1 });
 }
 
+/** Outcome: 1 if correct, plus 0.05 if the final SQL runs and 0.05 if the response follows the template (tie-breakers). */
+export function outcomeReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
+  return breakdown(spec, facts, { correct: facts.correct ? 1 : 0, executable: facts.executable ? 1 : 0, format: facts.formatOk ? 1 : 0 }, { correct: 1, executable: 0.05, format: 0.05 });
+}
+
 /** The reward of a preset over gathered facts (pure). */
 export function rewardFromFacts(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
   switch (spec.preset) {
@@ -597,6 +608,8 @@ export function rewardFromFacts(facts: RewardFacts, spec: ResolvedRewardSpec): R
       return arcticReward(facts, spec);
     case "skyrl-sql":
       return skyrlSqlReward(facts, spec);
+    case "outcome":
+      return outcomeReward(facts, spec);
     default:
       return reexReward(facts, spec);
   }

@@ -54,6 +54,13 @@ describe("which GRPO checkpoint the starter ships", () => {
     expect(pickStep(curve, [10, 40], "best-heldout")).toEqual({ step: 40, ex: 0.32 });
   });
 
+  it("keeps the start model (step 0) under best-or-start when no GRPO step beats it, else the best step", () => {
+    expect(pickStep(curve, [10, 20, 30, 40], "best-or-start")).toEqual({ step: 0, ex: 0.4 });
+    const better = [...curve, { step: 50, ex: 0.45 }];
+    expect(pickStep(better, [10, 20, 30, 40, 50], "best-or-start")).toEqual({ step: 50, ex: 0.45 });
+    expect(pickStep([{ step: 0, ex: 0.3 }, { step: 10, ex: 0.3 }], [10], "best-or-start")).toEqual({ step: 0, ex: 0.3 });
+  });
+
   it("falls back to the last step when nothing was evaluated, or when asked for the last step", () => {
     expect(pickStep([], [10, 20], "best-heldout")).toBeNull();
     expect(pickStep(curve, [10, 20, 30, 40], "last")).toBeNull();

@@ -88,7 +88,15 @@ describe("reex train (end to end)", () => {
       expect(typeof r.kl).toBe("number");
       expect(typeof r.clip_frac).toBe("number");
       expect(r.response_tokens).toBeGreaterThan(0);
+      // the learner scores the sampled tokens as llama.cpp sampled them (f32 weights, llama.cpp's f16 KV cache)
+      expect(r.old_logprob_abs_diff).toBeGreaterThanOrEqual(0);
+      expect(r.old_logprob_abs_diff).toBeLessThan(0.01);
+      expect(typeof r.informative_share).toBe("number");
     }
+    // float32 masters are carried from step to step and saved with each checkpoint
+    expect(existsSync(join(runDir, "master.pt"))).toBe(true);
+    expect(existsSync(join(runDir, "checkpoints", "step-000002.master"))).toBe(true);
+    expect(rows[2]!.learner.master_loaded).toBe(true);
     expect(typeof rows[2]!.heldout_ex).toBe("number");
     const html = readFileSync(join(runDir, "report.html"), "utf8");
     expect(html).toContain("<svg");

@@ -37,11 +37,12 @@ def cmd_step(args: argparse.Namespace) -> int:
     torch, device, dtype = _torch_setup(args)
     from .grpo import read_experience, step_config_from_args, train_step
     from .gguf_io import write_gguf
-    from .model import load_model, state_for_gguf
+    from .model import load_master, load_model, save_master, state_for_gguf
 
     t0 = time.time()
     # weights stay float32 (master copies for AdamW); --dtype is the autocast compute dtype
     policy, g = load_model(args.model, device=device)
+    master_loaded = load_master(policy, g, args.master) if args.master else False
     policy.grad_checkpoint = args.grad_checkpoint
     policy.attn_impl = args.attn
     ref = None
@@ -57,8 +58,12 @@ def cmd_step(args: argparse.Namespace) -> int:
     metrics: Dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()
     write_gguf(args.out, g, state_for_gguf(policy), out_type=args.out_type)
+    if args.master:
+        save_master(policy, args.master)
     metrics.update(
         {
+            "master": args.master,
+            "master_loaded": master_loaded,
             "model": args.model,
             "out": args.out,
             "experience": args.experience,
@@ -220,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the written GGUF")
     s.add_argument("--grad-checkpoint", action="store_true", help="recompute block activations in backward (less memory)")
     s.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention kernel (sdpa needs torch >= 2.0)")
+    s.add_argument("--master", help="float32 master weights carried across steps: loaded instead of --model's (rounded) weights if the file exists and --model is their export, saved after the step")
+    s.add_argument("--warmup-steps", type=int, default=0, help="linear lr warm-up over this many optimizer steps, counted across processes through --optimizer-state (0 = off)")
+    s.add_argument("--max-old-logprob-diff", type=float, default=0.0, help="fail (exit 4, no update) when the mean |logp - old_logp| of the first mini-batch exceeds this (0 = off)")
+    s.add_argument("--split-half", type=int, default=0, help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)")
     s.add_argument("--metrics", help="also write the metrics JSON here")
     s.set_defaults(func=cmd_step)
 
@@ -239,8 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    from .grpo import OldLogprobMismatch
+
     try:
         return int(args.func(args) or 0)
+    except OldLogprobMismatch as err:
+        print(f"reex_learner: error: old-logprob disagreement: {err}", file=sys.stderr)
+        return 4
     except (ValueError, FileNotFoundError) as err:
         print(f"reex_learner: error: {err}", file=sys.stderr)
         return 2

@@ -71,10 +71,11 @@ def parse_rollout(obj: Dict[str, Any], where: str = "") -> Rollout:
         raise ValueError(f"{where}mask entries must be 0 or 1")
     old = obj.get("old_logprobs")
     if old is not None:
-        old = [float(x) for x in old]
+        # null entries (tokens appended after sampling, such as the end of turn) are scored by the learner
+        old = [math.nan if x is None else float(x) for x in old]
         if len(old) != len(tokens):
             raise ValueError(f"{where}old_logprobs has {len(old)} entries for {len(tokens)} tokens")
-        bad = [j for j, (m, x) in enumerate(zip(mask, old)) if m == 1 and not (math.isfinite(x) and x <= 1e-6)]
+        bad = [j for j, (m, x) in enumerate(zip(mask, old)) if m == 1 and not math.isnan(x) and not (math.isfinite(x) and x <= 1e-6)]
         if bad:
             raise ValueError(f"{where}old_logprobs must be finite and <= 0 where mask = 1 (index {bad[0]})")
     if not prompt and tokens and mask[0] == 1:
@@ -176,7 +177,7 @@ def collate(rollouts: Sequence[Rollout], pad_id: int = 0, mask_truncated: bool =
                 lp = r.old_logprobs
             mask[i, start : start + len(m)] = m
             if lp is not None:
-                old[i, start : start + len(lp)] = torch.tensor(lp, dtype=torch.float32)
+                old[i, start : start + len(lp)] = torch.nan_to_num(torch.tensor(lp, dtype=torch.float32), nan=0.0)
         adv[i] = r.advantage
     old = old * mask  # 0 where mask = 0, whatever the file said
     return Batch(
@@ -301,7 +302,7 @@ def pack_rollouts(
                 targets[0, j] = tok
                 if keep and r.mask[k]:
                     mask[0, j] = 1.0
-                    if r.old_logprobs is not None:
+                    if r.old_logprobs is not None and not math.isnan(r.old_logprobs[k]):
                         old[0, j] = float(r.old_logprobs[k])
                 adv[0, j] = r.advantage
             at += n
@@ -440,6 +441,14 @@ class StepConfig:
     compute_dtype: Optional[torch.dtype] = None  # autocast dtype for forward passes (None = float32)
     share_prefix: bool = False  # rollouts with the same prompt share one copy of it in a packed row
     pack_tokens: int = 2048  # row length limit when sharing (a longer group is split over rows)
+    warmup_steps: int = 0  # optimizer steps (counted across processes) over which lr ramps up linearly
+    max_old_logprob_diff: float = 0.0  # fail before any update when mean |logp - old_logp| exceeds it (0 = off)
+    split_half: int = 0  # random half-splits of the groups whose gradients are compared (0 = off)
+
+
+class OldLogprobMismatch(ValueError):
+    """The learner's log-probs of the sampled tokens disagree with the sampler's: the step is off-policy
+    in a way the ratio clip cannot absorb (wrong tokenizer, model, temperature or a stale export)."""
 
 
 def _chunks(xs: Sequence[Any], n: int) -> List[List[Any]]:
@@ -462,6 +471,21 @@ def load_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str], cfg: S
     return True
 
 
+def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
+    """How many steps the optimizer has taken, carried in its state across processes (0 when fresh)."""
+    for st in opt.state.values():
+        if "step" in st:
+            return int(float(st["step"]))
+    return 0
+
+
+def warmup_lr(cfg: "StepConfig", done: int) -> float:
+    """The learning rate of optimizer step ``done + 1``: ``cfg.lr`` scaled by min(1, (done + 1) / warmup)."""
+    if cfg.warmup_steps <= 0:
+        return cfg.lr
+    return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
+
+
 def save_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str]) -> None:
     if not path:
         return
@@ -470,9 +494,15 @@ def save_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str]) -> Non
     os.replace(tmp, path)
 
 
+def needs_old_logprobs(r: Rollout) -> bool:
+    """True when some loss token of ``r`` has no sampling log-prob (the whole list null, or null entries)."""
+    return r.old_logprobs is None or any(math.isnan(x) for x, m in zip(r.old_logprobs, r.mask) if m)
+
+
 def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", device: Any) -> None:
-    """Scores ``rollouts`` with ``policy`` (no grad, eval mode) and stores the result as their
-    ``old_logprobs`` (0 where mask = 0): the on-policy case, ratio = 1 before the first update."""
+    """Scores ``rollouts`` with ``policy`` (no grad, eval mode) and stores the result where their
+    ``old_logprobs`` are missing (all of them, or the null entries; 0 where mask = 0): the on-policy
+    case, ratio = 1 before the first update."""
     policy.eval()
     with torch.no_grad():
         for chunk in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch):
@@ -481,11 +511,55 @@ def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg:
             for i, r in enumerate(chunk):
                 P = len(r.prompt_tokens)
                 row = lp[i].tolist()
-                r.old_logprobs = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
-                r.old_logprobs = [x if m else 0.0 for x, m in zip(r.old_logprobs, r.mask)]
+                scored = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
+                given = r.old_logprobs if r.old_logprobs is not None else [math.nan] * len(r.tokens)
+                r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask)]
 
 
 STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
+
+
+def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
+    """The flattened policy-gradient of ``rollouts`` alone (token-mean over their loss tokens, no KL)."""
+    micros = [collate(m, cfg.pad_id, cfg.mask_truncated, device=device) for m in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch)]
+    denom = agg_denominator((b.mask for b in micros), cfg.loss_agg)
+    for p in params:
+        p.grad = None
+    for b in micros:
+        if float(b.mask.sum()) == 0.0:
+            continue
+        lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+        per_token, _ = grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high)
+        aggregate(per_token, b.mask, cfg.loss_agg, denom).backward()
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+    for p in params:
+        p.grad = None
+    return flat.detach()
+
+
+def split_half_agreement(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any) -> Optional[Dict[str, Any]]:
+    """Does the step's direction generalise across questions? For ``cfg.split_half`` random splits of the
+    informative groups (non-zero advantages) into two halves: the cosine and the sign agreement of the two
+    halves' gradients (before any update). Near 0 and 0.5: the halves agree no more than noise does."""
+    groups: Dict[str, List[Rollout]] = {}
+    for r in rollouts:
+        if r.advantage != 0.0:
+            groups.setdefault(json.dumps(r.question_id, sort_keys=True), []).append(r)
+    keys = sorted(groups)
+    if len(keys) < 2:
+        return None
+    rng = random.Random(cfg.seed + 7919)
+    cos, sign = [], []
+    for _ in range(cfg.split_half):
+        rng.shuffle(keys)
+        half = len(keys) // 2
+        a = _half_gradient(policy, [r for k in keys[:half] for r in groups[k]], cfg, params, device)
+        b = _half_gradient(policy, [r for k in keys[half:] for r in groups[k]], cfg, params, device)
+        na, nb = float(a.norm()), float(b.norm())
+        cos.append(float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0)
+        both = (a != 0) & (b != 0)
+        sign.append(float(((a > 0) == (b > 0))[both].float().mean()) if bool(both.any()) else 0.5)
+    return {"splits": len(cos), "groups": len(keys), "cosine": cos, "cosine_mean": sum(cos) / len(cos), "sign_agreement_mean": sum(sign) / len(sign)}
 
 
 def accumulate_micro_stats(
@@ -610,6 +684,9 @@ def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype], kl_be
         compute_dtype=compute_dtype,
         share_prefix=bool(getattr(args, "share_prefix", False)),
         pack_tokens=int(getattr(args, "pack_tokens", 2048)),
+        warmup_steps=int(getattr(args, "warmup_steps", 0) or 0),
+        max_old_logprob_diff=float(getattr(args, "max_old_logprob_diff", 0.0) or 0.0),
+        split_half=int(getattr(args, "split_half", 0) or 0),
     )
 
 
@@ -639,10 +716,12 @@ def train_step(
     scaler = torch.cuda.amp.GradScaler() if use_scaler else None
 
     # Rollouts without old log-probs (on-policy files): score them once with the current weights.
-    missing = [r for r in rollouts if r.old_logprobs is None and cfg.mode == "grpo"]
+    missing = [r for r in rollouts if cfg.mode == "grpo" and needs_old_logprobs(r)]
     if missing:
         fill_old_logprobs(policy, missing, cfg, device)
+    agreement = split_half_agreement(policy, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
     policy.train()
+    lrs: List[float] = []
 
     sums = {k: 0.0 for k in STAT_KEYS}
     step_losses: List[float] = []
@@ -684,6 +763,16 @@ def train_step(
                 (scaler.scale(loss) if scaler is not None else loss).backward()
                 step_loss += float(loss)
                 ratio_min, ratio_max = accumulate_micro_stats(sums, stats, lp, ent, b, float(b.mask.sum()), cfg.mode, ratio_min, ratio_max)
+            if epoch == 0 and mi == 0 and cfg.max_old_logprob_diff > 0 and first_diff_n and first_diff_sum / first_diff_n > cfg.max_old_logprob_diff:
+                raise OldLogprobMismatch(
+                    f"mean |logp - old_logp| over the first mini-batch's {int(first_diff_n)} loss tokens is {first_diff_sum / first_diff_n:.4g}, "
+                    f"above --max-old-logprob-diff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
+                    "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
+                )
+            lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
+            for g in opt.param_groups:
+                g["lr"] = lr_now
+            lrs.append(lr_now)
             grad_norms.append(optimizer_step(opt, params, scaler, cfg.max_grad_norm))
             step_losses.append(step_loss)
             steps += 1
@@ -693,4 +782,8 @@ def train_step(
     )
     metrics["shared_prefix"] = packed
     metrics["computed_tokens"] = computed_tokens
+    metrics["lr_applied"] = lrs
+    metrics["optimizer_steps_total"] = optimizer_steps_done(opt)
+    if agreement is not None:
+        metrics["split_half"] = agreement
     return metrics

@@ -52,6 +52,7 @@ from .grpo import (
     load_optimizer_state,
     make_optimizer,
     micro_batch_loss,
+    needs_old_logprobs,
     optimizer_step,
     save_optimizer_state,
     sequence_logprobs,
@@ -224,7 +225,7 @@ def _local_denominator(batches: Sequence[Batch], loss_agg: str) -> float:
 
 
 def _fill_missing_old_logprobs(policy_view: torch.nn.Module, rollouts: List[Rollout], cfg: StepConfig, device: Any, dist_info: DistInfo) -> None:
-    missing = [i for i, r in enumerate(rollouts) if r.old_logprobs is None]
+    missing = [i for i, r in enumerate(rollouts) if needs_old_logprobs(r)]
     if not missing or cfg.mode != "grpo":
         return
     mine = missing[dist_info.rank :: dist_info.world_size]

@@ -21,7 +21,8 @@ only when asked for (``attn_impl="sdpa"``) and present.
 """
 from __future__ import annotations
 
-from typing import Dict, Iterator, Optional, Tuple
+import os
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
@@ -230,6 +231,50 @@ def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torc
 def state_for_gguf(model: LlamaModel) -> Dict[str, torch.Tensor]:
     """The module's trainable tensors under their GGUF names, float32 on CPU, for write_gguf."""
     return {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+
+
+def _as_stored(gguf: Any, arr: np.ndarray, qtype: Any) -> Optional[np.ndarray]:
+    """``arr`` rounded the way the GGUF writer stores ``qtype`` (F32, F16), or None for other types."""
+    Q = gguf.GGMLQuantizationType
+    if qtype == Q.F32:
+        return arr.astype(np.float32)
+    if qtype == Q.F16:
+        return arr.astype(np.float16).astype(np.float32)
+    return None
+
+
+def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
+    """Replaces ``model``'s weights (read from the GGUF ``g``) with the float32 masters saved at ``path``,
+    when the file exists; returns whether it did. The GGUF must be the masters' export: every F32/F16
+    tensor of ``g`` must equal its master rounded to that type, else ValueError (the masters belong to
+    other weights, e.g. a run resumed from another checkpoint without its masters)."""
+    if not os.path.exists(path):
+        return False
+    from .gguf_io import gguf_module
+
+    saved = torch.load(path, map_location="cpu")
+    state = saved.get("state", saved) if isinstance(saved, dict) else saved
+    params = dict(model.named_parameters())
+    if set(state) != set(params):
+        raise ValueError(f"{path}: master weights name other tensors than the model's")
+    gguf = gguf_module()
+    with torch.no_grad():
+        for name, p in params.items():
+            t = state[name]
+            if tuple(t.shape) != tuple(p.shape):
+                raise ValueError(f"{path}: master {name} has shape {tuple(t.shape)}, the model {tuple(p.shape)}")
+            stored = _as_stored(gguf, t.float().numpy(), g.tensor_types[gguf_name(name)])
+            if stored is not None and not np.array_equal(stored, g.tensors[gguf_name(name)].astype(np.float32)):
+                raise ValueError(f"{path}: the model's {gguf_name(name)} is not the export of these master weights; pass the GGUF written with them, or drop the masters")
+            p.copy_(t.to(p.device, p.dtype))
+    return True
+
+
+def save_master(model: LlamaModel, path: str) -> None:
+    """Writes ``model``'s float32 weights to ``path`` atomically (the masters the next step continues from)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    torch.save({"state": {n: p.detach().to("cpu", torch.float32).clone() for n, p in model.named_parameters()}}, tmp)
+    os.replace(tmp, path)
 
 
 def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

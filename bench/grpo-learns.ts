@@ -1,0 +1,133 @@
+/**
+ * "It learns what it is trained on" (issue #28): from a start model, screen train questions of the
+ * starter's synthetic data for a pass rate between 0.2 and 0.8 over 8 samples, keep 32, then run the
+ * recipe (examples/training/grpo-recipe.json) on exactly those questions twice — real advantages and
+ * shuffled ones (`shuffleAdvantages`) — and compare each question's pass rate over 16 samples (T 1.0,
+ * fixed seeds) before and after, with a paired-by-question bootstrap interval.
+ *
+ *   npx tsx bench/grpo-learns.ts [--model .reex/starter/sft.gguf] [--work .reex/grpo-learns] [--dbs 60]
+ *       [--candidates 200] [--questions 32] [--steps 20] [--threads 2] [--seed 1]
+ *
+ * Everything goes under --work (ignored by git): synth/, screen.json, train-32.json, real/ and shuffled/
+ * (run folders with checkpoints), result.json. Progress on stderr; the last line is
+ * `real +X shuffled +Y (pass-rate points over 16 samples)`.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { reexProfile } from "../src/agent/index.js";
+import { createPromptBuilder } from "../src/decoding/index.js";
+import { createLlamaPolicy } from "../src/policy/index.js";
+import { ExecutorPool } from "../src/sql/index.js";
+import { birdRecord, generateSynth } from "../src/synth/index.js";
+import { GoldCache, parseTrainConfig, resolveRewardSpec, runGroup, runTraining, type TrainingQuestion } from "../src/training/index.js";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string", default: ".reex/starter/sft.gguf" },
+    work: { type: "string", default: ".reex/grpo-learns" },
+    dbs: { type: "string", default: "60" },
+    candidates: { type: "string", default: "200" },
+    questions: { type: "string", default: "32" },
+    steps: { type: "string", default: "20" },
+    threads: { type: "string", default: "2" },
+    seed: { type: "string", default: "1" },
+  },
+});
+const work = resolve(values.work!);
+const model = resolve(values.model!);
+const threads = Number(values.threads);
+const log = (l: string): void => void process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${l}\n`);
+mkdirSync(work, { recursive: true });
+
+const synthDir = join(work, "synth");
+const synth = generateSynth(synthDir, { seed: Number(values.seed), dbs: Number(values.dbs), devEvery: 7 });
+const dbRoot = join(synthDir, "databases");
+const all = synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k }));
+const step = Math.max(1, Math.floor(all.length / Number(values.candidates)));
+const candidates = all.filter((_, k) => k % step === 0).slice(0, Number(values.candidates));
+const asQuestion = (r: (typeof all)[number]): TrainingQuestion => ({ questionId: r.question_id, dbPath: join(dbRoot, r.db_id, `${r.db_id}.sqlite`), question: r.question, ...(r.evidence ? { evidence: r.evidence } : {}), goldSql: r.SQL });
+
+/** Pass rate of each question over `samples` rollouts of `gguf` at T 1.0 (seeds fixed by question and `salt`). */
+async function passRates(gguf: string, qs: TrainingQuestion[], samples: number, salt: number): Promise<Map<string | number, number>> {
+  const policy = await createLlamaPolicy({ model: gguf, gpu: "cpu", contextSize: 1024, sequences: 16, threads });
+  const executor = new ExecutorPool({ workers: 2, timeoutMs: 5000, maxRows: 1000 });
+  const prompts = createPromptBuilder({ indexDir: join(work, "indexes") });
+  const spec = resolveRewardSpec({ preset: "outcome" });
+  const out = new Map<string | number, number>();
+  try {
+    for (const [i, q] of qs.entries()) {
+      const g = await runGroup(q, { policy, executor, promptFor: prompts.promptFor, profile: reexProfile, groupSize: samples, temperature: 1, maxInteractions: 4, maxTokens: 400, concurrency: 16, seed: salt * 100_000 + Number(q.questionId) * 64, reward: spec, rewardEnv: { executor, goldCache: new GoldCache() } });
+      out.set(q.questionId, g.rollouts.filter((r) => r.reward.correct).length / samples);
+      if ((i + 1) % 10 === 0) log(`  ${i + 1}/${qs.length} questions`);
+    }
+  } finally {
+    prompts.close();
+    await policy.close();
+    await executor.close();
+  }
+  return out;
+}
+
+const screenFile = join(work, "screen.json");
+let screen: Record<string, number>;
+if (existsSync(screenFile)) screen = JSON.parse(readFileSync(screenFile, "utf8")) as Record<string, number>;
+else {
+  log(`screening ${candidates.length} train questions (8 samples each) with ${model}`);
+  screen = Object.fromEntries(await passRates(model, candidates.map(asQuestion), 8, 1));
+  writeFileSync(screenFile, JSON.stringify(screen, null, 2));
+}
+const picked = candidates.filter((r) => screen[r.question_id]! >= 0.2 && screen[r.question_id]! <= 0.8).slice(0, Number(values.questions));
+log(`screened: ${picked.length} of ${candidates.length} questions have a pass rate in [0.2, 0.8]`);
+if (picked.length === 0) throw new Error("no question to train on");
+const trainFile = join(work, `train-${picked.length}.json`);
+writeFileSync(trainFile, JSON.stringify(picked, null, 2));
+const qs = picked.map(asQuestion);
+
+log(`start pass rates over 16 samples`);
+const start = await passRates(model, qs, 16, 2);
+const recipe = JSON.parse(readFileSync("examples/training/grpo-recipe.json", "utf8")) as Record<string, unknown>;
+const ends: Record<string, Map<string | number, number>> = {};
+for (const arm of ["real", "shuffled"] as const) {
+  const runDir = join(work, arm);
+  const { eval: _eval, curriculum: _c, description: _d, ...rest } = recipe;
+  const config = parseTrainConfig(
+    { ...rest, model, runDir, data: { dataset: trainFile, dbRoot }, steps: Number(values.steps), shuffleAdvantages: arm === "shuffled", checkpointEvery: 5, policy: { gpu: "cpu", contextSize: 1024, sequences: 16, threads }, learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] } },
+    "grpo",
+  );
+  log(`${arm} arm: ${config.steps} steps → ${runDir}`);
+  const result = await runTraining(config, { mode: "grpo", resume: existsSync(join(runDir, "run.json")), progress: null, log });
+  log(`${arm} arm done; end pass rates over 16 samples`);
+  ends[arm] = await passRates(result.model, qs, 16, 2);
+}
+
+function bootstrap(diffs: number[], n = 10_000): [number, number] {
+  let s = 12345;
+  const rnd = (): number => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+  const means: number[] = [];
+  for (let b = 0; b < n; b++) {
+    let t = 0;
+    for (let i = 0; i < diffs.length; i++) t += diffs[Math.floor(rnd() * diffs.length)]!;
+    means.push(t / diffs.length);
+  }
+  means.sort((a, b) => a - b);
+  return [means[Math.floor(0.025 * n)]!, means[Math.floor(0.975 * n)]!];
+}
+const ids = qs.map((q) => q.questionId);
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+const dReal = ids.map((id) => ends.real!.get(id)! - start.get(id)!);
+const dShuf = ids.map((id) => ends.shuffled!.get(id)! - start.get(id)!);
+const dVs = ids.map((id) => ends.real!.get(id)! - ends.shuffled!.get(id)!);
+const result = {
+  model,
+  questions: ids.length,
+  start: mean(ids.map((id) => start.get(id)!)),
+  real: { end: mean(ids.map((id) => ends.real!.get(id)!)), gain: mean(dReal), ci95: bootstrap(dReal) },
+  shuffled: { end: mean(ids.map((id) => ends.shuffled!.get(id)!)), gain: mean(dShuf), ci95: bootstrap(dShuf) },
+  realMinusShuffled: { mean: mean(dVs), ci95: bootstrap(dVs) },
+  perQuestion: ids.map((id) => ({ id, start: start.get(id), real: ends.real!.get(id), shuffled: ends.shuffled!.get(id) })),
+};
+writeFileSync(join(work, "result.json"), JSON.stringify(result, null, 2));
+console.log(JSON.stringify({ ...result, perQuestion: undefined }, null, 2));
+const pts = (x: number): string => `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)}`;
+console.log(`real ${pts(result.real.gain)} shuffled ${pts(result.shuffled.gain)} (pass-rate points over 16 samples)`);

@@ -1,0 +1,152 @@
+"""f32 master weights across learner processes, lr warm-up, the old-log-prob guard, null old log-probs,
+split-half gradient agreement."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import torch
+
+from conftest import LEARNER
+from reex_learner.grpo import Rollout, StepConfig, make_optimizer, read_experience, train_step
+from reex_learner.model import load_model
+
+LR = 1e-5
+
+
+def _rollouts(seed: int, n_vocab: int, n: int = 8):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for q in range(n // 4):
+        prompt = torch.randint(0, n_vocab - 3, (10,), generator=g).tolist()
+        for i in range(4):
+            tokens = torch.randint(0, n_vocab - 3, (12,), generator=g).tolist()
+            mask = [0 if 4 <= j < 7 else 1 for j in range(12)]
+            out.append({"prompt_tokens": prompt, "tokens": tokens, "mask": mask, "old_logprobs": None,
+                        "advantage": [1.5, -0.5, 0.5, -1.5][i], "reward": float(i), "question_id": f"{seed}-{q}"})
+    return out
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _step(model, exp, out, tmp_path, *extra, check=True):
+    cmd = [sys.executable, "-m", "reex_learner", "step", "--model", str(model), "--experience", str(exp), "--out", str(out),
+           "--lr", str(LR), "--threads", "1", "--optimizer-state", str(tmp_path / "adam.pt"), *extra]
+    r = subprocess.run(cmd, cwd=LEARNER, capture_output=True, text=True, timeout=120)
+    if check:
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    return r
+
+
+def _flat(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_two_steps_at_lr_1e5_move_the_weights_by_what_the_optimizer_computed(tiny_f16, tmp_path):
+    """f16 GGUF, two learner processes at lr 1e-5: with --master the weights after step 2 are the ones
+    AdamW computed in one process (to float rounding), and the GGUF is their f16 export. Reloading the
+    f16 export instead (no masters) loses a large share of the update."""
+    ref, g = load_model(str(tiny_f16))
+    V = g.hparams.n_vocab
+    w0 = _flat(ref).clone()
+    exps = [_write(tmp_path / f"s{k}.jsonl", _rollouts(100 + k, V)) for k in (1, 2)]
+
+    cfg = StepConfig(lr=LR, micro_batch=4)
+    opt = make_optimizer(ref, cfg)
+    for exp in exps:
+        train_step(ref, read_experience(str(exp)), cfg, optimizer=opt)
+    intended = _flat(ref) - w0
+    assert float(intended.abs().max()) > 0
+
+    # with masters
+    master = tmp_path / "master.pt"
+    m1 = _step(tiny_f16, exps[0], tmp_path / "a1.gguf", tmp_path, "--master", str(master))
+    m2 = _step(tmp_path / "a1.gguf", exps[1], tmp_path / "a2.gguf", tmp_path, "--master", str(master))
+    assert (m1["master_loaded"], m2["master_loaded"]) == (False, True)
+    got = torch.cat([t.reshape(-1) for t in torch.load(master)["state"].values()]) - w0
+    assert torch.allclose(got, intended, rtol=1e-4, atol=1e-9), float((got - intended).abs().max())
+    exported, _ = load_model(str(tmp_path / "a2.gguf"))
+    for (name, p), t in zip(exported.named_parameters(), torch.load(master)["state"].values()):
+        stored = t.half().float() if p.dim() > 1 else t
+        assert torch.equal(p.detach(), stored), name
+
+    # without masters: each step reloads the rounded f16 export
+    (tmp_path / "adam.pt").unlink()
+    _step(tiny_f16, exps[0], tmp_path / "b1.gguf", tmp_path)
+    _step(tmp_path / "b1.gguf", exps[1], tmp_path / "b2.gguf", tmp_path)
+    lossy, _ = load_model(str(tmp_path / "b2.gguf"))
+    realised = _flat(lossy) - w0
+    two_d = torch.cat([torch.ones(p.numel()) * (p.dim() > 1) for p in ref.parameters()]).bool()
+    rel_err = float((realised - intended)[two_d].norm() / intended[two_d].norm())
+    assert rel_err > 0.1, rel_err
+
+
+def test_masters_of_other_weights_are_refused(tiny_f16, tiny_f32, tmp_path):
+    V = load_model(str(tiny_f16))[1].hparams.n_vocab
+    exp = _write(tmp_path / "s.jsonl", _rollouts(7, V))
+    master = tmp_path / "master.pt"
+    _step(tiny_f16, exp, tmp_path / "a1.gguf", tmp_path, "--master", str(master))
+    before = master.read_bytes()
+    r = _step(tiny_f16, exp, tmp_path / "a2.gguf", tmp_path, "--master", str(master), check=False)
+    assert r.returncode == 2 and "not the export of these master weights" in r.stderr
+    assert master.read_bytes() == before and not (tmp_path / "a2.gguf").exists()
+
+
+def test_warmup_ramps_the_lr_over_optimizer_steps_counted_across_processes(tiny_f32, tmp_path):
+    V = load_model(str(tiny_f32))[1].hparams.n_vocab
+    exp = _write(tmp_path / "s.jsonl", _rollouts(9, V))
+    args = ("--warmup-steps", "4", "--mini-batch", "4")
+    a = _step(tiny_f32, exp, tmp_path / "a1.gguf", tmp_path, *args)
+    b = _step(tmp_path / "a1.gguf", exp, tmp_path / "a2.gguf", tmp_path, *args)
+    assert a["lr_applied"] == [LR * 0.25, LR * 0.5] and b["lr_applied"] == [LR * 0.75, LR]
+    assert b["optimizer_steps_total"] == 4
+
+
+def test_old_logprob_disagreement_fails_before_any_update(tiny_f32, tmp_path):
+    model, g = load_model(str(tiny_f32))
+    recs = _rollouts(11, g.hparams.n_vocab)
+    for r in recs:
+        r["old_logprobs"] = [-0.01 if m else 0.0 for m in r["mask"]]  # not what this model gives
+    exp = _write(tmp_path / "s.jsonl", recs)
+    r = _step(tiny_f32, exp, tmp_path / "o.gguf", tmp_path, "--max-old-logprob-diff", "0.05", check=False)
+    assert r.returncode == 4 and "old-logprob disagreement" in r.stderr
+    assert not (tmp_path / "o.gguf").exists() and not (tmp_path / "adam.pt").exists()
+    # the same file scored by the model itself passes the guard
+    for x in recs:
+        x["old_logprobs"] = None
+    ok = _step(tiny_f32, _write(tmp_path / "t.jsonl", recs), tmp_path / "o.gguf", tmp_path, "--max-old-logprob-diff", "0.05")
+    assert ok["old_logprob_abs_diff"] < 1e-5
+
+
+def test_null_old_logprob_entries_are_scored_by_the_learner(tiny_f32):
+    """An end-of-turn token appended after sampling has no sampling log-prob: its null entry is filled
+    with the learner's own score (ratio 1 before the update); the sampled ones are kept."""
+    model, g = load_model(str(tiny_f32))
+    rec = _rollouts(13, g.hparams.n_vocab, n=4)[0]
+    rec["tokens"].append(g.hparams.n_vocab - 1)
+    rec["mask"].append(1)
+    rec["old_logprobs"] = [-0.7 if m else 0.0 for m in rec["mask"][:-1]] + [None]
+    from reex_learner.grpo import fill_old_logprobs, needs_old_logprobs, parse_rollout
+
+    r = parse_rollout(rec)
+    assert needs_old_logprobs(r) and math.isnan(r.old_logprobs[-1])
+    fill_old_logprobs(model, [r], StepConfig(), "cpu")
+    assert not needs_old_logprobs(r) and r.old_logprobs[0] == -0.7 and r.old_logprobs[4] == 0.0
+    assert r.old_logprobs[-1] < 0 and r.old_logprobs[-1] != -0.7
+
+
+def test_split_half_agreement_is_reported(tiny_f32):
+    model, g = load_model(str(tiny_f32))
+    recs = [r for k in range(4) for r in _rollouts(20 + k, g.hparams.n_vocab, n=4)]
+    from reex_learner.grpo import parse_rollout
+
+    m = train_step(model, [parse_rollout(r) for r in recs], StepConfig(lr=LR, split_half=3))
+    sh = m["split_half"]
+    assert sh["splits"] == 3 and sh["groups"] == 4 and len(sh["cosine"]) == 3
+    assert all(-1.0 <= c <= 1.0 for c in sh["cosine"]) and 0.0 <= sh["sign_agreement_mean"] <= 1.0

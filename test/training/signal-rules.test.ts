@@ -1,0 +1,205 @@
+/**
+ * The GRPO signal rules: correctness-first rewards, advantage diagnostics, dynamic sampling, the
+ * curriculum, the end of turn in the loss and the learner options, through the training loop with a
+ * scripted policy and a fake learner.
+ */
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ScriptedPolicy } from "../../src/policy/index.js";
+import {
+  advantageDiagnostics,
+  computeAdvantages,
+  correctnessFirst,
+  learnerArgs,
+  parseTrainConfig,
+  readExperience,
+  readMetrics,
+  runTraining,
+  type LearnerRequest,
+  type LearnerStep,
+} from "../../src/training/index.js";
+import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
+
+let fx: TrainingFixture;
+let model: string;
+beforeAll(() => {
+  fx = makeTrainingFixture();
+  model = join(fx.dir, "initial.gguf");
+  writeFileSync(model, "weights-0");
+});
+afterAll(() => rmSync(fx.dir, { recursive: true, force: true }));
+
+describe("correctness-first rewards", () => {
+  it("rank every right rollout above every wrong one, whatever the shaping (the MaxTune case of issue #28)", () => {
+    // right 12.0; wrong 7.5 (runs), 4.1 (fails), 2.5 (repeated probe); a right one with less shaping, 9.0
+    const g = [{ total: 12, correct: true }, { total: 9, correct: true }, { total: 7.5, correct: false }, { total: 4.1, correct: false }, { total: 2.5, correct: false }];
+    const [s] = correctnessFirst([g], 0.1);
+    expect(s![0]).toBeCloseTo(1.1, 12);
+    expect(s![1]).toBeCloseTo(1.0, 12);
+    expect(s![2]).toBeCloseTo(0.1, 12);
+    expect(s![3]).toBeCloseTo((0.1 * 1.6) / 5, 12);
+    expect(s![4]).toBe(0);
+    expect(Math.min(s![0]!, s![1]!)).toBeGreaterThan(Math.max(s![2]!, s![3]!, s![4]!));
+    expect(() => correctnessFirst([g], 1)).toThrow(/shaping scale/);
+  });
+
+  it("leave a group whose rollouts tie within each correctness class with pure 0/1 signals", () => {
+    expect(correctnessFirst([[{ total: 5, correct: true }, { total: 5, correct: true }, { total: 1, correct: false }]])).toEqual([[1, 1, 0]]);
+  });
+});
+
+describe("advantage diagnostics", () => {
+  it("attribute a correct-vs-wrong group's advantage to correctness and a shaping-only group's to shaping", () => {
+    const contrast = [{ total: 1, correct: true }, { total: 0, correct: false }];
+    const shaping = [{ total: 7.5, correct: false }, { total: 4.1, correct: false }];
+    const flat = [{ total: 3, correct: false }, { total: 3, correct: false }];
+    const groups = [contrast, shaping, flat];
+    const adv = computeAdvantages(groups.map((g) => g.map((r) => r.total)), "group").advantages;
+    const d = advantageDiagnostics(groups, adv);
+    expect(d.informativeShare).toBeCloseTo(2 / 3, 12);
+    expect(d.contrastShare).toBeCloseTo(1 / 3, 12);
+    expect(d.correctnessShare).toBeCloseTo(0.5, 5); // both groups move |A| = 1 per rollout
+    expect(advantageDiagnostics([contrast], computeAdvantages([[1, 0]], "group").advantages).correctnessShare).toBeCloseTo(1, 5);
+    expect(advantageDiagnostics([shaping], computeAdvantages([[7.5, 4.1]], "group").advantages).correctnessShare).toBe(0);
+    expect(advantageDiagnostics([flat], [[0, 0]]).correctnessShare).toBeNull();
+  });
+});
+
+/** Alternates right and wrong final answers per trajectory; right only exists for question 1 (GOLD). */
+function policyFor(): ScriptedPolicy {
+  let n = 0;
+  const seen = new Map<string, number>();
+  return new ScriptedPolicy((ctx) => {
+    if (!seen.has(ctx.trajectoryId)) seen.set(ctx.trajectoryId, n++);
+    const right = seen.get(ctx.trajectoryId)! % 2 === 0;
+    if (!ctx.text.includes("</result>")) return `<think>look</think>\n<intermediate_sql>SELECT DISTINCT country FROM singer</intermediate_sql>`;
+    return `<think>ok</think>\n<final_sql>${right ? GOLD : "SELECT name FROM singer"}</final_sql>`;
+  });
+}
+
+function fakeLearner(requests: LearnerRequest[]): LearnerStep {
+  return async (req) => {
+    requests.push(req);
+    writeFileSync(req.out, `weights-${req.step}`);
+    if (req.master) writeFileSync(req.master, `master-${req.step}`);
+    return { kl: null, loss: 0.5, grad_norm: 0.5, clip_frac: 0, old_logprob_abs_diff: 1e-4 * req.step, split_half: { cosine_mean: 0.25 } };
+  };
+}
+
+describe("the training loop's signal options", () => {
+  it("drops groups without a correct-vs-wrong contrast and refills them, and logs where the advantage came from", async () => {
+    const runDir = join(fx.dir, "run-dynamic");
+    const requests: LearnerRequest[] = [];
+    const config = parseTrainConfig(
+      {
+        model,
+        runDir,
+        data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
+        steps: 2,
+        questionsPerStep: 2,
+        groupSize: 4,
+        maxTokens: 400,
+        klBeta: 0,
+        checkpointEvery: 1,
+        advantage: "none",
+        dynamicSampling: { on: "correctness", maxExtra: 2 },
+        reward: { preset: "reex-explore" },
+      },
+      "grpo",
+    );
+    await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner(requests), progress: null, log: () => undefined });
+    const rows = readMetrics(join(runDir, "metrics.jsonl"));
+    for (const r of rows) {
+      expect(r.groups).toBe(2);
+      expect(r.sampled_groups).toBeGreaterThan(2);
+      expect(r.informative_share).toBe(1);
+      expect(r.contrast_share).toBe(1);
+      expect(r.correctness_share).toBeGreaterThan(0.9);
+      expect(r.old_logprob_abs_diff).toBeCloseTo(1e-4 * r.step, 12);
+      expect(r.split_half_cosine).toBe(0.25);
+    }
+    const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+    expect(new Set(records.map((r) => r.question_id))).toEqual(new Set([1]));
+    // correctness-first (auto for reex-explore): right rollouts get signal 1 + shaping, wrong ones 0 + shaping, < 1
+    for (const r of records) expect(r.signal).toBeDefined();
+    const right = records.filter((r) => r.final_sql === GOLD);
+    const wrong = records.filter((r) => r.final_sql !== GOLD);
+    expect(Math.min(...right.map((r) => r.advantage))).toBeGreaterThan(Math.max(...wrong.map((r) => r.advantage)));
+    // the end of turn closes each answered rollout, in the loss, with no sampling log-prob
+    const eot = new ScriptedPolicy(() => "").tokenize("<|im_end|>");
+    for (const r of records) {
+      expect(r.tokens.slice(-eot.length)).toEqual(eot);
+      expect(r.mask.slice(-eot.length)).toEqual(eot.map(() => 1));
+      expect(r.old_logprobs!.slice(-eot.length)).toEqual(eot.map(() => null));
+    }
+    // float32 masters travel with the run and its checkpoints
+    expect(requests.every((r) => r.master === join(runDir, "master.pt"))).toBe(true);
+    expect(readFileSync(join(runDir, "checkpoints", "step-000002.master"), "utf8")).toBe("master-2");
+  });
+
+  it("screens the questions once with the start policy and trains only on those it sometimes solves", async () => {
+    const runDir = join(fx.dir, "run-curriculum");
+    const requests: LearnerRequest[] = [];
+    const config = parseTrainConfig(
+      {
+        model,
+        runDir,
+        data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
+        steps: 1,
+        questionsPerStep: 2,
+        groupSize: 2,
+        maxTokens: 400,
+        curriculum: { samples: 4 },
+        reward: { preset: "outcome" },
+      },
+      "grpo",
+    );
+    const lines: string[] = [];
+    await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner(requests), progress: null, log: (l) => lines.push(l) });
+    const screened = JSON.parse(readFileSync(join(runDir, "curriculum.json"), "utf8")) as { passRates: Record<string, number>; kept: number[] };
+    expect(screened.passRates).toEqual({ "1": 0.5, "2": 0, "3": 0 });
+    expect(screened.kept).toEqual([1]);
+    expect(lines.join("\n")).toContain("curriculum kept 1 of 3 questions");
+    const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+    expect(new Set(records.map((r) => r.question_id))).toEqual(new Set([1]));
+  });
+
+  it("refuses a curriculum that keeps no question", async () => {
+    const config = parseTrainConfig(
+      { model, runDir: join(fx.dir, "run-none"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, offset: 1 }, steps: 1, groupSize: 2, maxTokens: 400, curriculum: { samples: 2 } },
+      "grpo",
+    );
+    await expect(runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined })).rejects.toMatchObject({ code: "DATASET_INVALID" });
+  });
+
+  it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
+    const runs: number[][] = [];
+    for (const shuffle of [false, true]) {
+      const runDir = join(fx.dir, `run-shuffle-${shuffle}`);
+      const config = parseTrainConfig(
+        { model, runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 }, steps: 1, questionsPerStep: 2, groupSize: 4, maxTokens: 400, klBeta: 0, shuffleAdvantages: shuffle },
+        "grpo",
+      );
+      await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined });
+      runs.push((await readExperience(join(runDir, "experience", "step-000001.jsonl"))).map((r) => r.advantage));
+    }
+    const [real, shuffled] = runs as [number[], number[]];
+    expect([...shuffled].sort()).toEqual([...real].sort());
+    expect(shuffled).not.toEqual(real);
+  });
+
+  it("passes the recipe's learner options on the command line", () => {
+    const c = parseTrainConfig(
+      { model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot }, learner: { miniBatch: 16, warmupSteps: 10, splitHalf: 3 } },
+      "grpo",
+    );
+    const args = learnerArgs({ mode: "grpo", step: 1, model: "a.gguf", experience: "e.jsonl", out: "b.gguf", metricsFile: "m", logFile: "l", optimizerState: "o", master: "w.pt", config: c });
+    const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
+    expect(flag("--mini-batch")).toBe("16");
+    expect(flag("--warmup-steps")).toBe("10");
+    expect(flag("--split-half")).toBe("3");
+    expect(flag("--max-old-logprob-diff")).toBe("0.05");
+    expect(flag("--master")).toBe("w.pt");
+  });
+});
