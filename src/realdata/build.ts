@@ -160,7 +160,10 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
           ? buildWikiSql(outDir, seed, options, progress)
           : source === "advising"
             ? buildAdvising(options.dataDir ?? defaultDataDir(), seed, (dbId, bytes) => writeDb(outDir, dbId, bytes))
-            : buildSpider(options.dataDir ?? defaultDataDir(), seed, options.spiderDatabases, (dbId, bytes) => writeDb(outDir, dbId, bytes));
+            : buildSpider(options.dataDir ?? defaultDataDir(), seed, options.spiderDatabases, (dbId) => {
+                mkdirSync(join(outDir, "databases", dbId), { recursive: true });
+                return realDbPath(outDir, dbId);
+              });
       const items = built.items as RealItem[];
       for (const it of items) dbs.add(it.db_id);
       const splits: Partial<Record<RealSplit, RealItem[]>> = {};

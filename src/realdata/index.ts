@@ -26,6 +26,7 @@ export {
   fillText,
   parseWikiSql,
   quoteText,
+  sqlName,
   typedLiteral,
   wikiColumnName,
   wikiDatabase,
@@ -54,4 +55,4 @@ export {
   type AdvisingItem,
   type AdvisingSchema,
 } from "./advising.js";
-export { buildSpider } from "./spider.js";
+export { SPIDER_DEV_EVERY, SPIDER_HELD_OUT, buildSpider, inferForeignKeys, readSpiderSchemas, spiderSynthDb, type SpiderColumn, type SpiderItem, type SpiderSchema } from "./spider.js";

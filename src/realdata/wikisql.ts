@@ -81,14 +81,19 @@ const RESERVED = new Set(
  * non-alphanumerics as `_`; a name that starts with a digit or is an SQL keyword gets `col_`.
  */
 export function wikiColumnName(canonical: string): string {
-  let s = canonical
+  return sqlName(canonical, "col_");
+}
+
+/** A name SQLite reads unquoted: lower case, `#` → `num`, `%` → `pct`, other runs of non-alphanumerics → `_`; `prefix` before a leading digit or an SQL keyword. */
+export function sqlName(raw: string, prefix: string): string {
+  let s = raw
     .toLowerCase()
     .replace(/#/g, "_num_")
     .replace(/%/g, "_pct_")
     .replace(/[^a-z0-9]+/g, "_")
     .replace(/^_+|_+$/g, "");
-  if (s === "") s = "col";
-  if (/^\d/.test(s) || RESERVED.has(s)) s = `col_${s}`;
+  if (s === "") s = prefix.replace(/_$/, "");
+  if (/^\d/.test(s) || RESERVED.has(s)) s = `${prefix}${s}`;
   return s;
 }
 
@@ -143,7 +148,7 @@ export function wikiQuestions(entries: readonly RealEntry[]): { questions: WikiQ
   for (const e of entries) {
     for (const s of e.sentences) {
       const at = index++;
-      const parsed = parseWikiSql(e.sql[0] ?? "", s.variables);
+      const parsed = parseWikiSql(e.sql[0] ?? "", { ...sqlOnlyExamples(e), ...s.variables });
       if (typeof parsed === "string") {
         dropped[parsed] = (dropped[parsed] ?? 0) + 1;
         continue;
@@ -153,6 +158,13 @@ export function wikiQuestions(entries: readonly RealEntry[]): { questions: WikiQ
     }
   }
   return { questions, dropped, total: index };
+}
+
+/** Values of the entry's `sql-only` variables (absent from its question), from the entry's example: some sentences do not list them. */
+function sqlOnlyExamples(e: RealEntry): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of e.variables ?? []) if (v.location === "sql-only") out[v.name] = v.example;
+  return out;
 }
 
 /** `text` with each placeholder replaced by its value. */
@@ -181,7 +193,7 @@ export interface WikiPools {
   tablesOf: Map<string, string[]>;
   /** Table id → its headers. */
   columnsOf: Map<string, string[]>;
-  /** Headers by how many tables use them, most first. */
+  /** The 300 headers most tables use, most first: distractors when a table shares no header with another. */
   common: string[];
   /** Text values seen anywhere (at most 5,000), for headers with none of their own. */
   anyText: string[];
@@ -212,8 +224,8 @@ export function wikiPools(questions: readonly WikiQuestion[]): WikiPools {
     }
   }
   const common = [...counts.entries()]
-    .filter(([, n]) => n >= 20)
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, 300)
     .map(([c]) => c);
   return { values, tablesOf, columnsOf, common, anyText };
 }
@@ -273,7 +285,7 @@ export function buildWikiTable(tableId: string, questions: readonly WikiQuestion
     }
   };
   draw(candidates);
-  draw(pools.common.slice(0, 300));
+  draw(pools.common);
 
   const columns: WikiColumn[] = [];
   const used = new Set<string>();
@@ -283,7 +295,7 @@ export function buildWikiTable(tableId: string, questions: readonly WikiQuestion
     const compared = questions.some((q) => q.conds.some((c) => c.column === canonical && c.op !== "="));
     const numeric = isNumericColumn(canonical, own, aggs, compared, pools);
     const pool = pools.values.get(canonical)?.values ?? [];
-    const integer = numeric && [...own, ...pool.filter((v) => NUMBER.test(v))].every((v) => !v.includes("."));
+    const integer = numeric && (own.length > 0 ? own : pool.filter((v) => NUMBER.test(v))).every((v) => !v.includes("."));
     let name = wikiColumnName(canonical);
     for (let k = 2; used.has(name); k++) name = `${wikiColumnName(canonical)}_${k}`;
     used.add(name);
