@@ -16,6 +16,7 @@ import {
   readAdvisingEntries,
   readSpiderSchemas,
   realDbPath,
+  spiderSynthDb,
   wikiColumnName,
   wikiDatabase,
   wikiPools,
@@ -24,6 +25,7 @@ import {
   type RealItem,
 } from "../../src/realdata/index.js";
 import { closeDirectConnections, executeDirect } from "../../src/sql/index.js";
+import { buildQuestions, writeSynthDb } from "../../src/synth/index.js";
 
 const DATA = defaultDataDir();
 
@@ -139,6 +141,25 @@ describe("Spider's schemas", () => {
     const fks = inferForeignKeys(s).map((f) => `${f.table}.${f.column}->${f.parent}`);
     expect(fks).toContain("concert.stadium_id->stadium");
     expect(fks).toContain("singer_in_concert.singer_id->singer");
+  });
+});
+
+describe("template questions on a Spider schema", () => {
+  it("are generated on a database whose tables have no numeric measure (the templates that need one are skipped)", () => {
+    const schema = {
+      dbId: "tiny",
+      tables: new Map([
+        ["person", [{ name: "person_id", type: "number", pk: true }, { name: "name", type: "text", pk: false }, { name: "home_town", type: "text", pk: false }, { name: "is_active", type: "boolean", pk: false }]],
+      ]),
+    };
+    const { db } = spiderSynthDb(schema, "s");
+    expect(db.tables[0]!.columns.map((c) => c.template.kind)).toEqual(["label", "city", "bool"]);
+    const path = join(mkdtempSync(join(tmpdir(), "reex-spider-")), "tiny.sqlite");
+    writeSynthDb(db, path);
+    const qs = buildQuestions(db, path, "q", 12);
+    expect(qs.length).toBeGreaterThan(3);
+    for (const q of qs) expect(executeDirect(path, q.SQL).ok).toBe(true);
+    closeDirectConnections();
   });
 });
 
