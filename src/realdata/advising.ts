@@ -294,13 +294,13 @@ const NUMBER = /^-?\d+(\.\d+)?$/;
 /**
  * Advising's canonical SQL rewritten to SQLite: placeholders filled (a number bare, text quoted,
  * inside `LIKE "%…%"` too), double-quoted strings single-quoted, table and column names and aliases
- * lower case (`COURSEalias0.NUMBER` → `coursealias0.number`), MySQL's `COUNT(DISTINCT a, b)` as
- * `COUNT(DISTINCT a || ' ' || b)`, the trailing `;` dropped.
+ * lower case (`COURSEalias0.NUMBER` → `coursealias0.number`), MySQL's `COUNT(DISTINCT a, b, …)` as
+ * `COUNT(DISTINCT a || ' ' || b || …)`, the trailing `;` dropped.
  */
 export function advisingSql(sql: string, vars: Record<string, string>, tables: ReadonlySet<string>): string {
   const names = Object.keys(vars).sort((a, b) => b.length - a.length);
   const fill = (s: string): string => (names.length ? s.replace(new RegExp(`\\b(${names.join("|")})\\b`, "g"), (n) => vars[n]!) : s);
-  const mysql = sql.trim().replace(/\s*;\s*$/, "").replace(/COUNT\( DISTINCT ([\w.]+) , ([\w.]+) \)/g, "COUNT( DISTINCT $1 || ' ' || $2 )"); // MySQL's two-column COUNT(DISTINCT a, b)
+  const mysql = sql.trim().replace(/\s*;\s*$/, "").replace(/COUNT\( DISTINCT ([\w.]+(?: , [\w.]+)+) \)/g, (_, cols: string) => `COUNT( DISTINCT ${cols.split(" , ").join(" || ' ' || ")} )`); // MySQL's COUNT(DISTINCT a, b, …)
   const parts = mysql.split(/("(?:[^"\\]|\\.)*")/);
   return parts
     .map((part, i) => {

@@ -124,9 +124,12 @@ describe("Advising's SQL rewritten to SQLite", () => {
       "SELECT DISTINCT coursealias0.name, coursealias0.number FROM course AS coursealias0, program_course AS program_coursealias0 WHERE coursealias0.department = 'EECS' AND coursealias0.number = 281 AND program_coursealias0.category LIKE '%ULCS%' AND coursealias0.name LIKE '%Rock ''n'' Roll%'",
     );
   });
-  it("counts distinct pairs as SQLite can: MySQL's COUNT(DISTINCT a, b) becomes one concatenated argument", () => {
+  it("counts distinct tuples as SQLite can: MySQL's COUNT(DISTINCT a, b, …) becomes one concatenated argument", () => {
     const sql = "SELECT COUNT( DISTINCT COURSEalias1.DEPARTMENT , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 , COURSE AS COURSEalias1 ;";
     expect(advisingSql(sql, {}, new Set(["course"]))).toBe("SELECT COUNT(DISTINCT coursealias1.department || ' ' || coursealias0.number) FROM course AS coursealias0, course AS coursealias1");
+    expect(advisingSql("SELECT COUNT( DISTINCT COURSEalias0.DEPARTMENT , COURSEalias0.NAME , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 ;", {}, new Set(["course"]))).toBe(
+      "SELECT COUNT(DISTINCT coursealias0.department || ' ' || coursealias0.name || ' ' || coursealias0.number) FROM course AS coursealias0",
+    );
   });
 });
 
