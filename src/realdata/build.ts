@@ -4,7 +4,7 @@
  * the synthetic data's format (src/synth/traces.ts). Deterministic for a seed.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { join, posix } from "node:path";
 import type { BirdQuestion, Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
@@ -187,19 +187,21 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
     if (options.traces ?? true) {
       const started = performance.now();
       const train = all.filter((it) => it.split === "train");
-      const lines: string[] = [];
-      let schemaOf: { dbId: string; text: string } | undefined;
-      for (const item of train) {
-        const path = realDbPath(outDir, item.db_id);
-        if (schemaOf?.dbId !== item.db_id) schemaOf = { dbId: item.db_id, text: schemaText(path) };
-        for (const rec of buildTraces(item, path, schemaOf.text, `reex-real:${seed}:trace:${item.source}:${item.question_id}`)) {
-          lines.push(JSON.stringify(rec));
-          traceTokens += approxRecordTokens(rec);
+      const fd = openSync(tracesPath, "w");
+      try {
+        let schemaOf: { dbId: string; text: string } | undefined;
+        for (const item of train) {
+          const path = realDbPath(outDir, item.db_id);
+          if (schemaOf?.dbId !== item.db_id) schemaOf = { dbId: item.db_id, text: schemaText(path) };
+          const recs = buildTraces(item, path, schemaOf.text, `reex-real:${seed}:trace:${item.source}:${item.question_id}`);
+          writeSync(fd, recs.map((rec) => `${JSON.stringify(rec)}\n`).join(""));
+          for (const rec of recs) traceTokens += approxRecordTokens(rec);
+          traces += recs.length;
+          if (traces % 30000 === 0) progress(`traces: ${traces / 3}/${train.length} train items (${((performance.now() - started) / 1000).toFixed(0)} s)`);
         }
-        if (lines.length % 30000 === 0) progress(`traces: ${lines.length / 3}/${train.length} train items (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+      } finally {
+        closeSync(fd);
       }
-      traces = lines.length;
-      writeFileSync(tracesPath, lines.length ? `${lines.join("\n")}\n` : "");
       files[REAL_FILES.traces] = sha256(tracesPath);
       progress(`traces: ${traces} SFT records (~${traceTokens} tokens) in ${((performance.now() - started) / 1000).toFixed(0)} s`);
     } else {
