@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages reex's test suite uses, when missing (needs root, as in CI):
 # chromium (playground browser test), curl (CI smoke), cmake and g++ (llama-server for the remote
-# backend's end-to-end test), postgresql (the Postgres source's tests start a real server), and the
-# learner's PyTorch stack.
+# backend's end-to-end test), postgresql (the Postgres source's tests start a real server), bzip2
+# (reading data/text2sql/wikisql.json.bz2), and the learner's PyTorch stack.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
@@ -10,6 +10,7 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+command -v bzip2 >/dev/null 2>&1 || need+=(bzip2)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "install-system-deps: missing ${need[*]}; run as root or install them yourself" >&2

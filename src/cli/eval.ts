@@ -114,7 +114,7 @@ function pct(x: number): string {
 }
 
 function printSummary(runs: EvalRun[], rule: ExRule): void {
-  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax err".padStart(10), "exec err".padStart(8), "s/item".padStart(7), "gen tok".padStart(8)];
+  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax err".padStart(10), "exec err".padStart(8), "copy%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
   console.log(head.join(" "));
   for (const run of runs) {
     const s = run.summary;
@@ -129,12 +129,13 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
         pct(s.passK[rule]).padStart(7),
         pct(s.syntaxErrorRate).padStart(10),
         pct(s.executionErrorRate).padStart(8),
+        (s.copyRate === null ? "–" : pct(s.copyRate)).padStart(6),
         (s.latencyMs ? (s.latencyMs.mean / 1000).toFixed(2) : "–").padStart(7),
         (s.generatedTokensPerItem === null ? "–" : s.generatedTokensPerItem.toFixed(0)).padStart(8),
       ].join(" "),
     );
   }
-  console.log(`(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; voting / pass@k under the ${rule} rule)`);
+  console.log(`(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; copy%: share of the final SQL's table and column names that exist in the schema; voting / pass@k under the ${rule} rule)`);
 }
 
 /** Predictions lined up with the (limited) items; predictions past `--limit` are ignored. */

@@ -3,6 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
+import { checkIdentifiers, identifiersIn, type SchemaNames } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -39,6 +40,31 @@ export function compareResults(gold: ExecResult | undefined, pred: ExecResult | 
     spider: exSpider(pred.rows, gold.rows, { orderMatters }),
     refined: exRefined(pred.rows, gold.rows),
   };
+}
+
+/** How far a predicted SQL copies its names from the schema: table and column identifiers it uses, and how many of them the schema has. */
+export interface CopyCount {
+  /** Distinct table and column identifiers (case-insensitive), aliases the query defines left out. */
+  identifiers: number;
+  /** Of those, the ones that name a table or column of the schema. */
+  inSchema: number;
+  /** The others, as written. */
+  invented: string[];
+}
+
+const ALIAS_AFTER = /\b(?:FROM|JOIN)\s+("[^"]+"|[\w$]+)\s+(?:AS\s+)?([\w$]+)/gi;
+
+/**
+ * Counts the table and column identifiers of `sql` and those the schema has; pure. Aliases are not
+ * identifiers: the query's own (`AS x`, `FROM t x`), including one that follows an invented table.
+ */
+export function copyCount(sql: string, schema: SchemaNames): CopyCount {
+  const names = new Set(schema.tables.flatMap((t) => [t.name.toLowerCase(), ...t.columns.map((c) => c.toLowerCase())]));
+  const aliases = new Set<string>();
+  for (const m of sql.matchAll(ALIAS_AFTER)) aliases.add(m[2]!.toLowerCase());
+  const invented = checkIdentifiers(sql, schema).filter((n) => !aliases.has(n.toLowerCase()) || names.has(n.toLowerCase()));
+  const inSchema = new Set(identifiersIn(sql).filter((n) => names.has(n))).size;
+  return { identifiers: inSchema + invented.length, inSchema, invented };
 }
 
 /** One candidate as the scorer sees it: its SQL, its evaluation-time execution, and what the decoder said of it. */
@@ -85,6 +111,8 @@ export interface ScoreInput {
   latencyMs: number | null;
   tokens: { generated: number; evaluated: number } | null;
   decodeError?: { code: string; message: string };
+  /** The database's names, for {@link CopyCount}; left out, the item has no copy count. */
+  schema?: SchemaNames;
 }
 
 /** One question's scored record. */
@@ -114,6 +142,8 @@ export interface ItemScore {
   errorMessage?: string;
   /** A compared result hit the row cap, so EX was judged on a prefix. */
   truncated?: boolean;
+  /** Names of the final SQL against the schema; absent without a final SQL or a schema. */
+  copy?: CopyCount;
   candidates: CandidateScore[];
   interactions: number | null;
   latencyMs: number | null;
@@ -172,6 +202,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
         ? { errorMessage: finalResult.error.message }
         : {}),
     ...(truncated ? { truncated: true } : {}),
+    ...(input.schema && input.final.sql && input.final.sql.trim() !== "" ? { copy: copyCount(input.final.sql, input.schema) } : {}),
     candidates,
     interactions: input.interactions,
     latencyMs: input.latencyMs,
@@ -213,6 +244,10 @@ export interface Metrics {
   truncated: number;
   /** Mean probe rounds of the winning trajectory; null when not measured. */
   avgInteractions: number | null;
+  /** Copy rate: share of the final SQL's table and column identifiers that exist in the schema, over all items' identifiers; null when none was counted. */
+  copyRate: number | null;
+  /** Items whose final SQL was counted for the copy rate. */
+  copyItems: number;
   latencyMs: LatencyStats | null;
   generatedTokensPerItem: number | null;
   evaluatedTokensPerItem: number | null;
@@ -240,6 +275,13 @@ function percentile(sorted: readonly number[], q: number): number {
   return sorted[rank - 1]!;
 }
 
+function copyRate(items: readonly ItemScore[]): Pick<Metrics, "copyRate" | "copyItems"> {
+  const counted = items.filter((i) => i.copy);
+  const total = counted.reduce((s, i) => s + i.copy!.identifiers, 0);
+  const inSchema = counted.reduce((s, i) => s + i.copy!.inSchema, 0);
+  return { copyRate: total === 0 ? null : inSchema / total, copyItems: counted.length };
+}
+
 /** Aggregates item scores into {@link Metrics}; pure. */
 export function aggregate(items: readonly ItemScore[]): Metrics {
   const n = items.length;
@@ -261,6 +303,7 @@ export function aggregate(items: readonly ItemScore[]): Metrics {
     goldErrors: items.filter((i) => i.goldError).length,
     truncated: items.filter((i) => i.truncated).length,
     avgInteractions: mean(items.map((i) => i.interactions)),
+    ...copyRate(items),
     latencyMs:
       latencies.length === 0
         ? null

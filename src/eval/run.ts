@@ -6,7 +6,8 @@
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import type { Answer, AnswerRequest, DecodeContext, Strategy } from "../decoding/index.js";
-import type { ExecResult, ExecSuccess, Executor, SqlValue } from "../sql/index.js";
+import type { SchemaNames } from "../agent/index.js";
+import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type Summary } from "./metrics.js";
 
@@ -266,11 +267,31 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
   };
 }
 
+const namesCache = new Map<string, SchemaNames | null>();
+
+/** A database's table and column names for the copy rate; undefined when the file cannot be read. */
+function schemaNamesOf(dbPath: string): SchemaNames | undefined {
+  let names = namesCache.get(dbPath);
+  if (names === undefined) {
+    try {
+      const schema = loadSchema(dbPath, { examples: 0 });
+      names = { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) };
+    } catch {
+      names = null;
+    }
+    if (namesCache.size > 4096) namesCache.clear();
+    namesCache.set(dbPath, names);
+  }
+  return names ?? undefined;
+}
+
 function base(item: EvalItem): Pick<
   Parameters<typeof scoreItem>[0],
-  "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql"
+  "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql" | "schema"
 > {
+  const schema = schemaNamesOf(item.dbPath);
   return {
+    ...(schema ? { schema } : {}),
     index: item.index,
     questionId: item.questionId,
     dbId: item.dbId,

@@ -9,6 +9,8 @@ export {
   COUNTRIES,
   DEFAULT_DEV_DOMAINS,
   DOMAINS,
+  FIRST_NAMES,
+  LAST_NAMES,
   LOOKALIKE_DOMAINS,
   domainByName,
   type CategoryValue,
@@ -61,6 +63,7 @@ export {
   traceProbes,
   type SftRecord,
   type SynthItem,
+  type TraceItem,
 } from "./traces.js";
 export {
   SYNTH_FILES,

@@ -440,7 +440,8 @@ export class QuestionBuilder {
         };
       }
       case "agg": {
-        const t = rng.pick(tables.filter((x) => this.measures(x).length > 0).concat([]));
+        const measured = tables.filter((x) => this.measures(x).length > 0);
+        const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
         if (!t) return null;
         const m = this.measure(t);
         if (!m) return null;
@@ -606,7 +607,8 @@ export class QuestionBuilder {
         };
       }
       case "above_avg": {
-        const t = rng.pick(tables.filter((x) => this.measures(x).length > 0).concat([]));
+        const measured = tables.filter((x) => this.measures(x).length > 0);
+        const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
         if (!t) return null;
         const m = this.measure(t)!;
         const f = this.randomCond(t, m.col);

@@ -30,6 +30,9 @@ export interface SynthItem extends SynthQuestion {
   question_id: number;
 }
 
+/** What a trace needs of an item: synthetic items and real questions made executable (src/realdata) both fit. */
+export type TraceItem = Pick<SynthItem, "db_id" | "question_id" | "question" | "evidence" | "SQL" | "lookups" | "tables" | "goal">;
+
 /** One SFT record: the chat prompt of a family and the response to learn. */
 export interface SftRecord {
   db_id: string;
@@ -306,12 +309,12 @@ function summary(result: ExecResult): string {
   return `${n} row${n === 1 ? "" : "s"}`;
 }
 
-function plan(item: SynthQuestion): string {
+function plan(item: Pick<TraceItem, "goal" | "tables">): string {
   return `Goal: ${item.goal}. Tables: ${item.tables.join(", ")}.`;
 }
 
 /** The probes an execution-aware trace runs for an item (at most {@link MAX_TRACE_PROBES}); `checkRun` adds a run of the gold query when budget remains. */
-export function traceProbes(item: SynthQuestion, dbPath: string, checkRun: boolean): { probes: Probe[]; unprobed: Lookup[] } {
+export function traceProbes(item: Pick<TraceItem, "lookups" | "SQL">, dbPath: string, checkRun: boolean): { probes: Probe[]; unprobed: Lookup[] } {
   const lookups = uniqueLookups(item.lookups);
   const probes: Probe[] = [];
   const unprobed: Lookup[] = [];
@@ -338,7 +341,7 @@ export function traceProbes(item: SynthQuestion, dbPath: string, checkRun: boole
  * {@link RECOVERY_SHARE} of traces one probe is first written with a misnamed column and corrected
  * after its error.
  */
-export function executionAwareResponse(item: SynthQuestion, dbPath: string, rng: Rng): string {
+export function executionAwareResponse(item: TraceItem, dbPath: string, rng: Rng): string {
   const lookups = uniqueLookups(item.lookups);
   const { probes, unprobed } = traceProbes(item, dbPath, rng.chance(CHECK_RUN_SHARE));
   if (probes.length > 0 && rng.chance(RECOVERY_SHARE)) {
@@ -358,18 +361,18 @@ export function executionAwareResponse(item: SynthQuestion, dbPath: string, rng:
 }
 
 /** The standard-reasoning response: one think with the plan and the stored forms, then the final SQL. */
-export function standardResponse(item: SynthQuestion): string {
+export function standardResponse(item: Pick<TraceItem, "lookups" | "SQL" | "goal" | "tables">): string {
   const maps = uniqueLookups(item.lookups).map(mappingText);
   return `<think>${[plan(item), ...maps].join(" ")}</think>\n<final_sql>${item.SQL}</final_sql>`;
 }
 
 /** The direct response: the final SQL only. */
-export function directResponse(item: SynthQuestion): string {
+export function directResponse(item: Pick<TraceItem, "SQL">): string {
   return `<final_sql>${item.SQL}</final_sql>`;
 }
 
 /** The three SFT records of one item (execution-aware, standard, direct); throws if one fails `formatCheck`. */
-export function buildTraces(item: SynthItem, dbPath: string, schema: string, seed: string): SftRecord[] {
+export function buildTraces(item: TraceItem, dbPath: string, schema: string, seed: string): SftRecord[] {
   const rng = new Rng(seed);
   const responses: Record<PromptFamily, string> = {
     "execution-aware": executionAwareResponse(item, dbPath, rng),

@@ -1,0 +1,263 @@
+import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatCheck } from "../../src/agent/index.js";
+import {
+  advisingSql,
+  buildWikiTable,
+  checkWikiTable,
+  defaultDataDir,
+  generateRealData,
+  inferForeignKeys,
+  parseWikiSql,
+  readAdvisingEntries,
+  readSpiderSchemas,
+  realDbPath,
+  spiderSynthDb,
+  wikiColumnName,
+  wikiDatabase,
+  wikiPools,
+  wikiQuestions,
+  type RealEntry,
+  type RealItem,
+} from "../../src/realdata/index.js";
+import { closeDirectConnections, executeDirect } from "../../src/sql/index.js";
+import { buildQuestions, writeSynthDb } from "../../src/synth/index.js";
+
+const DATA = defaultDataDir();
+
+/** WikiSQL-format entries as the shipped file has them (canonical SQL, placeholders, one table id per sentence). */
+const WIKI: RealEntry[] = [
+  {
+    sql: ['SELECT TABLEalias0.NOTES_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.CURRENT_SLOGAN_FIELD = "var0" ;'],
+    sentences: [{ original: "Tell me what the notes are for South Australia ", text: "Tell me what the notes are for South Australia", "question-split": "train", "table-id": "1-100-1", variables: { var0: "SOUTH AUSTRALIA" } }],
+  },
+  {
+    sql: ["SELECT MAX TABLEalias0.CHAPTERS_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.COLLEGE/JUNIOR/CLUB_TEAM_FIELD = var0 AND TABLEalias0.2ND_FIELD > var1 ;"],
+    sentences: [
+      { original: "Most chapters for Fraternity with a 2nd above 3?", text: "x", "question-split": "train", "table-id": "1-100-1", variables: { var0: "Fraternity", var1: "3" } },
+      { original: "Most chapters for Sorority with a 2nd above 10.5?", text: "x", "question-split": "test", "table-id": "1-200-1", variables: { var0: "Sorority", var1: "10.5" } },
+    ],
+  },
+  {
+    sql: ["SELECT COUNT NO._FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.YEAR_FIELD < var0 AND TABLEalias0.FROM_FIELD = var1 ;"],
+    sentences: [{ original: "How many numbers before 1990 from Leeds?", text: "x", "question-split": "dev", "table-id": "1-300-1", variables: { var0: "1990" } }],
+    variables: [
+      { name: "var0", example: "1990", type: "unknown", location: "both" },
+      { name: "var1", example: "Leeds", type: "unknown", location: "sql-only" },
+    ],
+  },
+  {
+    sql: ['SELECT TABLEalias0.X_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.Y_FIELD = var0 = "var1" ;'],
+    sentences: [{ original: "broken", text: "broken", "question-split": "train", "table-id": "1-300-1", variables: { var0: "1", var1: "2" } }],
+  },
+];
+
+describe("WikiSQL's SQL rewritten to SQLite", () => {
+  it("names columns from the headers in snake case, quoting none: leading digits and keywords get col_", () => {
+    expect(wikiColumnName("COLLEGE/JUNIOR/CLUB_TEAM")).toBe("college_junior_club_team");
+    expect(wikiColumnName("FLEET_SERIES_(QUANTITY)")).toBe("fleet_series_quantity");
+    expect(wikiColumnName("2ND")).toBe("col_2nd");
+    expect(wikiColumnName("NO.")).toBe("col_no");
+    expect(wikiColumnName("FROM")).toBe("col_from");
+    expect(wikiColumnName("#")).toBe("num");
+    expect(wikiColumnName("WIN_%")).toBe("win_pct");
+  });
+
+  it("parses aggregates without parentheses, columns without the alias and placeholders quoted or bare", () => {
+    expect(parseWikiSql(WIKI[1]!.sql[0]!, { var0: "Fraternity", var1: "3" })).toEqual({
+      agg: "MAX",
+      select: "CHAPTERS",
+      conds: [
+        { column: "COLLEGE/JUNIOR/CLUB_TEAM", op: "=", value: "Fraternity" },
+        { column: "2ND", op: ">", value: "3" },
+      ],
+    });
+    expect(parseWikiSql(WIKI[2]!.sql[0]!, { var0: "1990" })).toBe("missing-value");
+    expect(parseWikiSql(WIKI[3]!.sql[0]!, { var0: "1", var1: "2" })).toBe("unparsed-sql");
+  });
+
+  it("keeps every question whose SQL parses, fills sql-only values from the entry, and counts the rest by reason", () => {
+    const { questions, dropped, total } = wikiQuestions(WIKI);
+    expect(total).toBe(5);
+    expect(questions).toHaveLength(4);
+    expect(dropped).toEqual({ "unparsed-sql": 1 });
+    expect(questions[0]!.question).toBe("Tell me what the notes are for South Australia");
+    expect(questions[3]!.conds[1]).toEqual({ column: "FROM", op: "=", value: "Leeds" });
+    expect(questions.map((q) => q.split)).toEqual(["train", "train", "test", "dev"]);
+  });
+
+  it("builds a typed table with distractor columns on which every gold query runs and returns rows, the same for the same seed", () => {
+    const { questions } = wikiQuestions(WIKI);
+    const pools = wikiPools(questions);
+    for (const id of ["1-100-1", "1-200-1", "1-300-1"]) {
+      const qs = questions.filter((q) => q.tableId === id);
+      const table = buildWikiTable(id, qs, pools, "seed");
+      expect(table.columns.filter((c) => c.distractor).length).toBeGreaterThanOrEqual(2);
+      const db = wikiDatabase(table);
+      const { items, dropped } = checkWikiTable(db, table);
+      expect(dropped).toEqual({});
+      expect(items).toHaveLength(qs.length);
+      for (const it of items) expect((db.prepare(it.SQL).raw(true).all() as unknown[][]).length).toBeGreaterThan(0);
+      const again = wikiDatabase(buildWikiTable(id, qs, pools, "seed"));
+      expect(Buffer.compare(db.serialize(), again.serialize())).toBe(0);
+      db.close();
+      again.close();
+    }
+    const t = buildWikiTable("1-100-1", questions.filter((q) => q.tableId === "1-100-1"), pools, "seed");
+    const types = Object.fromEntries(t.columns.map((c) => [c.name, c.type]));
+    expect(types).toMatchObject({ chapters: "INTEGER", col_2nd: "INTEGER", college_junior_club_team: "TEXT", notes: "TEXT" });
+    const sqls = checkWikiTable(wikiDatabase(t), t).items.map((i) => i.SQL);
+    expect(sqls).toContain(`SELECT MAX(chapters) FROM table_1_100_1 WHERE college_junior_club_team = 'Fraternity' AND col_2nd > 3`);
+    expect(sqls).toContain(`SELECT notes FROM table_1_100_1 WHERE current_slogan = 'SOUTH AUSTRALIA'`);
+  });
+});
+
+describe("Advising's SQL rewritten to SQLite", () => {
+  it("fills placeholders (bare numbers, quoted text, inside LIKE), single-quotes strings and lower-cases names", () => {
+    const sql =
+      'SELECT DISTINCT COURSEalias0.NAME , COURSEalias0.NUMBER FROM COURSE AS COURSEalias0 , PROGRAM_COURSE AS PROGRAM_COURSEalias0 WHERE COURSEalias0.DEPARTMENT = "department0" AND COURSEalias0.NUMBER = number0 AND PROGRAM_COURSEalias0.CATEGORY LIKE "%requirement0%" AND COURSEalias0.NAME LIKE "%topic0%" ;';
+    expect(advisingSql(sql, { department0: "EECS", number0: "281", requirement0: "ULCS", topic0: "Rock 'n' Roll" }, new Set(["course", "program_course"]))).toBe(
+      "SELECT DISTINCT coursealias0.name, coursealias0.number FROM course AS coursealias0, program_course AS program_coursealias0 WHERE coursealias0.department = 'EECS' AND coursealias0.number = 281 AND program_coursealias0.category LIKE '%ULCS%' AND coursealias0.name LIKE '%Rock ''n'' Roll%'",
+    );
+  });
+  it("counts distinct tuples as SQLite can: MySQL's COUNT(DISTINCT a, b, …) becomes one concatenated argument", () => {
+    const sql = "SELECT COUNT( DISTINCT COURSEalias1.DEPARTMENT , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 , COURSE AS COURSEalias1 ;";
+    expect(advisingSql(sql, {}, new Set(["course"]))).toBe("SELECT COUNT(DISTINCT coursealias1.department || ' ' || coursealias0.number) FROM course AS coursealias0, course AS coursealias1");
+    expect(advisingSql("SELECT COUNT( DISTINCT COURSEalias0.DEPARTMENT , COURSEalias0.NAME , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 ;", {}, new Set(["course"]))).toBe(
+      "SELECT COUNT(DISTINCT coursealias0.department || ' ' || coursealias0.name || ' ' || coursealias0.number) FROM course AS coursealias0",
+    );
+  });
+});
+
+describe("Spider's schemas", () => {
+  it("ship 164 databases and neither held-out one (geo, restaurants)", () => {
+    const schemas = readSpiderSchemas(DATA);
+    expect(schemas).toHaveLength(164);
+    const ids = schemas.map((s) => s.dbId);
+    expect(ids).not.toContain("geo");
+    expect(ids).not.toContain("restaurants");
+    expect(readFileSync(join(DATA, "spider-schema.csv"), "utf8")).not.toMatch(/^(geo|restaurants),/im);
+  });
+
+  it("get foreign keys from names: a column named like another table's single key references it", () => {
+    const s = readSpiderSchemas(DATA).find((x) => x.dbId === "concert_singer")!;
+    const fks = inferForeignKeys(s).map((f) => `${f.table}.${f.column}->${f.parent}`);
+    expect(fks).toContain("concert.stadium_id->stadium");
+    expect(fks).toContain("singer_in_concert.singer_id->singer");
+  });
+});
+
+describe("template questions on a Spider schema", () => {
+  it("are generated on a database whose tables have no numeric measure (the templates that need one are skipped)", () => {
+    const schema = {
+      dbId: "tiny",
+      tables: new Map([
+        ["person", [{ name: "person_id", type: "number", pk: true }, { name: "name", type: "text", pk: false }, { name: "home_town", type: "text", pk: false }, { name: "is_active", type: "boolean", pk: false }]],
+      ]),
+    };
+    const { db } = spiderSynthDb(schema, "s");
+    expect(db.tables[0]!.columns.map((c) => c.template.kind)).toEqual(["label", "city", "bool"]);
+    const path = join(mkdtempSync(join(tmpdir(), "reex-spider-")), "tiny.sqlite");
+    writeSynthDb(db, path);
+    const qs = buildQuestions(db, path, "q", 12);
+    expect(qs.length).toBeGreaterThan(3);
+    for (const q of qs) expect(executeDirect(path, q.SQL).ok).toBe(true);
+    closeDirectConnections();
+  });
+});
+
+describe("the shipped data", () => {
+  it("is in the repository with its licences and attribution", () => {
+    for (const f of ["wikisql.json.bz2", "wikisql-LICENSE.txt", "advising.json", "advising-schema.csv", "advising-LICENSE.txt", "spider-schema.csv", "spider-LICENSE.txt", "README.md"]) {
+      expect(existsSync(join(DATA, f)), f).toBe(true);
+    }
+    const readme = readFileSync(join(DATA, "README.md"), "utf8");
+    for (const cite of ["Zhong", "Finegan-Dollak", "Yu", "2017", "2018"]) expect(readme).toContain(cite);
+  });
+});
+
+/** A small data folder: the WikiSQL entries above, Advising's first entries and two Spider schemas. */
+function smallDataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "reex-realdata-src-"));
+  writeFileSync(join(dir, "wikisql.json"), JSON.stringify(WIKI));
+  execFileSync("bzip2", [join(dir, "wikisql.json")]);
+  writeFileSync(join(dir, "advising.json"), JSON.stringify(readAdvisingEntries(DATA).slice(0, 12)));
+  for (const f of ["advising-schema.csv"]) copyFileSync(join(DATA, f), join(dir, f));
+  const lines = readFileSync(join(DATA, "spider-schema.csv"), "utf8").split("\n");
+  writeFileSync(join(dir, "spider-schema.csv"), [lines[0], ...lines.filter((l) => /^(concert_singer|pets_1),/.test(l))].join("\n"));
+  return dir;
+}
+
+describe("generateRealData", () => {
+  let src: string;
+  let out: string;
+  let items: RealItem[];
+  let manifest: ReturnType<typeof generateRealData>["manifest"];
+  beforeAll(() => {
+    src = smallDataDir();
+    out = mkdtempSync(join(tmpdir(), "reex-realdata-"));
+    ({ items, manifest } = generateRealData(out, { dataDir: src, seed: 3 }));
+  }, 120_000);
+  afterAll(() => closeDirectConnections());
+
+  it("writes databases on which every kept question runs and returns rows, in split files", () => {
+    expect(manifest.sources.wikisql).toMatchObject({ questions: 5, kept: 4, dropped: { "unparsed-sql": 1 }, databases: 3, splits: { train: 2, test: 1, dev: 1 } });
+    expect(manifest.sources.advising!.kept).toBeGreaterThan(0);
+    expect(manifest.sources.spider!.databases).toBe(2);
+    expect(manifest.sources.spider!.kept).toBeGreaterThan(5);
+    for (const [source, s] of Object.entries(manifest.sources)) {
+      for (const [split, n] of Object.entries(s.splits)) {
+        const file = JSON.parse(readFileSync(join(out, `${source}_${split}.json`), "utf8")) as { db_id: string; SQL: string; question_id: number }[];
+        expect(file).toHaveLength(n);
+        expect(file.map((q) => q.question_id)).toEqual(file.map((_, i) => i));
+        for (const q of file) {
+          const r = executeDirect(realDbPath(out, q.db_id), q.SQL);
+          expect(r.ok && r.rows.length > 0, `${q.db_id}: ${q.SQL}`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it("keeps the Advising database's foreign keys consistent", () => {
+    const db = new Database(realDbPath(out, "advising"), { readonly: true });
+    expect(db.pragma("foreign_key_check")).toEqual([]);
+    expect((db.prepare("SELECT COUNT(*) AS n FROM course").get() as { n: number }).n).toBeGreaterThan(100);
+    db.close();
+    for (const id of ["spider_concert_singer", "spider_pets_1"]) {
+      const s = new Database(realDbPath(out, id), { readonly: true });
+      expect(s.pragma("foreign_key_check")).toEqual([]);
+      s.close();
+    }
+  });
+
+  it("writes three well-formed traces per train item and none for dev or test items", () => {
+    const lines = readFileSync(join(out, "train_sft.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { db_id: string; family: "execution-aware" | "standard" | "direct"; messages: { content: string }[]; response: string });
+    const train = items.filter((i) => i.split === "train");
+    expect(lines).toHaveLength(3 * train.length);
+    expect(manifest.traces).toBe(lines.length);
+    for (const l of lines) expect(formatCheck(l.response, l.family).ok).toBe(true);
+    const trainQuestions = new Set(train.map((i) => i.question));
+    const held = items.filter((i) => i.split !== "train" && !trainQuestions.has(i.question)).map((i) => i.question);
+    expect(held.length).toBeGreaterThan(0);
+    for (const l of lines) for (const q of held) expect(l.messages[1]!.content).not.toContain(q);
+    const probe = lines.find((l) => l.db_id.startsWith("wikisql_") && l.family === "execution-aware")!;
+    expect(probe.response).toMatch(/<intermediate_sql>[^]*<\/intermediate_sql><result>/);
+  });
+
+  it("gives the same files for the same seed", () => {
+    const again = mkdtempSync(join(tmpdir(), "reex-realdata-"));
+    const second = generateRealData(again, { dataDir: src, seed: 3 }).manifest;
+    expect(second.files).toEqual(manifest.files);
+    for (const it of items.slice(0, 5)) expect(readFileSync(realDbPath(again, it.db_id))).toEqual(readFileSync(realDbPath(out, it.db_id)));
+  }, 120_000);
+
+  it("refuses a data folder without the files, with a typed error", () => {
+    const empty = mkdtempSync(join(tmpdir(), "reex-realdata-none-"));
+    mkdirSync(join(empty, "x"), { recursive: true });
+    expect(() => generateRealData(join(empty, "out"), { dataDir: empty, sources: ["advising"] })).toThrow(expect.objectContaining({ code: "DATASET_INVALID" }));
+  });
+});
