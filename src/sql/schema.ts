@@ -91,6 +91,8 @@ export function loadSchema(dbPath: string, options: SchemaOptions = {}): Databas
 
 /** The cached schema of `dbPath` (default options) for its current contents, if there is one; never reads the file's tables. */
 export function cachedSchema(dbPath: string): DatabaseSchema | undefined {
+  const introspected = externalSchema(dbPath);
+  if (introspected) return introspected;
   const fp = fingerprintDatabase(dbPath);
   return cache.get(JSON.stringify([fp.path, fp.mtimeMs, fp.size, 3, 40]));
 }
