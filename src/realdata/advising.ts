@@ -8,7 +8,7 @@ import Database from "better-sqlite3";
 import { Rng, type Difficulty } from "../examples/index.js";
 import { FIRST_NAMES, LAST_NAMES, type Lookup } from "../synth/index.js";
 import { fillText, quoteText } from "./wikisql.js";
-import { readAdvisingEntries, readSchemaCsv, type RealEntry, type RealSplit } from "./source.js";
+import { readAdvisingEntries, readSchemaCsv, type RealEntry, type RealItem } from "./source.js";
 
 /** The Advising database's id. */
 export const ADVISING_DB_ID = "advising";
@@ -332,15 +332,7 @@ export function detokenize(text: string): string {
 }
 
 /** An Advising question that runs and returns rows. */
-export interface AdvisingItem {
-  db_id: string;
-  split: RealSplit;
-  question: string;
-  SQL: string;
-  difficulty: Difficulty;
-  lookups: Lookup[];
-  tables: string[];
-  goal: string;
+export interface AdvisingItem extends RealItem {
   evidence: string;
   question_id: number;
   source: "advising";

@@ -7,9 +7,23 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ReexError } from "../errors/index.js";
+import type { Difficulty } from "../examples/index.js";
+import type { Lookup } from "../synth/index.js";
 
 /** A question's split as the data set gives it; Advising also has `exclude`. */
 export type RealSplit = "train" | "dev" | "test" | "exclude";
+
+/** A real question whose rewritten SQL runs on its rebuilt database and returns rows. */
+export interface RealItem {
+  db_id: string;
+  split: RealSplit;
+  question: string;
+  SQL: string;
+  difficulty: Difficulty;
+  lookups: Lookup[];
+  tables: string[];
+  goal: string;
+}
 
 /** One sentence of an entry. */
 export interface RealSentence {

@@ -5,9 +5,9 @@
  * SQLite. Seeded: the same seed gives the same tables, rows and SQL.
  */
 import Database from "better-sqlite3";
-import { Rng, type Difficulty } from "../examples/index.js";
+import { Rng } from "../examples/index.js";
 import type { Lookup } from "../synth/index.js";
-import type { RealEntry, RealSplit } from "./source.js";
+import type { RealEntry, RealItem, RealSplit } from "./source.js";
 
 /** A WikiSQL aggregate, or "" for a plain column. */
 export type WikiAgg = "" | "COUNT" | "MAX" | "MIN" | "SUM" | "AVG";
@@ -55,16 +55,7 @@ export interface WikiTable {
 }
 
 /** A WikiSQL question that runs on its rebuilt table and returns rows. */
-export interface WikiItem {
-  db_id: string;
-  split: RealSplit;
-  question: string;
-  SQL: string;
-  difficulty: Difficulty;
-  lookups: Lookup[];
-  tables: string[];
-  goal: string;
-}
+export type WikiItem = RealItem;
 
 const AGGS = new Set(["COUNT", "MAX", "MIN", "SUM", "AVG"]);
 const NUMBER = /^-?\d+(\.\d+)?$/;
