@@ -32,6 +32,3 @@ export function openTag(name: string): string {
 export function closeTag(name: string): string {
   return `</${name}>`;
 }
-
-/** Every tag any built-in protocol uses; feedback text is defused against all of them. */
-export const KNOWN_TAGS: readonly string[] = ["think", "intermediate_sql", "result", "final_sql", "reasoning", "answer", "sql", "observation", "solution"];
