@@ -16,7 +16,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, link, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { familyFor, reexProfile, resolveProfile, type ModelProfile } from "../agent/index.js";
+import { familyFor, reexProfile, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { createDecoder, createPromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
@@ -590,7 +590,7 @@ async function grpoExperience(
   step: number,
   config: TrainConfig,
   questions: readonly TrainingQuestion[],
-  sampleGroup: (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>,
+  sampleGroup: GroupSampler,
   rule: "correctness-first" | "as-is",
   endOfTurn: number[],
   tick: () => void,
@@ -696,6 +696,75 @@ function stepRow(step: number, mode: TrainMode, seconds: number, ex: number | nu
   };
 }
 
+/** Samples one question's group of rollouts. */
+type GroupSampler = (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>;
+
+/** The rollout-group settings the training config fixes for every group of the run. */
+function groupSettings(config: TrainConfig, family: PromptFamily, reward: ReturnType<typeof resolveRewardSpec>, signal: AbortSignal | undefined) {
+  return {
+    temperature: config.temperature,
+    maxInteractions: config.maxInteractions,
+    maxTokens: config.maxTokens,
+    family,
+    feedback: config.feedback,
+    feedbackRows: config.feedbackRows,
+    schemaHints: config.schemaHints,
+    concurrency: config.rolloutConcurrency,
+    reward,
+    ...(signal ? { signal } : {}),
+  };
+}
+
+/** Held-out evaluation during a run. */
+interface HeldoutEvaluator {
+  /** Held-out EX at a step (null without `eval`), its run written to eval/step-N.json. */
+  evaluate(step: number): Promise<number | null>;
+  /** Closes the decoder, if one was made. */
+  close(): void;
+}
+
+/** Evaluates the held-out set with the run's policy through src/eval's runEval; the decoder is made on first use, gold results cached across steps. */
+function heldoutEvaluator(
+  config: TrainConfig,
+  heldout: TrainingData["heldout"],
+  deps: { policy: Policy; executor: Executor; indexDir: string; profile: string; family: PromptFamily; signal: AbortSignal | undefined },
+): HeldoutEvaluator {
+  const evalGold = new Map<number, ExecResult>();
+  let decoder: ReturnType<typeof createDecoder> | undefined;
+  const { signal } = deps;
+  return {
+    async evaluate(step) {
+      if (!heldout || !config.eval) return null;
+      decoder ??= createDecoder({
+        policy: deps.policy,
+        executor: deps.executor,
+        indexDir: deps.indexDir,
+        profile: deps.profile,
+        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: deps.family, feedback: config.feedback, feedbackRows: config.feedbackRows },
+      });
+      const run = await runEval({
+        items: heldout.items,
+        decode: decoder,
+        executor: deps.executor,
+        strategy: config.eval.strategy,
+        ...(config.eval.candidates !== undefined ? { candidates: config.eval.candidates } : {}),
+        goldResults: evalGold,
+        ...(signal ? { signal } : {}),
+        label: `step ${step}`,
+      });
+      await writeFile(join(config.runDir, "eval", `step-${stepLabel(step)}.json`), `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`);
+      return run.summary.ex[heldout.layout === "spider" ? "spider" : "bird"];
+    },
+    close: () => decoder?.close(),
+  };
+}
+
+/** The log line of a finished step (without a progress bar). */
+function stepLine(row: MetricsRow, steps: number, ex: number | null): string {
+  const f = (x: number | null, d = 3): string => (x === null ? "–" : x.toFixed(d));
+  return `reex train: step ${row.step}/${steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`;
+}
+
 /** Runs (or resumes) a training run to `config.steps`; see the module comment for the run folder. */
 export async function runTraining(config: TrainConfig, options: TrainOptions): Promise<TrainResult> {
   const mode = options.mode;
@@ -719,7 +788,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const indexDir = join(runDir, "indexes");
   const prompts = createPromptBuilder({ indexDir });
   let policy: Policy | undefined;
-  let decoder: ReturnType<typeof createDecoder> | undefined;
+  let evaluator: HeldoutEvaluator | undefined;
   let model = checkpoint?.model ?? config.model;
   const reportInfo = reportInfoOf(config, mode, spec, rule);
   const checkpoints: number[] = [];
@@ -739,52 +808,13 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(config.endOfTurn) : [];
-    const sampleGroup = (q: TrainingQuestion, groupSize: number, seed: number): Promise<RolloutGroup> =>
-      runGroup(q, {
-        policy: current,
-        executor,
-        promptFor: prompts.promptFor,
-        profile,
-        groupSize,
-        temperature: config.temperature,
-        maxInteractions: config.maxInteractions,
-        maxTokens: config.maxTokens,
-        family,
-        feedback: config.feedback,
-        feedbackRows: config.feedbackRows,
-        schemaHints: config.schemaHints,
-        concurrency: config.rolloutConcurrency,
-        seed,
-        reward: spec,
-        rewardEnv,
-        ...(signal ? { signal } : {}),
-      });
+    const sampleGroup: GroupSampler = (q, groupSize, seed) =>
+      runGroup(q, { ...groupSettings(config, family, spec, signal), policy: current, executor, promptFor: prompts.promptFor, profile, groupSize, seed, rewardEnv });
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }
-    const evalGold = new Map<number, ExecResult>();
-    const evaluate = async (step: number): Promise<number | null> => {
-      if (!heldout || !config.eval) return null;
-      decoder ??= createDecoder({
-        policy: current,
-        executor,
-        indexDir,
-        profile: profile.id,
-        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: family, feedback: config.feedback, feedbackRows: config.feedbackRows },
-      });
-      const run = await runEval({
-        items: heldout.items,
-        decode: decoder,
-        executor,
-        strategy: config.eval.strategy,
-        ...(config.eval.candidates !== undefined ? { candidates: config.eval.candidates } : {}),
-        goldResults: evalGold,
-        ...(signal ? { signal } : {}),
-        label: `step ${step}`,
-      });
-      await writeFile(join(runDir, "eval", `step-${stepLabel(step)}.json`), `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`);
-      return run.summary.ex[heldout.layout === "spider" ? "spider" : "bird"];
-    };
+    evaluator = heldoutEvaluator(config, heldout, { policy: current, executor, indexDir, profile: profile.id, family, signal });
+    const evaluate = evaluator.evaluate;
 
     const appendRow = async (row: MetricsRow): Promise<void> => {
       await appendFile(metricsFile, `${JSON.stringify(row)}\n`);
@@ -828,10 +858,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await evaluate(step) : null;
         const row = stepRow(step, mode, (performance.now() - t0) / 1000, ex, stats, learned);
         await appendRow(row);
-        if (!bar) {
-          const f = (x: number | null, d = 3): string => (x === null ? "–" : x.toFixed(d));
-          log(`reex train: step ${step}/${config.steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`);
-        }
+        if (!bar) log(stepLine(row, config.steps, ex));
         bar?.update(done, `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`);
       }
     } finally {
@@ -842,7 +869,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   } catch (err) {
     throw toReexError(err);
   } finally {
-    decoder?.close();
+    evaluator?.close();
     prompts.close();
     await policy?.close().catch(() => undefined);
     if (ownExecutor) await executor.close();
