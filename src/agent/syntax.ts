@@ -12,7 +12,7 @@ export interface ResponseSyntax {
   readonly tags: Readonly<Record<string, TagRole>>;
 }
 
-/** The ReEx tags, plus the papers' `<reasoning>` and `<answer>` read as aliases (SPEC §2). */
+/** The ReEx tags, plus `<reasoning>` and `<answer>` (used by other papers' models) read as aliases. */
 export const REEX_SYNTAX: ResponseSyntax = {
   tags: { think: "think", intermediate_sql: "probe", result: "feedback", final_sql: "final", reasoning: "think-alias", answer: "final-alias" },
 };

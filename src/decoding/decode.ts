@@ -158,7 +158,7 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
 
 /**
  * Creates the decode function over a policy and an executor: `decode(request, ctx)` runs greedy,
- * linear, tree or tree-prune decoding (SPEC §4), votes on the executed candidates and answers.
+ * linear, tree or tree-prune decoding (docs/architecture.md "Decoder"), votes on the executed candidates and answers.
  */
 export function createDecoder(deps: DecoderDeps): Decoder {
   const defaults: DecoderDefaults = { ...DEFAULT_DECODER_DEFAULTS, ...(deps.config ? decoderDefaults(deps.config) : {}), ...deps.defaults };
