@@ -248,20 +248,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   }
   await mkdir(work, { recursive: true });
 
-  log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
-  const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
-  const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
-  const evalN = options.evalItems ?? 120;
-  const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
-  const unseenItems = spread(synth.dev.filter((i) => heldOutDomain.has(i.db_id)), evalN);
-  const evalDbs = new Set(seenItems.map((i) => i.db_id));
-  const valItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id) && !evalDbs.has(i.db_id)), options.valItems ?? 160);
-  const birdFields = (items: typeof synth.dev) => items.map((it, k) => ({ ...birdRecord(it), question_id: k }));
-  await writeFileAtomic(join(work, EVAL_FILES.seen), Buffer.from(`${JSON.stringify(birdFields(seenItems), null, 2)}\n`));
-  await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
-  await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
-  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
+  const { synth, synthDir, seenItems, valItems } = await synthStage(options, work, seed, log);
 
   let sftPart: SftPart;
   /** sft_tokens.jsonl holds this invocation's records (SFT never changes the vocabulary, so later stages can reuse it). */
@@ -292,53 +279,119 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
   }
   if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
-    const more = options.sftMore;
-    const lr = more.lr ?? 8e-4;
-    const tmp = `${sftModel}.more.gguf`;
-    const stage = sftMore.length + (sftPart.sft ? 2 : 1);
-    log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
-    let tokPath = join(work, "sft_more_tokens.jsonl");
-    let tokens = sftPart.tokens;
-    if (tokensCurrent) {
-      tokPath = join(work, "sft_tokens.jsonl");
-      log(`      reusing ${tokPath} (this run's records, tokenized above)`);
-    } else {
-      const onProgress = (n: number): void => {
-        if (n % 10000 === 0) log(`      ${n} records`);
-      };
-      tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
-      log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
-    }
-    const summary = await runSft({
-      ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
-      model: sftModel,
-      data: tokPath,
-      out: tmp,
-      minutes: more.minutes,
-      steps: more.steps ?? 0,
-      lr,
-      ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
-      ...(more.device ? { device: more.device } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      log: join(work, `sft_stage${stage}_loss.jsonl`),
-      checkpointDir: join(work, `checkpoints-stage${stage}`),
-      outType: "f16",
-      ...sftProgress(options, log),
-    });
-    await rename(tmp, sftModel);
-    sftMore.push({
-      ...summary,
-      minutes: more.minutes,
-      lr,
-      dbs: synth.manifest.dbs,
-      ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
-      ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      data: tokens,
-    });
-    log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
+    sftMore.push(await moreSftStage(options, options.sftMore, { work, synthDir, sftModel, synth, sftPart, tokensCurrent, stage: sftMore.length + (sftPart.sft ? 2 : 1) }, log));
   }
 
+  const { grpo, ablation } = await grpoStage(options, work, sftModel, out, log);
+  const outBytes = statSync(out).size;
+
+  const { check, loads } = await checkStage(out, synthDir, seenItems, options.checkItems ?? 20, log);
+  const report: StarterReport = {
+    commands: options.command ? [...commands, options.command] : commands,
+    seed,
+    workDir: work,
+    out,
+    outBytes,
+    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
+    ...sftPart,
+    sftMore,
+    sftModel,
+    grpo,
+    ablation,
+    check,
+    loads,
+    seconds: (Date.now() - t0) / 1000,
+    cpus: availableParallelism(),
+  };
+  await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
+  return report;
+}
+
+/** The synthetic data a starter run trains and evaluates on. */
+type Synth = ReturnType<typeof generateSynth>;
+
+/** Step 1: synthetic databases, questions and traces, and the held-out eval and GRPO validation files written beside them. */
+async function synthStage(options: StarterOptions, work: string, seed: number, log: (m: string) => void): Promise<{ synth: Synth; synthDir: string; seenItems: Synth["dev"]; valItems: Synth["dev"] }> {
+  log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
+  const synthDir = join(work, "synth");
+  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
+  const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
+  const evalN = options.evalItems ?? 120;
+  const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
+  const unseenItems = spread(synth.dev.filter((i) => heldOutDomain.has(i.db_id)), evalN);
+  const evalDbs = new Set(seenItems.map((i) => i.db_id));
+  const valItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id) && !evalDbs.has(i.db_id)), options.valItems ?? 160);
+  const birdFields = (items: typeof synth.dev) => items.map((it, k) => ({ ...birdRecord(it), question_id: k }));
+  await writeFileAtomic(join(work, EVAL_FILES.seen), Buffer.from(`${JSON.stringify(birdFields(seenItems), null, 2)}\n`));
+  await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
+  await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
+  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
+  return { synth, synthDir, seenItems, valItems };
+}
+
+/** What a continued-SFT stage starts from and trains on, and its number. */
+interface MoreSftInput {
+  work: string;
+  synthDir: string;
+  sftModel: string;
+  synth: Synth;
+  sftPart: SftPart;
+  /** sft_tokens.jsonl holds this invocation's records. */
+  tokensCurrent: boolean;
+  stage: number;
+}
+
+/** Step 5+: one more SFT stage from the SFT model on this invocation's records (tokenized again unless this run tokenized them); the model is replaced in place. */
+async function moreSftStage(options: StarterOptions, more: NonNullable<StarterOptions["sftMore"]>, input: MoreSftInput, log: (m: string) => void): Promise<SftPart["sftMore"][number]> {
+  const { work, synthDir, sftModel, synth, sftPart, tokensCurrent, stage } = input;
+  const lr = more.lr ?? 8e-4;
+  const tmp = `${sftModel}.more.gguf`;
+  log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
+  let tokPath = join(work, "sft_more_tokens.jsonl");
+  let tokens = sftPart.tokens;
+  if (tokensCurrent) {
+    tokPath = join(work, "sft_tokens.jsonl");
+    log(`      reusing ${tokPath} (this run's records, tokenized above)`);
+  } else {
+    const onProgress = (n: number): void => {
+      if (n % 10000 === 0) log(`      ${n} records`);
+    };
+    tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
+    log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+  }
+  const summary = await runSft({
+    ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
+    model: sftModel,
+    data: tokPath,
+    out: tmp,
+    minutes: more.minutes,
+    steps: more.steps ?? 0,
+    lr,
+    ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
+    ...(more.device ? { device: more.device } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    log: join(work, `sft_stage${stage}_loss.jsonl`),
+    checkpointDir: join(work, `checkpoints-stage${stage}`),
+    outType: "f16",
+    ...sftProgress(options, log),
+  });
+  await rename(tmp, sftModel);
+  const record = {
+    ...summary,
+    minutes: more.minutes,
+    lr,
+    dbs: synth.manifest.dbs,
+    ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
+    ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    data: tokens,
+  };
+  log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
+  return record;
+}
+
+/** Step 6: GRPO from the SFT model (and the no-exploration ablation beside it), or the SFT model shipped as is. */
+async function grpoStage(options: StarterOptions, work: string, sftModel: string, out: string, log: (m: string) => void): Promise<{ grpo: StarterGrpoSummary | null; ablation: StarterGrpoSummary | null }> {
   let grpo: StarterGrpoSummary | null = null;
   let ablation: StarterGrpoSummary | null = null;
   if (options.grpo === null) {
@@ -360,11 +413,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
     log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min; step ${grpo.picked.step} (${grpo.picked.rule}) → ${out}`);
   }
-  const outBytes = statSync(out).size;
+  return { grpo, ablation };
+}
 
+/** Step 7: a greedy quick check of the shipped model on held-out items of seen domains; `loads` says whether the model ran at all. */
+async function checkStage(out: string, synthDir: string, seenItems: Synth["dev"], n: number, log: (m: string) => void): Promise<{ check: QuickCheck | null; loads: boolean }> {
   let check: QuickCheck | null = null;
   let loads = false;
-  const n = options.checkItems ?? 20;
   log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
   try {
     check = await quickCheck(out, { outDir: synthDir, items: seenItems }, n, { log });
@@ -373,25 +428,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   } catch (err) {
     log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const report: StarterReport = {
-    commands: options.command ? [...commands, options.command] : commands,
-    seed,
-    workDir: work,
-    out,
-    outBytes,
-    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
-    ...sftPart,
-    sftMore,
-    sftModel,
-    grpo,
-    ablation,
-    check,
-    loads,
-    seconds: (Date.now() - t0) / 1000,
-    cpus: availableParallelism(),
-  };
-  await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
-  return report;
+  return { check, loads };
 }
 
 /** The progress callbacks of an SFT run: events to `options.onEvent`, readable lines to `log`. */
