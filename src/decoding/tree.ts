@@ -22,10 +22,14 @@
  * short, so the vote can still fall back to it).
  *
  * Sequences: held node states (the root's for the whole decode; another node's until its subtree
- * has no live branch and it has `branching` children) count against the request's slots. Forks take free slots without waiting; when none is free a node forks fewer children
- * (the continuing child keeps the rest of the quota) after first giving up the deepest held node
- * state. Only the budget pump waits for a slot, and only while a running branch holds one; when
- * none does, it hands a held node's state itself to the new child.
+ * has no live branch and it has `branching` children) count against the request's slots. Forks
+ * take free slots without waiting; when none is free a node forks fewer children (the continuing
+ * child keeps the rest of the quota) after first giving up the deepest held node state. Only the
+ * budget pump waits for a slot, and only while a running branch holds one; when none does, it
+ * hands a held node's state itself to the new child.
+ *
+ * In the code: {@link TreeNode} and {@link Branch} hold the tree, {@link TreeDecoder} the decode's
+ * state (budget pool, held nodes, set-aside leaves) and one method per step.
  */
 import { createRolloutState, finishRollout, forkRollout, rolloutStep, cloneRolloutState, type RolloutResult, type RolloutState } from "../agent/index.js";
 import { toReexError } from "../errors/index.js";
