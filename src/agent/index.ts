@@ -1,6 +1,6 @@
 /** The agent: model profiles, prompts, response parsing, probe feedback, the stepwise rollout and constrained-decoding grammars. */
 export { FEEDBACK_MODES, PROMPT_FAMILIES, type FeedbackMode, type PromptFamily } from "./types.js";
-export { KNOWN_TAGS, REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagRole } from "./syntax.js";
+export { REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagRole } from "./syntax.js";
 export {
   PROFILES,
   PROFILE_IDS,

@@ -12,5 +12,5 @@ export const PROMPT_FAMILIES: readonly PromptFamily[] = ["execution-aware", "sta
 /** Feedback modes: what the model is shown of a probe's execution. */
 export type FeedbackMode = "full" | "schema-only" | "row-count" | "error-only" | "locked" | "timeout";
 
-/** Every feedback mode (SPEC §3's robustness study). */
+/** Every feedback mode: what the model is shown of a probe's result, for the ReEx paper's robustness study (`full` in serving). */
 export const FEEDBACK_MODES: readonly FeedbackMode[] = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"];

@@ -307,87 +307,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
   }
   if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
-    const more = options.sftMore;
-    const lr = more.lr ?? 8e-4;
-    const tmp = `${sftModel}.more.gguf`;
-    const stage = sftMore.length + (sftPart.sft ? 2 : 1);
-    log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
-    let tokPath = join(work, "sft_more_tokens.jsonl");
-    let tokens = sftPart.tokens;
-    if (tokensCurrent) {
-      tokPath = join(work, "sft_tokens.jsonl");
-      log(`      reusing ${tokPath} (this run's records, tokenized above)`);
-    } else {
-      const onProgress = (n: number): void => {
-        if (n % 10000 === 0) log(`      ${n} records`);
-      };
-      tokens = await pretokenize(sftModel, sftPath, tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
-      log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
-    }
-    const summary = await runSft({
-      ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
-      model: sftModel,
-      data: tokPath,
-      out: tmp,
-      minutes: more.minutes,
-      steps: more.steps ?? 0,
-      lr,
-      ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
-      ...(more.device ? { device: more.device } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      log: join(work, `sft_stage${stage}_loss.jsonl`),
-      checkpointDir: join(work, `checkpoints-stage${stage}`),
-      outType: "f16",
-      ...sftProgress(options, log),
-    });
-    await rename(tmp, sftModel);
-    sftMore.push({
-      ...summary,
-      minutes: more.minutes,
-      lr,
-      dbs: synth.manifest.dbs,
-      ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
-      ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      data: tokens,
-    });
-    log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
+    sftMore.push(await moreSftStage(options, options.sftMore, { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage: sftMore.length + (sftPart.sft ? 2 : 1) }, log));
   }
 
-  let grpo: StarterGrpoSummary | null = null;
-  let ablation: StarterGrpoSummary | null = null;
-  if (options.grpo === null) {
-    log(`[6/7] GRPO skipped`);
-    await copyFile(sftModel, out);
-  } else {
-    const g = options.grpo ?? {};
-    const runs = options.ablation ? 2 : 1;
-    const threads = g.threads ?? Math.max(1, Math.floor(availableParallelism() / runs));
-    log(`[6/7] GRPO from ${sftModel}${options.ablation ? " (and the no-exploration-reward ablation beside it)" : ""}, ${threads} thread(s) each`);
-    const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}), ...(g.pick ? { pick: g.pick } : {}) };
-    const [main, abl] = await Promise.all([
-      runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
-      options.ablation ? runStarterGrpo({ ...common, exploration: false, evalAtStart: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
-    ]);
-    grpo = main;
-    ablation = abl;
-    await copyFile(grpo.model, out);
-    if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
-    log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min; step ${grpo.picked.step} (${grpo.picked.rule}) → ${out}`);
-  }
+  const { grpo, ablation } = await grpoStage(options, work, sftModel, out, log);
   const outBytes = statSync(out).size;
 
-  let check: QuickCheck | null = null;
-  let loads = false;
-  const n = options.checkItems ?? 20;
-  log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
-  try {
-    check = await quickCheck(out, { outDir: synthDir, items: seenItems }, n, { log });
-    loads = true;
-    log(`      well-formed ${check.wellFormed}/${check.items}, with probes ${check.withProbes}, executable ${check.executable}, correct ${check.correct}`);
-  } catch (err) {
-    log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  const { check, loads } = await checkStage(out, synthDir, seenItems, options.checkItems ?? 20, log);
   const report: StarterReport = {
     commands: options.command ? [...commands, options.command] : commands,
     seed,
@@ -410,16 +336,11 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   return report;
 }
 
-/** Stage 1 alone: the synthetic (and, with `real`, the real-question) data and the evaluation files, in the work folder. */
-export async function makeStarterData(options: StarterOptions = {}): Promise<{ sftPath: string; synth: SynthResult; real: StarterReport["real"] }> {
-  const work = options.workDir ?? ".reex/starter";
-  await mkdir(work, { recursive: true });
-  const { synth, sftPath, real } = await starterData(options, work, options.seed ?? 1, options.log ?? (() => undefined));
-  return { synth, sftPath, real };
-}
+/** The synthetic data a starter run trains and evaluates on. */
+type Synth = ReturnType<typeof generateSynth>;
 
-/** Stage 1: data, evaluation files and the SFT records' path (the synthetic ones, or synthetic and real mixed). */
-async function starterData(options: StarterOptions, work: string, seed: number, log: (m: string) => void) {
+/** Step 1: synthetic databases, questions and traces, and the held-out eval and GRPO validation files written beside them. */
+async function synthStage(options: StarterOptions, work: string, seed: number, log: (m: string) => void): Promise<{ synth: Synth; synthDir: string; seenItems: Synth["dev"]; valItems: Synth["dev"] }> {
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
   const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
@@ -434,7 +355,123 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
   await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
   await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
   log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
+  return { synth, synthDir, seenItems, valItems };
+}
 
+/** What a continued-SFT stage starts from and trains on, and its number. */
+interface MoreSftInput {
+  work: string;
+  /** The invocation's SFT records (synthetic, or synthetic and real). */
+  sftPath: string;
+  sftModel: string;
+  synth: Synth;
+  sftPart: SftPart;
+  /** sft_tokens.jsonl holds this invocation's records. */
+  tokensCurrent: boolean;
+  stage: number;
+}
+
+/** Step 5+: one more SFT stage from the SFT model on this invocation's records (tokenized again unless this run tokenized them); the model is replaced in place. */
+async function moreSftStage(options: StarterOptions, more: NonNullable<StarterOptions["sftMore"]>, input: MoreSftInput, log: (m: string) => void): Promise<SftPart["sftMore"][number]> {
+  const { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage } = input;
+  const lr = more.lr ?? 8e-4;
+  const tmp = `${sftModel}.more.gguf`;
+  log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
+  let tokPath = join(work, "sft_more_tokens.jsonl");
+  let tokens = sftPart.tokens;
+  if (tokensCurrent) {
+    tokPath = join(work, "sft_tokens.jsonl");
+    log(`      reusing ${tokPath} (this run's records, tokenized above)`);
+  } else {
+    const onProgress = (n: number): void => {
+      if (n % 10000 === 0) log(`      ${n} records`);
+    };
+    tokens = await pretokenize(sftModel, sftPath, tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
+    log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+  }
+  const summary = await runSft({
+    ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
+    model: sftModel,
+    data: tokPath,
+    out: tmp,
+    minutes: more.minutes,
+    steps: more.steps ?? 0,
+    lr,
+    ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
+    ...(more.device ? { device: more.device } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    log: join(work, `sft_stage${stage}_loss.jsonl`),
+    checkpointDir: join(work, `checkpoints-stage${stage}`),
+    outType: "f16",
+    ...sftProgress(options, log),
+  });
+  await rename(tmp, sftModel);
+  const record = {
+    ...summary,
+    minutes: more.minutes,
+    lr,
+    dbs: synth.manifest.dbs,
+    ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
+    ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    data: tokens,
+  };
+  log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
+  return record;
+}
+
+/** Step 6: GRPO from the SFT model (and the no-exploration ablation beside it), or the SFT model shipped as is. */
+async function grpoStage(options: StarterOptions, work: string, sftModel: string, out: string, log: (m: string) => void): Promise<{ grpo: StarterGrpoSummary | null; ablation: StarterGrpoSummary | null }> {
+  let grpo: StarterGrpoSummary | null = null;
+  let ablation: StarterGrpoSummary | null = null;
+  if (options.grpo === null) {
+    log(`[6/7] GRPO skipped`);
+    await copyFile(sftModel, out);
+  } else {
+    const g = options.grpo ?? {};
+    const runs = options.ablation ? 2 : 1;
+    const threads = g.threads ?? Math.max(1, Math.floor(availableParallelism() / runs));
+    log(`[6/7] GRPO from ${sftModel}${options.ablation ? " (and the no-exploration-reward ablation beside it)" : ""}, ${threads} thread(s) each`);
+    const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}), ...(g.pick ? { pick: g.pick } : {}) };
+    const [main, abl] = await Promise.all([
+      runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
+      options.ablation ? runStarterGrpo({ ...common, exploration: false, evalAtStart: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
+    ]);
+    grpo = main;
+    ablation = abl;
+    await copyFile(grpo.model, out);
+    if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
+    log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min; step ${grpo.picked.step} (${grpo.picked.rule}) → ${out}`);
+  }
+  return { grpo, ablation };
+}
+
+/** Step 7: a greedy quick check of the shipped model on held-out items of seen domains; `loads` says whether the model ran at all. */
+async function checkStage(out: string, synthDir: string, seenItems: Synth["dev"], n: number, log: (m: string) => void): Promise<{ check: QuickCheck | null; loads: boolean }> {
+  let check: QuickCheck | null = null;
+  let loads = false;
+  log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
+  try {
+    check = await quickCheck(out, { outDir: synthDir, items: seenItems }, n, { log });
+    loads = true;
+    log(`      well-formed ${check.wellFormed}/${check.items}, with probes ${check.withProbes}, executable ${check.executable}, correct ${check.correct}`);
+  } catch (err) {
+    log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return { check, loads };
+}
+
+/** Stage 1 alone: the synthetic (and, with `real`, the real-question) data and the evaluation files, in the work folder. */
+export async function makeStarterData(options: StarterOptions = {}): Promise<{ sftPath: string; synth: SynthResult; real: StarterReport["real"] }> {
+  const work = options.workDir ?? ".reex/starter";
+  await mkdir(work, { recursive: true });
+  const { synth, sftPath, real } = await starterData(options, work, options.seed ?? 1, options.log ?? (() => undefined));
+  return { synth, sftPath, real };
+}
+
+/** Stage 1: data, evaluation files and the SFT records' path (the synthetic ones, or synthetic and real mixed). */
+async function starterData(options: StarterOptions, work: string, seed: number, log: (m: string) => void) {
+  const { synth, synthDir, seenItems, valItems } = await synthStage(options, work, seed, log);
   let sftPath = join(synthDir, "train_sft.jsonl");
   let real: StarterReport["real"];
   if (options.real) {

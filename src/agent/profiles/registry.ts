@@ -16,6 +16,9 @@ import type { ModelProfile, ProfileId } from "./types.js";
 /** Every built-in profile, in the order docs list them. */
 export const PROFILES: readonly ModelProfile[] = [reexProfile, skyrlSqlProfile, omnisqlProfile, thinkAnswerProfile, genericProfile];
 
+/** Every tag any built-in profile uses (from the profiles' syntaxes); feedback text is defused against all of them. */
+export const KNOWN_TAGS: readonly string[] = [...new Set(PROFILES.flatMap((p) => Object.keys(p.syntax.tags)))];
+
 /** The ids of the built-in profiles. */
 export const PROFILE_IDS = PROFILES.map((p) => p.id) as readonly ProfileId[];
 
