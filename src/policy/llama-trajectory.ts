@@ -228,7 +228,7 @@ export class LlamaTrajectory implements Trajectory {
       /** A draft that ends where this call must stop: at a stop string's last token, or an end-of-turn token. */
       const draftNow = (): Draft | undefined => {
         if (!drafter) return undefined;
-        const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()));
+        const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating);
         if (draft.length === 0) return undefined;
         let seen = longestStop > 1 ? text.text.slice(-(longestStop - 1)) : "";
         for (let i = 0; i < draft.length; i++) {

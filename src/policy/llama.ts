@@ -238,7 +238,9 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     readonly kvCopy: boolean,
   ) {
     this.loaded = loaded;
-    this.drafting = options.speculative === "ngram" ? { draftMax: options.draftMax ?? 8 } : undefined;
+    // a drafted token's share of a one-sequence step: measured on CPU (draft.ts); on a GPU, where a
+    // step costs about the same for a few more tokens, assumed small (not measured here)
+    this.drafting = options.speculative === "ngram" ? { draftMax: options.draftMax ?? 8, tokenCost: loaded.device === "cpu" ? 0.4 : 0.1 } : undefined;
   }
 
   get info(): PolicyInfo {
