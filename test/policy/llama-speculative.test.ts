@@ -145,59 +145,34 @@ describe("speculative decoding on the starter", () => {
       expect(statistic, `position ${pos}`).toBeLessThan(chiSquareQuantile(df, 0.999));
     }
   });
-
-  it("never drafts past a stop string: the call ends at the closing tag, and the trajectory goes on as without drafting", async () => {
-    // the history holds "<sql>SELECT 1</sql>\n<result>…", so "<sql>SELECT 1" drafts on into the tag and past it
-    const before = "<sql>SELECT name FROM customers</sql>\n<result>\nname\nAnn\n</result>\n";
-    const forced = "SELECT name FROM customers</sql>\n<result>\nname\nBob";
-    const run = async (policy: Policy) => {
-      const t = await policy.start(prompts[2]!);
-      try {
-        await t.append(before);
-        // a long forced copy first, so that the drafter trusts its drafts and drafts at full length
-        await t.generate({ stop: [], maxTokens: 60, grammar: exactTextGrammar(`${before}${before}`), temperature: 0 });
-        const used0 = drafted([t]);
-        await t.append("<sql>");
-        const r = await t.generate({ stop: ["</sql>"], maxTokens: 40, grammar: exactTextGrammar(forced), temperature: 0 });
-        const used = drafted([t]);
-        await t.append("\n<result>\nname\nAnn\n</result>\n");
-        const after = await t.generate({ stop: [], maxTokens: 16, temperature: 0, ignoreEos: true });
-        return { r, after, drafts: used.drafted - used0.drafted, accepted: used.accepted - used0.accepted };
-      } finally {
-        await t.release();
-      }
-    };
-    const a = await run(plain);
-    const b = await run(spec);
-    expect(b.r.text.endsWith("</sql>")).toBe(true);
-    expect(b.r.stopReason).toBe("stop");
-    expect(b.r.tokens).toEqual(a.r.tokens);
-    expect(b.after.tokens).toEqual(a.after.tokens);
-    // the copy was drafted, and no drafted token lay past the tag: every one was generated and kept
-    expect(b.drafts).toBeGreaterThan(0);
-    expect(b.drafts).toBeLessThanOrEqual(b.r.tokens.length);
-    expect(b.accepted).toBe(b.drafts);
-  });
 });
 
 describe("speculative decoding on a real vocabulary (qwen2), scripted by a grammar", () => {
   let dir: string;
   let dbPath: string;
+  let plain: Policy;
+  let spec: Policy;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "reex-speculative-"));
     dbPath = join(dir, "concerts.sqlite");
     const db = new Database(dbPath);
     db.exec("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER); INSERT INTO singer VALUES (1, 'Ann', 'France', 31), (2, 'Bob', 'France', 42);");
     db.close();
+    // "longest-token" weights: under an exact-text grammar greedy decoding writes the text in the
+    // longest tokens the vocabulary allows, so a text the model wrote twice is tokenised alike
+    const model = await buildRealModel("qwen2", { weights: "longest-token" });
+    plain = await createLlamaPolicy({ ...options, contextSize: 4096, sequences: 2, model });
+    spec = await createLlamaPolicy({ ...options, contextSize: 4096, sequences: 2, model, speculative: "ngram" });
   });
 
-  afterAll(() => {
+  afterAll(async () => {
+    await plain?.close();
+    await spec?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it("writes a probing SkyRL-SQL rollout token for token as plain decoding, the final SQL drafted from the probe", { timeout: 120_000 }, async () => {
-    const model = await buildRealModel("qwen2", { weights: "longest-token" });
     const profile = PROFILES.find((p) => p.id === "skyrl-sql")!;
     const probe = "SELECT name, age FROM singer WHERE country = 'France'";
     const final = "SELECT COUNT(*) FROM singer WHERE country = 'France'";
@@ -208,19 +183,13 @@ describe("speculative decoding on a real vocabulary (qwen2), scripted by a gramm
     };
     const prompt = profile.buildPrompt({ family: profile.families[0]!, schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);", question: "How many singers are from France?" });
     const results = [];
-    for (const speculative of ["off", "ngram"] as const) {
-      const policy = await createLlamaPolicy({ ...options, contextSize: 4096, sequences: 2, model, speculative });
+    for (const policy of [plain, spec]) {
+      const t = await policy.start(policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix }));
       try {
-        const spec = policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
-        const t = await policy.start(spec);
-        try {
-          const r = await rollout(t, { executor, dbPath, profile, family: profile.families[0]!, grammar, maxTokens: 300, logprobs: false });
-          results.push({ r, usage: t.usage });
-        } finally {
-          await t.release();
-        }
+        const r = await rollout(t, { executor, dbPath, profile, family: profile.families[0]!, grammar, maxTokens: 300, logprobs: false });
+        results.push({ r, usage: t.usage });
       } finally {
-        await policy.close();
+        await t.release();
       }
     }
     const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
@@ -228,6 +197,39 @@ describe("speculative decoding on a real vocabulary (qwen2), scripted by a gramm
     expect(b.r.record.tokens).toEqual(a.r.record.tokens);
     expect(b.r.text).toBe(a.r.text);
     expect(b.usage.acceptedTokens).toBeGreaterThan(0);
+  });
+
+  it("never drafts past a stop string: the call ends at the closing tag, and the trajectory goes on as without drafting", { timeout: 120_000 }, async () => {
+    // the model writes "<sql>…</sql>\n<result>…" twice, then "<sql>" again: the drafts after it run
+    // into the closing tag and, but for the stop string, past it
+    const block = "<sql>SELECT name FROM singer</sql>\n<result>Ann</result>\n";
+    const forced = "SELECT name FROM singer</sql>\n<result>Bob</result>\n";
+    const run = async (policy: Policy) => {
+      const t = await policy.start(policy.renderChat([{ role: "user", content: "Which singers are French?" }]));
+      try {
+        await t.generate({ stop: [], maxTokens: 120, grammar: exactTextGrammar(`${block}${block}<sql>`), temperature: 0, logprobs: false });
+        const used0 = drafted([t]);
+        const r = await t.generate({ stop: ["</sql>"], maxTokens: 40, grammar: exactTextGrammar(forced), temperature: 0, logprobs: false });
+        const used = drafted([t]);
+        await t.append("\n<result>Ann</result>\n");
+        const after = await t.generate({ stop: [], maxTokens: 6, temperature: 0, ignoreEos: true, logprobs: false });
+        return { r, after, drafts: used.drafted - used0.drafted, accepted: used.accepted - used0.accepted };
+      } finally {
+        await t.release();
+      }
+    };
+    const a = await run(plain);
+    const b = await run(spec);
+    // the stop ends inside Qwen's "ql>\n" token: the text goes on to that token's end
+    expect(b.r.text).toMatch(/<\/sql>\n?$/);
+    expect(b.r.stopReason).toBe("stop");
+    expect(b.r.tokens).toEqual(a.r.tokens);
+    expect(b.after.tokens).toEqual(a.after.tokens);
+    // the call was drafted, and no drafted token lay past the tag: every one was generated and kept
+    // (drafting on into "<result>…" under this grammar would have drafted tokens the call never returned)
+    expect(b.drafts).toBeGreaterThan(0);
+    expect(b.drafts).toBeLessThanOrEqual(b.r.tokens.length);
+    expect(b.accepted).toBe(b.drafts);
   });
 });
 
