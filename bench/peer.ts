@@ -25,6 +25,14 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
+ *                         [--speculative] [--temperature T]
+ *
+ * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
+ * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
+ * `drafting 1seq X× plain Y× llama-batched-bench`: reex generate with drafting against reex generate
+ * without it and against llama-batched-bench, at 1 sequence. `--temperature` (default 1) sets every
+ * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
+ * does not sample.
  *
  * Without --model it uses the starter model (models/reex-starter.gguf); `--real NAME` builds a
  * random-weight GGUF of a real architecture with that family's real tokenizer
@@ -208,11 +216,13 @@ async function forks(root: Trajectory, width: number): Promise<Trajectory[]> {
   return out;
 }
 
-const drafting = { drafted: 0, accepted: 0, saved: 0, generated: 0 };
+const draftCounts = new Map<number, { drafted: number; accepted: number; saved: number; generated: number }>();
 
-/** Adds a drafting trajectory's counts to the totals printed at the end. */
-function countDrafts(t: Trajectory): void {
+/** Adds a drafting trajectory's counts to its width's totals, printed at the end. */
+function countDrafts(t: Trajectory, width: number): void {
   const u = t.usage;
+  let drafting = draftCounts.get(width);
+  if (!drafting) draftCounts.set(width, (drafting = { drafted: 0, accepted: 0, saved: 0, generated: 0 }));
   drafting.drafted += u.draftedTokens ?? 0;
   drafting.accepted += u.acceptedTokens ?? 0;
   drafting.saved += u.forwardPassesSaved ?? 0;
@@ -225,7 +235,7 @@ async function reexGenerate(root: Trajectory, width: number, logprobs: boolean, 
   const c0 = process.cpuUsage();
   const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, ignoreEos: true, logprobs })));
   add(row, width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
-  if (row === "reex generate+draft") fs.forEach(countDrafts);
+  if (row === "reex generate+draft") fs.forEach((f) => countDrafts(f, width));
   await Promise.all(fs.map((f) => f.release()));
 }
 
@@ -248,7 +258,7 @@ async function reexRollout(root: Trajectory, width: number, executor: ExecutorPo
   eventCounts.appended += results.reduce((s, r) => s + r.record.sampled.filter((x) => x === 0).length, 0);
   eventCounts.short += results.filter((r) => r.usage.generatedTokens < GEN).length;
   add(row, width, { tokens: generated, seconds: secs, cpu });
-  if (row === "reex rollout+draft") fs.forEach(countDrafts);
+  if (row === "reex rollout+draft") fs.forEach((f) => countDrafts(f, width));
   await Promise.all(fs.map((f) => f.release()));
 }
 
@@ -295,7 +305,7 @@ async function main(): Promise<void> {
   const [load1] = (await import("node:os")).loadavg();
   console.log(`\npeer benchmark — ${MODEL}`);
   console.log(
-    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T 1, median of ${REPEAT}; ` +
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T ${TEMPERATURE}, median of ${REPEAT}; ` +
       `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");
@@ -333,18 +343,27 @@ async function main(): Promise<void> {
       return s ? median(s.map((x) => x.tokens / x.seconds)) : undefined;
     };
     const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
-    console.log(
-      `  drafting: ${drafting.drafted} tokens drafted, ${drafting.accepted} accepted (${pct(drafting.accepted, drafting.drafted)}), ` +
-        `${drafting.saved} forward passes saved (${pct(drafting.saved, drafting.generated)} of ${drafting.generated} generated tokens)`,
-    );
+    for (const [w, d] of draftCounts) {
+      console.log(
+        `  drafting at ${w} seq: ${d.drafted} tokens drafted, ${d.accepted} accepted (${pct(d.accepted, d.drafted)}), ` +
+          `${d.saved} forward passes saved (${pct(d.saved, d.generated)} of ${d.generated} generated tokens)`,
+      );
+    }
     const w1 = WIDTHS.includes(1) ? 1 : WIDTHS[0]!;
     const fmt = (a: number | undefined, b: number | undefined): string => (a !== undefined && b !== undefined ? `${(a / b).toFixed(2)}×` : "n/a");
+    const cpuPerToken = (row: Row, w: number): number | undefined => {
+      const xs = (samples.get(`${row}/${w}`) ?? []).filter((x) => x.cpu !== undefined && x.tokens > 0).map((x) => x.cpu! / x.tokens);
+      return xs.length ? median(xs) : undefined;
+    };
     for (const w of WIDTHS) {
-      console.log(`  ${w} seq: generate+draft ${fmt(rate("reex generate+draft", w), rate("reex generate", w))} of generate, rollout+draft ${fmt(rate("reex rollout+draft", w), rate("reex rollout", w))} of rollout`);
+      console.log(
+        `  ${w} seq, wall: generate+draft ${fmt(rate("reex generate+draft", w), rate("reex generate", w))} of generate, rollout+draft ${fmt(rate("reex rollout+draft", w), rate("reex rollout", w))} of rollout; ` +
+          `CPU a token: generate ${fmt(cpuPerToken("reex generate", w), cpuPerToken("reex generate+draft", w))} less with drafting, rollout ${fmt(cpuPerToken("reex rollout", w), cpuPerToken("reex rollout+draft", w))}`,
+      );
     }
-    // the work reex does (rollouts over the example's prompt), against reex without drafting and llama.cpp's plain decode
-    const drafted = rate("reex rollout+draft", w1);
-    console.log(`drafting ${w1}seq ${fmt(drafted, rate("reex rollout", w1))} plain ${fmt(drafted, rate("llama-batched-bench", w1))} llama-batched-bench`);
+    // decode speed at 1 sequence (generate: the same tokens every row decodes), against reex without drafting and llama.cpp's plain decode
+    const drafted = rate("reex generate+draft", w1);
+    console.log(`drafting ${w1}seq ${fmt(drafted, rate("reex generate", w1))} plain ${fmt(drafted, rate("llama-batched-bench", w1))} llama-batched-bench`);
   }
 }
 
