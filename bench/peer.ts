@@ -216,13 +216,13 @@ async function forks(root: Trajectory, width: number): Promise<Trajectory[]> {
   return out;
 }
 
-const draftCounts = new Map<number, { drafted: number; accepted: number; saved: number; generated: number }>();
+const draftCounts = new Map<string, { drafted: number; accepted: number; saved: number; generated: number }>();
 
 /** Adds a drafting trajectory's counts to its width's totals, printed at the end. */
-function countDrafts(t: Trajectory, width: number): void {
+function countDrafts(t: Trajectory, key: string): void {
   const u = t.usage;
-  let drafting = draftCounts.get(width);
-  if (!drafting) draftCounts.set(width, (drafting = { drafted: 0, accepted: 0, saved: 0, generated: 0 }));
+  let drafting = draftCounts.get(key);
+  if (!drafting) draftCounts.set(key, (drafting = { drafted: 0, accepted: 0, saved: 0, generated: 0 }));
   drafting.drafted += u.draftedTokens ?? 0;
   drafting.accepted += u.acceptedTokens ?? 0;
   drafting.saved += u.forwardPassesSaved ?? 0;
@@ -235,7 +235,7 @@ async function reexGenerate(root: Trajectory, width: number, logprobs: boolean, 
   const c0 = process.cpuUsage();
   const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, ignoreEos: true, logprobs })));
   add(row, width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
-  if (row === "reex generate+draft") fs.forEach((f) => countDrafts(f, width));
+  if (row === "reex generate+draft") fs.forEach((f) => countDrafts(f, `${row} at ${width} seq`));
   await Promise.all(fs.map((f) => f.release()));
 }
 
@@ -258,7 +258,7 @@ async function reexRollout(root: Trajectory, width: number, executor: ExecutorPo
   eventCounts.appended += results.reduce((s, r) => s + r.record.sampled.filter((x) => x === 0).length, 0);
   eventCounts.short += results.filter((r) => r.usage.generatedTokens < GEN).length;
   add(row, width, { tokens: generated, seconds: secs, cpu });
-  if (row === "reex rollout+draft") fs.forEach((f) => countDrafts(f, width));
+  if (row === "reex rollout+draft") fs.forEach((f) => countDrafts(f, `${row} at ${width} seq`));
   await Promise.all(fs.map((f) => f.release()));
 }
 
@@ -345,7 +345,7 @@ async function main(): Promise<void> {
     const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
     for (const [w, d] of draftCounts) {
       console.log(
-        `  drafting at ${w} seq: ${d.drafted} tokens drafted, ${d.accepted} accepted (${pct(d.accepted, d.drafted)}), ` +
+        `  ${w}: ${d.drafted} tokens drafted, ${d.accepted} accepted (${pct(d.accepted, d.drafted)}), ` +
           `${d.saved} forward passes saved (${pct(d.saved, d.generated)} of ${d.generated} generated tokens)`,
       );
     }
