@@ -17,7 +17,8 @@ describe("speculative decoding settings", () => {
   });
 
   it("refuse an unknown drafting source and a draft length out of bounds", () => {
-    for (const flags of [{ "decoding.speculative": "eagle" }, { "decoding.draftMax": "0" }, { "decoding.draftMax": "65" }]) {
+    const cases: Record<string, string>[] = [{ "decoding.speculative": "eagle" }, { "decoding.draftMax": "0" }, { "decoding.draftMax": "65" }];
+    for (const flags of cases) {
       let caught: unknown;
       try {
         loadConfig({ flags });
