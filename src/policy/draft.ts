@@ -49,8 +49,8 @@ export interface DraftOptions {
   /**
    * What one drafted token adds to the cost of a one-sequence decode step, as a share of that
    * step's cost with none (a step costs a fixed part plus a part per token, so the share grows with
-   * the tokens already in the batch: see {@link NgramDrafter.length}). Default 0.4, measured on
-   * the starter on CPU, where a batch of 4 tokens of one sequence took 2.2× one token's step.
+   * the tokens already in the batch: see {@link NgramDrafter.length}). Default 0.4: on the starter
+   * on CPU a batch of 4 tokens of one sequence took 2.2–4× one token's step (under load).
    */
   tokenCost?: number;
 }
