@@ -6,7 +6,11 @@
  *
  *   npx tsx bench/decoding.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--profile ID]
  *                             [--dataset FILE --db-root DIR] [--questions N] [--candidates K]
- *                             [--repeat R] [--seed S] [--threads T] [--constrained]
+ *                             [--repeat R] [--seed S] [--threads T] [--constrained] [--speculative]
+ *
+ * --speculative runs tree-prune-16 a second time on each question, on a second policy with n-gram
+ * drafting (`speculative: "ngram"`), right after the plain one and with the same seed, and prints
+ * both wall times, whether the candidates' SQL came out the same, and the drafting counts.
  *
  * --threads defaults to the policy's default, as the server runs it (cores − 1, at least 1; 1 with the tiny model).
  *
@@ -48,6 +52,7 @@ const { values } = parseArgs({
     seed: { type: "string", default: "1" },
     threads: { type: "string" },
     constrained: { type: "boolean", default: false },
+    speculative: { type: "boolean", default: false },
   },
 });
 
@@ -163,13 +168,15 @@ async function main(): Promise<void> {
   }
   // without --threads, the policy's own default (cores − 1), as the server runs it
   const threads = values.threads !== undefined ? Number(values.threads) : tiny ? 1 : undefined;
-  const policy = await createLlamaPolicy({
+  const policyOptions = {
     model: modelPath,
-    gpu: tiny ? "cpu" : "auto",
+    gpu: tiny ? ("cpu" as const) : ("auto" as const),
     contextSize: tiny ? 2048 : 8192,
     sequences: CANDIDATES + 8,
     ...(threads !== undefined ? { threads } : {}),
-  });
+  };
+  const policy = await createLlamaPolicy(policyOptions);
+  const drafting = values.speculative ? await createLlamaPolicy({ ...policyOptions, speculative: "ngram" }) : undefined;
   const executor = new ExecutorPool({ workers: 2 });
   const grammars = new Map(items.map((it) => [it.id, choiceGrammars(PROFILE, it.dbPath, it.gold)]));
   const schemaGrammar = createGrammarBuilder();
@@ -180,7 +187,16 @@ async function main(): Promise<void> {
     promptOptions: { indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) },
     grammarFor: (dbPath, family) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family)),
   });
+  const draftDecode = drafting
+    ? createDecoder({
+        policy: drafting,
+        executor,
+        promptOptions: { indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) },
+        grammarFor: (dbPath, family) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family)),
+      })
+    : undefined;
   const constrained = tiny || values.constrained === true;
+  const prune = { plainMs: 0, draftMs: 0, same: 0, runs: 0, generated: 0, drafted: 0, accepted: 0, saved: 0 };
 
   console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
   console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
@@ -216,11 +232,29 @@ async function main(): Promise<void> {
             `  ${it.id.padEnd(14)} ${strategy.padEnd(11)} eval ${String(answer.usage.evaluatedTokens).padStart(6)}  gen ${String(answer.usage.generatedTokens).padStart(5)}  ` +
               `${(wallMs / 1000).toFixed(2).padStart(6)} s  cand ${answer.candidates.length}${answer.shortfall ? ` (shortfall: ${answer.shortfall})` : ""}`,
           );
+          if (strategy === "tree-prune" && draftDecode) {
+            if (r === 0 && k === 0) await draftDecode({ ...base, strategy: "greedy" });
+            const t0 = performance.now();
+            const drafted: Answer = await draftDecode({ ...base, strategy, candidates: CANDIDATES });
+            const draftMs = performance.now() - t0;
+            const sqls = (a: Answer): string => JSON.stringify(a.candidates.map((c) => c.sql));
+            prune.plainMs += wallMs;
+            prune.draftMs += draftMs;
+            prune.same += sqls(drafted) === sqls(answer) ? 1 : 0;
+            prune.runs++;
+            prune.generated += drafted.usage.generatedTokens;
+            prune.drafted += drafted.usage.draftedTokens ?? 0;
+            prune.accepted += drafted.usage.acceptedTokens ?? 0;
+            prune.saved += drafted.usage.forwardPassesSaved ?? 0;
+            rows.push(`  ${it.id.padEnd(14)} ${"+drafting".padEnd(11)} eval ${String(drafted.usage.evaluatedTokens).padStart(6)}  gen ${String(drafted.usage.generatedTokens).padStart(5)}  ${(draftMs / 1000).toFixed(2).padStart(6)} s  cand ${drafted.candidates.length}`);
+          }
         }
       }
     }
   } finally {
     decode.close();
+    draftDecode?.close();
+    await drafting?.close();
     await policy.close();
     await executor.close();
   }
@@ -244,6 +278,14 @@ async function main(): Promise<void> {
     const t = totals.get(s)!;
     const pct = (n: number): string => `${((100 * n) / Math.max(1, t.runs)).toFixed(1)}%`;
     console.log(`${`${s}-${CANDIDATES}`.padEnd(16)}${pct(t.votes.equal.ex).padStart(9)}${pct(t.votes.last.ex).padStart(9)}${pct(t.votes.equal.emptyWins).padStart(16)}${pct(t.votes.last.emptyWins).padStart(16)}`);
+  }
+  if (drafting) {
+    const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
+    console.log(
+      `\ntree-prune-${CANDIDATES} with n-gram drafting: ${(prune.draftMs / 1000).toFixed(2)} s against ${(prune.plainMs / 1000).toFixed(2)} s without ` +
+        `(${(prune.plainMs / Math.max(1, prune.draftMs)).toFixed(2)}× as fast); same candidates' SQL in ${prune.same} of ${prune.runs} runs; ` +
+        `${prune.drafted} tokens drafted, ${prune.accepted} accepted (${pct(prune.accepted, prune.drafted)}), ${prune.saved} forward passes saved (${pct(prune.saved, prune.generated)} of ${prune.generated} generated)`,
+    );
   }
   console.log("\ntargets: tree-16 evaluates ≤ 45% of linear-16's tokens and takes ≤ 60% of its wall time (ReEx Table 7: 41% and 49%)");
 }

@@ -25,6 +25,14 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
+ *                         [--speculative] [--temperature T]
+ *
+ * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
+ * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
+ * `drafting 1seq X× plain Y× llama-batched-bench`: reex generate with drafting against reex generate
+ * without it and against llama-batched-bench, at 1 sequence. `--temperature` (default 1) sets every
+ * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
+ * does not sample.
  *
  * Without --model it uses the starter model (models/reex-starter.gguf); `--real NAME` builds a
  * random-weight GGUF of a real architecture with that family's real tokenizer
@@ -53,6 +61,8 @@ const { values } = parseArgs({
     sequences: { type: "string", default: "1,16" },
     repeat: { type: "string", default: "3" },
     "no-llama": { type: "boolean", default: false },
+    speculative: { type: "boolean", default: false },
+    temperature: { type: "string", default: "1" },
   },
 });
 
@@ -72,11 +82,20 @@ const THREADS = Number(values.threads);
 const WIDTHS = values.sequences.split(",").map(Number);
 const REPEAT = Number(values.repeat);
 const MAX_WIDTH = Math.max(...WIDTHS);
+const SPECULATIVE = values.speculative;
+const TEMPERATURE = Number(values.temperature);
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
 const CONTEXT = PROMPT_TOKENS + 4 * GEN + 512;
 
-type Row = "llama-batched-bench" | "node-llama-cpp" | "reex generate" | "reex generate+logprobs" | "reex rollout";
-const ROWS: Row[] = ["llama-batched-bench", "node-llama-cpp", "reex generate", "reex generate+logprobs", "reex rollout"];
+type Row = "llama-batched-bench" | "node-llama-cpp" | "reex generate" | "reex generate+logprobs" | "reex rollout" | "reex generate+draft" | "reex rollout+draft";
+const ROWS: Row[] = [
+  "llama-batched-bench",
+  "node-llama-cpp",
+  "reex generate",
+  "reex generate+logprobs",
+  "reex rollout",
+  ...(SPECULATIVE ? (["reex generate+draft", "reex rollout+draft"] as Row[]) : []),
+];
 
 interface Sample {
   tokens: number;
@@ -197,18 +216,32 @@ async function forks(root: Trajectory, width: number): Promise<Trajectory[]> {
   return out;
 }
 
-async function reexGenerate(root: Trajectory, width: number, logprobs: boolean): Promise<void> {
+const draftCounts = new Map<string, { drafted: number; accepted: number; saved: number; generated: number }>();
+
+/** Adds a drafting trajectory's counts to its width's totals, printed at the end. */
+function countDrafts(t: Trajectory, key: string): void {
+  const u = t.usage;
+  let drafting = draftCounts.get(key);
+  if (!drafting) draftCounts.set(key, (drafting = { drafted: 0, accepted: 0, saved: 0, generated: 0 }));
+  drafting.drafted += u.draftedTokens ?? 0;
+  drafting.accepted += u.acceptedTokens ?? 0;
+  drafting.saved += u.forwardPassesSaved ?? 0;
+  drafting.generated += u.generatedTokens;
+}
+
+async function reexGenerate(root: Trajectory, width: number, logprobs: boolean, row: Row = logprobs ? "reex generate+logprobs" : "reex generate"): Promise<void> {
   const fs = await forks(root, width);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: 1, seed: i + 1, ignoreEos: true, logprobs })));
-  add(logprobs ? "reex generate+logprobs" : "reex generate", width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
+  const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, ignoreEos: true, logprobs })));
+  add(row, width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
+  if (row === "reex generate+draft") fs.forEach((f) => countDrafts(f, `${row} at ${width} seq`));
   await Promise.all(fs.map((f) => f.release()));
 }
 
 const eventCounts = { events: 0, probes: 0, appended: 0, short: 0 };
 
-async function reexRollout(root: Trajectory, width: number, executor: ExecutorPool, dbPath: string): Promise<void> {
+async function reexRollout(root: Trajectory, width: number, executor: ExecutorPool, dbPath: string, row: Row = "reex rollout"): Promise<void> {
   const fs = await forks(root, width);
   const sink = (e: ReexEvent): void => {
     eventCounts.events++;
@@ -217,14 +250,15 @@ async function reexRollout(root: Trajectory, width: number, executor: ExecutorPo
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const results: RolloutResult[] = await Promise.all(
-    fs.map((f, i) => rollout(f, { executor, dbPath, maxTokens: GEN, temperature: 1, seed: i + 1, sink, path: String(i), maxInteractions: 100, logprobs: false, ignoreEos: true })),
+    fs.map((f, i) => rollout(f, { executor, dbPath, maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, sink, path: String(i), maxInteractions: 100, logprobs: false, ignoreEos: true })),
   );
   const secs = seconds(t0);
   const cpu = cpuSeconds(c0);
   const generated = results.reduce((s, r) => s + r.usage.generatedTokens, 0);
   eventCounts.appended += results.reduce((s, r) => s + r.record.sampled.filter((x) => x === 0).length, 0);
   eventCounts.short += results.filter((r) => r.usage.generatedTokens < GEN).length;
-  add("reex rollout", width, { tokens: generated, seconds: secs, cpu });
+  add(row, width, { tokens: generated, seconds: secs, cpu });
+  if (row === "reex rollout+draft") fs.forEach((f) => countDrafts(f, `${row} at ${width} seq`));
   await Promise.all(fs.map((f) => f.release()));
 }
 
@@ -239,6 +273,11 @@ async function main(): Promise<void> {
   const root = await policy.start(spec);
   const executor = new ExecutorPool({ workers: 1 });
   const raw = await rawRunner(root.promptTokens);
+  // the same model, prompt and settings with n-gram drafting on (--speculative)
+  const drafter = SPECULATIVE
+    ? await createLlamaPolicy({ model: MODEL, gpu: "cpu", threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2, speculative: "ngram" })
+    : undefined;
+  const draftRoot = drafter ? await drafter.start(spec) : undefined;
   let skipped: string | undefined;
   try {
     for (let r = 0; r < REPEAT; r++) {
@@ -248,10 +287,16 @@ async function main(): Promise<void> {
         await reexGenerate(root, width, false);
         await reexGenerate(root, width, true);
         await reexRollout(root, width, executor, dbPath);
+        if (draftRoot) {
+          await reexGenerate(draftRoot, width, false, "reex generate+draft");
+          await reexRollout(draftRoot, width, executor, dbPath, "reex rollout+draft");
+        }
       }
     }
   } finally {
     await raw.close();
+    await draftRoot?.release();
+    await drafter?.close();
     await root.release();
     await policy.close();
     await executor.close();
@@ -260,7 +305,7 @@ async function main(): Promise<void> {
   const [load1] = (await import("node:os")).loadavg();
   console.log(`\npeer benchmark — ${MODEL}`);
   console.log(
-    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T 1, median of ${REPEAT}; ` +
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T ${TEMPERATURE}, median of ${REPEAT}; ` +
       `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");
@@ -292,6 +337,34 @@ async function main(): Promise<void> {
     `  rollout: ${eventCounts.probes} probes executed, ${eventCounts.appended} injected tokens, ${eventCounts.events} events; ${eventCounts.short} rollouts ended before ${GEN} tokens (final SQL or end of turn)`,
   );
   console.log("  targets: reex generate ≥ 0.9× llama-batched-bench at 1 and 16 sequences; rollout ≥ 0.85×");
+  if (SPECULATIVE) {
+    const rate = (row: Row, w: number): number | undefined => {
+      const s = samples.get(`${row}/${w}`);
+      return s ? median(s.map((x) => x.tokens / x.seconds)) : undefined;
+    };
+    const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
+    for (const [w, d] of draftCounts) {
+      console.log(
+        `  ${w}: ${d.drafted} tokens drafted, ${d.accepted} accepted (${pct(d.accepted, d.drafted)}), ` +
+          `${d.saved} forward passes saved (${pct(d.saved, d.generated)} of ${d.generated} generated tokens)`,
+      );
+    }
+    const w1 = WIDTHS.includes(1) ? 1 : WIDTHS[0]!;
+    const fmt = (a: number | undefined, b: number | undefined): string => (a !== undefined && b !== undefined ? `${(a / b).toFixed(2)}×` : "n/a");
+    const cpuPerToken = (row: Row, w: number): number | undefined => {
+      const xs = (samples.get(`${row}/${w}`) ?? []).filter((x) => x.cpu !== undefined && x.tokens > 0).map((x) => x.cpu! / x.tokens);
+      return xs.length ? median(xs) : undefined;
+    };
+    for (const w of WIDTHS) {
+      console.log(
+        `  ${w} seq, wall: generate+draft ${fmt(rate("reex generate+draft", w), rate("reex generate", w))} of generate, rollout+draft ${fmt(rate("reex rollout+draft", w), rate("reex rollout", w))} of rollout; ` +
+          `CPU a token: generate ${fmt(cpuPerToken("reex generate", w), cpuPerToken("reex generate+draft", w))} less with drafting, rollout ${fmt(cpuPerToken("reex rollout", w), cpuPerToken("reex rollout+draft", w))}`,
+      );
+    }
+    // decode speed at 1 sequence (generate: the same tokens every row decodes), against reex without drafting and llama.cpp's plain decode
+    const drafted = rate("reex generate+draft", w1);
+    console.log(`drafting ${w1}seq ${fmt(drafted, rate("reex generate", w1))} plain ${fmt(drafted, rate("llama-batched-bench", w1))} llama-batched-bench`);
+  }
 }
 
 await main();

@@ -161,6 +161,10 @@ const decodingSchema = z
     temperature: z.number().min(0).max(2).default(0.7),
     /** Upper bound a request may ask for. Default 32. */
     maxCandidates: z.number().int().positive().default(32),
+    /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
+    speculative: z.enum(["off", "ngram"]).default("off"),
+    /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */
+    draftMax: z.number().int().min(1).max(64).default(8),
   })
   .strict();
 

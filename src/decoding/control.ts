@@ -207,6 +207,11 @@ export class RequestControl {
     if (started) this.totals.promptTokens += u.promptTokens;
     this.totals.evaluatedTokens += u.evaluatedTokens;
     this.totals.generatedTokens += u.generatedTokens;
+    if (u.draftedTokens !== undefined) {
+      this.totals.draftedTokens = (this.totals.draftedTokens ?? 0) + u.draftedTokens;
+      this.totals.acceptedTokens = (this.totals.acceptedTokens ?? 0) + (u.acceptedTokens ?? 0);
+      this.totals.forwardPassesSaved = (this.totals.forwardPassesSaved ?? 0) + (u.forwardPassesSaved ?? 0);
+    }
     this.releaseSlot();
   }
 

@@ -468,10 +468,38 @@ export interface SampledToken {
   confidence?: number;
 }
 
+/** Tokens drafted to follow a step's token, verified in the same decode (see {@link DirectDecoder}). */
+export interface Draft {
+  tokens: number[];
+  /**
+   * Also sample the token after the last drafted one when all are accepted (its logits cost one more
+   * token in the batch); false where nothing may follow the draft (it ends at a stop string). Default true.
+   */
+  bonus?: boolean;
+}
+
+/** What one step produced for a sequence: its sampled tokens and how its draft fared. */
+export interface StepTokens {
+  /**
+   * The sampled tokens, in order: each drafted token the model sampled too, then the first token it
+   * sampled differently (or after the draft). Every one but the last is evaluated into the sequence.
+   */
+  tokens: SampledToken[];
+  /** Drafted tokens that were compared with a sample (the draft beyond the first mismatch is not). */
+  compared: number;
+  /** Drafted tokens the model sampled as drafted. */
+  accepted: number;
+  /** Tokens the step's batch evaluated for this sequence (rejected drafted ones included). */
+  evaluated: number;
+}
+
 /** One generating sequence's next-token requests, decoded by its context's {@link DirectDecoder}. */
 export interface DirectSampling {
-  /** Evaluates `token` at the sequence's next position and samples the token after it. */
-  next(token: number): Promise<SampledToken>;
+  /**
+   * Evaluates `token` at the sequence's next position and samples the token after it; with a draft,
+   * evaluates the drafted tokens after it in the same batch and keeps those the model samples too.
+   */
+  next(token: number, draft?: Draft): Promise<StepTokens>;
   /** Frees the native sampler once the last request has settled. */
   dispose(): void;
 }
@@ -492,6 +520,7 @@ interface NativeBatchContext {
   addToBatch(sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<unknown>;
   sampleToken(batchLogitIndex: number, sampler: unknown, probabilities?: boolean, confidence?: boolean): Promise<unknown>;
+  removeTokenCellsFromSequence(sequenceId: number, startPos: number, endPos: number): boolean;
 }
 
 interface NativeSampler {
@@ -515,9 +544,11 @@ interface DirectSequence {
 interface DirectRequest {
   seq: DirectSequence;
   token: number;
+  draft: number[];
+  bonus: boolean;
   sampler: NativeSampler;
   confidence: boolean;
-  resolve: (value: SampledToken) => void;
+  resolve: (value: StepTokens) => void;
   reject: (err: unknown) => void;
 }
 
@@ -612,27 +643,31 @@ class DirectDecoder {
     }
     try {
       const native = this.context._ctx;
-      const logits = Uint32Array.of(0);
-      native.initBatch(live.length);
-      const indexes = live.map((req) => native.addToBatch(req.seq._sequenceId, req.seq._nextTokenIndex, Uint32Array.of(req.token), logits)[0]!);
+      // a step's tokens fit one llama.cpp batch: drafts are cut (first the later sequences') to fit
+      let room = Math.max(0, this.context._batchSize - live.length);
+      const evals = live.map((req) => {
+        const extra = Math.min(room, req.bonus ? req.draft.length : Math.max(0, req.draft.length - 1));
+        room -= extra;
+        if (extra < (req.bonus ? req.draft.length : req.draft.length - 1)) {
+          req.draft = req.draft.slice(0, extra + 1);
+          req.bonus = false;
+        }
+        return [req.token, ...req.draft.slice(0, extra)];
+      });
+      native.initBatch(evals.reduce((n, e) => n + e.length, 0));
+      const indexes = live.map((req, i) =>
+        native.addToBatch(req.seq._sequenceId, req.seq._nextTokenIndex, Uint32Array.from(evals[i]!), Uint32Array.from(evals[i]!, (_, j) => j)),
+      );
       try {
         await native.decodeBatch();
       } catch (err) {
         for (const req of live) req.reject(err);
         return;
       }
-      for (const req of live) {
-        req.seq._nextTokenIndex++;
-        req.seq._contextTokens.push(req.token as Token);
-        req.seq.tokenMeter.useTokens(1, "output");
-      }
       await Promise.all(
         live.map(async (req, i) => {
           try {
-            const out = req.confidence ? await native.sampleToken(indexes[i]!, req.sampler, false, true) : await native.sampleToken(indexes[i]!, req.sampler);
-            const [token, , confidence] = Array.isArray(out) ? (out as [number, unknown, number?]) : [out as number];
-            if (token === -1) throw new Error("Failed to sample next token");
-            req.resolve({ token: token ?? null, ...(confidence !== undefined ? { confidence } : {}) });
+            req.resolve(await this.verify(req, evals[i]!, indexes[i]!));
           } catch (err) {
             req.reject(err);
           }
@@ -641,6 +676,39 @@ class DirectDecoder {
     } finally {
       guard.dispose();
     }
+  }
+
+  /**
+   * Samples `req`'s positions in order, one native sample each, as long as the model samples what
+   * was drafted: a token sampled differently (or the one after the draft) ends the step. Since
+   * each kept token is one draw of the sampler from the same logits a plain step would compute,
+   * the tokens (and the sampler's random draws, grammar state and log-probabilities) are exactly
+   * those of plain decoding: for a drafted token this is the standard rejection rule (accepted
+   * with probability p(x), else a token drawn from p without x). The evaluated tokens after the
+   * last kept one are taken back out of the KV cache.
+   */
+  private async verify(req: DirectRequest, evaluated: number[], indexes: Uint32Array): Promise<StepTokens> {
+    const native = this.context._ctx;
+    const seq = req.seq;
+    const start = seq._nextTokenIndex;
+    const tokens: SampledToken[] = [];
+    let accepted = 0;
+    for (let i = 0; i < evaluated.length; i++) {
+      const out = req.confidence ? await native.sampleToken(indexes[i]!, req.sampler, false, true) : await native.sampleToken(indexes[i]!, req.sampler);
+      const [token, , confidence] = Array.isArray(out) ? (out as [number, unknown, number?]) : [out as number];
+      if (token === -1) throw new Error("Failed to sample next token");
+      tokens.push({ token: token ?? null, ...(confidence !== undefined ? { confidence } : {}) });
+      if (token == null || i >= req.draft.length || token !== req.draft[i]) break;
+      accepted++;
+    }
+    const kept = tokens.length;
+    if (kept < evaluated.length && !native.removeTokenCellsFromSequence(seq._sequenceId, start + kept, start + evaluated.length)) {
+      throw new Error("could not take rejected drafted tokens out of the KV cache");
+    }
+    seq._nextTokenIndex += kept;
+    for (let i = 0; i < kept; i++) seq._contextTokens.push(evaluated[i] as Token);
+    seq.tokenMeter.useTokens(evaluated.length, "output");
+    return { tokens, compared: Math.min(req.draft.length, accepted + 1), accepted, evaluated: evaluated.length };
   }
 }
 
@@ -711,10 +779,11 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   let pending = Promise.resolve();
   let disposed = false;
   return {
-    next(token) {
-      const result = new Promise<SampledToken>((resolve, reject) => {
+    next(token, draft) {
+      const result = new Promise<StepTokens>((resolve, reject) => {
         if (disposed) throw new Error("the sampler was disposed");
-        decoder.request({ seq: s, token, sampler, confidence: options.confidence, resolve, reject });
+        const tokens = draft?.tokens ?? [];
+        decoder.request({ seq: s, token, draft: tokens, bonus: tokens.length === 0 || draft?.bonus !== false, sampler, confidence: options.confidence, resolve, reject });
       });
       pending = result.then(
         () => undefined,

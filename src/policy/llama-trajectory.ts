@@ -6,7 +6,8 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { asTokens, beginSequenceCopy, directSampling, sequenceIdOf, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type SampledToken } from "./internals.js";
+import { NgramDrafter, type DraftOptions } from "./draft.js";
+import { asTokens, beginSequenceCopy, directSampling, sequenceIdOf, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type Draft, type SampledToken, type StepTokens } from "./internals.js";
 import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
@@ -22,6 +23,8 @@ export interface TrajectoryHost {
   adoptTrajectory(t: LlamaTrajectory): void;
   nextTrajectoryId(): string;
   isCurrent(loaded: unknown): boolean;
+  /** How generated tokens are drafted (speculative decoding); undefined: they are not. */
+  readonly drafting: DraftOptions | undefined;
 }
 
 /** The state a trajectory starts with. */
@@ -36,6 +39,8 @@ export interface TrajectoryInit {
    * under way); calls on the trajectory wait for it, and a rejection makes them fail. Default: ready.
    */
   ready?: Promise<void>;
+  /** The parent's drafter, for a fork. Default: a new one. */
+  drafter?: NgramDrafter;
 }
 
 const MIN_LOGPROB = Math.log(1e-45);
@@ -48,6 +53,10 @@ export class LlamaTrajectory implements Trajectory {
   private pending: number[];
   private readonly loaded: { model: LlamaModel; steps: StepBarrier };
   private generated = 0;
+  private drafted = 0;
+  private accepted = 0;
+  private passesSaved = 0;
+  private drafterState: NgramDrafter | undefined;
   private evaluatedAtRelease: number | undefined;
   private released = false;
   private invalid = false;
@@ -64,6 +73,7 @@ export class LlamaTrajectory implements Trajectory {
     this.pending = init.pending;
     this.record = init.record;
     this.loaded = init.loaded;
+    this.drafterState = init.drafter?.fork(this.record.tokens);
     if (init.ready) {
       this.tail = init.ready.catch((err: unknown) => {
         this.broken = err instanceof Error ? err.message : err;
@@ -76,7 +86,15 @@ export class LlamaTrajectory implements Trajectory {
       promptTokens: this.promptTokens.length,
       evaluatedTokens: this.evaluatedAtRelease ?? this.meterCount(),
       generatedTokens: this.generated,
+      ...(this.host.drafting ? { draftedTokens: this.drafted, acceptedTokens: this.accepted, forwardPassesSaved: this.passesSaved } : {}),
     };
+  }
+
+  /** This trajectory's drafter, made on first use; undefined when drafting is off. */
+  private get drafter(): NgramDrafter | undefined {
+    if (!this.host.drafting) return undefined;
+    this.drafterState ??= new NgramDrafter(this.promptTokens, this.record.tokens, this.host.drafting);
+    return this.drafterState;
   }
 
   private meterCount(): number {
@@ -187,6 +205,10 @@ export class LlamaTrajectory implements Trajectory {
     };
     let next: () => Promise<SampledToken>;
     let finish: () => Promise<unknown>;
+    /** Sampled tokens of the last step not consumed yet (a step yields several when its draft is accepted). */
+    let queued: SampledToken[] = [];
+    let fromStep = 0;
+    let stepAccepted = 0;
     const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
     if (direct) {
       try {
@@ -195,11 +217,69 @@ export class LlamaTrajectory implements Trajectory {
         direct.dispose();
         throw this.fail(err);
       }
-      next = () => direct.next(this.pending[0]!);
-      finish = async () => direct.dispose();
+      const drafter = this.drafter;
+      const longestStop = options.stop.reduce((m, x) => Math.max(m, x.length), 0);
+      const pieces = new Map<number, string>();
+      const piece = (t: number): string => {
+        let p = pieces.get(t);
+        if (p === undefined) pieces.set(t, (p = model.detokenize(asTokens([t]), false)));
+        return p;
+      };
+      /** A draft that ends where this call must stop: at a stop string's last token, or an end-of-turn token. */
+      const draftNow = (): Draft | undefined => {
+        if (!drafter) return undefined;
+        const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating);
+        if (draft.length === 0) return undefined;
+        let seen = longestStop > 1 ? text.text.slice(-(longestStop - 1)) : "";
+        for (let i = 0; i < draft.length; i++) {
+          const t = draft[i]!;
+          if (model.isEogToken(t as Token)) {
+            if (!options.ignoreEos) return { tokens: draft.slice(0, i + 1), bonus: false };
+            continue;
+          }
+          if (longestStop === 0) continue;
+          seen += piece(t);
+          if (options.stop.some((x) => x.length > 0 && seen.includes(x))) return { tokens: draft.slice(0, i + 1), bonus: false };
+          seen = seen.slice(-(longestStop - 1));
+        }
+        return { tokens: draft };
+      };
+      next = async () => {
+        if (queued.length === 0) {
+          const lined = steps.arrive();
+          if (lined) await lined;
+          const draft = draftNow();
+          this.drafted += draft?.tokens.length ?? 0;
+          const step: StepTokens = await direct.next(this.pending[0]!, draft);
+          if (step.compared > 0) drafter?.observe(step.compared, step.accepted);
+          queued = step.tokens;
+          fromStep = 0;
+          stepAccepted = step.accepted;
+        }
+        if (fromStep > 0) this.passesSaved++;
+        if (fromStep < stepAccepted) this.accepted++;
+        fromStep++;
+        return queued.shift()!;
+      };
+      finish = async () => {
+        direct.dispose();
+        // tokens a step sampled past where this call stopped: out of the KV cache, as if never drafted
+        if (queued.length > 0) {
+          const end = this.seq.nextTokenIndex;
+          const extra = queued.length;
+          queued = [];
+          try {
+            await this.seq.eraseContextTokenRanges([{ start: end - extra, end }]);
+          } catch (err) {
+            this.broken = err instanceof Error ? err.message : err;
+          }
+        }
+      };
     } else {
       const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, { ...sampling, yieldEogToken: true });
       next = async () => {
+        const lined = steps.arrive();
+        if (lined) await lined;
         const step = await generator.next();
         return step.done ? { token: null } : { token: step.value.token, ...(step.value as { confidence?: number }) };
       };
@@ -211,8 +291,6 @@ export class LlamaTrajectory implements Trajectory {
           stopReason = "aborted";
           break;
         }
-        const lined = steps.arrive();
-        if (lined) await lined;
         const { token, confidence } = await next();
         if (token === null) {
           this.pending = [];
@@ -320,6 +398,7 @@ export class LlamaTrajectory implements Trajectory {
         record: { tokens: [...this.record.tokens], sampled: [...this.record.sampled], logprobs: [...this.record.logprobs] },
         loaded: this.loaded,
         ...(ready ? { ready } : {}),
+        ...(this.drafterState ? { drafter: this.drafterState } : {}),
       });
       this.host.adoptTrajectory(child);
       return child;

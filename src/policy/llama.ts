@@ -23,6 +23,7 @@ import { availableParallelism } from "node:os";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
+import type { DraftOptions } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
 import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport, preferSequenceIds } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
@@ -80,6 +81,15 @@ export interface LlamaPolicyOptions {
    * GPU, off on CPU.
    */
   flashAttention?: "auto" | boolean;
+  /**
+   * Speculative decoding on the direct decode path: "ngram" drafts the tokens that followed the
+   * latest earlier occurrence of a trajectory's last tokens (in its prompt, its own text and the
+   * probe results injected into it) and verifies them in the step's batch, keeping exactly the
+   * tokens plain decoding samples (src/policy/draft.ts). Default "off".
+   */
+  speculative?: "off" | "ngram";
+  /** Most tokens drafted in one step; the length adapts below it to the acceptance seen. Default 8. */
+  draftMax?: number;
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
   maxCachedPrefixes?: number;
   /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
@@ -219,6 +229,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
   private reloading: Promise<void> | undefined;
   private closed = false;
   private nextId = 1;
+  readonly drafting: DraftOptions | undefined;
 
   constructor(
     private readonly llama: Llama,
@@ -227,6 +238,9 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     readonly kvCopy: boolean,
   ) {
     this.loaded = loaded;
+    // a drafted token's share of a one-sequence step: measured on CPU (draft.ts); on a GPU, where a
+    // step costs about the same for a few more tokens, assumed small (not measured here)
+    this.drafting = options.speculative === "ngram" ? { draftMax: options.draftMax ?? 8, tokenCost: loaded.device === "cpu" ? 0.4 : 0.1 } : undefined;
   }
 
   get info(): PolicyInfo {

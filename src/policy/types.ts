@@ -13,6 +13,12 @@ export interface TokenUsage {
   evaluatedTokens: number;
   /** Tokens sampled by the model. A fork starts at 0, so usage summed over a tree counts each token once. */
   generatedTokens: number;
+  /** Tokens drafted by speculative decoding and verified (present only where drafting is on; a fork starts at 0). */
+  draftedTokens?: number;
+  /** Drafted tokens the model sampled as drafted, each one generated without a decode step of its own. */
+  acceptedTokens?: number;
+  /** Decode steps (forward passes) generation took fewer than plain decoding would have. */
+  forwardPassesSaved?: number;
 }
 
 /**

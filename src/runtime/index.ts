@@ -145,6 +145,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         lora: config.policy.lora,
         ...(config.policy.threads !== undefined ? { threads: config.policy.threads } : {}),
         ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
+        speculative: config.decoding.speculative,
+        draftMax: config.decoding.draftMax,
       });
     }
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);

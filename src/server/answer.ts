@@ -23,7 +23,7 @@ export interface SqlResponse {
   decidedBy: Answer["decidedBy"];
   shortfall?: string;
   trace?: unknown[];
-  usage: { promptTokens: number; evaluatedTokens: number; generatedTokens: number };
+  usage: { promptTokens: number; evaluatedTokens: number; generatedTokens: number; draftedTokens?: number; acceptedTokens?: number; forwardPassesSaved?: number };
   timings: { totalMs: number; queueMs: number; decodeMs: number; firstTokenMs?: number };
 }
 
@@ -94,6 +94,9 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
       promptTokens: answer.usage.promptTokens,
       evaluatedTokens: answer.usage.evaluatedTokens,
       generatedTokens: answer.usage.generatedTokens,
+      ...(answer.usage.draftedTokens !== undefined
+        ? { draftedTokens: answer.usage.draftedTokens, acceptedTokens: answer.usage.acceptedTokens ?? 0, forwardPassesSaved: answer.usage.forwardPassesSaved ?? 0 }
+        : {}),
     },
     timings: {
       totalMs: round(timings.totalMs),
@@ -177,6 +180,11 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
     metrics.tokens.inc({ kind: "prompt" }, answer.usage.promptTokens);
     metrics.tokens.inc({ kind: "evaluated" }, answer.usage.evaluatedTokens);
     metrics.tokens.inc({ kind: "generated" }, answer.usage.generatedTokens);
+    if (answer.usage.draftedTokens !== undefined) {
+      metrics.tokens.inc({ kind: "drafted" }, answer.usage.draftedTokens);
+      metrics.tokens.inc({ kind: "accepted" }, answer.usage.acceptedTokens ?? 0);
+      metrics.passesSaved.inc({}, answer.usage.forwardPassesSaved ?? 0);
+    }
     options.log.info(
       { ...summary, sqlChars: answer.sql?.length ?? 0, answerable: answer.answerable, winner: answer.winner, queueMs: round(started - accepted), totalMs: round(now - accepted), ...(logSql ? { sql: answer.sql } : {}) },
       "answered",

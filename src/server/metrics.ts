@@ -137,6 +137,8 @@ export interface ServerMetrics {
   requests: Counter;
   duration: Histogram;
   tokens: Counter;
+  /** Decode steps speculative decoding saved (accepted drafted tokens generated without a step of their own). */
+  passesSaved: Counter;
   probes: Counter;
   sqlTimeouts: Counter;
   queueDepth: Gauge;
@@ -152,7 +154,8 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     duration: registry.register(
       new Histogram("reex_request_duration_seconds", "HTTP request duration by route template.", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]),
     ),
-    tokens: registry.register(new Counter("reex_tokens_total", "Tokens by kind: prompt, evaluated, generated.")),
+    tokens: registry.register(new Counter("reex_tokens_total", "Tokens by kind: prompt, evaluated, generated; drafted and accepted with speculative decoding.")),
+    passesSaved: registry.register(new Counter("reex_forward_passes_saved_total", "Decode steps speculative decoding saved.")),
     probes: registry.register(new Counter("reex_probes_total", "Probe queries the model wrote.")),
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),
     queueDepth: registry.register(new Gauge("reex_queue_depth", "Generations waiting for a slot.", read.queueDepth)),

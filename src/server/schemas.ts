@@ -91,6 +91,9 @@ export const usageSchema = z.object({
   promptTokens: z.number().int(),
   evaluatedTokens: z.number().int(),
   generatedTokens: z.number().int(),
+  draftedTokens: z.number().int().optional().describe("Tokens drafted by speculative decoding (`decoding.speculative`); present only where it is on."),
+  acceptedTokens: z.number().int().optional().describe("Drafted tokens the model sampled as drafted."),
+  forwardPassesSaved: z.number().int().optional().describe("Decode steps the answer took fewer than plain decoding."),
 });
 
 /** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */

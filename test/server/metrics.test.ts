@@ -59,6 +59,28 @@ describe("metrics", () => {
     expect(text).toContain("reex_live_sequences 0");
   });
 
+  it("counts drafted and accepted tokens and forward passes saved by speculative decoding, and the answer's usage carries them", async () => {
+    t = await makeApp({
+      deps: {
+        decode: async () => ({
+          sql: null,
+          answerable: false,
+          candidates: [],
+          winner: null,
+          decidedBy: "none",
+          usage: { promptTokens: 5, evaluatedTokens: 9, generatedTokens: 20, draftedTokens: 12, acceptedTokens: 9, forwardPassesSaved: 8 },
+          timings: { totalMs: 1 },
+        }),
+      },
+    });
+    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    expect(res.json().usage).toEqual({ promptTokens: 5, evaluatedTokens: 9, generatedTokens: 20, draftedTokens: 12, acceptedTokens: 9, forwardPassesSaved: 8 });
+    const text = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
+    expect(text).toContain('reex_tokens_total{kind="drafted"} 12');
+    expect(text).toContain('reex_tokens_total{kind="accepted"} 9');
+    expect(text).toContain("reex_forward_passes_saved_total 8");
+  });
+
   it("counts SQL timeouts seen in probe results", async () => {
     t = await makeApp({
       deps: {

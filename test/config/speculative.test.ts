@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { configHelp, loadConfig } from "../../src/config/index.js";
+import { ReexError } from "../../src/errors/index.js";
+
+describe("speculative decoding settings", () => {
+  it("default to no drafting and at most 8 drafted tokens a step", () => {
+    const config = loadConfig({});
+    expect(config.decoding.speculative).toBe("off");
+    expect(config.decoding.draftMax).toBe(8);
+  });
+
+  it("are read from flags and the environment, and listed in --help", () => {
+    expect(loadConfig({ flags: { "decoding.speculative": "ngram", "decoding.draftMax": "4" } }).decoding).toMatchObject({ speculative: "ngram", draftMax: 4 });
+    expect(loadConfig({ env: { REEX_DECODING_SPECULATIVE: "ngram" } }).decoding.speculative).toBe("ngram");
+    expect(configHelp()).toContain("--decoding.speculative");
+    expect(configHelp()).toContain("--decoding.draftMax");
+  });
+
+  it("refuse an unknown drafting source and a draft length out of bounds", () => {
+    const cases: Record<string, string>[] = [{ "decoding.speculative": "eagle" }, { "decoding.draftMax": "0" }, { "decoding.draftMax": "65" }];
+    for (const flags of cases) {
+      let caught: unknown;
+      try {
+        loadConfig({ flags });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ReexError);
+      expect((caught as ReexError).code).toBe("CONFIG_INVALID");
+    }
+  });
+});

@@ -1,0 +1,270 @@
+/**
+ * Speculative decoding (`speculative: "ngram"`): drafted tokens are verified in the decode step and
+ * change nothing the model writes. Greedy rollouts of the starter and of a real-vocabulary GGUF
+ * under a scripted grammar are token for token those of plain decoding; seeded sampling draws the
+ * same tokens, and unseeded-alike runs have the same token frequencies; a draft never runs past a
+ * stop string the caller must see.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildPrompt, PROFILES, rollout, runRollout, type SegmentGrammars } from "../../src/agent/index.js";
+import { buildExamples } from "../../src/examples/index.js";
+import { createLlamaPolicy, exactTextGrammar, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { ExecutorPool, loadSchema, schemaPrompt } from "../../src/sql/index.js";
+import { buildRealModel } from "../helpers/real-models.js";
+
+const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
+const options = { gpu: "cpu" as const, contextSize: 2048, sequences: 6, threads: 1 };
+/** A line of the example retail database's schema section, as the prompt spells it. */
+const SCHEMA_LINE = "table products , columns = [ products.product_id ( integer | primary key | values : 1 , 2 , 3 ) , products.sku ( text | values : SKU-00001 , SKU-00002 , SKU-00003 )";
+
+let executor: ExecutorPool;
+
+beforeAll(() => {
+  executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
+});
+
+afterAll(async () => {
+  await executor?.close();
+});
+
+/** Sums the drafting counters of trajectories' usage. */
+function drafted(ts: { usage: Trajectory["usage"] }[]): { drafted: number; accepted: number; saved: number } {
+  return ts.reduce(
+    (s, t) => ({ drafted: s.drafted + (t.usage.draftedTokens ?? 0), accepted: s.accepted + (t.usage.acceptedTokens ?? 0), saved: s.saved + (t.usage.forwardPassesSaved ?? 0) }),
+    { drafted: 0, accepted: 0, saved: 0 },
+  );
+}
+
+describe("speculative decoding on the starter", () => {
+  let plain: Policy;
+  let spec: Policy;
+  let dbPath: string;
+  let prompts: PromptSpec[];
+
+  beforeAll(async () => {
+    plain = await createLlamaPolicy({ ...options, model: STARTER });
+    spec = await createLlamaPolicy({ ...options, model: STARTER, speculative: "ngram" });
+    const set = (await buildExamples())[0]!;
+    dbPath = set.path;
+    const schema = schemaPrompt(loadSchema(set.path)).text;
+    prompts = set.questions.slice(0, 3).map((q) => {
+      const built = buildPrompt({ family: "execution-aware", schema, question: q.question, evidence: q.evidence });
+      return plain.renderChat(built.messages, { sharedPrefix: built.sharedPrefix });
+    });
+  });
+
+  afterAll(async () => {
+    await plain?.close();
+    await spec?.close();
+  });
+
+  it("writes greedy rollouts (probes and injected results included) token for token as plain decoding, with drafts accepted", async () => {
+    const counts = [];
+    for (const [i, prompt] of prompts.entries()) {
+      const run = async (policy: Policy) => {
+        const t = await policy.start(prompt);
+        try {
+          const r = await rollout(t, { executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4 });
+          return { record: r.record, text: r.text, usage: t.usage };
+        } finally {
+          await t.release();
+        }
+      };
+      const a = await run(plain);
+      const b = await run(spec);
+      expect(b.record.tokens).toEqual(a.record.tokens);
+      expect(b.record.sampled).toEqual(a.record.sampled);
+      expect(b.text).toBe(a.text);
+      // a token's logits computed in a batch of several differ from a lone token's in the last digits
+      b.record.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(a.record.logprobs[j]!, 2));
+      expect(a.usage.draftedTokens).toBeUndefined();
+      counts.push(b);
+    }
+    const total = drafted(counts);
+    expect(total.accepted).toBeGreaterThan(0);
+    expect(total.saved).toBeGreaterThan(0);
+    expect(total.accepted).toBeLessThanOrEqual(total.drafted);
+  });
+
+  it("verifies the drafts of several forks in one step: the greedy one writes what plain decoding writes", async () => {
+    const run = async (policy: Policy) => {
+      const root = await policy.start(prompts[0]!);
+      // a forced copy of a schema line first: the drafter, which forks inherit, then trusts its drafts even in a step of four
+      await root.generate({ stop: [], maxTokens: 60, grammar: exactTextGrammar(SCHEMA_LINE), temperature: 0 });
+      const forks = [root, await root.fork(), await root.fork(), await root.fork()];
+      try {
+        const results = await Promise.all(forks.map((f, i) => f.generate({ stop: [], maxTokens: 48, temperature: i === 0 ? 0 : 0.6, seed: 7 + i, ignoreEos: true })));
+        return { tokens: results.map((r) => r.tokens), logprobs: results.map((r) => r.logprobs), counts: drafted(forks) };
+      } finally {
+        await Promise.all(forks.map((f) => f.release()));
+      }
+    };
+    const a = await run(plain);
+    const b = await run(spec);
+    expect(b.tokens[0]).toEqual(a.tokens[0]);
+    b.logprobs[0]!.forEach((lp, j) => expect(lp).toBeCloseTo(a.logprobs[0]![j]!, 2));
+    // the sampled ones draw from logits that may differ from a lone token's in the last digits, so only their length is fixed
+    expect(b.tokens.map((t) => t.length)).toEqual([48, 48, 48, 48]);
+    expect(b.counts.accepted).toBeGreaterThan(0);
+  });
+
+  it("samples each token with plain decoding's frequencies (two-sample chi-square, independent seeds)", async () => {
+    // a context the model copies from: the prompt's schema line, begun again, so that drafts are proposed and judged at T 1
+    const N = 240;
+    const LEN = 6;
+    const sample = async (policy: Policy, seed0: number) => {
+      const root = await policy.start(prompts[1]!);
+      await root.append("<think>customers.city ( text | values :");
+      const out: number[][] = [];
+      const used: Trajectory[] = [];
+      try {
+        for (let i = 0; i < N; i++) {
+          const f = await root.fork();
+          used.push(f);
+          out.push((await f.generate({ stop: [], maxTokens: LEN, temperature: 1, seed: seed0 + i, ignoreEos: true, logprobs: false })).tokens);
+          await f.release();
+        }
+      } finally {
+        await root.release();
+      }
+      return { out, counts: drafted(used) };
+    };
+    const a = await sample(plain, 1);
+    const b = await sample(spec, 100_001);
+    expect(b.counts.drafted).toBeGreaterThan(N);
+    expect(b.counts.accepted).toBeGreaterThan(0);
+    expect(b.counts.accepted).toBeLessThan(b.counts.drafted);
+    for (let pos = 0; pos < LEN; pos++) {
+      const { statistic, df } = chiSquare(a.out.map((t) => t[pos]!), b.out.map((t) => t[pos]!));
+      // p < 0.001 would fail: six positions, so a false alarm once in about 170 runs
+      expect(statistic, `position ${pos}`).toBeLessThan(chiSquareQuantile(df, 0.999));
+    }
+  });
+});
+
+describe("speculative decoding on a real vocabulary (qwen2), scripted by a grammar", () => {
+  let dir: string;
+  let dbPath: string;
+  let plain: Policy;
+  let spec: Policy;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "reex-speculative-"));
+    dbPath = join(dir, "concerts.sqlite");
+    const db = new Database(dbPath);
+    db.exec("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER); INSERT INTO singer VALUES (1, 'Ann', 'France', 31), (2, 'Bob', 'France', 42);");
+    db.close();
+    // "longest-token" weights: under an exact-text grammar greedy decoding writes the text in the
+    // longest tokens the vocabulary allows, so a text the model wrote twice is tokenised alike
+    const model = await buildRealModel("qwen2", { weights: "longest-token" });
+    plain = await createLlamaPolicy({ ...options, contextSize: 4096, sequences: 2, model });
+    spec = await createLlamaPolicy({ ...options, contextSize: 4096, sequences: 2, model, speculative: "ngram" });
+  });
+
+  afterAll(async () => {
+    await plain?.close();
+    await spec?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("writes a probing SkyRL-SQL rollout token for token as plain decoding, the final SQL drafted from the probe", { timeout: 120_000 }, async () => {
+    const profile = PROFILES.find((p) => p.id === "skyrl-sql")!;
+    const probe = "SELECT name, age FROM singer WHERE country = 'France'";
+    const final = "SELECT COUNT(*) FROM singer WHERE country = 'France'";
+    const grammar: SegmentGrammars = {
+      first: exactTextGrammar(`${profile.think!.open}Which singers are French?${profile.think!.close}\n${profile.probe!.open}${probe}${profile.probe!.close}\n`),
+      segment: exactTextGrammar(`${profile.think!.open}Two of them: ${probe}${profile.think!.close}\n${profile.answer.open}${final}${profile.answer.close}`),
+      finalBody: exactTextGrammar(`${final}${profile.answer.close}`),
+    };
+    const prompt = profile.buildPrompt({ family: profile.families[0]!, schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);", question: "How many singers are from France?" });
+    const results = [];
+    for (const policy of [plain, spec]) {
+      const t = await policy.start(policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix }));
+      try {
+        const r = await rollout(t, { executor, dbPath, profile, family: profile.families[0]!, grammar, maxTokens: 300, logprobs: false });
+        results.push({ r, usage: t.usage });
+      } finally {
+        await t.release();
+      }
+    }
+    const [a, b] = results as [(typeof results)[0], (typeof results)[0]];
+    expect(a.r.finalSql).toBe(final);
+    expect(b.r.record.tokens).toEqual(a.r.record.tokens);
+    expect(b.r.text).toBe(a.r.text);
+    expect(b.usage.acceptedTokens).toBeGreaterThan(0);
+  });
+
+  it("never drafts past a stop string: the call ends at the closing tag, and the trajectory goes on as without drafting", { timeout: 120_000 }, async () => {
+    // the model writes "<sql>…</sql>\n<result>…" twice, then "<sql>" again: the drafts after it run
+    // into the closing tag and, but for the stop string, past it
+    const block = "<sql>SELECT name FROM singer</sql>\n<result>Ann</result>\n";
+    const forced = "SELECT name FROM singer</sql>\n<result>Bob</result>\n";
+    const run = async (policy: Policy) => {
+      const t = await policy.start(policy.renderChat([{ role: "user", content: "Which singers are French?" }]));
+      try {
+        await t.generate({ stop: [], maxTokens: 120, grammar: exactTextGrammar(`${block}${block}<sql>`), temperature: 0, logprobs: false });
+        const used0 = drafted([t]);
+        const r = await t.generate({ stop: ["</sql>"], maxTokens: 40, grammar: exactTextGrammar(forced), temperature: 0, logprobs: false });
+        const used = drafted([t]);
+        await t.append("\n<result>Ann</result>\n");
+        const after = await t.generate({ stop: [], maxTokens: 6, temperature: 0, ignoreEos: true, logprobs: false });
+        return { r, after, drafts: used.drafted - used0.drafted, accepted: used.accepted - used0.accepted };
+      } finally {
+        await t.release();
+      }
+    };
+    const a = await run(plain);
+    const b = await run(spec);
+    // the stop ends inside Qwen's "ql>\n" token: the text goes on to that token's end
+    expect(b.r.text).toMatch(/<\/sql>\n?$/);
+    expect(b.r.stopReason).toBe("stop");
+    expect(b.r.tokens).toEqual(a.r.tokens);
+    expect(b.after.tokens).toEqual(a.after.tokens);
+    // the call was drafted, and no drafted token lay past the tag: every one was generated and kept
+    // (drafting on into "<result>…" under this grammar would have drafted tokens the call never returned)
+    expect(b.drafts).toBeGreaterThan(0);
+    expect(b.drafts).toBeLessThanOrEqual(b.r.tokens.length);
+    expect(b.accepted).toBe(b.drafts);
+  });
+});
+
+/** Pearson's chi-square test of homogeneity of two samples of categories (categories with fewer than 10 in all pooled). */
+function chiSquare(a: number[], b: number[]): { statistic: number; df: number } {
+  const counts = new Map<number, [number, number]>();
+  for (const x of a) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[0]++;
+  for (const x of b) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[1]++;
+  const rows: [number, number][] = [];
+  const rare: [number, number] = [0, 0];
+  for (const c of counts.values()) {
+    if (c[0] + c[1] >= 10) rows.push(c);
+    else {
+      rare[0] += c[0];
+      rare[1] += c[1];
+    }
+  }
+  if (rare[0] + rare[1] > 0) rows.push(rare);
+  if (rows.length < 2) return { statistic: 0, df: 1 };
+  const na = a.length;
+  const nb = b.length;
+  let statistic = 0;
+  for (const [x, y] of rows) {
+    const total = x + y;
+    const ea = (total * na) / (na + nb);
+    const eb = (total * nb) / (na + nb);
+    statistic += (x - ea) ** 2 / ea + (y - eb) ** 2 / eb;
+  }
+  return { statistic, df: rows.length - 1 };
+}
+
+/** The chi-square distribution's quantile (Wilson–Hilferty), for the critical value at `p`. */
+function chiSquareQuantile(df: number, p: number): number {
+  // the standard normal quantile for p = 0.999
+  const z = p === 0.999 ? 3.0902 : Number.NaN;
+  const h = 2 / (9 * df);
+  return df * (1 - h + z * Math.sqrt(h)) ** 3;
+}
