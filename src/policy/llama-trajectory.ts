@@ -172,6 +172,75 @@ export class LlamaTrajectory implements Trajectory {
     });
   }
 
+  /** The direct path's token source: drafts (when drafting is on) verified in the shared decode step, tokens sampled past a stop erased afterwards. */
+  private draftingSource(direct: NonNullable<ReturnType<typeof directSampling>>, options: GenerateOptions, steps: StepBarrier, call: { limit: number; tokens: number[]; text: IncrementalText }): { next: () => Promise<SampledToken>; finish: () => Promise<void> } {
+    const { limit, tokens, text } = call;
+    const model = this.model;
+    /** Sampled tokens of the last step not consumed yet (a step yields several when its draft is accepted). */
+    let queued: SampledToken[] = [];
+    let fromStep = 0;
+    let stepAccepted = 0;
+    const drafter = this.drafter;
+    const longestStop = options.stop.reduce((m, x) => Math.max(m, x.length), 0);
+    const pieces = new Map<number, string>();
+    const piece = (t: number): string => {
+      let p = pieces.get(t);
+      if (p === undefined) pieces.set(t, (p = model.detokenize(asTokens([t]), false)));
+      return p;
+    };
+    /** A draft that ends where this call must stop: at a stop string's last token, or an end-of-turn token. */
+    const draftNow = (): Draft | undefined => {
+      if (!drafter) return undefined;
+      const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating);
+      if (draft.length === 0) return undefined;
+      let seen = longestStop > 1 ? text.text.slice(-(longestStop - 1)) : "";
+      for (let i = 0; i < draft.length; i++) {
+        const t = draft[i]!;
+        if (model.isEogToken(t as Token)) {
+          if (!options.ignoreEos) return { tokens: draft.slice(0, i + 1), bonus: false };
+          continue;
+        }
+        if (longestStop === 0) continue;
+        seen += piece(t);
+        if (options.stop.some((x) => x.length > 0 && seen.includes(x))) return { tokens: draft.slice(0, i + 1), bonus: false };
+        seen = seen.slice(-(longestStop - 1));
+      }
+      return { tokens: draft };
+    };
+    const next = async (): Promise<SampledToken> => {
+      if (queued.length === 0) {
+        const lined = steps.arrive();
+        if (lined) await lined;
+        const draft = draftNow();
+        this.drafted += draft?.tokens.length ?? 0;
+        const step: StepTokens = await direct.next(this.pending[0]!, draft);
+        if (step.compared > 0) drafter?.observe(step.compared, step.accepted);
+        queued = step.tokens;
+        fromStep = 0;
+        stepAccepted = step.accepted;
+      }
+      if (fromStep > 0) this.passesSaved++;
+      if (fromStep < stepAccepted) this.accepted++;
+      fromStep++;
+      return queued.shift()!;
+    };
+    const finish = async (): Promise<void> => {
+      direct.dispose();
+      // tokens a step sampled past where this call stopped: out of the KV cache, as if never drafted
+      if (queued.length > 0) {
+        const end = this.seq.nextTokenIndex;
+        const extra = queued.length;
+        queued = [];
+        try {
+          await this.seq.eraseContextTokenRanges([{ start: end - extra, end }]);
+        } catch (err) {
+          this.broken = err instanceof Error ? err.message : err;
+        }
+      }
+    };
+    return { next, finish };
+  }
+
   private async generateEntered(options: GenerateOptions, temperature: number, topP: number, steps: StepBarrier, leave: () => void): Promise<GenerateResult> {
     try {
       await this.ensurePending();
@@ -205,10 +274,6 @@ export class LlamaTrajectory implements Trajectory {
     };
     let next: () => Promise<SampledToken>;
     let finish: () => Promise<unknown>;
-    /** Sampled tokens of the last step not consumed yet (a step yields several when its draft is accepted). */
-    let queued: SampledToken[] = [];
-    let fromStep = 0;
-    let stepAccepted = 0;
     const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
     if (direct) {
       try {
@@ -217,64 +282,7 @@ export class LlamaTrajectory implements Trajectory {
         direct.dispose();
         throw this.fail(err);
       }
-      const drafter = this.drafter;
-      const longestStop = options.stop.reduce((m, x) => Math.max(m, x.length), 0);
-      const pieces = new Map<number, string>();
-      const piece = (t: number): string => {
-        let p = pieces.get(t);
-        if (p === undefined) pieces.set(t, (p = model.detokenize(asTokens([t]), false)));
-        return p;
-      };
-      /** A draft that ends where this call must stop: at a stop string's last token, or an end-of-turn token. */
-      const draftNow = (): Draft | undefined => {
-        if (!drafter) return undefined;
-        const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating);
-        if (draft.length === 0) return undefined;
-        let seen = longestStop > 1 ? text.text.slice(-(longestStop - 1)) : "";
-        for (let i = 0; i < draft.length; i++) {
-          const t = draft[i]!;
-          if (model.isEogToken(t as Token)) {
-            if (!options.ignoreEos) return { tokens: draft.slice(0, i + 1), bonus: false };
-            continue;
-          }
-          if (longestStop === 0) continue;
-          seen += piece(t);
-          if (options.stop.some((x) => x.length > 0 && seen.includes(x))) return { tokens: draft.slice(0, i + 1), bonus: false };
-          seen = seen.slice(-(longestStop - 1));
-        }
-        return { tokens: draft };
-      };
-      next = async () => {
-        if (queued.length === 0) {
-          const lined = steps.arrive();
-          if (lined) await lined;
-          const draft = draftNow();
-          this.drafted += draft?.tokens.length ?? 0;
-          const step: StepTokens = await direct.next(this.pending[0]!, draft);
-          if (step.compared > 0) drafter?.observe(step.compared, step.accepted);
-          queued = step.tokens;
-          fromStep = 0;
-          stepAccepted = step.accepted;
-        }
-        if (fromStep > 0) this.passesSaved++;
-        if (fromStep < stepAccepted) this.accepted++;
-        fromStep++;
-        return queued.shift()!;
-      };
-      finish = async () => {
-        direct.dispose();
-        // tokens a step sampled past where this call stopped: out of the KV cache, as if never drafted
-        if (queued.length > 0) {
-          const end = this.seq.nextTokenIndex;
-          const extra = queued.length;
-          queued = [];
-          try {
-            await this.seq.eraseContextTokenRanges([{ start: end - extra, end }]);
-          } catch (err) {
-            this.broken = err instanceof Error ? err.message : err;
-          }
-        }
-      };
+      ({ next, finish } = this.draftingSource(direct, options, steps, { limit, tokens, text }));
     } else {
       const generator = this.seq.evaluateWithMetadata(asTokens(this.pending), { confidence: withLogprobs }, { ...sampling, yieldEogToken: true });
       next = async () => {
