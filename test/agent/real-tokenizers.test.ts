@@ -16,7 +16,8 @@ import Database from "better-sqlite3";
 import { Template } from "@huggingface/jinja";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROFILES, buildSegmentGrammars, runRollout, wrapFeedback, type ModelProfile, type ProfileId, type SegmentGrammars } from "../../src/agent/index.js";
-import { createLlamaPolicy, exactTextGrammar, type Policy } from "../../src/policy/index.js";
+import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
+import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { REAL_MODEL_NAMES, REAL_MODELS, buildRealModel, readGgufMetadata, type RealModelName } from "../helpers/real-models.js";
 

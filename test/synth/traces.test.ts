@@ -18,7 +18,7 @@ import {
   type SchemaNames,
 } from "../../src/agent/index.js";
 import type { PromptFamily } from "../../src/decoding/types.js";
-import { ScriptedPolicy } from "../../src/policy/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { executeDirect, loadSchema, type Executor } from "../../src/sql/index.js";
 import {
   MAX_TRACE_PROBES,

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScriptedPolicy } from "../../src/policy/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import {
   latestCheckpoint,
   learnerArgs,

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { omnisqlProfile, reexProfile, skyrlSqlProfile, thinkAnswerProfile } from "../../src/agent/index.js";
 import { run as rewardCli } from "../../src/cli/reward.js";
-import { ScriptedPolicy, type ScriptContext } from "../../src/policy/index.js";
+import { ScriptedPolicy, type ScriptContext } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import {
   GoldCache,
