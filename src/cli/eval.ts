@@ -12,7 +12,7 @@ import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice,
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/index.js";
-import { splitSettings, type Config } from "../config/index.js";
+import { PROMPT_FAMILIES, STRATEGIES, splitSettings, type Config } from "../config/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import {
@@ -39,7 +39,6 @@ import {
 /** One-line description shown by `reex --help`. */
 export const summary = "score a BIRD/Spider dataset (decoding strategies or a predictions file) and write a report";
 
-const STRATEGIES: readonly Strategy[] = ["greedy", "linear", "tree", "tree-prune"];
 
 const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--profile ID] [--limit N] [--out DIR] [--model PATH]
        reex eval --dataset FILE --db-root DIR --runs FILE [--limit N] [--out DIR]
@@ -57,7 +56,7 @@ options:
   --postgres URL       run gold and predicted SQL on PostgreSQL instead: the URL names each
                        question's database with {db_id}, e.g. postgres://reader:\${PW}@host/reex_{db_id}
                        (the SQLite files under --db-root still list the databases)
-  --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
+  --strategy S[,S2…]   ${STRATEGIES.join(" | ")}; several run one after the other
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
   --profile ID         model profile of the --strategy runs: ${PROFILE_IDS.join(", ")}
                        (default: config policy.profile, else detected from the model)
@@ -156,8 +155,8 @@ const runSpecSchema = z
     model: z.string().min(1).optional(),
     /** A built-in profile id; default the config's policy.profile, else detected from the model. */
     profile: z.string().min(1).optional(),
-    promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
-    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]),
+    promptFamily: z.enum(PROMPT_FAMILIES).optional(),
+    strategy: z.enum(STRATEGIES),
     candidates: z.number().int().positive().optional(),
     constrained: z.boolean().optional(),
     schemaHints: z.boolean().optional(),
