@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { detectProfile } from "../../src/agent/index.js";
+import { detectProfile } from "../../src/agent/testing.js";
 import { parseConfig } from "../../src/config/index.js";
 import { createRemotePolicy, type Policy, type Trajectory } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/tooling.js";

@@ -2,22 +2,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
-import {
-  latestCheckpoint,
-  learnerArgs,
-  createLearnerStep,
-  parseTrainConfig,
-  readExperience,
-  readMetrics,
-  runTraining,
-  scheduleFor,
-  sftRecord,
-  splitInjected,
-  type LearnerRequest,
-  type LearnerStep,
-  type TrainConfig,
-  type TrainMode,
-} from "../../src/training/index.js";
+import { parseTrainConfig, runTraining, type TrainConfig, type TrainMode } from "../../src/training/index.js";
+import { latestCheckpoint, learnerArgs, createLearnerStep, readExperience, readMetrics, scheduleFor, sftRecord, splitInjected, type LearnerRequest, type LearnerStep } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;
