@@ -7,7 +7,7 @@
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
  *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
- *       [--card models/MODEL_CARD.md]
+ *       [--card models/MODEL_CARD.md] [--context 1024] [--real all|wikisql,advising,spider] [--prepare-only] [--data-only]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
@@ -31,13 +31,16 @@
  * `python3 -m reex_learner.sft_train --model <work>/sft.gguf --data <work>/sft_tokens.jsonl --device cuda --log LOSS.jsonl …`;
  * --data reads `gzip`ped tokens too: 3,000 databases' 410 MB of JSONL gzip to 14 MB)
  * and goes on from it as --reuse-sft does.
+ * --real mixes real questions (src/realdata: WikiSQL, Advising, Spider's schemas; docs/real-data.md) into the SFT records and the
+ * tokenizer's text; --data-only stops after the data and evaluation files; --prepare-only stops after pre-tokenizing, for an SFT stage trained elsewhere and brought back with --import-sft.
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { pairedDifference, type ItemScore } from "../src/eval/index.js";
-import { makeStarterModel, type StarterGrpoPick, type StarterReport } from "../src/starter/index.js";
+import { REAL_SOURCES, type RealSource } from "../src/realdata/index.js";
+import { makeStarterData, makeStarterModel, type StarterGrpoPick, type StarterOptions, type StarterReport } from "../src/starter/index.js";
 
 const OPTIONS = {
   help: { type: "boolean", short: "h", default: false },
@@ -86,6 +89,10 @@ const OPTIONS = {
   card: { type: "string", default: "models/MODEL_CARD.md" },
   threads: { type: "string", default: "2" },
   "card-from": { type: "string" },
+  real: { type: "string" },
+  "prepare-only": { type: "boolean", default: false },
+  "data-only": { type: "boolean", default: false },
+  context: { type: "string", default: "1024" },
 } as const;
 const parse = () => {
   try {
@@ -141,12 +148,22 @@ function grpoPick(v: string | undefined): StarterGrpoPick {
   process.exit(2);
 }
 
+function realSources(spec: string): { sources: RealSource[] } {
+  const sources = (spec === "all" || spec === "" ? [...REAL_SOURCES] : spec.split(",").map((x) => x.trim())) as RealSource[];
+  const unknown = sources.filter((x) => !REAL_SOURCES.includes(x));
+  if (unknown.length) {
+    console.error(`make-starter-model: --real takes all or a list of ${REAL_SOURCES.join(", ")}; unknown: ${unknown.join(", ")}`);
+    process.exit(2);
+  }
+  return { sources };
+}
+
 if (Boolean(values["import-sft"]) !== Boolean(values["import-sft-log"])) {
   console.error("--import-sft and --import-sft-log go together: the trained GGUF and the trainer's --log file");
   process.exit(2);
 }
 
-const report = await makeStarterModel({
+const options: StarterOptions = {
   seed: num("seed"),
   workDir: String(values.work),
   out: String(values.out),
@@ -157,7 +174,9 @@ const report = await makeStarterModel({
   devEvery: num("dev-every"),
   evalItems: num("eval-items"),
   vocabSize: num("vocab"),
-  shape: { layers: num("layers"), embedding: num("width"), heads: num("heads"), kvHeads: num("heads"), feedForward: num("ff"), contextLength: 1024 },
+  shape: { layers: num("layers"), embedding: num("width"), heads: num("heads"), kvHeads: num("heads"), feedForward: num("ff"), contextLength: num("context") },
+  ...(values.real !== undefined ? { real: realSources(String(values.real)) } : {}),
+  prepareOnly: values["prepare-only"] ?? false,
   sft: {
     minutes: num("minutes"),
     steps: num("steps"),
@@ -190,7 +209,17 @@ const report = await makeStarterModel({
   },
   command,
   log: (m) => console.log(`${stamp()} ${m}`),
-});
+};
+if (values["data-only"]) {
+  const data = await makeStarterData(options);
+  console.log(`${stamp()} wrote the data and evaluation files under ${values.work}; SFT records in ${data.sftPath} (the card is unchanged)`);
+  process.exit(0);
+}
+const report = await makeStarterModel(options);
+if (values["prepare-only"]) {
+  console.log(`${stamp()} prepared ${values.work}: ${report.tokens.records} records in ${values.work}/sft_tokens.jsonl, initial model ${report.sftModel} (the card is unchanged)`);
+  process.exit(0);
+}
 writeFileSync(String(values.card), modelCard(report, null, null));
 console.log(`${stamp()} wrote ${values.out} (${report.outBytes} bytes), ${values.card}, ${values.work}/report.json in ${report.seconds.toFixed(0)} s`);
 

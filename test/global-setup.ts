@@ -1,10 +1,10 @@
 /**
- * Builds the fixtures every test file may use, once per run: the example databases and the tiny
- * GGUF test model. Paths are handed to tests through `inject` (see test/helpers.ts).
+ * Builds the tiny GGUF test models once per run, at the fixed paths test/helpers/model.ts exports
+ * (tests import those constants). Example databases are built by the tests that need them, through
+ * src/examples' `buildExamples`.
  */
 import { buildTestModels } from "./helpers/model.js";
 
 export default async function setup(): Promise<void> {
-  // fixture builders register here as they land
-  await buildTestModels(); // tiny GGUF models at fixed paths: see test/helpers/model.ts
+  await buildTestModels();
 }

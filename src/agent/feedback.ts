@@ -5,7 +5,7 @@
  */
 import type { DatabaseSchema, ExecResult, SqlValue } from "../sql/index.js";
 import { identifiersIn } from "./grammar.js";
-import { KNOWN_TAGS } from "./syntax.js";
+import { KNOWN_TAGS } from "./profiles/registry.js";
 import type { FeedbackMode } from "./types.js";
 
 /** Shown for every probe in "locked" mode. */
@@ -73,11 +73,13 @@ export function schemaHint(result: ExecResult, sql: string, schema: SchemaTables
   return hit.map((t) => `${cell(t.name, maxCellChars)} columns: ${nameList(t.columns.map((c) => c.name), HINT_COLUMNS, maxCellChars)}`).join("\n");
 }
 
-const TAG_LIKE = new RegExp(`<(\\/?)(${KNOWN_TAGS.join("|")})>`, "gi");
+/** Any profile's tag, opening or closing; built on first use, since the profiles load after this module. */
+let tagLike: RegExp | undefined;
 
 /** Neutralises tag-like text from the database or an error message so it cannot open or close a block. */
 export function defuse(text: string): string {
-  return text.replace(TAG_LIKE, "‹$1$2›");
+  tagLike ??= new RegExp(`<(\\/?)(${KNOWN_TAGS.join("|")})>`, "gi");
+  return text.replace(tagLike, "‹$1$2›");
 }
 
 function cell(value: SqlValue, max: number): string {

@@ -316,36 +316,43 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   const start = options.start ?? "segment";
   const maxThink = options.maxThinkBytes ?? DEFAULT_MAX_THINK_BYTES;
   if (!Number.isInteger(maxThink) || maxThink < 0) throw new RangeError(`maxThinkBytes must be a non-negative integer, got ${maxThink}`);
-  const tables = unique(schema.tables.map((t) => t.name));
-  const columns = unique(schema.tables.flatMap((t) => t.columns));
-  const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
-  const keywords = new Set<string>();
-  const kw = (...words: string[]): string =>
-    words
-      .map((w) => {
-        keywords.add(w);
-        return ruleName(w);
-      })
-      .join(" ws ");
-
   const skeleton = options.skeleton ?? REEX_SKELETON;
-  const think = skeleton.think ?? REEX_SKELETON.think!;
-  const probe = skeleton.probe ?? REEX_SKELETON.probe!;
+  const rules: string[] = [rootRule(skeleton, family, start)];
+  const sql = new SqlRules(rules);
+  rules.push(...tokenRules(schema, skeleton, maxThink, sql));
+  const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
+  for (let v = 0; v <= maxAliases; v++) {
+    rules.push(`qual-${v} ::= table${TABLE_ALIASES.slice(0, v).map((a) => ` | ${lit(a)}`).join("")}`);
+    rules.push(`column-ref-${v} ::= (qual-${v} ".")? column`);
+    rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star)`);
+  }
+
+  sql.finish();
+  return rules.join("\n") + "\n";
+}
+
+/** The root rule: which of think, probe and answer a segment of `family` holds, from where `start` begins. */
+function rootRule(skeleton: GrammarSkeleton, family: PromptFamily, start: NonNullable<GrammarOptions["start"]>): string {
   // a family the skeleton cannot write falls back to the nearest it can: no probe tag, no probes; no think tag, no think
   const shape = family === "execution-aware" && !skeleton.probe ? "standard" : family;
   const effective = shape === "standard" && !skeleton.think ? "direct" : shape;
-  let root: string;
-  if (start === "final-body") root = `root ::= final-body ${lit(skeleton.answer.close)}`;
-  else if (effective === "direct") root = "root ::= ows final";
-  else if (effective === "standard") root = "root ::= ows think ows final";
-  else if (start === "first") root = "root ::= ows think ows (probe | final)";
-  else root = "root ::= ows (think ows)? (probe | final)";
+  if (start === "final-body") return `root ::= final-body ${lit(skeleton.answer.close)}`;
+  if (effective === "direct") return "root ::= ows final";
+  if (effective === "standard") return "root ::= ows think ows final";
+  if (start === "first") return "root ::= ows think ows (probe | final)";
+  return "root ::= ows (think ows)? (probe | final)";
+}
 
+/** The tag structure and the SQL tokens: thinks, probes, answers, operators, literals, and the schema's table and column names. */
+function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: number, sql: SqlRules): string[] {
+  const tables = unique(schema.tables.map((t) => t.name));
+  const columns = unique(schema.tables.flatMap((t) => t.columns));
+  const think = skeleton.think ?? REEX_SKELETON.think!;
+  const probe = skeleton.probe ?? REEX_SKELETON.probe!;
   // Free text is printable (tab and newline allowed in thinks): "<" only before a character that
   // cannot start a tag, an end tag or a special token, so no stop string or tag can start inside it.
   const ltFollow = "\\x20-\\x2E\\x30-\\x3B\\x3D-\\x40\\x5B-\\x60\\x7B\\x7D\\x7E";
-  const rules: string[] = [
-    root,
+  return [
     `think ::= ${lit(think.open)} ${maxThink > 0 ? "think-text?" : ""} ${lit(think.close)}`,
     ...byteBounded("think-text", maxThink, [
       ["[\\t\\n\\x20-\\x3B\\x3D-\\x7E]", 1],
@@ -359,24 +366,24 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
       ["[\\x20-\\x3B\\x3D-\\x7E]", 1],
       [`"<" [${ltFollow}]`, 2],
     ]),
-    `compound-op ::= ${kw("UNION")} (ws ${kw("ALL")})? | ${kw("INTERSECT")} | ${kw("EXCEPT")}`,
+    `compound-op ::= ${sql.kw("UNION")} (ws ${sql.kw("ALL")})? | ${sql.kw("INTERSECT")} | ${sql.kw("EXCEPT")}`,
     `out-alias ::= [A-Za-z_] [A-Za-z0-9_]{0,${TEXT_CAPS.aliasChars - 1}} | "\\"" [\\x20\\x21\\x23-\\x3B\\x3D-\\x7E]{1,${TEXT_CAPS.aliasChars}} "\\""`,
-    `join-sep ::= ows "," ows | ws ((${kw("INNER")} | ${kw("LEFT")} (ws ${kw("OUTER")})? | ${kw("CROSS")}) ws)? ${kw("JOIN")} ws`,
+    `join-sep ::= ows "," ows | ws ((${sql.kw("INNER")} | ${sql.kw("LEFT")} (ws ${sql.kw("OUTER")})? | ${sql.kw("CROSS")}) ws)? ${sql.kw("JOIN")} ws`,
     // a bare "<" is followed by whitespace (or, in a sequence, directly by a number or a string)
     `op ::= ows ("=" | "==" | "!=" | "<>" | "<=" | ">" | ">=" | "+" | "-" | "*" | "/" | "%" | "||") ows | ows "<" ws | ws word-op ws`,
-    `word-op ::= ${kw("AND")} | ${kw("OR")} | ${kw("IS")} (ws ${kw("NOT")})? | (${kw("NOT")} ws)? (${kw("LIKE")} | ${kw("GLOB")})`,
+    `word-op ::= ${sql.kw("AND")} | ${sql.kw("OR")} | ${sql.kw("IS")} (ws ${sql.kw("NOT")})? | (${sql.kw("NOT")} ws)? (${sql.kw("LIKE")} | ${sql.kw("GLOB")})`,
     // IN takes a parenthesised list or subquery (SQLite reads a bare name after IN as a table), BETWEEN two operands
-    `in-op ::= ws (${kw("NOT")} ws)? ${kw("IN")} ows`,
-    `between-op ::= ws (${kw("NOT")} ws)? ${kw("BETWEEN")} ws`,
-    `direction ::= ${kw("ASC")} | ${kw("DESC")}`,
-    `prefix ::= ${kw("NOT")} ws | "-" ows`,
-    `collate ::= ws ${kw("COLLATE")} ws ${kw("NOCASE")}`,
-    `count-star ::= ${kw("COUNT")} ows "(" ows "*" ows ")"`,
+    `in-op ::= ws (${sql.kw("NOT")} ws)? ${sql.kw("IN")} ows`,
+    `between-op ::= ws (${sql.kw("NOT")} ws)? ${sql.kw("BETWEEN")} ws`,
+    `direction ::= ${sql.kw("ASC")} | ${sql.kw("DESC")}`,
+    `prefix ::= ${sql.kw("NOT")} ws | "-" ows`,
+    `collate ::= ws ${sql.kw("COLLATE")} ws ${sql.kw("NOCASE")}`,
+    `count-star ::= ${sql.kw("COUNT")} ows "(" ows "*" ows ")"`,
     ...trieRules("func-1", FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
     ...trieRules("func-n", FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
     ...trieRules("type-name", TYPES.flatMap((t) => [t, t.toLowerCase()])),
-    `limit ::= ${kw("LIMIT")} ws integer ((ws ${kw("OFFSET")} ws | ows "," ows) integer)?`,
-    `literal ::= number | string | ${kw("NULL")}`,
+    `limit ::= ${sql.kw("LIMIT")} ws integer ((ws ${sql.kw("OFFSET")} ws | ows "," ows) integer)?`,
+    `literal ::= number | string | ${sql.kw("NULL")}`,
     `number ::= [0-9]{1,${TEXT_CAPS.digits}} ("." [0-9]{0,${TEXT_CAPS.digits}})? | "." [0-9]{1,${TEXT_CAPS.digits}}`,
     `integer ::= [0-9]{1,${TEXT_CAPS.limitDigits}}`,
     `string ::= "'" string-text? "'"`,
@@ -391,165 +398,195 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
     `ws ::= " " | "\\n" [ \\t]{0,8}`,
     `ows ::= ws?`,
   ];
-  for (let v = 0; v <= maxAliases; v++) {
-    rules.push(`qual-${v} ::= table${TABLE_ALIASES.slice(0, v).map((a) => ` | ${lit(a)}`).join("")}`);
-    rules.push(`column-ref-${v} ::= (qual-${v} ".")? column`);
-    rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star)`);
+}
+
+/**
+ * The SQL rules of one grammar, generated on demand: `-d-` in a rule name is the nesting level (0:
+ * the statement), `-v-` the number of visible table aliases, `-r` the budget left in an operand
+ * sequence. Rules and keywords are appended to the grammar's `rules` in the order they are first needed.
+ */
+class SqlRules {
+  /** Every keyword a rule used; each gets a rule matching it in upper or lower case. */
+  private readonly keywords = new Set<string>();
+  private readonly defined = new Set<string>();
+  private readonly pending: (() => void)[] = [];
+
+  constructor(private readonly rules: string[]) {}
+
+  /** The rule names of `words`, joined by whitespace (each word gets its own rule). */
+  kw(...words: string[]): string {
+    return words
+      .map((w) => {
+        this.keywords.add(w);
+        return ruleName(w);
+      })
+      .join(" ws ");
   }
 
-  // The SQL rules, generated on demand. `-d-` is the nesting level (0: the statement), `-v-` the
-  // number of visible table aliases, `-r` the budget left in an operand sequence.
-  const defined = new Set<string>();
-  const pending: (() => void)[] = [];
-  const need = (name: string, define: () => string): string => {
-    if (!defined.has(name)) {
-      defined.add(name);
-      pending.push(() => rules.push(`${name} ::= ${define()}`));
+  /** Adds the statement rule and every rule it needs, then one rule per keyword. */
+  finish(): void {
+    this.rules.push(`statement ::= ${this.query(0, 0)}`);
+    while (this.pending.length > 0) this.pending.shift()!();
+    for (const word of [...this.keywords].sort()) this.rules.push(`${ruleName(word)} ::= ${lit(word)} | ${lit(word.toLowerCase())}`);
+  }
+
+  /** `name`, whose rule `define` gives; defined once, after the rules already queued. */
+  private need(name: string, define: () => string): string {
+    if (!this.defined.has(name)) {
+      this.defined.add(name);
+      this.pending.push(() => this.rules.push(`${name} ::= ${define()}`));
     }
     return name;
-  };
-  const level = (d: number): LevelBudget => LEVELS[d]!;
+  }
+
+  private level(d: number): LevelBudget {
+    return LEVELS[d]!;
+  }
 
   /** An operand sequence of `kind` at level d with budget r (≥ 1); `kind` "part" is a CASE's expression (no CASE inside). */
-  const seq = (kind: SequenceKind, d: number, v: number, r: number): string =>
-    need(`s-${kind}-${d}-${v}-${r}`, () => {
-      const { call, case: caseCost, query } = level(d);
+  private seq(kind: SequenceKind, d: number, v: number, r: number): string {
+    return this.need(`s-${kind}-${d}-${v}-${r}`, () => {
+      const { call, case: caseCost, query } = this.level(d);
       const then = (left: number): string => {
-        const next = after(kind, d, v, left);
+        const next = this.after(kind, d, v, left);
         return next ? ` ${next}?` : "";
       };
       const alternatives = [`leaf-${v}${then(r - 1)}`];
-      if (kind === "sel") alternatives.push(`("*" | qual-${v} "." "*")${r > 1 ? ` (ows "," ows ${seq(kind, d, v, r - 1)})?` : ""}`);
-      if (call > 0 && r >= call) alternatives.push(`${construct(d, v)}${then(r - call)}`);
-      if (caseCost > 0 && r >= caseCost && kind !== "part") alternatives.push(`${caseExpr(d, v)}${then(r - caseCost)}`);
-      if (query > 0 && r >= query) alternatives.push(`${subquery(d, v)}${then(r - query)}`);
+      if (kind === "sel") alternatives.push(`("*" | qual-${v} "." "*")${r > 1 ? ` (ows "," ows ${this.seq(kind, d, v, r - 1)})?` : ""}`);
+      if (call > 0 && r >= call) alternatives.push(`${this.construct(d, v)}${then(r - call)}`);
+      if (caseCost > 0 && r >= caseCost && kind !== "part") alternatives.push(`${this.caseExpr(d, v)}${then(r - caseCost)}`);
+      if (query > 0 && r >= query) alternatives.push(`${this.subquery(d, v)}${then(r - query)}`);
       return alternatives.join(" | ");
     });
+  }
 
   /** What may follow an operand of a sequence with budget r left; "" when nothing may. */
-  const after = (kind: SequenceKind, d: number, v: number, r: number): string => {
+  private after(kind: SequenceKind, d: number, v: number, r: number): string {
     if (r === 0 && kind !== "ord") return "";
-    return need(`a-${kind}-${d}-${v}-${r}`, () => {
-      const more = r > 0 ? seq(kind, d, v, r) : "";
+    return this.need(`a-${kind}-${d}-${v}-${r}`, () => {
+      const more = r > 0 ? this.seq(kind, d, v, r) : "";
       const alternatives: string[] = [];
       if (more) alternatives.push(`op ${more}`);
-      const { call, query: queryCost } = level(d);
+      const { call, query: queryCost } = this.level(d);
       if (call > 0 && r >= call) {
-        const tail = after(kind, d, v, r - call);
-        alternatives.push(`in-op ${inList(d, v)}${tail ? ` ${tail}?` : ""}`);
+        const tail = this.after(kind, d, v, r - call);
+        alternatives.push(`in-op ${this.inList(d, v)}${tail ? ` ${tail}?` : ""}`);
       }
       if (queryCost > 0 && r >= queryCost) {
-        const tail = after(kind, d, v, r - queryCost);
-        alternatives.push(`in-op "(" ows ${query(d + 1, v)} ows ")"${tail ? ` ${tail}?` : ""}`);
+        const tail = this.after(kind, d, v, r - queryCost);
+        alternatives.push(`in-op "(" ows ${this.query(d + 1, v)} ows ")"${tail ? ` ${tail}?` : ""}`);
       }
-      if (r >= 2) alternatives.push(`between-op ${between(kind, d, v, r)}`);
+      if (r >= 2) alternatives.push(`between-op ${this.between(kind, d, v, r)}`);
       if ((kind === "cond" || kind === "part") && r > 0) {
         // "COLLATE NOCASE" and a "<" glued to its literal take one unit of the budget
-        const tail = after(kind, d, v, r - 1);
+        const tail = this.after(kind, d, v, r - 1);
         alternatives.push(`ows "<" (number | string)${tail ? ` ${tail}?` : ""}`, `collate${tail ? ` ${tail}?` : ""}`);
       }
       if ((kind === "list" || kind === "sel") && more) alternatives.push(`ows "," ows ${more}`);
       // an output alias takes one unit of the budget
-      if (kind === "sel" && r > 0) alternatives.push(`ws ${kw("AS")} ws out-alias${r > 1 ? ` (ows "," ows ${seq(kind, d, v, r - 1)})?` : ""}`);
+      if (kind === "sel" && r > 0) alternatives.push(`ws ${this.kw("AS")} ws out-alias${r > 1 ? ` (ows "," ows ${this.seq(kind, d, v, r - 1)})?` : ""}`);
       if (kind === "ord") {
         if (more) alternatives.push(`(ws direction)? ows "," ows ${more}`);
         alternatives.push("ws direction");
       }
       return alternatives.join(" | ");
     });
-  };
+  }
 
   /** The list after IN at level d: its items at d + 1. */
-  const inList = (d: number, v: number): string => need(`in-list-${d}-${v}`, () => `"(" ows ${seq("list", d + 1, v, level(d + 1).args)} ows ")"`);
+  private inList(d: number, v: number): string {
+    return this.need(`in-list-${d}-${v}`, () => `"(" ows ${this.seq("list", d + 1, v, this.level(d + 1).args)} ows ")"`);
+  }
 
   /** `a AND b` after BETWEEN, then the rest of the sequence (b and what follows it), budget r ≥ 2 for both. */
-  const between = (kind: SequenceKind, d: number, v: number, r: number): string =>
-    need(`between-${kind}-${d}-${v}-${r}`, () => {
-      const and = `ws ${kw("AND")} ws`;
-      const alternatives = [`leaf-${v} ${and} ${seq(kind, d, v, r - 1)}`];
-      const { call } = level(d);
-      if (call > 0 && r - call >= 1) alternatives.push(`${construct(d, v)} ${and} ${seq(kind, d, v, r - call)}`);
+  private between(kind: SequenceKind, d: number, v: number, r: number): string {
+    return this.need(`between-${kind}-${d}-${v}-${r}`, () => {
+      const and = `ws ${this.kw("AND")} ws`;
+      const alternatives = [`leaf-${v} ${and} ${this.seq(kind, d, v, r - 1)}`];
+      const { call } = this.level(d);
+      if (call > 0 && r - call >= 1) alternatives.push(`${this.construct(d, v)} ${and} ${this.seq(kind, d, v, r - call)}`);
       return alternatives.join(" | ");
     });
+  }
 
   /** A function call, CAST or parenthesised list opened at level d (content at d + 1). */
-  const construct = (d: number, v: number): string =>
-    need(`construct-${d}-${v}`, () => {
-      const inner = level(d + 1);
-      const args = seq("list", d + 1, v, inner.args);
-      const operand = seq("cond", d + 1, v, inner.args);
+  private construct(d: number, v: number): string {
+    return this.need(`construct-${d}-${v}`, () => {
+      const inner = this.level(d + 1);
+      const args = this.seq("list", d + 1, v, inner.args);
+      const operand = this.seq("cond", d + 1, v, inner.args);
       const alternatives = [
-        `func-1 ows "(" ows (${kw("DISTINCT")} ws)? ${operand} ows ")"`,
-        `func-n ows "(" ows (${kw("DISTINCT")} ws)? ${args} ows ")"`,
-        `${kw("CAST")} ows "(" ows ${operand} ws ${kw("AS")} ws type-name ows ")"`,
+        `func-1 ows "(" ows (${this.kw("DISTINCT")} ws)? ${operand} ows ")"`,
+        `func-n ows "(" ows (${this.kw("DISTINCT")} ws)? ${args} ows ")"`,
+        `${this.kw("CAST")} ows "(" ows ${operand} ws ${this.kw("AS")} ws type-name ows ")"`,
         `"(" ows ${args} ows ")"`,
       ];
       return `prefix? (${alternatives.join(" | ")})`;
     });
+  }
 
   /**
    * A CASE at level d: its expressions stay at the same level and hold no CASE; a WHEN condition
    * has its own budget, the operand after CASE, THEN and ELSE is a single plain operand.
    */
-  const caseExpr = (d: number, v: number): string =>
-    need(`case-${d}-${v}`, () => {
-      const when = seq("part", d, v, level(d).caseWhen);
+  private caseExpr(d: number, v: number): string {
+    return this.need(`case-${d}-${v}`, () => {
+      const when = this.seq("part", d, v, this.level(d).caseWhen);
       const value = `leaf-${v}`;
-      const arm = `ws ${kw("WHEN")} ws ${when} ws ${kw("THEN")} ws ${value}`;
-      const whens = level(d).whens;
-      return `${kw("CASE")} (ws ${value})? ${arm}${whens > 1 ? ` (${arm}){0,${whens - 1}}` : ""} (ws ${kw("ELSE")} ws ${value})? ws ${kw("END")}`;
+      const arm = `ws ${this.kw("WHEN")} ws ${when} ws ${this.kw("THEN")} ws ${value}`;
+      const whens = this.level(d).whens;
+      return `${this.kw("CASE")} (ws ${value})? ${arm}${whens > 1 ? ` (${arm}){0,${whens - 1}}` : ""} (ws ${this.kw("ELSE")} ws ${value})? ws ${this.kw("END")}`;
     });
+  }
 
   /** A subquery opened at level d: a SELECT at level d + 1 that sees the same aliases. */
-  const subquery = (d: number, v: number): string =>
-    need(`subquery-${d}-${v}`, () => `(${kw("NOT")} ws)? (${kw("EXISTS")} ows)? "(" ows ${query(d + 1, v)} ows ")"`);
+  private subquery(d: number, v: number): string {
+    return this.need(`subquery-${d}-${v}`, () => `(${this.kw("NOT")} ws)? (${this.kw("EXISTS")} ows)? "(" ows ${this.query(d + 1, v)} ows ")"`);
+  }
 
   /** A whole SELECT statement at level d with v outer aliases visible. */
-  const query = (d: number, v: number): string =>
-    need(`query-${d}-${v}`, () => {
-      const b = level(d);
+  private query(d: number, v: number): string {
+    return this.need(`query-${d}-${v}`, () => {
+      const b = this.level(d);
       const alternatives: string[] = [];
       for (let n = 0; n <= b.aliases; n++) {
-        const order = b.order > 0 ? ` (ws ${kw("ORDER", "BY")} ws ${seq("ord", d, Math.max(v, n), b.order)})?` : "";
-        alternatives.push(`${core(d, v, n, false)}${order}`);
+        const order = b.order > 0 ? ` (ws ${this.kw("ORDER", "BY")} ws ${this.seq("ord", d, Math.max(v, n), b.order)})?` : "";
+        alternatives.push(`${this.core(d, v, n, false)}${order}`);
       }
       if (b.compound > 0) {
         // the SELECTs of a compound are budgeted like the next level's (there are two or more)
-        const any = need(`core-any-${d}-${v}`, () => Array.from({ length: b.aliases + 1 }, (_, n) => core(d, v, n, true)).join(" | "));
+        const any = this.need(`core-any-${d}-${v}`, () => Array.from({ length: b.aliases + 1 }, (_, n) => this.core(d, v, n, true)).join(" | "));
         alternatives.push(`${any} (ws compound-op ws ${any}){1,${b.compound}}`);
       }
       return `(${alternatives.join(" | ")}) (ws limit)?`;
     });
+  }
 
   /** One SELECT at level d, v outer aliases visible, declaring n aliases (0: none); `part` of a compound. */
-  const core = (d: number, v: number, n: number, part: boolean): string =>
-    need(`core-${d}-${v}-${n}${part ? "-part" : ""}`, () => {
-      const b = part ? { ...level(d), ...pick(level(d + 1), "select", "where", "on", "group", "having") } : level(d);
+  private core(d: number, v: number, n: number, part: boolean): string {
+    return this.need(`core-${d}-${v}-${n}${part ? "-part" : ""}`, () => {
+      const b = part ? { ...this.level(d), ...pick(this.level(d + 1), "select", "where", "on", "group", "having") } : this.level(d);
       const seen = Math.max(v, n);
-      const on = b.on > 0 ? ` (ws ${kw("ON")} ws ${seq("cond", d, seen, b.on)})?` : "";
+      const on = b.on > 0 ? ` (ws ${this.kw("ON")} ws ${this.seq("cond", d, seen, b.on)})?` : "";
       // a derived table (statement level, first table only) is not correlated: it sees no aliases
-      const first = d === 0 && b.query > 0 ? need(`derived-${d}`, () => `table | "(" ows ${query(d + 1, 0)} ows ")"`) : "table";
-      const alias = (i: number): string => ` ws (${kw("AS")} ws)? ${lit(TABLE_ALIASES[i]!)}`;
+      const first = d === 0 && b.query > 0 ? this.need(`derived-${d}`, () => `table | "(" ows ${this.query(d + 1, 0)} ows ")"`) : "table";
+      const alias = (i: number): string => ` ws (${this.kw("AS")} ws)? ${lit(TABLE_ALIASES[i]!)}`;
       let from: string;
       if (n === 0) {
-        from = `(ws ${kw("FROM")} ws ${first}${b.tables > 1 ? ` (join-sep table${on}){0,${b.tables - 1}}` : ""})?`;
+        from = `(ws ${this.kw("FROM")} ws ${first}${b.tables > 1 ? ` (join-sep table${on}){0,${b.tables - 1}}` : ""})?`;
       } else {
         const refs = Array.from({ length: n }, (_, i) => (i === 0 ? `${first}${alias(0)}` : `join-sep table${alias(i)}${on}`));
-        from = `ws ${kw("FROM")} ws ${refs.join(" ")}`;
+        from = `ws ${this.kw("FROM")} ws ${refs.join(" ")}`;
       }
-      const clauses = [`${kw("SELECT")} (ws ${kw("DISTINCT")})? ws ${seq("sel", d, seen, b.select)}`, from];
-      if (b.where > 0) clauses.push(`(ws ${kw("WHERE")} ws ${seq("cond", d, seen, b.where)})?`);
+      const clauses = [`${this.kw("SELECT")} (ws ${this.kw("DISTINCT")})? ws ${this.seq("sel", d, seen, b.select)}`, from];
+      if (b.where > 0) clauses.push(`(ws ${this.kw("WHERE")} ws ${this.seq("cond", d, seen, b.where)})?`);
       if (b.group > 0) {
-        const having = b.having > 0 ? ` (ws ${kw("HAVING")} ws ${seq("cond", d, seen, b.having)})?` : "";
-        clauses.push(`(ws ${kw("GROUP", "BY")} ws ${seq("list", d, seen, b.group)}${having})?`);
+        const having = b.having > 0 ? ` (ws ${this.kw("HAVING")} ws ${this.seq("cond", d, seen, b.having)})?` : "";
+        clauses.push(`(ws ${this.kw("GROUP", "BY")} ws ${this.seq("list", d, seen, b.group)}${having})?`);
       }
       return clauses.join(" ");
     });
-
-  rules.push(`statement ::= ${query(0, 0)}`);
-  while (pending.length > 0) pending.shift()!();
-  for (const word of [...keywords].sort()) rules.push(`${ruleName(word)} ::= ${lit(word)} | ${lit(word.toLowerCase())}`);
-  return rules.join("\n") + "\n";
+  }
 }
 
 function pick<T extends object, K extends keyof T>(source: T, ...keys: K[]): Pick<T, K> {

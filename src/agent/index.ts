@@ -1,5 +1,6 @@
 /** The agent: model profiles, prompts, response parsing, probe feedback, the stepwise rollout and constrained-decoding grammars. */
 export { FEEDBACK_MODES, PROMPT_FAMILIES, type FeedbackMode, type PromptFamily } from "./types.js";
+export { REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagRole } from "./syntax.js";
 export {
   PROFILES,
   PROFILE_IDS,
@@ -16,6 +17,7 @@ export { extractFinal, extractProbes, formatCheck, normalizeSql, segments } from
 export { formatFeedback, resultBlock } from "./feedback.js";
 export {
   cloneRolloutState,
+  continueRollout,
   createRolloutState,
   finishRollout,
   forkRollout,

@@ -1,6 +1,6 @@
 /**
  * Reading model responses: probes, the final SQL and the unanswerable convention, tolerant of every
- * response format in SPEC §2, plus the strict template check used by the training format reward.
+ * built-in profile's response format (src/agent/profiles), plus the strict template check used by the training format reward.
  *
  * Precedence for the final SQL (the last one counts within a tier):
  *  1. `<final_sql>` / `<answer>` blocks (closed, or left open at the end of the text);

@@ -19,13 +19,14 @@
  */
 import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
-import type { EventSink } from "../events/index.js";
+import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
+import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
 import type { FeedbackMode, PromptFamily } from "./types.js";
 
@@ -155,7 +156,7 @@ export interface RolloutResult {
   /** Ran out of tokens before closing a final SQL. */
   truncated: boolean;
   stopReason: RolloutStopReason;
-  /** Mean log-probability of the sampled tokens (0 when none). */
+  /** Mean log-probability of the sampled tokens: 0 when none was sampled, NaN when they were sampled without log-probabilities (`logprobs: false`). */
   meanLogprob: number;
   error?: { code: string; message: string };
 }
@@ -173,18 +174,6 @@ export function cloneRolloutState(state: RolloutState): RolloutState {
 /** Forks a trajectory and copies its rollout state so both can continue independently. */
 export async function forkRollout(trajectory: Trajectory, state: RolloutState): Promise<{ trajectory: Trajectory; state: RolloutState }> {
   return { trajectory: await trajectory.fork(), state: cloneRolloutState(state) };
-}
-
-/** A sink whose exceptions are swallowed: a failing consumer (a closed socket) must not break the rollout. */
-function guarded(sink: EventSink | undefined): EventSink | undefined {
-  if (!sink) return undefined;
-  return (event) => {
-    try {
-      sink(event);
-    } catch {
-      // the EventSink contract forbids throwing; a consumer that does loses only its own events
-    }
-  };
 }
 
 function end(state: RolloutState, stopReason: RolloutStopReason): StepOutcome {
@@ -210,7 +199,7 @@ function emptyQuery(): ExecResult {
  */
 export async function rolloutStep(trajectory: Trajectory, state: RolloutState, options: RolloutOptions): Promise<StepOutcome> {
   const path = options.path ?? trajectory.id;
-  const sink = guarded(options.sink);
+  const sink = guardSink(options.sink);
   if (state.done) return { kind: "done", stopReason: state.stopReason ?? "end" };
   if (options.signal?.aborted) return end(state, "aborted");
   const maxTokens = options.maxTokens ?? AGENT_DEFAULTS.maxTokens;
@@ -264,12 +253,12 @@ async function forceFinal(trajectory: Trajectory, state: RolloutState, options: 
   const ownFinal = open !== undefined && !open.closed && open.role === "final";
   // a grammar cannot resume inside the model's own unfinished final SQL: end as the budget would have
   if (ownFinal && options.grammar) return end(state, "maxTokens");
-  const injected = ownFinal ? "" : `${open && !open.closed && open.kind !== "text" ? `</${open.kind}>` : ""}\n${profile.answer.open}`;
+  const injected = ownFinal ? "" : `${open && !open.closed && open.kind !== "text" ? closeTag(open.kind) : ""}\n${profile.answer.open}`;
   if (injected) {
     try {
       await trajectory.append(injected);
     } catch (error) {
-      return fail(state, error, guarded(options.sink), path);
+      return fail(state, error, guardSink(options.sink), path);
     }
     state.text += injected;
   }
@@ -290,7 +279,7 @@ function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | und
 }
 
 async function answerProbe(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, sql: string, path: string): Promise<StepOutcome> {
-  const sink = guarded(options.sink);
+  const sink = guardSink(options.sink);
   const profile = options.profile ?? reexProfile;
   const maxInteractions = options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions;
   if (state.interactions >= maxInteractions) {
@@ -426,6 +415,6 @@ export function finishRollout(trajectory: Trajectory, state: RolloutState, optio
     meanLogprob: count ? sum / count : 0,
     ...(state.error ? { error: { ...state.error } } : {}),
   };
-  if (options.emitFinal) guarded(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
+  if (options.emitFinal) guardSink(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
   return result;
 }

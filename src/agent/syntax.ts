@@ -12,7 +12,7 @@ export interface ResponseSyntax {
   readonly tags: Readonly<Record<string, TagRole>>;
 }
 
-/** The ReEx tags, plus the papers' `<reasoning>` and `<answer>` read as aliases (SPEC §2). */
+/** The ReEx tags, plus `<reasoning>` and `<answer>` (used by other papers' models) read as aliases. */
 export const REEX_SYNTAX: ResponseSyntax = {
   tags: { think: "think", intermediate_sql: "probe", result: "feedback", final_sql: "final", reasoning: "think-alias", answer: "final-alias" },
 };
@@ -32,6 +32,3 @@ export function openTag(name: string): string {
 export function closeTag(name: string): string {
   return `</${name}>`;
 }
-
-/** Every tag any built-in protocol uses; feedback text is defused against all of them. */
-export const KNOWN_TAGS: readonly string[] = ["think", "intermediate_sql", "result", "final_sql", "reasoning", "answer", "sql", "observation", "solution"];

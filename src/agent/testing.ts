@@ -7,5 +7,4 @@ export { detectProfile, omnisqlProfile, skyrlSqlProfile, thinkAnswerProfile } fr
 export { FAMILY_INSTRUCTIONS, ROLE_TEXT, UNANSWERABLE_MARKER, systemPrompt } from "./prompts.js";
 export { unwrapSql } from "./parse.js";
 export { LIMIT_FEEDBACK, LOCKED_FEEDBACK, REPEATED_PROBE_FEEDBACK, TIMEOUT_FEEDBACK, schemaHint, wrapFeedback } from "./feedback.js";
-export { continueRollout } from "./rollout.js";
 export { buildGrammar } from "./grammar.js";

@@ -6,7 +6,7 @@
 import { familyFor, getProfile, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
-import type { EventSink, ReexEvent } from "../events/index.js";
+import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy } from "../policy/index.js";
 import type { Executor } from "../sql/index.js";
 import { RequestControl } from "./control.js";
@@ -155,20 +155,9 @@ const RUNNERS: Record<Strategy, (run: Run, o: Resolved) => Promise<StrategyOutco
   "tree-prune": (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: true }),
 };
 
-function safeSink(sink: EventSink | undefined): EventSink {
-  if (!sink) return () => undefined;
-  return (event: ReexEvent) => {
-    try {
-      sink(event);
-    } catch {
-      // a consumer's failure must not break the decode
-    }
-  };
-}
-
 /**
  * Creates the decode function over a policy and an executor: `decode(request, ctx)` runs greedy,
- * linear, tree or tree-prune decoding (SPEC §4), votes on the executed candidates and answers.
+ * linear, tree or tree-prune decoding (docs/architecture.md "Decoder"), votes on the executed candidates and answers.
  */
 export function createDecoder(deps: DecoderDeps): Decoder {
   const defaults: DecoderDefaults = { ...DEFAULT_DECODER_DEFAULTS, ...(deps.config ? decoderDefaults(deps.config) : {}), ...deps.defaults };
@@ -181,7 +170,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
 
   const decode: Decode = async (req, ctx = {}) => {
     const o = resolve(req, defaults, choice);
-    const emit = safeSink(ctx.sink);
+    const emit: EventSink = guardSink(ctx.sink) ?? (() => undefined);
     const control = new RequestControl({
       maxLive: deps.maxLiveTrajectories ?? Math.max(1, deps.policy.info.maxSequences - 1),
       ...(req.maxTotalTokens !== undefined ? { maxTotalTokens: req.maxTotalTokens } : {}),

@@ -3,7 +3,7 @@
  * policy's prefix cache shares the schema part), run concurrently in as many sequences as the
  * request may hold; the rest queue. Greedy decoding is the one-rollout, temperature-0 case.
  */
-import { createRolloutState, finishRollout, rolloutStep } from "../agent/index.js";
+import { continueRollout, createRolloutState } from "../agent/index.js";
 import type { TrackedTrajectory } from "./control.js";
 import { branchOptions, settleAll, stopPruneReason, type Run, type StrategyOutcome } from "./run.js";
 
@@ -31,14 +31,11 @@ export async function runLinear(run: Run, k: number): Promise<StrategyOutcome> {
     }
     try {
       run.emit({ type: "branch", path, parent: null, depth: 0 });
-      const state = createRolloutState();
-      const options = branchOptions(run, path);
-      while (!state.done) await rolloutStep(trajectory, state, options);
-      if (state.stopReason === "aborted") {
+      const rollout = await continueRollout(trajectory, createRolloutState(), branchOptions(run, path));
+      if (rollout.stopReason === "aborted") {
         run.emit({ type: "prune", path, reason: stopPruneReason(run) });
         return;
       }
-      const rollout = finishRollout(trajectory, state, { path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
       await trajectory.release();
       run.leaves.add(path, rollout, await run.leaves.execute(rollout));
     } finally {

@@ -22,10 +22,14 @@
  * short, so the vote can still fall back to it).
  *
  * Sequences: held node states (the root's for the whole decode; another node's until its subtree
- * has no live branch and it has `branching` children) count against the request's slots. Forks take free slots without waiting; when none is free a node forks fewer children
- * (the continuing child keeps the rest of the quota) after first giving up the deepest held node
- * state. Only the budget pump waits for a slot, and only while a running branch holds one; when
- * none does, it hands a held node's state itself to the new child.
+ * has no live branch and it has `branching` children) count against the request's slots. Forks
+ * take free slots without waiting; when none is free a node forks fewer children (the continuing
+ * child keeps the rest of the quota) after first giving up the deepest held node state. Only the
+ * budget pump waits for a slot, and only while a running branch holds one; when none does, it
+ * hands a held node's state itself to the new child.
+ *
+ * In the code: {@link TreeNode} and {@link Branch} hold the tree, {@link TreeDecoder} the decode's
+ * state (budget pool, held nodes, set-aside leaves) and one method per step.
  */
 import { createRolloutState, finishRollout, forkRollout, rolloutStep, cloneRolloutState, type RolloutResult, type RolloutState } from "../agent/index.js";
 import { toReexError } from "../errors/index.js";
@@ -47,40 +51,6 @@ export interface TreeOptions {
   prune: boolean;
 }
 
-interface NodeRec {
-  path: string;
-  depth: number;
-  /** The node this one grew from; null for the root. */
-  parent: NodeRec | null;
-  /** Live branches in this node's subtree; a full node's state is freed when it drops to 0. */
-  running: number;
-  /** While the branch that became this node is still forking its children: the quotas it has yet to fork. */
-  expanding: number[] | null;
-  /** Next child index (for paths). */
-  next: number;
-  /** Children spawned so far. */
-  children: number;
-  /** The node's own state, held so it can take more children; null once given up. */
-  held: { trajectory: TrackedTrajectory; state: RolloutState } | null;
-  /** First-probe result keys of this node's children (pruning only). */
-  firstResults: Map<string, Branch>;
-}
-
-interface Branch {
-  path: string;
-  depth: number;
-  quota: number;
-  trajectory: TrackedTrajectory;
-  state: RolloutState;
-  parent: NodeRec;
-  probed: boolean;
-  live: boolean;
-  /** The branch's state became a held node: its trajectory is the node's now. */
-  becameNode: boolean;
-  /** Branches forked off this one (its subtree). */
-  forks: Branch[];
-}
-
 /** Splits `total` into `parts` near-equal shares, largest first. */
 export function splitQuota(total: number, parts: number): number[] {
   const base = Math.floor(total / parts);
@@ -88,337 +58,495 @@ export function splitQuota(total: number, parts: number): number[] {
   return Array.from({ length: parts }, (_, i) => base + (i < extra ? 1 : 0));
 }
 
-/** Runs a tree (optionally pruned) until `candidates` leaves finished, or says why fewer. */
-export async function runTree(run: Run, options: TreeOptions): Promise<StrategyOutcome> {
-  const { control, emit } = run;
-  const maxBranches = TREE_SPAWN_FACTOR * options.candidates;
-  const live = new Set<Branch>();
-  /** The branch forking each node that is still being expanded. */
-  const expanding = new Map<NodeRec, Branch>();
-  const tasks: Promise<void>[] = [];
-  const reserve: { path: string; rollout: RolloutResult; exec: ExecResult | undefined }[] = [];
-  const root: NodeRec = { path: ROOT_PATH, depth: 0, parent: null, running: 0, expanding: null, next: 0, children: 0, held: null, firstResults: new Map() };
-  /** Nodes holding their state, in creation order (the root first). */
-  const heldNodes: NodeRec[] = [];
-  let pool = options.candidates;
-  let spawned = 0;
-  let pruned = 0;
-  let pumping = false;
-  let wakers: (() => void)[] = [];
-  let fatal: unknown;
-  let finish!: () => void;
-  const finished = new Promise<void>((resolve) => (finish = resolve));
+/** A trajectory with its rollout progress: what a held node keeps and what a child starts from. */
+interface Snapshot {
+  trajectory: TrackedTrajectory;
+  state: RolloutState;
+}
 
-  const canSpawn = (): boolean => !control.stopped && fatal === undefined && spawned < maxBranches;
-  const runningHoldSlots = (): boolean => control.liveCount() > heldNodes.length;
-  const checkDone = (): void => {
-    if (live.size === 0 && !pumping && (pool === 0 || !canSpawn())) finish();
-  };
+/** A point the tree forks from: the prompt (the root) or a branch's state right after a probe's result. */
+class TreeNode {
+  /** Children spawned so far; the next child's path ends in this number. */
+  children = 0;
+  /** Live branches in this node's subtree; a full node's state is freed when it drops to 0. */
+  liveBelow = 0;
+  /** While the branch that became this node still forks its children: that branch, and the quotas it has yet to fork (budget given back meanwhile joins them). */
+  expansion: { by: Branch; quotas: number[] } | null = null;
+  /** The node's own state, held so it can take more children; null once given up. */
+  held: Snapshot | null = null;
+  /** First-probe result keys of this node's children (pruning only). */
+  readonly firstResults = new Map<string, Branch>();
+
+  constructor(
+    readonly path: string,
+    readonly depth: number,
+    /** The node this one grew from; null for the root. */
+    readonly parent: TreeNode | null,
+  ) {}
+
+  /** This node and every node above it, nearest first. */
+  ancestry(): TreeNode[] {
+    const out: TreeNode[] = [];
+    for (let n: TreeNode | null = this; n; n = n.parent) out.push(n);
+    return out;
+  }
+
+  /** Counts a new child and returns its path. */
+  nextChildPath(): string {
+    return `${this.path}.${this.children++}`;
+  }
+}
+
+/** A running trajectory of the tree, owing `quota` leaves. */
+class Branch {
+  /** Whether it has answered a probe since it started (or since it took over as its node's last child). */
+  probed = false;
+  /** Still owes leaves: false once it finished, was pruned, failed or became a node. */
+  live = true;
+  /** Its state became a held node: its trajectory is the node's now. */
+  becameNode = false;
+  /** Branches forked off this one (its subtree). */
+  readonly forks: Branch[] = [];
+  path: string;
+  depth: number;
+
+  constructor(
+    /** The node it grew from. */
+    public parent: TreeNode,
+    public quota: number,
+    readonly trajectory: TrackedTrajectory,
+    readonly state: RolloutState,
+  ) {
+    this.path = parent.nextChildPath();
+    this.depth = parent.depth + 1;
+  }
+
+  /** Goes on as a new child of `node` (same trajectory and task, new place in the tree), not yet probed there. */
+  moveTo(node: TreeNode): void {
+    this.parent = node;
+    this.path = node.nextChildPath();
+    this.depth = node.depth + 1;
+    this.probed = false;
+  }
+
+  /** A live branch in this branch's subtree (itself first), if any. */
+  liveInSubtree(): Branch | undefined {
+    if (this.live) return this;
+    for (const f of this.forks) {
+      const hit = f.liveInSubtree();
+      if (hit) return hit;
+    }
+    return undefined;
+  }
+}
+
+/** A leaf pruned because its final SQL failed, kept aside in case the tree ends short. */
+interface SetAsideLeaf {
+  path: string;
+  rollout: RolloutResult;
+  exec: ExecResult | undefined;
+}
+
+/** Runs a tree (optionally pruned) until `candidates` leaves finished, or says why fewer. */
+export function runTree(run: Run, options: TreeOptions): Promise<StrategyOutcome> {
+  return new TreeDecoder(run, options).decode();
+}
+
+/**
+ * One tree decode. Its steps: {@link pump} spends the unassigned budget on new children,
+ * {@link expand} turns a branch that answered a probe into a node and forks its children,
+ * {@link prune} drops a branch and gives its budget back, {@link finishLeaf} turns a finished branch
+ * into a candidate, and {@link voteInput} settles what goes to the vote once the tree has ended.
+ */
+export class TreeDecoder {
+  private readonly control: Run["control"];
+  private readonly maxBranches: number;
+  private readonly root = new TreeNode(ROOT_PATH, 0, null);
+  /** Branches whose task is still running (a branch that became a node stays until its task ends). */
+  private readonly running = new Set<Branch>();
+  private readonly tasks: Promise<void>[] = [];
+  /** Leaves pruned for a failing final SQL, added back only if the tree ends short. */
+  private readonly setAside: SetAsideLeaf[] = [];
+  /** Nodes holding their state, in creation order (the root first). */
+  private readonly heldNodes: TreeNode[] = [];
+  /** Leaves owed by no branch yet: spent by {@link pump}. */
+  private pool: number;
+  private spawned = 0;
+  private pruned = 0;
+  private pumping = false;
+  /** A pump waiting for a slot picture to change. */
+  private pumpWakers: (() => void)[] = [];
+  /** The first failure; the decode stops and rethrows it. */
+  private fatal: unknown;
+  private resolveFinished!: () => void;
+  private readonly finished = new Promise<void>((resolve) => (this.resolveFinished = resolve));
+
+  constructor(
+    private readonly run: Run,
+    private readonly options: TreeOptions,
+  ) {
+    this.control = run.control;
+    this.maxBranches = TREE_SPAWN_FACTOR * options.candidates;
+    this.pool = options.candidates;
+  }
+
+  /** Starts the root, runs the tree until it ends, releases every held state and returns the vote's input. */
+  async decode(): Promise<StrategyOutcome> {
+    const { control } = this;
+    try {
+      let trajectory: TrackedTrajectory;
+      try {
+        await control.acquire();
+        trajectory = await control.start(this.run.policy, this.run.spec);
+      } catch (err) {
+        if (control.stopped) return {};
+        throw err;
+      }
+      this.hold(this.root, trajectory, createRolloutState());
+      this.run.emit({ type: "branch", path: ROOT_PATH, parent: null, depth: 0 });
+      void this.pump();
+      await this.finished;
+      await settleAll(this.tasks);
+    } finally {
+      await settleAll(this.tasks).catch(() => undefined);
+      await Promise.all([...this.heldNodes].map((n) => this.unhold(n)?.trajectory.release()));
+    }
+    if (this.fatal !== undefined) throw this.fatal;
+    return this.voteInput();
+  }
+
+  /** Adds set-aside leaves back as candidates when the tree ended short, and says why it is short. */
+  private voteInput(): StrategyOutcome {
+    const { candidates } = this.options;
+    const short = candidates - this.run.leaves.count;
+    const addedBack = Math.min(Math.max(0, short), this.setAside.length);
+    for (const r of this.setAside.slice(0, addedBack)) this.run.leaves.add(r.path, r.rollout, r.exec);
+    if (short <= 0 || this.control.stopped) return {};
+    const why =
+      this.spawned >= this.maxBranches
+        ? `the tree reached its limit of ${this.maxBranches} branches (${this.pruned} pruned) before ${candidates} leaves finished`
+        : `only ${candidates - short} of ${candidates} leaves finished (${this.pruned} branches pruned)`;
+    return { shortfall: addedBack > 0 ? `${why}; ${addedBack} pruned leaves whose final SQL failed were added back as candidates` : why };
+  }
+
+  private canSpawn(): boolean {
+    return !this.control.stopped && this.fatal === undefined && this.spawned < this.maxBranches;
+  }
+
+  /** Running branches hold slots (beyond the held nodes'), so one will come free. */
+  private runningHoldSlots(): boolean {
+    return this.control.liveCount() > this.heldNodes.length;
+  }
+
+  private checkDone(): void {
+    if (this.running.size === 0 && !this.pumping && (this.pool === 0 || !this.canSpawn())) this.resolveFinished();
+  }
+
   /** Wakes a pump waiting for a slot: a branch ended or became a node, so the slot picture changed. */
-  const changed = (): void => {
-    const w = wakers;
-    wakers = [];
-    for (const wake of w) wake();
-  };
+  private changed(): void {
+    const wakers = this.pumpWakers;
+    this.pumpWakers = [];
+    for (const wake of wakers) wake();
+  }
+
   /** Resolves when a slot is released, a branch ends or becomes a node, or the decode stops. */
-  const nextChange = (): Promise<void> => Promise.race([control.nextRelease(), new Promise<void>((resolve) => wakers.push(resolve))]);
-  const fail = (err: unknown): void => {
-    if (control.stopped) return;
-    fatal ??= err;
-    control.stop("failed");
-  };
-  const giveBack = (quota: number, to?: Branch): void => {
+  private nextChange(): Promise<void> {
+    return Promise.race([this.control.nextRelease(), new Promise<void>((resolve) => this.pumpWakers.push(resolve))]);
+  }
+
+  private fail(err: unknown): void {
+    if (this.control.stopped) return;
+    this.fatal ??= err;
+    this.control.stop("failed");
+  }
+
+  /** Gives budget to a live heir, else back to the pool, and lets the pump spend it. */
+  private giveBack(quota: number, to?: Branch): void {
     if (quota <= 0) return;
     if (to?.live) to.quota += quota;
-    else pool += quota;
-    void pump();
-  };
+    else this.pool += quota;
+    void this.pump();
+  }
 
-  const hold = (node: NodeRec, trajectory: TrackedTrajectory, state: RolloutState): void => {
+  private hold(node: TreeNode, trajectory: TrackedTrajectory, state: RolloutState): void {
     node.held = { trajectory, state };
-    heldNodes.push(node);
-  };
+    this.heldNodes.push(node);
+  }
+
   /** Takes a node's held state away (for a child to continue from, or to free its sequence). */
-  const unhold = (node: NodeRec): { trajectory: TrackedTrajectory; state: RolloutState } | null => {
+  private unhold(node: TreeNode): Snapshot | null {
     const held = node.held;
     node.held = null;
-    const i = heldNodes.indexOf(node);
-    if (i >= 0) heldNodes.splice(i, 1);
+    const i = this.heldNodes.indexOf(node);
+    if (i >= 0) this.heldNodes.splice(i, 1);
     return held;
-  };
+  }
+
   /** Frees the deepest held node's sequence (never the root's); false when there is none. */
-  const reclaim = async (): Promise<boolean> => {
-    const victim = [...heldNodes].reverse().find((n) => n !== root);
+  private async reclaim(): Promise<boolean> {
+    const victim = [...this.heldNodes].reverse().find((n) => n !== this.root);
     if (!victim) return false;
-    await unhold(victim)?.trajectory.release();
+    await this.unhold(victim)?.trajectory.release();
     return true;
-  };
+  }
+
   /** Where spare budget goes: the shallowest held node with room for a child, else the root (or null: start afresh). */
-  const target = (): { node: NodeRec | null; room: number } => {
-    let best: NodeRec | undefined;
-    for (const n of heldNodes) if (n.children < options.branching && (!best || n.depth < best.depth)) best = n;
-    if (best) return { node: best, room: options.branching - best.children };
+  private target(): { node: TreeNode | null; room: number } {
+    const { branching } = this.options;
+    let best: TreeNode | undefined;
+    for (const n of this.heldNodes) if (n.children < branching && (!best || n.depth < best.depth)) best = n;
+    if (best) return { node: best, room: branching - best.children };
     // budget that came back to the root (its first children ended without a probe to fork at): as
     // many children as there are free sequences, so the batch stays full
-    return { node: root.held ? root : null, room: Math.max(options.branching, control.freeSlots()) };
-  };
-
-  const newBranch = (parent: NodeRec, quota: number, trajectory: TrackedTrajectory, state: RolloutState): Branch => {
-    parent.children++;
-    return {
-      path: `${parent.path}.${parent.next++}`,
-      depth: parent.depth + 1,
-      quota,
-      trajectory,
-      state,
-      parent,
-      probed: false,
-      live: true,
-      becameNode: false,
-      forks: [],
-    };
-  };
-
-  const ancestry = (node: NodeRec | null): NodeRec[] => {
-    const out: NodeRec[] = [];
-    for (let n = node; n; n = n.parent) out.push(n);
-    return out;
-  };
+    return { node: this.root.held ? this.root : null, room: Math.max(branching, this.control.freeSlots()) };
+  }
 
   /** Frees the states of full nodes (no room for a child) whose subtrees have no live branch left. */
-  const releaseIdle = async (nodes: NodeRec[]): Promise<void> => {
+  private async releaseIdle(nodes: TreeNode[]): Promise<void> {
     for (const n of nodes) {
-      if (n !== root && n.running === 0 && n.children >= options.branching && n.held) await unhold(n)?.trajectory.release();
+      if (n !== this.root && n.liveBelow === 0 && n.children >= this.options.branching && n.held) await this.unhold(n)?.trajectory.release();
     }
-  };
+  }
 
-  const launch = (b: Branch): void => {
-    live.add(b);
-    for (const n of ancestry(b.parent)) n.running++;
-    emit({ type: "branch", path: b.path, parent: b.parent.path, depth: b.depth });
-    const task = runBranch(b)
-      .catch(fail)
+  /** Spawns a branch: counts it, announces it and runs it to its end. */
+  private launch(parent: TreeNode, quota: number, from: Snapshot): Branch {
+    this.spawned++;
+    const b = new Branch(parent, quota, from.trajectory, from.state);
+    this.running.add(b);
+    for (const n of parent.ancestry()) n.liveBelow++;
+    this.run.emit({ type: "branch", path: b.path, parent: parent.path, depth: b.depth });
+    const task = this.runBranch(b)
+      .catch((err: unknown) => this.fail(err))
       .finally(async () => {
-        const chain = ancestry(b.parent);
-        for (const n of chain) n.running--;
-        live.delete(b);
-        await releaseIdle(chain).catch(fail);
-        changed();
-        checkDone();
+        const chain = b.parent.ancestry();
+        for (const n of chain) n.liveBelow--;
+        this.running.delete(b);
+        await this.releaseIdle(chain).catch((err: unknown) => this.fail(err));
+        this.changed();
+        this.checkDone();
       });
-    tasks.push(task);
-  };
+    this.tasks.push(task);
+    return b;
+  }
+
+  /** A child state of a held node: its trajectory forked into a new sequence, its rollout state cloned. */
+  private async forkHeld(held: Snapshot): Promise<Snapshot | null> {
+    const child = await this.control.forkHeld(held.trajectory);
+    return child ? { trajectory: child, state: cloneRolloutState(held.state) } : null;
+  }
+
+  /** Hands a held node's own state to a new child owing the whole pool (no sequence is free for a fork). */
+  private launchFromOwnState(node: TreeNode): boolean {
+    const state = this.unhold(node);
+    if (!state) return false;
+    const quota = this.pool;
+    this.pool = 0;
+    this.launch(node, quota, { trajectory: state.trajectory, state: cloneRolloutState(state.state) });
+    return true;
+  }
 
   /**
    * Spends budget that `b` gives back on the nearest held node above it (not the root): a new child
    * there re-samples only what follows that node's probe result, where a child of the root would
    * sample the whole rollout again. False when there is no such node or no sequence for the child.
    */
-  const respawnBelow = async (b: Branch, quota: number): Promise<boolean> => {
-    const node = ancestry(b.parent).find((n) => n !== root && (n.held !== null || n.expanding !== null));
-    if (node?.expanding) {
-      const owner = live.has(expanding.get(node)!) ? expanding.get(node)! : undefined;
-      if (owner) {
-        owner.quota += quota;
-        node.expanding.push(quota);
-        return true;
-      }
+  private async respawnBelow(b: Branch, quota: number): Promise<boolean> {
+    const node = b.parent.ancestry().find((n) => n !== this.root && (n.held !== null || n.expansion !== null));
+    const expansion = node?.expansion;
+    if (expansion && this.running.has(expansion.by)) {
+      expansion.by.quota += quota;
+      expansion.quotas.push(quota);
+      return true;
     }
-    if (!node?.held || !canSpawn() || !control.tryAcquire()) return false;
-    const source = node.held;
-    let child: TrackedTrajectory | null;
+    if (!node?.held || !this.canSpawn() || !this.control.tryAcquire()) return false;
+    let child: Snapshot | null;
     try {
-      child = await control.forkHeld(source.trajectory);
+      child = await this.forkHeld(node.held);
     } catch (err) {
-      fail(err);
+      this.fail(err);
       return false;
     }
     if (!child) return false;
-    spawned++;
-    launch(newBranch(node, quota, child, cloneRolloutState(source.state)));
+    this.launch(node, quota, child);
     return true;
-  };
+  }
 
   /** Gives back `b`'s spare budget: to a live heir, else below its nearest held node, else to the pool. */
-  const giveBackFrom = async (b: Branch, quota: number, to?: Branch): Promise<void> => {
+  private async giveBackFrom(b: Branch, quota: number, to?: Branch): Promise<void> {
     if (quota <= 0) return;
-    if (to?.live) return giveBack(quota, to);
-    if (await respawnBelow(b, quota)) return;
-    giveBack(quota);
-  };
-
-  /** A live branch in `b`'s subtree (itself first), if any. */
-  const liveIn = (b: Branch): Branch | undefined => {
-    if (b.live) return b;
-    for (const f of b.forks) {
-      const hit = liveIn(f);
-      if (hit) return hit;
-    }
-    return undefined;
-  };
+    if (to?.live) return this.giveBack(quota, to);
+    if (await this.respawnBelow(b, quota)) return;
+    this.giveBack(quota);
+  }
 
   /** Spends the pool: children of the shallowest node with room (else the root, else fresh starts). */
-  async function pump(): Promise<void> {
-    if (pumping) return;
-    pumping = true;
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    const { control } = this;
     try {
-      while (pool > 0 && canSpawn()) {
-        const { node, room } = target();
-        const parent = node ?? root;
+      while (this.pool > 0 && this.canSpawn()) {
+        const { node, room } = this.target();
         if (!control.tryAcquire()) {
-          if (runningHoldSlots()) {
-            await nextChange();
+          if (this.runningHoldSlots()) {
+            await this.nextChange();
             continue;
-          } else if (node) {
-            const state = unhold(node)!;
-            spawned++;
-            const quota = pool;
-            pool = 0;
-            launch(newBranch(node, quota, state.trajectory, cloneRolloutState(state.state)));
-            continue;
-          } else break;
+          } else if (node && this.launchFromOwnState(node)) continue;
+          else break;
         }
         let slots = 1;
-        const k = Math.min(room, pool);
+        const k = Math.min(room, this.pool);
         while (slots < k && control.tryAcquire()) slots++;
-        const quotas = splitQuota(pool, slots);
-        pool = 0;
-        let refused = false;
-        for (const quota of quotas) {
-          if (!canSpawn() || refused || (node !== null && node.held === null)) {
-            pool += quota;
-            control.releaseSlot();
-            continue;
-          }
-          const source = node?.held ?? null;
-          let child: TrackedTrajectory | null;
-          try {
-            child = source ? await control.forkHeld(source.trajectory) : await control.start(run.policy, run.spec);
-          } catch (err) {
-            pool += quota;
-            fail(err);
-            continue;
-          }
-          if (!child) {
-            pool += quota;
-            refused = true;
-            continue;
-          }
-          spawned++;
-          launch(newBranch(parent, quota, child, source ? cloneRolloutState(source.state) : createRolloutState()));
-        }
-        if (node && node !== root && node.children >= options.branching && node.running === 0) await unhold(node)?.trajectory.release();
-        if (!refused || pool === 0) continue;
-        if (runningHoldSlots()) await nextChange();
-        else if (!(await reclaim())) {
-          const state = node ? unhold(node) : null;
-          if (!state) break;
-          spawned++;
-          const quota = pool;
-          pool = 0;
-          launch(newBranch(node!, quota, state.trajectory, cloneRolloutState(state.state)));
-        }
+        const quotas = splitQuota(this.pool, slots);
+        this.pool = 0;
+        const refused = await this.spawnChildren(node, quotas);
+        if (node && node !== this.root && node.children >= this.options.branching && node.liveBelow === 0) await this.unhold(node)?.trajectory.release();
+        if (!refused || this.pool === 0) continue;
+        if (this.runningHoldSlots()) await this.nextChange();
+        else if (!(await this.reclaim()) && !(node && this.launchFromOwnState(node))) break;
       }
     } finally {
-      pumping = false;
-      checkDone();
+      this.pumping = false;
+      this.checkDone();
     }
   }
 
-  /** Turns a branch that just answered a probe into a node and forks its children. */
-  async function expand(b: Branch): Promise<void> {
-    const k = Math.min(options.branching, b.quota);
-    const queue = splitQuota(b.quota, k);
-    const node: NodeRec = { path: b.path, depth: b.depth, parent: b.parent, running: 0, expanding: queue, next: 0, children: 0, held: null, firstResults: new Map() };
-    expanding.set(node, b);
-    try {
-      await forkChildren(b, node, queue);
-    } finally {
-      node.expanding = null;
-      expanding.delete(node);
-    }
-  }
-
-  /** Forks `node`'s children from `b` for the quotas in `queue` (which grows when the children give budget back meanwhile). */
-  async function forkChildren(b: Branch, node: NodeRec, queue: number[]): Promise<void> {
-    let forked = 0;
-    for (let quota = queue.shift(); quota !== undefined; quota = queue.shift()) {
-      if (!canSpawn()) break;
-      // the last child would only free this branch to become a held node: not worth another node's state
-      if (control.freeSlots() === 0 && (queue.length === 0 || !(await reclaim()))) break;
-      let child: { trajectory: TrackedTrajectory; state: RolloutState };
+  /**
+   * Launches one child of `node` (or a fresh start from the prompt when null) per quota, each in a
+   * slot the pump already holds; a quota that cannot spawn goes back to the pool and frees its slot.
+   * True when the policy refused a fork for want of a sequence.
+   */
+  private async spawnChildren(node: TreeNode | null, quotas: number[]): Promise<boolean> {
+    const { control } = this;
+    let refused = false;
+    for (const quota of quotas) {
+      if (!this.canSpawn() || refused || (node !== null && node.held === null)) {
+        this.pool += quota;
+        control.releaseSlot();
+        continue;
+      }
+      const source = node?.held ?? null;
+      let child: Snapshot | null;
       try {
-        const f = await forkRollout(b.trajectory, b.state);
-        child = { trajectory: f.trajectory as TrackedTrajectory, state: f.state };
+        child = source ? await this.forkHeld(source) : { trajectory: await control.start(this.run.policy, this.run.spec), state: createRolloutState() };
       } catch (err) {
-        if (toReexError(err).code !== "CONTEXT_EXHAUSTED") fail(err);
-        break;
+        this.pool += quota;
+        this.fail(err);
+        continue;
       }
-      spawned++;
-      b.quota -= quota;
-      forked++;
-      const fork = newBranch(node, quota, child.trajectory, child.state);
-      b.forks.push(fork);
-      launch(fork);
+      if (!child) {
+        this.pool += quota;
+        refused = true;
+        continue;
+      }
+      this.launch(node ?? this.root, quota, child);
+    }
+    return refused;
+  }
+
+  /**
+   * Turns a branch that just answered a probe into a node and forks min(branching, quota) children
+   * splitting its quota. When it forked them all it becomes the node (its state held); when fewer,
+   * it continues as the node's last child with the rest of its quota.
+   */
+  private async expand(b: Branch): Promise<void> {
+    const k = Math.min(this.options.branching, b.quota);
+    const node = new TreeNode(b.path, b.depth, b.parent);
+    node.expansion = { by: b, quotas: splitQuota(b.quota, k) };
+    let forked: number;
+    try {
+      forked = await this.forkChildren(b, node, node.expansion.quotas);
+    } finally {
+      node.expansion = null;
     }
     if (forked === 0) return;
     if (b.quota === 0) {
       b.live = false;
       b.becameNode = true;
-      hold(node, b.trajectory, b.state);
-      changed();
+      this.hold(node, b.trajectory, b.state);
+      this.changed();
       return;
     }
-    const takeover = newBranch(node, b.quota, b.trajectory, b.state);
-    b.path = takeover.path;
-    b.depth = takeover.depth;
-    b.parent = node;
-    node.running++;
-    b.probed = false;
-    emit({ type: "branch", path: b.path, parent: node.path, depth: b.depth });
+    this.takeOver(b, node);
   }
 
-  const drop = async (b: Branch, reason: "probe_error" | "duplicate_result", to?: Branch): Promise<void> => {
+  /** Forks `node`'s children from `b` for the quotas in `queue` (which grows when the children give budget back meanwhile); returns how many. */
+  private async forkChildren(b: Branch, node: TreeNode, queue: number[]): Promise<number> {
+    let forked = 0;
+    for (let quota = queue.shift(); quota !== undefined; quota = queue.shift()) {
+      if (!this.canSpawn()) break;
+      // the last child would only free this branch to become a held node: not worth another node's state
+      if (this.control.freeSlots() === 0 && (queue.length === 0 || !(await this.reclaim()))) break;
+      let child: Snapshot;
+      try {
+        const f = await forkRollout(b.trajectory, b.state);
+        child = { trajectory: f.trajectory as TrackedTrajectory, state: f.state };
+      } catch (err) {
+        if (toReexError(err).code !== "CONTEXT_EXHAUSTED") this.fail(err);
+        break;
+      }
+      b.quota -= quota;
+      forked++;
+      b.forks.push(this.launch(node, quota, child));
+    }
+    return forked;
+  }
+
+  /** `b` goes on as `node`'s last child (keeping the quota it did not fork away), under a new path. */
+  private takeOver(b: Branch, node: TreeNode): void {
+    b.moveTo(node);
+    node.liveBelow++;
+    this.run.emit({ type: "branch", path: b.path, parent: node.path, depth: b.depth });
+  }
+
+  /** Drops a live branch (pruning), releases its trajectory and gives its quota to `to` or back to the tree. */
+  private async prune(b: Branch, reason: "probe_error" | "duplicate_result", to?: Branch): Promise<void> {
     const quota = b.quota;
     b.quota = 0;
     b.live = false;
-    pruned++;
-    emit({ type: "prune", path: b.path, reason });
+    this.pruned++;
+    this.run.emit({ type: "prune", path: b.path, reason });
     await b.trajectory.release();
-    await giveBackFrom(b, quota, to);
-  };
+    await this.giveBackFrom(b, quota, to);
+  }
 
-  async function runBranch(b: Branch): Promise<void> {
+  /** Under tree-prune, the sibling whose identical first-probe result `b` repeats, when that sibling's subtree still has a live branch to inherit `b`'s budget. */
+  private duplicateHeir(b: Branch, result: ExecResult | null): Branch | undefined {
+    if (!this.options.prune || !result?.ok) return undefined;
+    const key = resultKey(result.rows);
+    const kept = b.parent.firstResults.get(key);
+    const heir = kept && kept !== b ? kept.liveInSubtree() : undefined;
+    if (!kept) b.parent.firstResults.set(key, b);
+    return heir;
+  }
+
+  /** Runs a branch's rollout, expanding it after each probe while it owes two leaves or more, until it is a leaf, pruned or a node. */
+  private async runBranch(b: Branch): Promise<void> {
     try {
       for (;;) {
-        const outcome = await rolloutStep(b.trajectory, b.state, branchOptions(run, b.path));
+        const outcome = await rolloutStep(b.trajectory, b.state, branchOptions(this.run, b.path));
         if (outcome.kind === "limit") continue;
         if (outcome.kind === "done") break;
         const probe = outcome.probe;
-        if (options.prune && probe.result && !probe.result.ok) return drop(b, "probe_error");
+        if (this.options.prune && probe.result && !probe.result.ok) return this.prune(b, "probe_error");
         if (!b.probed) {
           b.probed = true;
-          if (options.prune && probe.result?.ok) {
-            const key = resultKey(probe.result.rows);
-            const kept = b.parent.firstResults.get(key);
-            const heir = kept && kept !== b ? liveIn(kept) : undefined;
-            if (heir) return drop(b, "duplicate_result", heir);
-            if (!kept) b.parent.firstResults.set(key, b);
-          }
+          const heir = this.duplicateHeir(b, probe.result);
+          if (heir) return this.prune(b, "duplicate_result", heir);
         }
-        if (b.quota >= 2 && canSpawn()) {
-          await expand(b);
+        if (b.quota >= 2 && this.canSpawn()) {
+          await this.expand(b);
           if (b.becameNode) return;
         }
       }
-      await leaf(b);
+      await this.finishLeaf(b);
     } catch (err) {
       if (b.live) {
         const quota = b.quota;
         b.quota = 0;
         b.live = false;
-        fail(err);
-        giveBack(quota);
+        this.fail(err);
+        this.giveBack(quota);
       }
     } finally {
       b.live = false;
@@ -426,60 +554,35 @@ export async function runTree(run: Run, options: TreeOptions): Promise<StrategyO
     }
   }
 
-  async function leaf(b: Branch): Promise<void> {
+  /**
+   * A branch that ended: one leaf, giving back the rest of its quota. Its final SQL is executed;
+   * under tree-prune a leaf whose SQL fails is set aside and its quota given back whole.
+   */
+  private async finishLeaf(b: Branch): Promise<void> {
+    const { run } = this;
     const leftover = b.quota - 1;
     b.quota = 0;
     b.live = false;
     if (b.state.stopReason === "aborted") {
-      emit({ type: "prune", path: b.path, reason: stopPruneReason(run) });
+      run.emit({ type: "prune", path: b.path, reason: stopPruneReason(run) });
       return;
     }
     const rollout = finishRollout(b.trajectory, b.state, { path: b.path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
     await b.trajectory.release();
-    if (!options.prune) {
-      await giveBackFrom(b, leftover);
+    if (!this.options.prune) {
+      await this.giveBackFrom(b, leftover);
       run.leaves.add(b.path, rollout, await run.leaves.execute(rollout));
       return;
     }
     const exec = await run.leaves.execute(rollout);
     if (rollout.finalSql !== null && exec && !exec.ok) {
-      reserve.push({ path: b.path, rollout, exec });
-      pruned++;
-      emit({ type: "prune", path: b.path, reason: "sql_error" });
-      await giveBackFrom(b, leftover + 1);
+      this.setAside.push({ path: b.path, rollout, exec });
+      this.pruned++;
+      run.emit({ type: "prune", path: b.path, reason: "sql_error" });
+      await this.giveBackFrom(b, leftover + 1);
       return;
     }
     run.leaves.add(b.path, rollout, exec);
-    await giveBackFrom(b, leftover);
+    await this.giveBackFrom(b, leftover);
   }
-
-  try {
-    let trajectory: TrackedTrajectory;
-    try {
-      await control.acquire();
-      trajectory = await control.start(run.policy, run.spec);
-    } catch (err) {
-      if (control.stopped) return {};
-      throw err;
-    }
-    hold(root, trajectory, createRolloutState());
-    emit({ type: "branch", path: ROOT_PATH, parent: null, depth: 0 });
-    void pump();
-    await finished;
-    await settleAll(tasks);
-  } finally {
-    await settleAll(tasks).catch(() => undefined);
-    await Promise.all([...heldNodes].map((n) => unhold(n)?.trajectory.release()));
-  }
-  if (fatal !== undefined) throw fatal;
-
-  const short = options.candidates - run.leaves.count;
-  const addedBack = Math.min(Math.max(0, short), reserve.length);
-  for (const r of reserve.slice(0, addedBack)) run.leaves.add(r.path, r.rollout, r.exec);
-  if (short <= 0 || control.stopped) return {};
-  const why =
-    spawned >= maxBranches
-      ? `the tree reached its limit of ${maxBranches} branches (${pruned} pruned) before ${options.candidates} leaves finished`
-      : `only ${options.candidates - short} of ${options.candidates} leaves finished (${pruned} branches pruned)`;
-  return { shortfall: addedBack > 0 ? `${why}; ${addedBack} pruned leaves whose final SQL failed were added back as candidates` : why };
 }

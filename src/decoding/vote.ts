@@ -60,7 +60,7 @@ export function saysNothingMatched(rows: ResultRows): boolean {
 }
 
 /**
- * Self-consistency vote over executed candidates (SPEC §4): identical results form a group, the
+ * Self-consistency vote over executed candidates: identical results form a group, the
  * largest group wins, and "nothing matched", ties and total failure are resolved by {@link VOTE_RULE}.
  */
 export function vote(ballots: readonly Ballot[], options: { emptyVotes?: EmptyVotes } = {}): VoteOutcome {

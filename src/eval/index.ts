@@ -44,7 +44,6 @@ export {
   runEval,
   scorePredictions,
   selfCheck,
-  type DecodeFn,
   type EvalExecOptions,
   type EvalProgress,
   type EvalRun,

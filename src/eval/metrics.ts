@@ -1,5 +1,5 @@
 /**
- * Evaluation metrics: EX under each rule of SPEC §7 for one prediction, per-item scores (EX,
+ * Evaluation metrics: EX under each rule of `EX_RULES` for one prediction, per-item scores (EX,
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
@@ -8,7 +8,7 @@ import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
 
-/** The EX rules of SPEC §7: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
+/** The EX rules: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
 export type ExRule = "bird" | "spider" | "refined";
 
 /** Every EX rule, in report order. */

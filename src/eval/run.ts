@@ -5,14 +5,11 @@
  * is produced.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
-import type { Answer, AnswerRequest, DecodeContext, Strategy } from "../decoding/index.js";
+import type { Answer, AnswerRequest, Decode, Strategy } from "../decoding/index.js";
 import type { SchemaNames } from "../agent/index.js";
 import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type Summary } from "./metrics.js";
-
-/** The decoder as the runner calls it (src/decoding's `decode`). */
-export type DecodeFn = (req: AnswerRequest, ctx: DecodeContext) => Promise<Answer>;
 
 /** Default per-query time limit for evaluation executions (SQL-R1's voting limit), ms. */
 export const DEFAULT_EVAL_TIMEOUT_MS = 10_000;
@@ -77,7 +74,7 @@ export interface EvalRun {
 /** Options of {@link runEval}. */
 export interface RunEvalOptions extends EvalExecOptions {
   items: readonly EvalItem[];
-  decode: DecodeFn;
+  decode: Decode;
   /** Default "greedy". */
   strategy?: Strategy;
   /** Candidates for linear/tree strategies; default the decoder's. */

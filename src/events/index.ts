@@ -46,3 +46,18 @@ export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | BranchEvent | Pr
 
 /** A consumer of events; must not throw and should return quickly. */
 export type EventSink = (event: ReexEvent) => void;
+
+/**
+ * `sink` with its exceptions caught, so a failing consumer (a closed socket) cannot break a decode
+ * or a rollout: it loses only its own events; `onError` hears of each failure (default: ignored).
+ */
+export function guardSink(sink: EventSink | undefined, onError?: (err: unknown) => void): EventSink | undefined {
+  if (!sink) return undefined;
+  return (event) => {
+    try {
+      sink(event);
+    } catch (err) {
+      onError?.(err);
+    }
+  };
+}

@@ -99,168 +99,242 @@ const TIMES = ["8:00", "9:00", "10:00", "11:00", "12:00", "13:00", "14:00", "15:
 
 /** Populates every table; deterministic for `seed`. */
 export function advisingRows(schema: AdvisingSchema, entries: readonly RealEntry[], seed: string): Map<string, Row[]> {
-  const rng = new Rng(seed);
-  const { kinds, courses: pairs } = valuePools(entries);
-  const pool = (k: string, fallback: string[]): string[] => (kinds.get(k)?.length ? kinds.get(k)! : fallback);
-  const depts = pool("department", ["EECS"]);
-  const topics = pool("topic", ["Algorithms"]);
-  const areas = [...pool("area", ["software"])];
-  const requirements = [...new Set([...pool("requirement", ["ULCS"]), "ULCS", "PreMajor", "MDE", "Other", "Core"])];
-  const rows = new Map<string, Row[]>();
-  for (const t of schema.keys()) rows.set(t, []);
-  const push = (t: string, r: Row): void => {
-    rows.get(t)!.push(r);
-  };
-  const yn = (p = 0.5): string => (rng.chance(p) ? "Y" : "N");
+  return new AdvisingPopulation(schema, entries, seed).build();
+}
 
-  // semesters: the codes and the words the questions use, over the years they name
-  const years = [...new Set([...pool("year", []).map(Number).filter(Number.isFinite), ...Array.from({ length: 12 }, (_, i) => 2008 + i)])].sort((a, b) => a - b);
-  const semWords = [...new Set([...SEMESTERS, ...pool("semester", [])])];
-  let semId = 0;
-  for (const year of years) for (const s of semWords) push("semester", { semester_id: ++semId, semester: s, year });
-  const semesters = rows.get("semester")!;
-  const recent = semesters.filter((s) => Number(s.year) >= 2016 && Number(s.year) <= 2017);
+/** The Advising tables being populated, with the values the questions name; each method fills a group of tables, in a fixed order of random draws. */
+class AdvisingPopulation {
+  private readonly rng: Rng;
+  private readonly kinds: Map<string, string[]>;
+  /** The department-number pairs the questions name. */
+  private readonly pairs: [string, string][];
+  private readonly rows = new Map<string, Row[]>();
+  private readonly depts: string[];
+  private readonly topics: string[];
+  private readonly areas: string[];
+  private readonly requirements: string[];
+  private years: number[] = [];
+  private semesters: Row[] = [];
+  private recent: Row[] = [];
+  private courses: Row[] = [];
+  private courseIds: number[] = [];
+  private programIds: number[] = [];
+  private instrIds: number[] = [];
+  private offerings: Row[] = [];
 
-  // courses: one per department-number pair the questions name, plus a few per department
-  const seen = new Set(pairs.map(([d, n]) => `${d} ${n}`));
-  const all: [string, string][] = [...pairs];
-  for (const d of depts) {
-    for (let k = 0; k < 2; k++) {
-      const n = String(rng.int(100, 999));
-      if (!seen.has(`${d} ${n}`)) {
-        seen.add(`${d} ${n}`);
-        all.push([d, n]);
+  constructor(
+    private readonly schema: AdvisingSchema,
+    entries: readonly RealEntry[],
+    seed: string,
+  ) {
+    this.rng = new Rng(seed);
+    const { kinds, courses } = valuePools(entries);
+    this.kinds = kinds;
+    this.pairs = courses;
+    this.depts = this.pool("department", ["EECS"]);
+    this.topics = this.pool("topic", ["Algorithms"]);
+    this.areas = [...this.pool("area", ["software"])];
+    this.requirements = [...new Set([...this.pool("requirement", ["ULCS"]), "ULCS", "PreMajor", "MDE", "Other", "Core"])];
+    for (const t of schema.keys()) this.rows.set(t, []);
+  }
+
+  build(): Map<string, Row[]> {
+    this.fillSemesters();
+    this.fillCourses();
+    this.fillCourseLinks();
+    this.fillPrograms();
+    this.fillInstructors();
+    this.fillOfferings();
+    this.fillStudents();
+    this.fillTheRest();
+    return this.rows;
+  }
+
+  /** The values the questions use for a placeholder kind, else `fallback`. */
+  private pool(k: string, fallback: string[]): string[] {
+    return this.kinds.get(k)?.length ? this.kinds.get(k)! : fallback;
+  }
+
+  private push(t: string, r: Row): void {
+    this.rows.get(t)!.push(r);
+  }
+
+  private yn(p = 0.5): string {
+    return this.rng.chance(p) ? "Y" : "N";
+  }
+
+  /** Semesters: the codes and the words the questions use, over the years they name. */
+  private fillSemesters(): void {
+    // semesters: the codes and the words the questions use, over the years they name
+    this.years = [...new Set([...this.pool("year", []).map(Number).filter(Number.isFinite), ...Array.from({ length: 12 }, (_, i) => 2008 + i)])].sort((a, b) => a - b);
+    const semWords = [...new Set([...SEMESTERS, ...this.pool("semester", [])])];
+    let semId = 0;
+    for (const year of this.years) for (const s of semWords) this.push("semester", { semester_id: ++semId, semester: s, year });
+    this.semesters = this.rows.get("semester")!;
+    this.recent = this.semesters.filter((s) => Number(s.year) >= 2016 && Number(s.year) <= 2017);
+  }
+
+  /** Courses: one per department-number pair the questions name, plus a few per department. */
+  private fillCourses(): void {
+    // courses: one per department-number pair the questions name, plus a few per department
+    const seen = new Set(this.pairs.map(([d, n]) => `${d} ${n}`));
+    const all: [string, string][] = [...this.pairs];
+    for (const d of this.depts) {
+      for (let k = 0; k < 2; k++) {
+        const n = String(this.rng.int(100, 999));
+        if (!seen.has(`${d} ${n}`)) {
+          seen.add(`${d} ${n}`);
+          all.push([d, n]);
+        }
+      }
+    }
+    const credits = this.pool("credit", ["3", "4"]);
+    all.forEach(([dept, number], i) => {
+      const topic = this.rng.pick(this.topics);
+      const name = this.rng.pick([topic, `Introduction to ${topic}`, `Advanced ${topic}`, `${topic} ${this.rng.pick(this.pool("misc", ["Seminar"]))}`]);
+      this.push("course", {
+        course_id: i + 1,
+        name,
+        department: dept,
+        number,
+        credits: this.rng.pick(credits),
+        advisory_requirement: this.rng.chance(0.3) ? `${this.rng.pick(this.depts)} ${this.rng.int(100, 599)}` : null,
+        enforced_requirement: this.rng.chance(0.3) ? `${dept} ${this.rng.int(100, 499)}` : null,
+        description: `This course covers ${topic.toLowerCase()} and ${this.rng.pick(this.topics).toLowerCase()}.`,
+        num_semesters: this.rng.int(1, 12),
+        num_enrolled: this.rng.int(5, 400),
+        has_discussion: this.yn(),
+        has_lab: this.yn(0.3),
+        has_projects: this.yn(),
+        has_exams: this.yn(0.7),
+        num_reviews: this.rng.int(0, 80),
+        clarity_score: this.rng.int(0, 5),
+        easiness_score: this.rng.int(0, 5),
+        helpfulness_score: this.rng.int(0, 5),
+      });
+    });
+    this.courses = this.rows.get("course")!;
+    this.courseIds = this.courses.map((c) => Number(c.course_id));
+  }
+
+  /** Each course's areas, tag counts and prerequisite. */
+  private fillCourseLinks(): void {
+    for (const c of this.courses) {
+      for (const a of this.rng.sample(this.areas, this.rng.int(1, 2))) this.push("area", { course_id: c.course_id, area: a });
+      const tags: Row = { course_id: c.course_id };
+      for (const col of this.schema.get("course_tags_count") ?? []) if (col.name !== "course_id") tags[col.name] = this.rng.int(0, 20);
+      this.push("course_tags_count", tags);
+      if (this.rng.chance(0.6)) {
+        const pre = this.rng.pick(this.courseIds);
+        if (pre !== c.course_id) this.push("course_prerequisite", { pre_course_id: pre, course_id: c.course_id });
       }
     }
   }
-  const credits = pool("credit", ["3", "4"]);
-  all.forEach(([dept, number], i) => {
-    const topic = rng.pick(topics);
-    const name = rng.pick([topic, `Introduction to ${topic}`, `Advanced ${topic}`, `${topic} ${rng.pick(pool("misc", ["Seminar"]))}`]);
-    push("course", {
-      course_id: i + 1,
-      name,
-      department: dept,
-      number,
-      credits: rng.pick(credits),
-      advisory_requirement: rng.chance(0.3) ? `${rng.pick(depts)} ${rng.int(100, 599)}` : null,
-      enforced_requirement: rng.chance(0.3) ? `${dept} ${rng.int(100, 499)}` : null,
-      description: `This course covers ${topic.toLowerCase()} and ${rng.pick(topics).toLowerCase()}.`,
-      num_semesters: rng.int(1, 12),
-      num_enrolled: rng.int(5, 400),
-      has_discussion: yn(),
-      has_lab: yn(0.3),
-      has_projects: yn(),
-      has_exams: yn(0.7),
-      num_reviews: rng.int(0, 80),
-      clarity_score: rng.int(0, 5),
-      easiness_score: rng.int(0, 5),
-      helpfulness_score: rng.int(0, 5),
-    });
-  });
-  const courses = rows.get("course")!;
-  const courseIds = courses.map((c) => Number(c.course_id));
 
-  for (const c of courses) {
-    for (const a of rng.sample(areas, rng.int(1, 2))) push("area", { course_id: c.course_id, area: a });
-    const tags: Row = { course_id: c.course_id };
-    for (const col of schema.get("course_tags_count") ?? []) if (col.name !== "course_id") tags[col.name] = rng.int(0, 20);
-    push("course_tags_count", tags);
-    if (rng.chance(0.6)) {
-      const pre = rng.pick(courseIds);
-      if (pre !== c.course_id) push("course_prerequisite", { pre_course_id: pre, course_id: c.course_id });
+  /** Programs, their requirements and their courses. */
+  private fillPrograms(): void {
+    // programs
+    const programNames = [...new Set([...this.pool("program", []), "CS-LSA", "CS-ENG", "DATA-SCI", "EE"])];
+    programNames.forEach((name, i) => this.push("program", { program_id: i + 1, name, college: this.rng.pick(["LSA", "Engineering"]), introduction: `The ${name} program.` }));
+    this.programIds = programNames.map((_, i) => i + 1);
+    for (const p of this.programIds) for (const cat of this.requirements) this.push("program_requirement", { program_id: p, category: cat, min_credit: this.rng.int(3, 30), additional_req: this.rng.chance(0.3) ? "C or better" : null });
+    for (const c of this.courses) {
+      const cats = this.rng.sample(this.requirements, this.rng.int(1, 2));
+      for (const cat of cats) this.push("program_course", { program_id: this.rng.chance(0.7) ? 1 : this.rng.pick(this.programIds), course_id: c.course_id, workload: this.rng.int(1, 5), category: cat });
     }
   }
 
-  // programs
-  const programNames = [...new Set([...pool("program", []), "CS-LSA", "CS-ENG", "DATA-SCI", "EE"])];
-  programNames.forEach((name, i) => push("program", { program_id: i + 1, name, college: rng.pick(["LSA", "Engineering"]), introduction: `The ${name} program.` }));
-  const programIds = programNames.map((_, i) => i + 1);
-  for (const p of programIds) for (const cat of requirements) push("program_requirement", { program_id: p, category: cat, min_credit: rng.int(3, 30), additional_req: rng.chance(0.3) ? "C or better" : null });
-  for (const c of courses) {
-    const cats = rng.sample(requirements, rng.int(1, 2));
-    for (const cat of cats) push("program_course", { program_id: rng.chance(0.7) ? 1 : rng.pick(programIds), course_id: c.course_id, workload: rng.int(1, 5), category: cat });
+  /** Instructors: the names the questions ask about, and others. */
+  private fillInstructors(): void {
+    // instructors: the names the questions ask about, and others
+    const instrNames = [...new Set([...this.pool("instructor", []), ...Array.from({ length: 60 }, () => `${this.rng.pick(FIRST_NAMES)} ${this.rng.pick(LAST_NAMES)}`)])];
+    instrNames.forEach((name, i) => this.push("instructor", { instructor_id: i + 1, name, uniqname: name.toLowerCase().replace(/[^a-z]/g, "").slice(0, 8) }));
+    this.instrIds = instrNames.map((_, i) => i + 1);
   }
 
-  // instructors: the names the questions ask about, and others
-  const instrNames = [...new Set([...pool("instructor", []), ...Array.from({ length: 60 }, () => `${rng.pick(FIRST_NAMES)} ${rng.pick(LAST_NAMES)}`)])];
-  instrNames.forEach((name, i) => push("instructor", { instructor_id: i + 1, name, uniqname: name.toLowerCase().replace(/[^a-z]/g, "").slice(0, 8) }));
-  const instrIds = instrNames.map((_, i) => i + 1);
-
-  // offerings: one to three per course, most of them in 2016–2017
-  const times = [...new Set([...pool("time", []), ...TIMES])];
-  let offId = 0;
-  for (const c of courses) {
-    const n = rng.int(1, 3);
-    for (let k = 0; k < n; k++) {
-      const sem = rng.chance(0.6) && recent.length ? rng.pick(recent) : rng.pick(semesters);
-      const start = rng.pick(times);
-      const [h, m] = start.split(":").map(Number) as [number, number];
-      const days = Object.fromEntries(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map((d, j) => [d, j < 5 ? yn(0.4) : yn(0.05)]));
-      push("course_offering", {
-        offering_id: ++offId,
-        course_id: c.course_id,
-        semester: sem.semester_id,
-        section_number: rng.int(1, 3),
-        start_time: start,
-        end_time: `${(h + rng.int(1, 2)) % 24}:${String(m).padStart(2, "0")}`,
-        ...days,
-        has_final_project: yn(0.4),
-        has_final_exam: yn(0.6),
-        textbook: rng.chance(0.5) ? `${rng.pick(topics)} (${rng.int(1, 5)}th edition)` : null,
-        class_address: `${rng.int(1000, 2999)} ${rng.pick(["EECS", "BBB", "DOW", "GGBL", "MH"])}`,
-        allow_audit: yn(0.3),
-      });
-      for (const ins of rng.sample(instrIds, rng.int(1, 2))) push("offering_instructor", { offering_instructor_id: rows.get("offering_instructor")!.length + 1, offering_id: offId, instructor_id: ins });
+  /** Offerings: one to three per course, most of them in 2016–2017. */
+  private fillOfferings(): void {
+    // offerings: one to three per course, most of them in 2016–2017
+    const times = [...new Set([...this.pool("time", []), ...TIMES])];
+    let offId = 0;
+    for (const c of this.courses) {
+      const n = this.rng.int(1, 3);
+      for (let k = 0; k < n; k++) {
+        const sem = this.rng.chance(0.6) && this.recent.length ? this.rng.pick(this.recent) : this.rng.pick(this.semesters);
+        const start = this.rng.pick(times);
+        const [h, m] = start.split(":").map(Number) as [number, number];
+        const days = Object.fromEntries(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map((d, j) => [d, j < 5 ? this.yn(0.4) : this.yn(0.05)]));
+        this.push("course_offering", {
+          offering_id: ++offId,
+          course_id: c.course_id,
+          semester: sem.semester_id,
+          section_number: this.rng.int(1, 3),
+          start_time: start,
+          end_time: `${(h + this.rng.int(1, 2)) % 24}:${String(m).padStart(2, "0")}`,
+          ...days,
+          has_final_project: this.yn(0.4),
+          has_final_exam: this.yn(0.6),
+          textbook: this.rng.chance(0.5) ? `${this.rng.pick(this.topics)} (${this.rng.int(1, 5)}th edition)` : null,
+          class_address: `${this.rng.int(1000, 2999)} ${this.rng.pick(["EECS", "BBB", "DOW", "GGBL", "MH"])}`,
+          allow_audit: this.yn(0.3),
+        });
+        for (const ins of this.rng.sample(this.instrIds, this.rng.int(1, 2))) this.push("offering_instructor", { offering_instructor_id: this.rows.get("offering_instructor")!.length + 1, offering_id: offId, instructor_id: ins });
+      }
     }
+    this.offerings = this.rows.get("course_offering")!;
   }
-  const offerings = rows.get("course_offering")!;
 
-  // students: student 1 is the one asking ("I", "my"); the others fill the tables
-  const firsts = [...pool("firstname", []), ...FIRST_NAMES];
-  const lasts = [...pool("lastname", []), ...LAST_NAMES];
-  for (let i = 1; i <= 200; i++) {
-    push("student", {
-      student_id: i,
-      lastname: i <= lasts.length && i > 1 ? lasts[(i - 2) % lasts.length]! : rng.pick(lasts),
-      firstname: i <= firsts.length && i > 1 ? firsts[(i - 2) % firsts.length]! : rng.pick(firsts),
-      program_id: rng.chance(0.7) ? 1 : rng.pick(programIds),
-      declare_major: rng.pick(depts),
-      total_credit: rng.int(0, 140),
-      total_gpa: Math.round((2 + rng.next() * 2) * 100) / 100,
-      entered_as: rng.pick(["FirstYear", "Transfer"]),
-      admit_term: rng.pick(years),
-      predicted_graduation_semester: rng.pick(semesters).semester_id,
-      degree: rng.pick(["BS", "BSE", "MS", "PhD"]),
-      minor: rng.chance(0.3) ? rng.pick(depts) : null,
-      internship: rng.chance(0.3) ? rng.pick(["summer", "co-op"]) : null,
-    });
-  }
-  const grades = [...new Set([...pool("grade", []), ...GRADES])];
-  for (let s = 1; s <= 200; s++) {
-    const n = s === 1 ? 30 : rng.int(2, 6);
-    for (const cid of rng.sample(courseIds, n)) {
-      push("student_record", {
-        student_id: s,
-        course_id: cid,
-        semester: rng.pick(semesters).semester_id,
-        grade: rng.pick(grades),
-        how: rng.pick(["in-person", "online", "transfer"]),
-        transfer_source: null,
-        earn_credit: yn(0.9),
-        repeat_term: null,
-        test_id: null,
+  /** Students (student 1 is the one asking: "I", "my") and their records. */
+  private fillStudents(): void {
+    // students: student 1 is the one asking ("I", "my"); the others fill the tables
+    const firsts = [...this.pool("firstname", []), ...FIRST_NAMES];
+    const lasts = [...this.pool("lastname", []), ...LAST_NAMES];
+    for (let i = 1; i <= 200; i++) {
+      this.push("student", {
+        student_id: i,
+        lastname: i <= lasts.length && i > 1 ? lasts[(i - 2) % lasts.length]! : this.rng.pick(lasts),
+        firstname: i <= firsts.length && i > 1 ? firsts[(i - 2) % firsts.length]! : this.rng.pick(firsts),
+        program_id: this.rng.chance(0.7) ? 1 : this.rng.pick(this.programIds),
+        declare_major: this.rng.pick(this.depts),
+        total_credit: this.rng.int(0, 140),
+        total_gpa: Math.round((2 + this.rng.next() * 2) * 100) / 100,
+        entered_as: this.rng.pick(["FirstYear", "Transfer"]),
+        admit_term: this.rng.pick(this.years),
+        predicted_graduation_semester: this.rng.pick(this.semesters).semester_id,
+        degree: this.rng.pick(["BS", "BSE", "MS", "PhD"]),
+        minor: this.rng.chance(0.3) ? this.rng.pick(this.depts) : null,
+        internship: this.rng.chance(0.3) ? this.rng.pick(["summer", "co-op"]) : null,
       });
     }
+    const grades = [...new Set([...this.pool("grade", []), ...GRADES])];
+    for (let s = 1; s <= 200; s++) {
+      const n = s === 1 ? 30 : this.rng.int(2, 6);
+      for (const cid of this.rng.sample(this.courseIds, n)) {
+        this.push("student_record", {
+          student_id: s,
+          course_id: cid,
+          semester: this.rng.pick(this.semesters).semester_id,
+          grade: this.rng.pick(grades),
+          how: this.rng.pick(["in-person", "online", "transfer"]),
+          transfer_source: null,
+          earn_credit: this.yn(0.9),
+          repeat_term: null,
+          test_id: null,
+        });
+      }
+    }
   }
-  for (let k = 0; k < 300; k++) push("comment_instructor", { instructor_id: rng.pick(instrIds), student_id: rng.int(1, 200), score: rng.int(1, 5), comment_text: rng.pick(["Great lectures.", "Tough grader.", "Very clear.", "Too fast."]) });
-  for (let k = 0; k < 150; k++) push("gsi", { course_offering_id: rng.pick(offerings).offering_id, student_id: rng.int(1, 200) });
-  for (let k = 0; k < 60; k++) push("ta", { campus_job_id: k + 1, student_id: rng.int(1, 200), location: rng.pick(["EECS", "BBB", "DOW"]) });
-  for (let k = 0; k < 40; k++) {
-    push("jobs", { job_id: k + 1, job_title: `${rng.pick(["Software", "Research", "Data", "Hardware"])} ${rng.pick(["Engineer", "Assistant", "Intern"])}`, description: "", requirement: rng.pick(requirements), city: "Ann Arbor", state: "MI", country: "USA", zip: 48109 });
+
+  /** Comments, GSIs, TAs, jobs and requirements. */
+  private fillTheRest(): void {
+    for (let k = 0; k < 300; k++) this.push("comment_instructor", { instructor_id: this.rng.pick(this.instrIds), student_id: this.rng.int(1, 200), score: this.rng.int(1, 5), comment_text: this.rng.pick(["Great lectures.", "Tough grader.", "Very clear.", "Too fast."]) });
+    for (let k = 0; k < 150; k++) this.push("gsi", { course_offering_id: this.rng.pick(this.offerings).offering_id, student_id: this.rng.int(1, 200) });
+    for (let k = 0; k < 60; k++) this.push("ta", { campus_job_id: k + 1, student_id: this.rng.int(1, 200), location: this.rng.pick(["EECS", "BBB", "DOW"]) });
+    for (let k = 0; k < 40; k++) {
+      this.push("jobs", { job_id: k + 1, job_title: `${this.rng.pick(["Software", "Research", "Data", "Hardware"])} ${this.rng.pick(["Engineer", "Assistant", "Intern"])}`, description: "", requirement: this.rng.pick(this.requirements), city: "Ann Arbor", state: "MI", country: "USA", zip: 48109 });
+    }
+    this.requirements.forEach((r, i) => this.push("requirement", { requirement_id: i + 1, requirement: r, college: this.rng.pick(["LSA", "Engineering"]) }));
   }
-  requirements.forEach((r, i) => push("requirement", { requirement_id: i + 1, requirement: r, college: rng.pick(["LSA", "Engineering"]) }));
-  return rows;
 }
 
 /** The populated Advising database, in memory; `serialize()` gives the file's bytes. */

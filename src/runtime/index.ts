@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import type { ProfileId } from "../agent/index.js";
 import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
-import type { Answer, AnswerRequest, DecodeContext } from "../decoding/index.js";
+import type { Decode } from "../decoding/index.js";
 import { buildExamples } from "../examples/index.js";
 import { ReexError } from "../errors/index.js";
 import { createLlamaPolicy, createRemotePolicy } from "../policy/index.js";
@@ -33,7 +33,7 @@ export interface Runtime {
   registry: DatabaseRegistry;
   executor: ExecutorPool;
   policy: Policy;
-  decode: (request: AnswerRequest, ctx: DecodeContext) => Promise<Answer>;
+  decode: Decode;
   /** The schema shown by GET /v1/databases/:id. */
   describe: (entry: DatabaseEntry) => unknown;
   /** The PostgreSQL sources connected from `sql.postgres` and {@link RuntimeOptions.postgres}, in that order. */

@@ -1,5 +1,5 @@
 /**
- * Execution-accuracy (EX) rules over result rows (SPEC §7) and the canonical result key used for
+ * Execution-accuracy (EX) rules over result rows (BIRD, Spider test-suite, Think2SQL refined) and the canonical result key used for
  * voting. All comparisons share one value normalisation, implemented by {@link cellKey}:
  *
  * - NULL equals NULL.

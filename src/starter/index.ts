@@ -6,7 +6,7 @@
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -14,6 +14,7 @@ import { formatCheck, preparePrompt, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
+import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource } from "../realdata/index.js";
 import { ExecutorPool } from "../sql/index.js";
 import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
@@ -33,6 +34,15 @@ export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainT
  * the model card's sets (seen and unseen domains), and `val` for GRPO's held-out curve, whose databases the card's sets never use.
  */
 export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json", val: STARTER_VAL_FILE } as const;
+
+/**
+ * With real questions, also: each source's own test split, spread over its databases (`REAL_EVAL_ITEMS` items; databases under
+ * `<work>/real/databases`). The training records never hold a test question (src/realdata traces only `train`).
+ */
+export const REAL_EVAL_FILES = { wikisql: "eval_wikisql_test.json", advising: "eval_advising_test.json" } as const;
+
+/** Items per real evaluation file: 400 WikiSQL test questions (one per table), 100 Advising ones. */
+export const REAL_EVAL_ITEMS = { wikisql: 400, advising: 100 } as const;
 
 /** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
 export function spread<T extends { db_id: string }>(items: readonly T[], n: number): T[] {
@@ -167,6 +177,16 @@ export interface StarterOptions {
    * a stage of the report, with its command. Needs the work folder's report.json. Default none.
    */
   importSft?: { model: string; log: string };
+  /**
+   * Real questions beside the synthetic ones (`src/realdata`: WikiSQL, Advising, Spider's schemas), built into `<work>/real`;
+   * their traces and the synthetic ones make `<work>/train_sft.jsonl`, which the tokenizer and every SFT stage read. Default none.
+   */
+  real?: { sources?: readonly RealSource[]; dataDir?: string; wikisqlTables?: number; spiderDatabases?: number };
+  /**
+   * Stop after pre-tokenizing (stages 1–4): `<work>/sft.gguf` is the untrained initial model and report.json has no SFT
+   * stage, ready for an `importSft` stage trained elsewhere on `<work>/sft_tokens.jsonl`. Default false.
+   */
+  prepareOnly?: boolean;
   /** The command line that ran this, appended to the report's `commands`. Default none. */
   command?: string;
   log?: (message: string) => void;
@@ -209,6 +229,8 @@ export interface StarterReport {
   outBytes: number;
   /** `val`: items of `val_seen.json` (absent in reports written before it existed). */
   synth: Pick<SynthResult, "manifest" | "traces" | "traceTokens"> & { train: number; dev: number; val?: number };
+  /** The real-question data mixed in (absent when the run used synthetic data only). */
+  real?: { dir: string; manifest: RealDataManifest; trainSft: string };
   vocabSize: number;
   tokenizerSeconds: number;
   shape: ReturnType<typeof resolveShape>;
@@ -249,6 +271,77 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   }
   await mkdir(work, { recursive: true });
 
+  const { synth, valItems, seenItems, sftPath, real, synthDir } = await starterData(options, work, seed, log);
+
+  let sftPart: SftPart;
+  /** sft_tokens.jsonl holds this invocation's records (SFT never changes the vocabulary, so later stages can reuse it). */
+  let tokensCurrent = false;
+  const reportPath = join(work, REPORT_FILE);
+  let commands: string[] = [];
+  if ((options.reuseSft || options.importSft) && existsSync(sftModel) && existsSync(reportPath)) {
+    const saved = JSON.parse(readFileSync(reportPath, "utf8")) as StarterReport & { command?: string };
+    sftPart = pickSftPart(saved);
+    commands = saved.commands ?? (saved.command ? [saved.command] : []);
+    log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${reportPath}`);
+  } else if (options.from) {
+    sftPart = await fromStage(options.from, work, sftPath, sftModel, synth.manifest.dbs, log);
+    tokensCurrent = true;
+  } else {
+    sftPart = await sftStages(options, work, sftPath, sftModel, log);
+    tokensCurrent = true;
+  }
+  if (options.prepareOnly) {
+    const report = preparedReport(options, { seed, work, out, synth, valItems: valItems.length, real, sftPart, sftModel, commands, t0 });
+    await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
+    log(`[5/7] stopped after pre-tokenizing (prepareOnly): train ${join(work, "sft_tokens.jsonl")} from ${sftModel} elsewhere, then import the stage`);
+    return report;
+  }
+
+  const sftMore = [...sftPart.sftMore];
+  if (options.importSft) {
+    const stage = importedStage(options.importSft.log, sftPart.tokens, synth.manifest.dbs);
+    const tmp = `${sftModel}.import.gguf`;
+    await copyFile(options.importSft.model, tmp);
+    await rename(tmp, sftModel);
+    sftMore.push(stage.stage);
+    commands = [...commands, stage.command];
+    log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
+  }
+  if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
+    sftMore.push(await moreSftStage(options, options.sftMore, { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage: sftMore.length + (sftPart.sft ? 2 : 1) }, log));
+  }
+
+  const { grpo, ablation } = await grpoStage(options, work, sftModel, out, log);
+  const outBytes = statSync(out).size;
+
+  const { check, loads } = await checkStage(out, synthDir, seenItems, options.checkItems ?? 20, log);
+  const report: StarterReport = {
+    commands: options.command ? [...commands, options.command] : commands,
+    seed,
+    workDir: work,
+    out,
+    outBytes,
+    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
+    ...(real ? { real } : {}),
+    ...sftPart,
+    sftMore,
+    sftModel,
+    grpo,
+    ablation,
+    check,
+    loads,
+    seconds: (Date.now() - t0) / 1000,
+    cpus: availableParallelism(),
+  };
+  await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
+  return report;
+}
+
+/** The synthetic data a starter run trains and evaluates on. */
+type Synth = ReturnType<typeof generateSynth>;
+
+/** Step 1: synthetic databases, questions and traces, and the held-out eval and GRPO validation files written beside them. */
+async function synthStage(options: StarterOptions, work: string, seed: number, log: (m: string) => void): Promise<{ synth: Synth; synthDir: string; seenItems: Synth["dev"]; valItems: Synth["dev"] }> {
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
   const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
@@ -263,83 +356,73 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
   await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
   log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
+  return { synth, synthDir, seenItems, valItems };
+}
 
-  let sftPart: SftPart;
-  /** sft_tokens.jsonl holds this invocation's records (SFT never changes the vocabulary, so later stages can reuse it). */
-  let tokensCurrent = false;
-  const reportPath = join(work, REPORT_FILE);
-  let commands: string[] = [];
-  if ((options.reuseSft || options.importSft) && existsSync(sftModel) && existsSync(reportPath)) {
-    const saved = JSON.parse(readFileSync(reportPath, "utf8")) as StarterReport & { command?: string };
-    sftPart = pickSftPart(saved);
-    commands = saved.commands ?? (saved.command ? [saved.command] : []);
-    log(`[2-5/7] reusing the SFT model ${sftModel} and its record in ${reportPath}`);
-  } else if (options.from) {
-    sftPart = await fromStage(options.from, work, synthDir, sftModel, synth.manifest.dbs, log);
-    tokensCurrent = true;
+/** What a continued-SFT stage starts from and trains on, and its number. */
+interface MoreSftInput {
+  work: string;
+  /** The invocation's SFT records (synthetic, or synthetic and real). */
+  sftPath: string;
+  sftModel: string;
+  synth: Synth;
+  sftPart: SftPart;
+  /** sft_tokens.jsonl holds this invocation's records. */
+  tokensCurrent: boolean;
+  stage: number;
+}
+
+/** Step 5+: one more SFT stage from the SFT model on this invocation's records (tokenized again unless this run tokenized them); the model is replaced in place. */
+async function moreSftStage(options: StarterOptions, more: NonNullable<StarterOptions["sftMore"]>, input: MoreSftInput, log: (m: string) => void): Promise<SftPart["sftMore"][number]> {
+  const { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage } = input;
+  const lr = more.lr ?? 8e-4;
+  const tmp = `${sftModel}.more.gguf`;
+  log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
+  let tokPath = join(work, "sft_more_tokens.jsonl");
+  let tokens = sftPart.tokens;
+  if (tokensCurrent) {
+    tokPath = join(work, "sft_tokens.jsonl");
+    log(`      reusing ${tokPath} (this run's records, tokenized above)`);
   } else {
-    sftPart = await sftStages(options, work, synthDir, sftModel, log);
-    tokensCurrent = true;
+    const onProgress = (n: number): void => {
+      if (n % 10000 === 0) log(`      ${n} records`);
+    };
+    tokens = await pretokenize(sftModel, sftPath, tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
+    log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
   }
+  const summary = await runSft({
+    ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
+    model: sftModel,
+    data: tokPath,
+    out: tmp,
+    minutes: more.minutes,
+    steps: more.steps ?? 0,
+    lr,
+    ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
+    ...(more.device ? { device: more.device } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    log: join(work, `sft_stage${stage}_loss.jsonl`),
+    checkpointDir: join(work, `checkpoints-stage${stage}`),
+    outType: "f16",
+    ...sftProgress(options, log),
+  });
+  await rename(tmp, sftModel);
+  const record = {
+    ...summary,
+    minutes: more.minutes,
+    lr,
+    dbs: synth.manifest.dbs,
+    ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
+    ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
+    ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
+    data: tokens,
+  };
+  log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
+  return record;
+}
 
-  const sftMore = [...sftPart.sftMore];
-  if (options.importSft) {
-    const stage = importedStage(options.importSft.log, sftPart.tokens, synth.manifest.dbs);
-    const tmp = `${sftModel}.import.gguf`;
-    await copyFile(options.importSft.model, tmp);
-    await rename(tmp, sftModel);
-    sftMore.push(stage.stage);
-    commands = [...commands, stage.command];
-    log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
-  }
-  if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
-    const more = options.sftMore;
-    const lr = more.lr ?? 8e-4;
-    const tmp = `${sftModel}.more.gguf`;
-    const stage = sftMore.length + (sftPart.sft ? 2 : 1);
-    log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
-    let tokPath = join(work, "sft_more_tokens.jsonl");
-    let tokens = sftPart.tokens;
-    if (tokensCurrent) {
-      tokPath = join(work, "sft_tokens.jsonl");
-      log(`      reusing ${tokPath} (this run's records, tokenized above)`);
-    } else {
-      const onProgress = (n: number): void => {
-        if (n % 10000 === 0) log(`      ${n} records`);
-      };
-      tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), tokPath, { maxTokens: sftPart.shape.contextLength, onProgress });
-      log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
-    }
-    const summary = await runSft({
-      ...((sftPart.sftOptions ?? options.sft ?? {}) as Omit<SftOptions, "model" | "data" | "out">),
-      model: sftModel,
-      data: tokPath,
-      out: tmp,
-      minutes: more.minutes,
-      steps: more.steps ?? 0,
-      lr,
-      ...(more.batchTokens ? { batchTokens: more.batchTokens } : {}),
-      ...(more.device ? { device: more.device } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      log: join(work, `sft_stage${stage}_loss.jsonl`),
-      checkpointDir: join(work, `checkpoints-stage${stage}`),
-      outType: "f16",
-      ...sftProgress(options, log),
-    });
-    await rename(tmp, sftModel);
-    sftMore.push({
-      ...summary,
-      minutes: more.minutes,
-      lr,
-      dbs: synth.manifest.dbs,
-      ...(synth.manifest.lookalikes ? { lookalikes: synth.manifest.lookalikes } : {}),
-      ...(synth.manifest.lookalikes && synth.manifest.lookalikeExact ? { lookalikeExact: synth.manifest.lookalikeExact } : {}),
-      ...(more.dbWeights ? { dbWeights: more.dbWeights } : {}),
-      data: tokens,
-    });
-    log(`      done: ${summary.steps} more steps, loss → ${summary.last_loss}, eval ${summary.eval_loss?.toFixed(4)}`);
-  }
-
+/** Step 6: GRPO from the SFT model (and the no-exploration ablation beside it), or the SFT model shipped as is. */
+async function grpoStage(options: StarterOptions, work: string, sftModel: string, out: string, log: (m: string) => void): Promise<{ grpo: StarterGrpoSummary | null; ablation: StarterGrpoSummary | null }> {
   let grpo: StarterGrpoSummary | null = null;
   let ablation: StarterGrpoSummary | null = null;
   if (options.grpo === null) {
@@ -361,11 +444,13 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     if (ablation) await copyFile(ablation.model, join(work, "grpo-no-exploration.gguf"));
     log(`      done: ${grpo.steps} steps in ${(grpo.seconds / 60).toFixed(1)} min; step ${grpo.picked.step} (${grpo.picked.rule}) → ${out}`);
   }
-  const outBytes = statSync(out).size;
+  return { grpo, ablation };
+}
 
+/** Step 7: a greedy quick check of the shipped model on held-out items of seen domains; `loads` says whether the model ran at all. */
+async function checkStage(out: string, synthDir: string, seenItems: Synth["dev"], n: number, log: (m: string) => void): Promise<{ check: QuickCheck | null; loads: boolean }> {
   let check: QuickCheck | null = null;
   let loads = false;
-  const n = options.checkItems ?? 20;
   log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
   try {
     check = await quickCheck(out, { outDir: synthDir, items: seenItems }, n, { log });
@@ -374,25 +459,39 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   } catch (err) {
     log(`      check failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const report: StarterReport = {
-    commands: options.command ? [...commands, options.command] : commands,
-    seed,
-    workDir: work,
-    out,
-    outBytes,
-    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
-    ...sftPart,
-    sftMore,
-    sftModel,
-    grpo,
-    ablation,
-    check,
-    loads,
-    seconds: (Date.now() - t0) / 1000,
-    cpus: availableParallelism(),
-  };
-  await writeFileAtomic(reportPath, Buffer.from(`${JSON.stringify(report, null, 2)}\n`));
-  return report;
+  return { check, loads };
+}
+
+/** Stage 1 alone: the synthetic (and, with `real`, the real-question) data and the evaluation files, in the work folder. */
+export async function makeStarterData(options: StarterOptions = {}): Promise<{ sftPath: string; synth: SynthResult; real: StarterReport["real"] }> {
+  const work = options.workDir ?? ".reex/starter";
+  await mkdir(work, { recursive: true });
+  const { synth, sftPath, real } = await starterData(options, work, options.seed ?? 1, options.log ?? (() => undefined));
+  return { synth, sftPath, real };
+}
+
+/** Stage 1: data, evaluation files and the SFT records' path (the synthetic ones, or synthetic and real mixed). */
+async function starterData(options: StarterOptions, work: string, seed: number, log: (m: string) => void) {
+  const { synth, synthDir, seenItems, valItems } = await synthStage(options, work, seed, log);
+  let sftPath = join(synthDir, "train_sft.jsonl");
+  let real: StarterReport["real"];
+  if (options.real) {
+    const realDir = join(work, "real");
+    log(`[1+/7] real questions → ${realDir} (${(options.real.sources ?? ["wikisql", "advising", "spider"]).join(", ")})`);
+    const built = generateRealData(realDir, { seed, traces: true, ...(options.real.sources ? { sources: options.real.sources } : {}), ...(options.real.dataDir ? { dataDir: options.real.dataDir } : {}), ...(options.real.wikisqlTables ? { wikisqlTables: options.real.wikisqlTables } : {}), ...(options.real.spiderDatabases ? { spiderDatabases: options.real.spiderDatabases } : {}), onProgress: (line) => log(`      ${line}`) });
+    sftPath = join(work, "train_sft.jsonl");
+    await concatFiles([join(synthDir, "train_sft.jsonl"), join(realDir, REAL_FILES.traces)], sftPath);
+    real = { dir: realDir, manifest: built.manifest, trainSft: sftPath };
+    for (const source of ["wikisql", "advising"] as const) {
+      const testFile = join(realDir, `${source}_test.json`);
+      if (!existsSync(testFile)) continue;
+      const items = JSON.parse(readFileSync(testFile, "utf8")) as { db_id: string }[];
+      await writeFileAtomic(join(work, REAL_EVAL_FILES[source]), Buffer.from(`${JSON.stringify(spread(items, REAL_EVAL_ITEMS[source]), null, 2)}\n`));
+    }
+    log(`      ${built.manifest.traces} real SFT records beside ${synth.traces} synthetic ones → ${sftPath}`);
+  }
+
+  return { synth, valItems, seenItems, sftPath, real, synthDir };
 }
 
 /** The progress callbacks of an SFT run: events to `options.onEvent`, readable lines to `log`. */
@@ -432,7 +531,7 @@ function pickSftPart(r: StarterReport): SftPart {
 }
 
 /** Stages 2–4 for a run that starts from a model: copy it to `sftModel`, tokenize this run's records with it. */
-async function fromStage(from: string, work: string, synthDir: string, sftModel: string, dbs: number, log: (m: string) => void): Promise<SftPart> {
+async function fromStage(from: string, work: string, sftPath: string, sftModel: string, dbs: number, log: (m: string) => void): Promise<SftPart> {
   if (!existsSync(from)) throw new Error(`from: ${from}: no such file`);
   const { hparams: h, embeddingType } = ggufInfo(from);
   if (h.arch !== "llama") throw new Error(`from: ${from}: a ${h.arch} model; the starter pipeline trains llama models`);
@@ -441,16 +540,15 @@ async function fromStage(from: string, work: string, synthDir: string, sftModel:
   await writeFileAtomic(sftModel, bytes);
   const shape = { ...resolveShape({ layers: h.n_layer, embedding: h.n_embd, heads: h.n_head, kvHeads: h.n_head_kv, feedForward: h.n_ff, contextLength: h.n_ctx_train }), weightType: embeddingType === "f16" ? ("f16" as const) : ("f32" as const) };
   log(`[2-4/7] starting from ${from} (sha256 ${start.sha256.slice(0, 12)}…, ${h.n_layer} layers × ${h.n_embd}, vocabulary ${h.n_vocab}): pre-tokenize SFT records with its tokenizer`);
-  const tokens = await pretokenize(sftModel, join(synthDir, "train_sft.jsonl"), join(work, "sft_tokens.jsonl"), { maxTokens: shape.contextLength, onProgress: (n) => { if (n % 10000 === 0) log(`      ${n} records`); } });
+  const tokens = await pretokenize(sftModel, sftPath, join(work, "sft_tokens.jsonl"), { maxTokens: shape.contextLength, onProgress: (n) => { if (n % 10000 === 0) log(`      ${n} records`); } });
   log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
   return { vocabSize: h.n_vocab, tokenizerSeconds: 0, shape, parameters: parameterCount(shape, h.n_vocab), tokens, sft: null, sftOptions: null, sftDbs: dbs, sftMore: [], from: start };
 }
 
 /** Stages 2–5: tokenizer, initial model, pre-tokenized records, SFT into `sftModel`. */
-async function sftStages(options: StarterOptions, work: string, synthDir: string, sftModel: string, log: (m: string) => void): Promise<SftPart> {
+async function sftStages(options: StarterOptions, work: string, sftPath: string, sftModel: string, log: (m: string) => void): Promise<SftPart> {
   const seed = options.seed ?? 1;
-  log(`[2/7] tokenizer (byte-level BPE, vocabulary ${options.vocabSize ?? 3072})`);
-  const sftPath = join(synthDir, "train_sft.jsonl");
+  log(`[2/7] tokenizer (byte-level BPE, vocabulary ${options.vocabSize ?? 3072}) on ${sftPath}`);
   const tt = Date.now();
   const vocab: StarterVocabulary = trainTokenizer(corpusTexts(sftPath), { vocabSize: options.vocabSize ?? 3072 });
   const tokenizerSeconds = (Date.now() - tt) / 1000;
@@ -466,6 +564,11 @@ async function sftStages(options: StarterOptions, work: string, synthDir: string
   const tokens = await pretokenize(init, sftPath, tokPath, { maxTokens: shape.contextLength, onProgress: (n) => log(`      ${n} records`) });
   log(`      ${tokens.records} records; prompt mean ${tokens.prompt.mean} (p95 ${tokens.prompt.p95}), response mean ${tokens.response.mean} (p95 ${tokens.response.p95}), ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
 
+  const base = { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sftDbs: options.dbs ?? 300, sftMore: [] };
+  if (options.prepareOnly) {
+    await copyFile(init, sftModel);
+    return { ...base, sft: null, sftOptions: null };
+  }
   log(`[5/7] SFT → ${sftModel}`);
   const sftOptions = { log: join(work, "sft_loss.jsonl"), checkpointDir: join(work, "checkpoints"), outType: "f16" as const, ...options.sft };
   const sft = await runSft({
@@ -477,5 +580,42 @@ async function sftStages(options: StarterOptions, work: string, synthDir: string
   });
   log(`      done: ${sft.steps} steps, loss ${sft.first_loss?.toFixed(3)} → ${sft.last_loss}, eval ${sft.eval_loss?.toFixed(4)}`);
   const { onEvent: _e, ...sftRecord } = sftOptions as Record<string, unknown>;
-  return { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sft, sftOptions: sftRecord, sftDbs: options.dbs ?? 300, sftMore: [] };
+  return { ...base, sft, sftOptions: sftRecord };
+}
+
+/** Appends files into one (the mixed SFT records), replacing `out` only once all are written. */
+async function concatFiles(inputs: readonly string[], out: string): Promise<void> {
+  const tmp = `${out}.tmp`;
+  const sink = createWriteStream(tmp);
+  for (const input of inputs) {
+    for await (const chunk of createReadStream(input)) {
+      if (!sink.write(chunk)) await new Promise<void>((r) => sink.once("drain", () => r()));
+    }
+  }
+  await new Promise<void>((resolve, reject) => sink.end((err?: Error | null) => (err ? reject(err) : resolve())));
+  await rename(tmp, out);
+}
+
+/** The report of a `prepareOnly` run: data, tokenizer and initial model, no SFT stage yet. */
+function preparedReport(
+  options: StarterOptions,
+  r: { seed: number; work: string; out: string; synth: SynthResult; valItems: number; real: StarterReport["real"]; sftPart: SftPart; sftModel: string; commands: string[]; t0: number },
+): StarterReport {
+  return {
+    commands: options.command ? [...r.commands, options.command] : r.commands,
+    seed: r.seed,
+    workDir: r.work,
+    out: r.out,
+    outBytes: 0,
+    synth: { manifest: r.synth.manifest, traces: r.synth.traces, traceTokens: r.synth.traceTokens, train: r.synth.train.length, dev: r.synth.dev.length, val: r.valItems },
+    ...(r.real ? { real: r.real } : {}),
+    ...r.sftPart,
+    sftModel: r.sftModel,
+    grpo: null,
+    ablation: null,
+    check: null,
+    loads: false,
+    seconds: (Date.now() - r.t0) / 1000,
+    cpus: availableParallelism(),
+  };
 }

@@ -38,6 +38,12 @@ export interface SftOptions {
   threads?: number;
   /** Where PyTorch trains: "cpu", "cuda[:N]" or "auto" (CUDA when PyTorch sees a GPU). Default "cpu". */
   device?: string;
+  /** Attention maths: "eager" (reference), "sdpa" (PyTorch 2's fused kernel), "auto" (sdpa on CUDA when it matches eager). Default "eager". */
+  attention?: "eager" | "sdpa" | "auto";
+  /** Draw fresh weights with this std (the starter's scheme) instead of the file's, e.g. from a zeroed copy. Default 0 (keep). */
+  reinit?: number;
+  /** "bf16" autocasts the forward pass (weights and optimizer stay f32). Default "none". */
+  amp?: "none" | "bf16";
   seed?: number;
   /** Python with torch. Default "/usr/bin/python3". */
   python?: string;
@@ -102,6 +108,9 @@ export function sftArgs(o: SftOptions): string[] {
   if (o.optimizerState) a.push("--optimizer-state", o.optimizerState);
   num("--threads", o.threads);
   if (o.device) a.push("--device", o.device);
+  if (o.attention) a.push("--attention", o.attention);
+  num("--reinit", o.reinit);
+  if (o.amp) a.push("--amp", o.amp);
   num("--seed", o.seed);
   return a;
 }

@@ -386,300 +386,358 @@ export class QuestionBuilder {
 
   /** One candidate of a template, or null when the database has no fitting tables. */
   private candidate(kind: TemplateKind): Candidate | null {
-    const rng = this.rng;
-    const tables = this.db.tables;
-    const links = this.links();
-    const withLabel = tables.filter((t) => this.label(t));
-    switch (kind) {
-      case "count": {
-        const t = rng.pick(tables);
-        const f = this.randomCond(t);
-        if (!f) return null;
-        return {
-          template: kind,
-          question: fill(this.variant(["How many {p} {f} are there?", "Count the {p} {f}.", "What is the number of {p} {f}?"]), { p: t.plural, f: f.phrase }),
-          goal: `count ${t.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.gold("")}`,
-          naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.naive("")}`,
-          tables: [t.name],
-        };
-      }
-      case "list": {
-        if (withLabel.length === 0) return null;
-        const t = rng.pick(withLabel);
-        const label = this.label(t)!;
-        const f = this.randomCond(t);
-        if (!f) return null;
-        const nouns = (label.template as { nouns: string }).nouns;
-        return {
-          template: kind,
-          question: fill(this.variant(["List the {n} of {p} {f}.", "Give the {n} of the {p} {f}.", "What are the {n} of {p} {f}?"]), { n: nouns, p: t.plural, f: f.phrase }),
-          goal: `list the ${nouns} of ${t.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")}`,
-          naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")}`,
-          tables: [t.name],
-          maxRows: 20,
-        };
-      }
-      case "count2": {
-        const t = rng.pick(tables);
-        const f1 = this.randomCond(t);
-        if (!f1) return null;
-        const f2 = this.randomCond(t, f1.col);
-        if (!f2) return null;
-        return {
-          template: kind,
-          question: fill(this.variant(["How many {p} {a} {b} are there?", "Count the {p} {a} {b}."]), { p: t.plural, a: f1.phrase, b: f2.phrase }),
-          goal: `count ${t.plural} ${f1.phrase} ${f2.phrase}`,
-          conds: [f1, f2],
-          SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f1.gold("")} AND ${f2.gold("")}`,
-          naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f1.naive("")} AND ${f2.naive("")}`,
-          tables: [t.name],
-        };
-      }
-      case "agg": {
-        const measured = tables.filter((x) => this.measures(x).length > 0);
-        const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
-        if (!t) return null;
-        const m = this.measure(t);
-        if (!m) return null;
-        const f = this.randomCond(t, m.col);
-        if (!f) return null;
-        const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
-        return {
-          template: kind,
-          question: `What is the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}?`,
-          goal: `the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}`,
-          conds: [f],
-          measure: m,
-          SQL: `SELECT ${fn}(${m.col.name})${m.scale} FROM ${t.name} WHERE ${f.gold("")}`,
-          naive: `SELECT ${fn}(${m.col.name}) FROM ${t.name} WHERE ${f.naive("")}`,
-          tables: [t.name],
-        };
-      }
-      case "join_count": {
-        if (links.length === 0) return null;
-        const { child, parent, fk } = rng.pick(links);
-        const f = this.randomCond(parent);
-        if (!f) return null;
-        const via = (fk.template as { via: string }).via;
-        const on = `T1.${fk.name} = T2.${parent.pk}`;
-        return {
-          template: kind,
-          question: fill(this.variant(["How many {c} {via} {p} {f} are there?", "Count the {c} {via} {p} {f}."]), { c: child.plural, via, p: parent.plural, f: f.phrase }),
-          goal: `count ${child.plural} ${via} ${parent.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT COUNT(*) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
-          naive: `SELECT COUNT(*) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
-          tables: [child.name, parent.name],
-        };
-      }
-      case "join_list": {
-        const ok = links.filter((l) => this.label(l.parent));
-        if (ok.length === 0) return null;
-        const { child, parent, fk } = rng.pick(ok);
-        const label = this.label(parent)!;
-        const nouns = (label.template as { nouns: string }).nouns;
-        const f = this.randomCond(child);
-        if (!f) return null;
-        const on = `T1.${parent.pk} = T2.${fk.name}`;
-        return {
-          template: kind,
-          question: fill(this.variant(["List the {n} of {p} with {c} {f}.", "What are the {n} of {p} with {c} {f}?"]), { n: nouns, p: parent.plural, c: child.plural, f: f.phrase }),
-          goal: `list the ${nouns} of ${parent.plural} with ${child.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT DISTINCT T1.${label.name} FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
-          naive: `SELECT DISTINCT T1.${label.name} FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
-          tables: [parent.name, child.name],
-          maxRows: 20,
-        };
-      }
-      case "join_agg": {
-        const ok = links.filter((l) => this.measures(l.child).length > 0);
-        if (ok.length === 0) return null;
-        const { child, parent, fk } = rng.pick(ok);
-        const m = this.measure(child);
-        const f = this.randomCond(parent);
-        if (!m || !f) return null;
-        const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
-        const via = (fk.template as { via: string }).via;
-        const on = `T1.${fk.name} = T2.${parent.pk}`;
-        return {
-          template: kind,
-          question: `What is the ${word} ${m.noun}${m.unitText} of ${child.plural} ${via} ${parent.plural} ${f.phrase}?`,
-          goal: `the ${word} ${m.noun}${m.unitText} of ${child.plural} ${via} ${parent.plural} ${f.phrase}`,
-          conds: [f],
-          measure: m,
-          SQL: `SELECT ${fn}(T1.${m.col.name})${m.scale} FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
-          naive: `SELECT ${fn}(T1.${m.col.name}) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
-          tables: [child.name, parent.name],
-        };
-      }
-      case "group_count": {
-        const ok = tables.filter((t) => t.columns.some((c) => c.template.kind === "category"));
-        if (ok.length === 0) return null;
-        const t = rng.pick(ok);
-        const g = rng.pick(t.columns.filter((c) => c.template.kind === "category"));
-        const noun = (g.template as { noun: string }).noun;
-        const f = this.randomCond(t, g);
-        if (!f) return null;
-        return {
-          template: kind,
-          question: `For each ${noun}, how many ${t.plural} ${f.phrase} are there?`,
-          goal: `count ${t.plural} ${f.phrase} per ${noun}`,
-          conds: [f],
-          SQL: `SELECT ${g.name}, COUNT(*) FROM ${t.name} WHERE ${f.gold("")} GROUP BY ${g.name}`,
-          naive: `SELECT ${g.name}, COUNT(*) FROM ${t.name} WHERE ${f.naive("")} GROUP BY ${g.name}`,
-          tables: [t.name],
-        };
-      }
-      case "top_measure": {
-        const ok = withLabel.filter((t) => this.measures(t).length > 0);
-        if (ok.length === 0) return null;
-        const t = rng.pick(ok);
-        const label = this.label(t)!;
-        const m = this.measure(t)!;
-        const f = this.randomCond(t, m.col);
-        if (!f) return null;
-        const high = rng.chance(0.65);
-        const dir = high ? "DESC" : "ASC";
-        const noun = singularNoun((label.template as { nouns: string }).nouns);
-        return {
-          template: kind,
-          question: `Which ${t.singular} ${f.phrase} has the ${high ? "highest" : "lowest"} ${m.noun}? Give its ${noun}.`,
-          goal: `the ${noun} of the ${t.singular} ${f.phrase} with the ${high ? "highest" : "lowest"} ${m.noun}`,
-          conds: [f],
-          SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")} ORDER BY ${m.col.name} ${dir} LIMIT 1`,
-          naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")} ORDER BY ${m.col.name} ${dir} LIMIT 1`,
-          tables: [t.name],
-          tieCheck: `SELECT ${m.col.name} FROM ${t.name} WHERE ${f.gold("")} ORDER BY ${m.col.name} ${dir} LIMIT 2`,
-        };
-      }
-      case "top_parent": {
-        const ok = links.filter((l) => this.label(l.parent));
-        if (ok.length === 0) return null;
-        const { child, parent, fk } = rng.pick(ok);
-        const label = this.label(parent)!;
-        const noun = singularNoun((label.template as { nouns: string }).nouns);
-        const onParent = rng.chance(0.5);
-        const f = this.randomCond(onParent ? parent : child);
-        if (!f) return null;
-        const q = onParent ? "T1." : "T2.";
-        const on = `T1.${parent.pk} = T2.${fk.name}`;
-        const from = `FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on}`;
-        const question = onParent
-          ? `Which ${parent.singular} ${f.phrase} has the most ${child.plural}? Give the ${noun}.`
-          : `Which ${parent.singular} has the most ${child.plural} ${f.phrase}? Give the ${noun}.`;
-        return {
-          template: kind,
-          question,
-          goal: onParent ? `the ${parent.singular} ${f.phrase} with the most ${child.plural}` : `the ${parent.singular} with the most ${child.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT T1.${label.name} ${from} WHERE ${f.gold(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 1`,
-          naive: `SELECT T1.${label.name} ${from} WHERE ${f.naive(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 1`,
-          tables: [parent.name, child.name],
-          tieCheck: `SELECT COUNT(*) ${from} WHERE ${f.gold(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 2`,
-        };
-      }
-      case "having": {
-        const ok = links.filter((l) => this.label(l.parent));
-        if (ok.length === 0) return null;
-        const { child, parent, fk } = rng.pick(ok);
-        const label = this.label(parent)!;
-        const nouns = (label.template as { nouns: string }).nouns;
-        const f = this.randomCond(child);
-        if (!f) return null;
-        const on = `T1.${parent.pk} = T2.${fk.name}`;
-        const from = `FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on}`;
-        const n = this.havingThreshold(`SELECT COUNT(*) ${from} WHERE ${f.gold("T2.")} GROUP BY T1.${parent.pk}`);
-        if (n === null) return null;
-        return {
-          template: kind,
-          question: `List the ${nouns} of ${parent.plural} with more than ${n} ${child.plural} ${f.phrase}.`,
-          goal: `list the ${nouns} of ${parent.plural} with more than ${n} ${child.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT T1.${label.name} ${from} WHERE ${f.gold("T2.")} GROUP BY T1.${parent.pk} HAVING COUNT(*) > ${n}`,
-          naive: `SELECT T1.${label.name} ${from} WHERE ${f.naive("T2.")} GROUP BY T1.${parent.pk} HAVING COUNT(*) > ${n}`,
-          tables: [parent.name, child.name],
-          maxRows: 20,
-        };
-      }
-      case "above_avg": {
-        const measured = tables.filter((x) => this.measures(x).length > 0);
-        const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
-        if (!t) return null;
-        const m = this.measure(t)!;
-        const f = this.randomCond(t, m.col);
-        if (!f) return null;
-        const c = m.col.name;
-        return {
-          template: kind,
-          question: `How many ${t.plural} ${f.phrase} have a ${m.noun} above the average ${m.noun} of all ${t.plural}?`,
-          goal: `count ${t.plural} ${f.phrase} whose ${m.noun} is above the average of all ${t.plural}`,
-          conds: [f],
-          SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.gold("")} AND ${c} > (SELECT AVG(${c}) FROM ${t.name})`,
-          naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.naive("")} AND ${c} > (SELECT AVG(${c}) FROM ${t.name})`,
-          tables: [t.name],
-        };
-      }
-      case "percent": {
-        const t = rng.pick(tables);
-        const f = this.randomCond(t);
-        if (!f) return null;
-        const sql = (cond: string) => `SELECT CAST(SUM(CASE WHEN ${cond} THEN 1 ELSE 0 END) AS REAL) * 100 / COUNT(*) FROM ${t.name}`;
-        return {
-          template: kind,
-          question: `What is the percentage of ${t.plural} ${f.phrase} among all ${t.plural}?`,
-          goal: `the share of ${t.plural} ${f.phrase} among all ${t.plural}, times 100`,
-          conds: [f],
-          SQL: sql(f.gold("")),
-          naive: sql(f.naive("")),
-          tables: [t.name],
-          percent: true,
-        };
-      }
-      case "not_in": {
-        if (links.length === 0) return null;
-        const { child, parent, fk } = rng.pick(links);
-        const f = this.randomCond(child);
-        if (!f) return null;
-        return {
-          template: kind,
-          question: `How many ${parent.plural} have no ${child.plural} ${f.phrase}?`,
-          goal: `count ${parent.plural} that have no ${child.plural} ${f.phrase}`,
-          conds: [f],
-          SQL: `SELECT COUNT(*) FROM ${parent.name} WHERE ${parent.pk} NOT IN (SELECT ${fk.name} FROM ${child.name} WHERE ${f.gold("")})`,
-          naive: `SELECT COUNT(*) FROM ${parent.name} WHERE ${parent.pk} NOT IN (SELECT ${fk.name} FROM ${child.name} WHERE ${f.naive("")})`,
-          tables: [parent.name, child.name],
-        };
-      }
-      case "join3_count": {
-        const byChild = new Map<TableInst, typeof links>();
-        for (const l of links) byChild.set(l.child, [...(byChild.get(l.child) ?? []), l]);
-        const ok = [...byChild.values()].filter((ls) => ls.length >= 2);
-        if (ok.length === 0) return null;
-        const [a, b] = rng.pick(ok) as [(typeof links)[number], (typeof links)[number]];
-        const fa = this.randomCond(a.parent);
-        const fb = this.randomCond(b.parent);
-        if (!fa || !fb) return null;
-        const via = (l: (typeof links)[number]) => (l.fk.template as { via: string }).via;
-        const from = `FROM ${a.child.name} AS T1 INNER JOIN ${a.parent.name} AS T2 ON T1.${a.fk.name} = T2.${a.parent.pk} INNER JOIN ${b.parent.name} AS T3 ON T1.${b.fk.name} = T3.${b.parent.pk}`;
-        const c = a.child;
-        return {
-          template: kind,
-          question: `How many ${c.plural} ${via(a)} ${a.parent.plural} ${fa.phrase} ${via(b)} ${b.parent.plural} ${fb.phrase} are there?`,
-          goal: `count ${c.plural} ${via(a)} ${a.parent.plural} ${fa.phrase} ${via(b)} ${b.parent.plural} ${fb.phrase}`,
-          conds: [fa, fb],
-          SQL: `SELECT COUNT(*) ${from} WHERE ${fa.gold("T2.")} AND ${fb.gold("T3.")}`,
-          naive: `SELECT COUNT(*) ${from} WHERE ${fa.naive("T2.")} AND ${fb.naive("T3.")}`,
-          tables: [c.name, a.parent.name, b.parent.name],
-        };
-      }
-    }
+    return this.templates[kind](kind);
   }
 
+  /** Each template's candidate builder: one draw of tables, columns and filters, in a fixed order of random draws. */
+  private readonly templates: Record<TemplateKind, (kind: TemplateKind) => Candidate | null> = {
+    count: (kind) => this.countCandidate(kind),
+    list: (kind) => this.listCandidate(kind),
+    count2: (kind) => this.count2Candidate(kind),
+    agg: (kind) => this.aggCandidate(kind),
+    join_count: (kind) => this.joinCountCandidate(kind),
+    join_list: (kind) => this.joinListCandidate(kind),
+    join_agg: (kind) => this.joinAggCandidate(kind),
+    group_count: (kind) => this.groupCountCandidate(kind),
+    top_measure: (kind) => this.topMeasureCandidate(kind),
+    top_parent: (kind) => this.topParentCandidate(kind),
+    having: (kind) => this.havingCandidate(kind),
+    above_avg: (kind) => this.aboveAvgCandidate(kind),
+    percent: (kind) => this.percentCandidate(kind),
+    not_in: (kind) => this.notInCandidate(kind),
+    join3_count: (kind) => this.join3CountCandidate(kind),
+  };
+
+  private countCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const t = rng.pick(tables);
+    const f = this.randomCond(t);
+    if (!f) return null;
+    return {
+      template: kind,
+      question: fill(this.variant(["How many {p} {f} are there?", "Count the {p} {f}.", "What is the number of {p} {f}?"]), { p: t.plural, f: f.phrase }),
+      goal: `count ${t.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.gold("")}`,
+      naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.naive("")}`,
+      tables: [t.name],
+    };
+  }
+
+  private listCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const withLabel = this.db.tables.filter((t) => this.label(t));
+    if (withLabel.length === 0) return null;
+    const t = rng.pick(withLabel);
+    const label = this.label(t)!;
+    const f = this.randomCond(t);
+    if (!f) return null;
+    const nouns = (label.template as { nouns: string }).nouns;
+    return {
+      template: kind,
+      question: fill(this.variant(["List the {n} of {p} {f}.", "Give the {n} of the {p} {f}.", "What are the {n} of {p} {f}?"]), { n: nouns, p: t.plural, f: f.phrase }),
+      goal: `list the ${nouns} of ${t.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")}`,
+      naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")}`,
+      tables: [t.name],
+      maxRows: 20,
+    };
+  }
+
+  private count2Candidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const t = rng.pick(tables);
+    const f1 = this.randomCond(t);
+    if (!f1) return null;
+    const f2 = this.randomCond(t, f1.col);
+    if (!f2) return null;
+    return {
+      template: kind,
+      question: fill(this.variant(["How many {p} {a} {b} are there?", "Count the {p} {a} {b}."]), { p: t.plural, a: f1.phrase, b: f2.phrase }),
+      goal: `count ${t.plural} ${f1.phrase} ${f2.phrase}`,
+      conds: [f1, f2],
+      SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f1.gold("")} AND ${f2.gold("")}`,
+      naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f1.naive("")} AND ${f2.naive("")}`,
+      tables: [t.name],
+    };
+  }
+
+  private aggCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const measured = tables.filter((x) => this.measures(x).length > 0);
+    const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
+    if (!t) return null;
+    const m = this.measure(t);
+    if (!m) return null;
+    const f = this.randomCond(t, m.col);
+    if (!f) return null;
+    const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    return {
+      template: kind,
+      question: `What is the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}?`,
+      goal: `the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}`,
+      conds: [f],
+      measure: m,
+      SQL: `SELECT ${fn}(${m.col.name})${m.scale} FROM ${t.name} WHERE ${f.gold("")}`,
+      naive: `SELECT ${fn}(${m.col.name}) FROM ${t.name} WHERE ${f.naive("")}`,
+      tables: [t.name],
+    };
+  }
+
+  private joinCountCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    if (links.length === 0) return null;
+    const { child, parent, fk } = rng.pick(links);
+    const f = this.randomCond(parent);
+    if (!f) return null;
+    const via = (fk.template as { via: string }).via;
+    const on = `T1.${fk.name} = T2.${parent.pk}`;
+    return {
+      template: kind,
+      question: fill(this.variant(["How many {c} {via} {p} {f} are there?", "Count the {c} {via} {p} {f}."]), { c: child.plural, via, p: parent.plural, f: f.phrase }),
+      goal: `count ${child.plural} ${via} ${parent.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT COUNT(*) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
+      naive: `SELECT COUNT(*) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
+      tables: [child.name, parent.name],
+    };
+  }
+
+  private joinListCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    const ok = links.filter((l) => this.label(l.parent));
+    if (ok.length === 0) return null;
+    const { child, parent, fk } = rng.pick(ok);
+    const label = this.label(parent)!;
+    const nouns = (label.template as { nouns: string }).nouns;
+    const f = this.randomCond(child);
+    if (!f) return null;
+    const on = `T1.${parent.pk} = T2.${fk.name}`;
+    return {
+      template: kind,
+      question: fill(this.variant(["List the {n} of {p} with {c} {f}.", "What are the {n} of {p} with {c} {f}?"]), { n: nouns, p: parent.plural, c: child.plural, f: f.phrase }),
+      goal: `list the ${nouns} of ${parent.plural} with ${child.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT DISTINCT T1.${label.name} FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
+      naive: `SELECT DISTINCT T1.${label.name} FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
+      tables: [parent.name, child.name],
+      maxRows: 20,
+    };
+  }
+
+  private joinAggCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    const ok = links.filter((l) => this.measures(l.child).length > 0);
+    if (ok.length === 0) return null;
+    const { child, parent, fk } = rng.pick(ok);
+    const m = this.measure(child);
+    const f = this.randomCond(parent);
+    if (!m || !f) return null;
+    const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const via = (fk.template as { via: string }).via;
+    const on = `T1.${fk.name} = T2.${parent.pk}`;
+    return {
+      template: kind,
+      question: `What is the ${word} ${m.noun}${m.unitText} of ${child.plural} ${via} ${parent.plural} ${f.phrase}?`,
+      goal: `the ${word} ${m.noun}${m.unitText} of ${child.plural} ${via} ${parent.plural} ${f.phrase}`,
+      conds: [f],
+      measure: m,
+      SQL: `SELECT ${fn}(T1.${m.col.name})${m.scale} FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
+      naive: `SELECT ${fn}(T1.${m.col.name}) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.naive("T2.")}`,
+      tables: [child.name, parent.name],
+    };
+  }
+
+  private groupCountCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const ok = tables.filter((t) => t.columns.some((c) => c.template.kind === "category"));
+    if (ok.length === 0) return null;
+    const t = rng.pick(ok);
+    const g = rng.pick(t.columns.filter((c) => c.template.kind === "category"));
+    const noun = (g.template as { noun: string }).noun;
+    const f = this.randomCond(t, g);
+    if (!f) return null;
+    return {
+      template: kind,
+      question: `For each ${noun}, how many ${t.plural} ${f.phrase} are there?`,
+      goal: `count ${t.plural} ${f.phrase} per ${noun}`,
+      conds: [f],
+      SQL: `SELECT ${g.name}, COUNT(*) FROM ${t.name} WHERE ${f.gold("")} GROUP BY ${g.name}`,
+      naive: `SELECT ${g.name}, COUNT(*) FROM ${t.name} WHERE ${f.naive("")} GROUP BY ${g.name}`,
+      tables: [t.name],
+    };
+  }
+
+  private topMeasureCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const withLabel = this.db.tables.filter((t) => this.label(t));
+    const ok = withLabel.filter((t) => this.measures(t).length > 0);
+    if (ok.length === 0) return null;
+    const t = rng.pick(ok);
+    const label = this.label(t)!;
+    const m = this.measure(t)!;
+    const f = this.randomCond(t, m.col);
+    if (!f) return null;
+    const high = rng.chance(0.65);
+    const dir = high ? "DESC" : "ASC";
+    const noun = singularNoun((label.template as { nouns: string }).nouns);
+    return {
+      template: kind,
+      question: `Which ${t.singular} ${f.phrase} has the ${high ? "highest" : "lowest"} ${m.noun}? Give its ${noun}.`,
+      goal: `the ${noun} of the ${t.singular} ${f.phrase} with the ${high ? "highest" : "lowest"} ${m.noun}`,
+      conds: [f],
+      SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")} ORDER BY ${m.col.name} ${dir} LIMIT 1`,
+      naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")} ORDER BY ${m.col.name} ${dir} LIMIT 1`,
+      tables: [t.name],
+      tieCheck: `SELECT ${m.col.name} FROM ${t.name} WHERE ${f.gold("")} ORDER BY ${m.col.name} ${dir} LIMIT 2`,
+    };
+  }
+
+  private topParentCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    const ok = links.filter((l) => this.label(l.parent));
+    if (ok.length === 0) return null;
+    const { child, parent, fk } = rng.pick(ok);
+    const label = this.label(parent)!;
+    const noun = singularNoun((label.template as { nouns: string }).nouns);
+    const onParent = rng.chance(0.5);
+    const f = this.randomCond(onParent ? parent : child);
+    if (!f) return null;
+    const q = onParent ? "T1." : "T2.";
+    const on = `T1.${parent.pk} = T2.${fk.name}`;
+    const from = `FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on}`;
+    const question = onParent
+      ? `Which ${parent.singular} ${f.phrase} has the most ${child.plural}? Give the ${noun}.`
+      : `Which ${parent.singular} has the most ${child.plural} ${f.phrase}? Give the ${noun}.`;
+    return {
+      template: kind,
+      question,
+      goal: onParent ? `the ${parent.singular} ${f.phrase} with the most ${child.plural}` : `the ${parent.singular} with the most ${child.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT T1.${label.name} ${from} WHERE ${f.gold(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 1`,
+      naive: `SELECT T1.${label.name} ${from} WHERE ${f.naive(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 1`,
+      tables: [parent.name, child.name],
+      tieCheck: `SELECT COUNT(*) ${from} WHERE ${f.gold(q)} GROUP BY T1.${parent.pk} ORDER BY COUNT(*) DESC LIMIT 2`,
+    };
+  }
+
+  private havingCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    const ok = links.filter((l) => this.label(l.parent));
+    if (ok.length === 0) return null;
+    const { child, parent, fk } = rng.pick(ok);
+    const label = this.label(parent)!;
+    const nouns = (label.template as { nouns: string }).nouns;
+    const f = this.randomCond(child);
+    if (!f) return null;
+    const on = `T1.${parent.pk} = T2.${fk.name}`;
+    const from = `FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on}`;
+    const n = this.havingThreshold(`SELECT COUNT(*) ${from} WHERE ${f.gold("T2.")} GROUP BY T1.${parent.pk}`);
+    if (n === null) return null;
+    return {
+      template: kind,
+      question: `List the ${nouns} of ${parent.plural} with more than ${n} ${child.plural} ${f.phrase}.`,
+      goal: `list the ${nouns} of ${parent.plural} with more than ${n} ${child.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT T1.${label.name} ${from} WHERE ${f.gold("T2.")} GROUP BY T1.${parent.pk} HAVING COUNT(*) > ${n}`,
+      naive: `SELECT T1.${label.name} ${from} WHERE ${f.naive("T2.")} GROUP BY T1.${parent.pk} HAVING COUNT(*) > ${n}`,
+      tables: [parent.name, child.name],
+      maxRows: 20,
+    };
+  }
+
+  private aboveAvgCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const measured = tables.filter((x) => this.measures(x).length > 0);
+    const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
+    if (!t) return null;
+    const m = this.measure(t)!;
+    const f = this.randomCond(t, m.col);
+    if (!f) return null;
+    const c = m.col.name;
+    return {
+      template: kind,
+      question: `How many ${t.plural} ${f.phrase} have a ${m.noun} above the average ${m.noun} of all ${t.plural}?`,
+      goal: `count ${t.plural} ${f.phrase} whose ${m.noun} is above the average of all ${t.plural}`,
+      conds: [f],
+      SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.gold("")} AND ${c} > (SELECT AVG(${c}) FROM ${t.name})`,
+      naive: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.naive("")} AND ${c} > (SELECT AVG(${c}) FROM ${t.name})`,
+      tables: [t.name],
+    };
+  }
+
+  private percentCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const tables = this.db.tables;
+    const t = rng.pick(tables);
+    const f = this.randomCond(t);
+    if (!f) return null;
+    const sql = (cond: string) => `SELECT CAST(SUM(CASE WHEN ${cond} THEN 1 ELSE 0 END) AS REAL) * 100 / COUNT(*) FROM ${t.name}`;
+    return {
+      template: kind,
+      question: `What is the percentage of ${t.plural} ${f.phrase} among all ${t.plural}?`,
+      goal: `the share of ${t.plural} ${f.phrase} among all ${t.plural}, times 100`,
+      conds: [f],
+      SQL: sql(f.gold("")),
+      naive: sql(f.naive("")),
+      tables: [t.name],
+      percent: true,
+    };
+  }
+
+  private notInCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    if (links.length === 0) return null;
+    const { child, parent, fk } = rng.pick(links);
+    const f = this.randomCond(child);
+    if (!f) return null;
+    return {
+      template: kind,
+      question: `How many ${parent.plural} have no ${child.plural} ${f.phrase}?`,
+      goal: `count ${parent.plural} that have no ${child.plural} ${f.phrase}`,
+      conds: [f],
+      SQL: `SELECT COUNT(*) FROM ${parent.name} WHERE ${parent.pk} NOT IN (SELECT ${fk.name} FROM ${child.name} WHERE ${f.gold("")})`,
+      naive: `SELECT COUNT(*) FROM ${parent.name} WHERE ${parent.pk} NOT IN (SELECT ${fk.name} FROM ${child.name} WHERE ${f.naive("")})`,
+      tables: [parent.name, child.name],
+    };
+  }
+
+  private join3CountCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const links = this.links();
+    const byChild = new Map<TableInst, typeof links>();
+    for (const l of links) byChild.set(l.child, [...(byChild.get(l.child) ?? []), l]);
+    const ok = [...byChild.values()].filter((ls) => ls.length >= 2);
+    if (ok.length === 0) return null;
+    const [a, b] = rng.pick(ok) as [(typeof links)[number], (typeof links)[number]];
+    const fa = this.randomCond(a.parent);
+    const fb = this.randomCond(b.parent);
+    if (!fa || !fb) return null;
+    const via = (l: (typeof links)[number]) => (l.fk.template as { via: string }).via;
+    const from = `FROM ${a.child.name} AS T1 INNER JOIN ${a.parent.name} AS T2 ON T1.${a.fk.name} = T2.${a.parent.pk} INNER JOIN ${b.parent.name} AS T3 ON T1.${b.fk.name} = T3.${b.parent.pk}`;
+    const c = a.child;
+    return {
+      template: kind,
+      question: `How many ${c.plural} ${via(a)} ${a.parent.plural} ${fa.phrase} ${via(b)} ${b.parent.plural} ${fb.phrase} are there?`,
+      goal: `count ${c.plural} ${via(a)} ${a.parent.plural} ${fa.phrase} ${via(b)} ${b.parent.plural} ${fb.phrase}`,
+      conds: [fa, fb],
+      SQL: `SELECT COUNT(*) ${from} WHERE ${fa.gold("T2.")} AND ${fb.gold("T3.")}`,
+      naive: `SELECT COUNT(*) ${from} WHERE ${fa.naive("T2.")} AND ${fb.naive("T3.")}`,
+      tables: [c.name, a.parent.name, b.parent.name],
+    };
+  }
   /** The largest n in 3..1 for which some group has more than n rows (and at most 20 groups do). */
   private havingThreshold(groupSql: string): number | null {
     const r = executeDirect(this.dbPath, groupSql);

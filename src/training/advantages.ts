@@ -1,5 +1,5 @@
 /**
- * GRPO advantages from grouped rewards (SPEC §6). Standard deviations are population standard
+ * GRPO advantages from grouped rewards (docs/training.md "Advantages"). Standard deviations are population standard
  * deviations, the same as the Python learner's `--advantage group|batch|none`:
  *
  * - group: A = (R − mean_G) / (std_G + ε);
@@ -12,7 +12,7 @@
  */
 import { ReexError } from "../errors/index.js";
 
-/** Advantage scalings of SPEC §6. */
+/** Advantage scalings: within the question's group, by the batch's spread, or rewards as they are. */
 export type AdvantageScaling = "group" | "batch" | "none";
 
 /** The advantage scalings, in documentation order. */

@@ -1,4 +1,4 @@
-/** Training: rewards (every SPEC §5 preset), advantages, rollout groups, the experience format, the learner bridge and the `reex train` loop. */
+/** Training: rewards (every preset of docs/training.md "Rewards"), advantages, rollout groups, the experience format, the learner bridge and the `reex train` loop. */
 export {
   REWARD_PRESETS,
   GoldCache,

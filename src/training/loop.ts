@@ -16,7 +16,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, link, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { familyFor, reexProfile, resolveProfile, type ModelProfile } from "../agent/index.js";
+import { familyFor, reexProfile, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { createDecoder, createPromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
@@ -456,16 +456,25 @@ async function defaultPolicy(model: string, config: TrainConfig): Promise<Policy
   });
 }
 
-/** Runs (or resumes) a training run to `config.steps`; see the module comment for the run folder. */
-export async function runTraining(config: TrainConfig, options: TrainOptions): Promise<TrainResult> {
-  const mode = options.mode;
-  const runDir = config.runDir;
-  const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
-  const signal = options.signal;
-  const metricsFile = join(runDir, "metrics.jsonl");
-  const reportFile = join(runDir, "report.html");
-  const runFile = join(runDir, "run.json");
+/** The run folder's bookkeeping: where the run starts, what it resumes, and how run.json is rewritten. */
+interface RunFolder {
+  start: number;
+  checkpoint: Checkpoint | null;
+  /** The profile a resumed run recorded, if any. */
+  recorded: { id: string; reason: string } | undefined;
+  metricsFile: string;
+  reportFile: string;
+  optimizerState: string;
+  masterFile: string;
+  writeRunFile(profile?: { id: string; reason: string }): Promise<void>;
+}
 
+/** Checks the run folder (refusing to overwrite a run unless resuming it) and readies it: on resume, metrics cut to the checkpoint's step and its optimizer state restored. */
+async function openRunFolder(config: TrainConfig, options: TrainOptions, log: (line: string) => void): Promise<RunFolder> {
+  const { mode } = options;
+  const runDir = config.runDir;
+  const metricsFile = join(runDir, "metrics.jsonl");
+  const runFile = join(runDir, "run.json");
   let recorded: { id: string; reason: string } | undefined;
   if (existsSync(runFile)) {
     const previous = JSON.parse(readFileSync(runFile, "utf8")) as { mode?: string; profile?: { id: string; reason: string } };
@@ -495,26 +504,14 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const writeRunFile = (profile?: { id: string; reason: string }): Promise<void> =>
     writeFile(runFile, `${JSON.stringify({ mode, config, ...(profile ? { profile } : {}), updatedAt: new Date().toISOString() }, null, 2)}\n`);
   await writeRunFile(options.resume ? recorded : undefined);
-  if (start >= config.steps) {
-    log(`reex train: the run is already at step ${start} of ${config.steps}; nothing to do`);
-    return { runDir, mode, resumedFrom: start, lastStep: start, model: checkpoint?.model ?? config.model, checkpoints: [], metrics: readMetrics(metricsFile), report: reportFile };
-  }
+  return { start, checkpoint, recorded, metricsFile, reportFile: join(runDir, "report.html"), optimizerState, masterFile, writeRunFile };
+}
 
-  const ownExecutor = !options.executor;
-  const executor = options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
-  const learner = options.learner ?? createLearnerStep();
-  const spec = resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
-  const rule = config.reward.rule === "auto" ? (CORRECTNESS_FIRST_PRESETS.includes(spec.preset) ? "correctness-first" : "as-is") : config.reward.rule;
-  const goldCache = new GoldCache();
-  const rewardEnv = { executor, goldCache, timeoutMs: config.reward.timeoutMs };
-  const indexDir = join(runDir, "indexes");
-  const prompts = createPromptBuilder({ indexDir });
-  let policy: Policy | undefined;
-  let decoder: ReturnType<typeof createDecoder> | undefined;
-  let model = checkpoint?.model ?? config.model;
-  const reportInfo: ReportInfo = {
+/** What the HTML report says about the run's settings. */
+function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ReturnType<typeof resolveRewardSpec>, rule: string): ReportInfo {
+  return {
     mode,
-    runDir,
+    runDir: config.runDir,
     model: config.model,
     ...(config.description ? { description: config.description } : {}),
     ...(mode === "grpo" ? { rewardPreset: spec.preset } : {}),
@@ -539,37 +536,267 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
       klBeta: config.klBeta,
     },
   };
+}
+
+/** A run's data: GRPO questions (gold SQL checked) or SFT traces, and the held-out set. */
+interface TrainingData {
+  questions: TrainingQuestion[];
+  traces: SftTrace[];
+  heldout: { items: EvalItem[]; layout: "bird" | "spider" } | undefined;
+}
+
+/** Loads the run's data before the model, so a bad file fails first. */
+async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: Executor, goldCache: GoldCache): Promise<TrainingData> {
+  let questions: TrainingQuestion[] = [];
+  let traces: SftTrace[] = [];
+  if (mode === "grpo") {
+    const data = config.data!;
+    const ds = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout });
+    const items = ds.items.slice(data.offset, data.limit ? data.offset + data.limit : undefined);
+    questions = items.map((it) => ({ questionId: it.questionId, dbPath: it.dbPath, question: it.question, ...(it.evidence ? { evidence: it.evidence } : {}), goldSql: it.goldSql }));
+    if (questions.length === 0) throw new ReexError("DATASET_INVALID", `${data.dataset}: no training questions`);
+    await checkGold(questions, executor, goldCache, config.reward.timeoutMs, data.dataset);
+  } else {
+    const file = config.sft!.traces;
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (err) {
+      throw new ReexError("BAD_REQUEST", `cannot read traces file ${file}: ${(err as Error).message}`);
+    }
+    traces = parseTraces(text, file);
+  }
+  let heldout: TrainingData["heldout"];
+  if (config.eval) {
+    const ds = loadDataset(config.eval.dataset, { dbRoot: config.eval.dbRoot, layout: config.eval.layout });
+    const e = config.eval;
+    heldout = { items: ds.items.slice(e.offset, e.limit ? e.offset + e.limit : undefined), layout: ds.layout };
+    if (heldout.items.length === 0) throw new ReexError("DATASET_INVALID", `${e.dataset}: no held-out questions after offset ${e.offset}`);
+  }
+  return { questions, traces, heldout };
+}
+
+/** One step's experience and the metrics it contributes. */
+interface StepExperience {
+  records: ExperienceRecord[];
+  stats: Partial<MetricsRow>;
+}
+
+/**
+ * A GRPO step's experience: a group of rollouts per scheduled question (dynamic sampling draws
+ * more and keeps the informative groups), advantages assigned (shuffled for the signal check).
+ */
+async function grpoExperience(
+  step: number,
+  config: TrainConfig,
+  questions: readonly TrainingQuestion[],
+  sampleGroup: GroupSampler,
+  rule: "correctness-first" | "as-is",
+  endOfTurn: number[],
+  tick: () => void,
+): Promise<StepExperience> {
+  const perStep = config.questionsPerStep;
+  const kept: RolloutGroup[] = [];
+  const sampled: RolloutGroup[] = [];
+  const ds = config.dynamicSampling;
+  const budget = ds ? perStep + Math.floor(perStep * ds.maxExtra) : perStep;
+  const order = scheduleFor(step, budget, questions.length, config.seed);
+  for (const [j, qi] of order.entries()) {
+    if (kept.length >= perStep) break;
+    const group = await sampleGroup(questions[qi]!, config.groupSize, hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
+    sampled.push(group);
+    if (!ds || isInformative(group, ds.on)) kept.push(group);
+    if (j < perStep) tick();
+  }
+  const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
+  const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
+  const all = groups.flatMap((g) => g.rollouts);
+  if (config.shuffleAdvantages) {
+    const shuffled = permutation(all.length, `shuffle:${config.seed}:${step}`);
+    const advs = all.map((r) => r.advantage);
+    all.forEach((r, i) => (r.advantage = advs[shuffled[i]!]!));
+  }
+  const records = all.map((r) => toExperienceRecord(r, endOfTurn));
+  const totals = all.map((r) => r.reward.total);
+  const m = mean(totals) ?? 0;
+  const stats: Partial<MetricsRow> = {
+    rollouts: all.length,
+    reward_mean: m,
+    reward_std: Math.sqrt(mean(totals.map((x) => (x - m) ** 2)) ?? 0),
+    components: meanOfKeys(all.map((r) => r.reward.components)),
+    details: meanOfKeys(all.map((r) => r.reward.details)),
+    train_ex: mean(all.map((r) => (r.reward.correct ? 1 : 0))),
+    response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0,
+    interactions: mean(all.map((r) => r.rollout.interactions)),
+    truncated: mean(all.map((r) => (r.rollout.truncated ? 1 : 0))),
+    zero_variance_groups: zeroVarianceGroups,
+    groups: groups.length,
+    sampled_groups: sampled.length,
+    informative_share: diagnostics.informativeShare,
+    contrast_share: diagnostics.contrastShare,
+    correctness_share: diagnostics.correctnessShare,
+  };
+  return { records, stats };
+}
+
+/** An SFT step's experience: the scheduled traces tokenized, injected text masked out. */
+async function sftExperience(picks: readonly number[], policy: Policy, traces: readonly SftTrace[], config: TrainConfig, profile: ModelProfile, tick: () => void): Promise<StepExperience> {
+  const records: ExperienceRecord[] = [];
+  for (const ti of picks) {
+    records.push(await sftRecord(policy, traces[ti]!, config.sft!.endOfTurn, ti, profile));
+    tick();
+  }
+  return { records, stats: { rollouts: records.length, response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0 } };
+}
+
+/** Runs the learner on a step's experience file and returns its metrics; the new weights are at `out`. */
+async function learnStep(
+  learner: LearnerStep,
+  config: TrainConfig,
+  mode: TrainMode,
+  step: number,
+  model: string,
+  experience: string,
+  out: string,
+  folder: RunFolder,
+  signal: AbortSignal | undefined,
+): Promise<Record<string, unknown>> {
+  const runDir = config.runDir;
+  const learned = await learner(
+    {
+      mode,
+      step,
+      model,
+      experience,
+      out,
+      ...(mode === "grpo" && config.klBeta > 0 ? { ref: config.model } : {}),
+      metricsFile: join(runDir, "learner", `step-${stepLabel(step)}.json`),
+      logFile: join(runDir, "learner", `step-${stepLabel(step)}.log`),
+      optimizerState: folder.optimizerState,
+      ...(config.learner.masterWeights ? { master: folder.masterFile } : {}),
+      config,
+    },
+    signal,
+  );
+  if (!existsSync(out)) throw new ReexError("LEARNER_FAILED", `the learner step ${step} reported success but wrote no model at ${out}`);
+  return learned;
+}
+
+/** A step's metrics row: its experience stats and the learner's numbers. */
+function stepRow(step: number, mode: TrainMode, seconds: number, ex: number | null, stats: Partial<MetricsRow>, learned: Record<string, unknown>): MetricsRow {
+  return {
+    ...emptyRow(step, mode, seconds, ex),
+    ...stats,
+    kl: num(learned.kl),
+    loss: num(learned.loss),
+    grad_norm: num(learned.grad_norm),
+    clip_frac: num(learned.clip_frac),
+    ...(mode === "grpo" ? { old_logprob_abs_diff: num(learned.old_logprob_abs_diff), split_half_cosine: num((learned.split_half as { cosine_mean?: unknown } | undefined)?.cosine_mean) } : {}),
+    learner: learned,
+  };
+}
+
+/** Samples one question's group of rollouts. */
+type GroupSampler = (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>;
+
+/** The rollout-group settings the training config fixes for every group of the run. */
+function groupSettings(config: TrainConfig, family: PromptFamily, reward: ReturnType<typeof resolveRewardSpec>, signal: AbortSignal | undefined) {
+  return {
+    temperature: config.temperature,
+    maxInteractions: config.maxInteractions,
+    maxTokens: config.maxTokens,
+    family,
+    feedback: config.feedback,
+    feedbackRows: config.feedbackRows,
+    schemaHints: config.schemaHints,
+    concurrency: config.rolloutConcurrency,
+    reward,
+    ...(signal ? { signal } : {}),
+  };
+}
+
+/** Held-out evaluation during a run. */
+interface HeldoutEvaluator {
+  /** Held-out EX at a step (null without `eval`), its run written to eval/step-N.json. */
+  evaluate(step: number): Promise<number | null>;
+  /** Closes the decoder, if one was made. */
+  close(): void;
+}
+
+/** Evaluates the held-out set with the run's policy through src/eval's runEval; the decoder is made on first use, gold results cached across steps. */
+function heldoutEvaluator(
+  config: TrainConfig,
+  heldout: TrainingData["heldout"],
+  deps: { policy: Policy; executor: Executor; indexDir: string; profile: string; family: PromptFamily; signal: AbortSignal | undefined },
+): HeldoutEvaluator {
+  const evalGold = new Map<number, ExecResult>();
+  let decoder: ReturnType<typeof createDecoder> | undefined;
+  const { signal } = deps;
+  return {
+    async evaluate(step) {
+      if (!heldout || !config.eval) return null;
+      decoder ??= createDecoder({
+        policy: deps.policy,
+        executor: deps.executor,
+        indexDir: deps.indexDir,
+        profile: deps.profile,
+        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: deps.family, feedback: config.feedback, feedbackRows: config.feedbackRows },
+      });
+      const run = await runEval({
+        items: heldout.items,
+        decode: decoder,
+        executor: deps.executor,
+        strategy: config.eval.strategy,
+        ...(config.eval.candidates !== undefined ? { candidates: config.eval.candidates } : {}),
+        goldResults: evalGold,
+        ...(signal ? { signal } : {}),
+        label: `step ${step}`,
+      });
+      await writeFile(join(config.runDir, "eval", `step-${stepLabel(step)}.json`), `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`);
+      return run.summary.ex[heldout.layout === "spider" ? "spider" : "bird"];
+    },
+    close: () => decoder?.close(),
+  };
+}
+
+/** The log line of a finished step (without a progress bar). */
+function stepLine(row: MetricsRow, steps: number, ex: number | null): string {
+  const f = (x: number | null, d = 3): string => (x === null ? "–" : x.toFixed(d));
+  return `reex train: step ${row.step}/${steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`;
+}
+
+/** Runs (or resumes) a training run to `config.steps`; see the module comment for the run folder. */
+export async function runTraining(config: TrainConfig, options: TrainOptions): Promise<TrainResult> {
+  const mode = options.mode;
+  const runDir = config.runDir;
+  const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const signal = options.signal;
+  const folder = await openRunFolder(config, options, log);
+  const { start, checkpoint, recorded, metricsFile, reportFile } = folder;
+  if (start >= config.steps) {
+    log(`reex train: the run is already at step ${start} of ${config.steps}; nothing to do`);
+    return { runDir, mode, resumedFrom: start, lastStep: start, model: checkpoint?.model ?? config.model, checkpoints: [], metrics: readMetrics(metricsFile), report: reportFile };
+  }
+
+  const ownExecutor = !options.executor;
+  const executor = options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
+  const learner = options.learner ?? createLearnerStep();
+  const spec = resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
+  const rule = config.reward.rule === "auto" ? (CORRECTNESS_FIRST_PRESETS.includes(spec.preset) ? "correctness-first" : "as-is") : config.reward.rule;
+  const goldCache = new GoldCache();
+  const rewardEnv = { executor, goldCache, timeoutMs: config.reward.timeoutMs };
+  const indexDir = join(runDir, "indexes");
+  const prompts = createPromptBuilder({ indexDir });
+  let policy: Policy | undefined;
+  let evaluator: HeldoutEvaluator | undefined;
+  let model = checkpoint?.model ?? config.model;
+  const reportInfo = reportInfoOf(config, mode, spec, rule);
   const checkpoints: number[] = [];
 
   try {
-    // Data first, so a bad file fails before the model loads.
-    let questions: TrainingQuestion[] = [];
-    let traces: SftTrace[] = [];
-    if (mode === "grpo") {
-      const data = config.data!;
-      const ds = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout });
-      const items = ds.items.slice(data.offset, data.limit ? data.offset + data.limit : undefined);
-      questions = items.map((it) => ({ questionId: it.questionId, dbPath: it.dbPath, question: it.question, ...(it.evidence ? { evidence: it.evidence } : {}), goldSql: it.goldSql }));
-      if (questions.length === 0) throw new ReexError("DATASET_INVALID", `${data.dataset}: no training questions`);
-      await checkGold(questions, executor, goldCache, config.reward.timeoutMs, data.dataset);
-    } else {
-      const file = config.sft!.traces;
-      let text: string;
-      try {
-        text = await readFile(file, "utf8");
-      } catch (err) {
-        throw new ReexError("BAD_REQUEST", `cannot read traces file ${file}: ${(err as Error).message}`);
-      }
-      traces = parseTraces(text, file);
-    }
-    let heldout: { items: EvalItem[]; layout: "bird" | "spider" } | undefined;
-    if (config.eval) {
-      const ds = loadDataset(config.eval.dataset, { dbRoot: config.eval.dbRoot, layout: config.eval.layout });
-      const e = config.eval;
-      heldout = { items: ds.items.slice(e.offset, e.limit ? e.offset + e.limit : undefined), layout: ds.layout };
-      if (heldout.items.length === 0) throw new ReexError("DATASET_INVALID", `${e.dataset}: no held-out questions after offset ${e.offset}`);
-    }
-
+    const data = await loadTrainingData(config, mode, executor, goldCache);
+    const { traces, heldout } = data;
+    let questions = data.questions;
     policy = await (options.createPolicy ?? defaultPolicy)(model, config);
     const current = policy;
     // A resumed "auto" run keeps the profile it started with: checkpoints are renamed files, and detection may read the file name.
@@ -579,54 +806,15 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const family = familyFor(profile, config.promptFamily);
     reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
-    await writeRunFile({ id: profile.id, reason: choice.reason });
+    await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(config.endOfTurn) : [];
-    const sampleGroup = (q: TrainingQuestion, groupSize: number, seed: number): Promise<RolloutGroup> =>
-      runGroup(q, {
-        policy: current,
-        executor,
-        promptFor: prompts.promptFor,
-        profile,
-        groupSize,
-        temperature: config.temperature,
-        maxInteractions: config.maxInteractions,
-        maxTokens: config.maxTokens,
-        family,
-        feedback: config.feedback,
-        feedbackRows: config.feedbackRows,
-        schemaHints: config.schemaHints,
-        concurrency: config.rolloutConcurrency,
-        seed,
-        reward: spec,
-        rewardEnv,
-        ...(signal ? { signal } : {}),
-      });
+    const sampleGroup: GroupSampler = (q, groupSize, seed) =>
+      runGroup(q, { ...groupSettings(config, family, spec, signal), policy: current, executor, promptFor: prompts.promptFor, profile, groupSize, seed, rewardEnv });
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }
-    const evalGold = new Map<number, ExecResult>();
-    const evaluate = async (step: number): Promise<number | null> => {
-      if (!heldout || !config.eval) return null;
-      decoder ??= createDecoder({
-        policy: current,
-        executor,
-        indexDir,
-        profile: profile.id,
-        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: family, feedback: config.feedback, feedbackRows: config.feedbackRows },
-      });
-      const run = await runEval({
-        items: heldout.items,
-        decode: decoder,
-        executor,
-        strategy: config.eval.strategy,
-        ...(config.eval.candidates !== undefined ? { candidates: config.eval.candidates } : {}),
-        goldResults: evalGold,
-        ...(signal ? { signal } : {}),
-        label: `step ${step}`,
-      });
-      await writeFile(join(runDir, "eval", `step-${stepLabel(step)}.json`), `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`);
-      return run.summary.ex[heldout.layout === "spider" ? "spider" : "bird"];
-    };
+    evaluator = heldoutEvaluator(config, heldout, { policy: current, executor, indexDir, profile: profile.id, family, signal });
+    const evaluate = evaluator.evaluate;
 
     const appendRow = async (row: MetricsRow): Promise<void> => {
       await appendFile(metricsFile, `${JSON.stringify(row)}\n`);
@@ -647,79 +835,16 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
       for (let step = start + 1; step <= config.steps; step++) {
         if (signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
         const t0 = performance.now();
-        const picks = scheduleFor(step, perStep, mode === "grpo" ? questions.length : traces.length, config.seed);
-        let records: ExperienceRecord[];
-        let stats: Partial<MetricsRow> = {};
-        if (mode === "grpo") {
-          const kept: RolloutGroup[] = [];
-          const sampled: RolloutGroup[] = [];
-          const ds = config.dynamicSampling;
-          const budget = ds ? perStep + Math.floor(perStep * ds.maxExtra) : perStep;
-          const order = ds ? scheduleFor(step, budget, questions.length, config.seed) : picks;
-          for (const [j, qi] of order.entries()) {
-            if (kept.length >= perStep) break;
-            const group = await sampleGroup(questions[qi]!, config.groupSize, hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
-            sampled.push(group);
-            if (!ds || isInformative(group, ds.on)) kept.push(group);
-            if (j < perStep) bar?.update(++done, `step ${step}/${config.steps}`);
-          }
-          const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
-          const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
-          const all = groups.flatMap((g) => g.rollouts);
-          if (config.shuffleAdvantages) {
-            const order = permutation(all.length, `shuffle:${config.seed}:${step}`);
-            const advs = all.map((r) => r.advantage);
-            all.forEach((r, i) => (r.advantage = advs[order[i]!]!));
-          }
-          records = all.map((r) => toExperienceRecord(r, endOfTurn));
-          const totals = all.map((r) => r.reward.total);
-          const m = mean(totals) ?? 0;
-          stats = {
-            rollouts: all.length,
-            reward_mean: m,
-            reward_std: Math.sqrt(mean(totals.map((x) => (x - m) ** 2)) ?? 0),
-            components: meanOfKeys(all.map((r) => r.reward.components)),
-            details: meanOfKeys(all.map((r) => r.reward.details)),
-            train_ex: mean(all.map((r) => (r.reward.correct ? 1 : 0))),
-            response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0,
-            interactions: mean(all.map((r) => r.rollout.interactions)),
-            truncated: mean(all.map((r) => (r.rollout.truncated ? 1 : 0))),
-            zero_variance_groups: zeroVarianceGroups,
-            groups: groups.length,
-            sampled_groups: sampled.length,
-            informative_share: diagnostics.informativeShare,
-            contrast_share: diagnostics.contrastShare,
-            correctness_share: diagnostics.correctnessShare,
-          };
-        } else {
-          records = [];
-          for (const ti of picks) {
-            records.push(await sftRecord(current, traces[ti]!, config.sft!.endOfTurn, ti, profile));
-            bar?.update(++done, `step ${step}/${config.steps}`);
-          }
-          stats = { rollouts: records.length, response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0 };
-        }
+        const tick = (): void => void bar?.update(++done, `step ${step}/${config.steps}`);
+        const { records, stats } =
+          mode === "grpo"
+            ? await grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick)
+            : await sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
 
         const experience = experiencePath(runDir, step);
         await writeExperience(experience, records);
         const out = join(runDir, "models", `step-${stepLabel(step)}.gguf`);
-        const learned = await learner(
-          {
-            mode,
-            step,
-            model,
-            experience,
-            out,
-            ...(mode === "grpo" && config.klBeta > 0 ? { ref: config.model } : {}),
-            metricsFile: join(runDir, "learner", `step-${stepLabel(step)}.json`),
-            logFile: join(runDir, "learner", `step-${stepLabel(step)}.log`),
-            optimizerState,
-            ...(config.learner.masterWeights ? { master: masterFile } : {}),
-            config,
-          },
-          signal,
-        );
-        if (!existsSync(out)) throw new ReexError("LEARNER_FAILED", `the learner step ${step} reported success but wrote no model at ${out}`);
+        const learned = await learnStep(learner, config, mode, step, model, experience, out, folder, signal);
         if (!current.reload) throw new ReexError("BAD_REQUEST", `the ${current.info.backend} policy cannot reload weights, so it cannot be trained in-process`);
         await current.reload({ model: out });
         const previous = model;
@@ -727,25 +852,13 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         if (previous.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
 
         if (step % config.checkpointEvery === 0 || step === config.steps) {
-          await saveCheckpoint(runDir, step, model, optimizerState, masterFile);
+          await saveCheckpoint(runDir, step, model, folder.optimizerState, folder.masterFile);
           checkpoints.push(step);
         }
         const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await evaluate(step) : null;
-        const row: MetricsRow = {
-          ...emptyRow(step, mode, (performance.now() - t0) / 1000, ex),
-          ...stats,
-          kl: num(learned.kl),
-          loss: num(learned.loss),
-          grad_norm: num(learned.grad_norm),
-          clip_frac: num(learned.clip_frac),
-          ...(mode === "grpo" ? { old_logprob_abs_diff: num(learned.old_logprob_abs_diff), split_half_cosine: num((learned.split_half as { cosine_mean?: unknown } | undefined)?.cosine_mean) } : {}),
-          learner: learned,
-        };
+        const row = stepRow(step, mode, (performance.now() - t0) / 1000, ex, stats, learned);
         await appendRow(row);
-        if (!bar) {
-          const f = (x: number | null, d = 3): string => (x === null ? "–" : x.toFixed(d));
-          log(`reex train: step ${step}/${config.steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`);
-        }
+        if (!bar) log(stepLine(row, config.steps, ex));
         bar?.update(done, `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`);
       }
     } finally {
@@ -756,7 +869,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   } catch (err) {
     throw toReexError(err);
   } finally {
-    decoder?.close();
+    evaluator?.close();
     prompts.close();
     await policy?.close().catch(() => undefined);
     if (ownExecutor) await executor.close();

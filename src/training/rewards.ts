@@ -1,5 +1,5 @@
 /**
- * Every training reward of SPEC §5 in one module: the ReEx composite with its weight presets,
+ * Every training reward (docs/training.md "Rewards") in one module: the ReEx composite with its weight presets,
  * Think2SQL's dense QATCH rewards, SQL-R1, CogniSQL, PaVeRL partial match, Arctic and SkyRL-SQL. Each reward
  * returns its additive components and their weights (`total = Σ weights[k] · components[k]`) plus
  * diagnostics, so a run logs every term separately.
@@ -78,7 +78,7 @@ export const CORRECTNESS_FIRST_PRESETS: readonly RewardPreset[] = ["outcome", "r
 /** A reward preset's canonical name. */
 export type RewardPreset = (typeof REWARD_PRESETS)[number];
 
-/** EX rules a reward may call "correct" (SPEC §7). */
+/** EX rules a reward may call "correct" (src/eval's `EX_RULES`: BIRD, Spider test-suite, Think2SQL refined). */
 export type RewardExRule = "bird" | "spider" | "refined";
 
 /** Templates the format rewards accept: the prompt family's, or one of the papers' two-block formats. */

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EVAL_FILES, makeStarterModel, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
+import { EVAL_FILES, makeStarterModel, REAL_EVAL_FILES, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
 import { STARTER_OUT } from "./fixtures.js";
 
 const hasTorch = ((): boolean => {
@@ -136,5 +136,31 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     const kept = sha(join(dir, "sft.gguf"));
     await expect(makeStarterModel({ ...opts, importSft: { model: join(dir, "other.gguf"), log: other } })).rejects.toThrow(/trained on \d+ records/);
     expect(sha(join(dir, "sft.gguf"))).toBe(kept);
+  }, 300_000);
+
+  it("mixes real questions into the tokenizer's text and the SFT records, and with prepareOnly stops at the initial model for a stage trained elsewhere", async () => {
+    const dir = join(STARTER_OUT, "pipeline-real");
+    rmSync(dir, { recursive: true, force: true });
+    const opts: StarterOptions = { ...base, workDir: dir, out: join(dir, "shipped.gguf"), dbs: 2, real: { sources: ["wikisql", "spider"], wikisqlTables: 12, spiderDatabases: 2 } };
+    const prepared = await makeStarterModel({ ...opts, prepareOnly: true, command: "prepare" });
+    const lines = (path: string): string[] => readFileSync(path, "utf8").split("\n").filter(Boolean);
+    const mixed = lines(prepared.real!.trainSft);
+    expect(prepared.real!.manifest.traces).toBeGreaterThan(0);
+    expect(mixed).toHaveLength(prepared.synth.traces + prepared.real!.manifest.traces);
+    expect(mixed.some((l) => l.includes('"db_id":"wikisql_'))).toBe(true);
+    // the held-out WikiSQL file: test questions only, none of them in a training record
+    const heldOut = JSON.parse(readFileSync(join(dir, REAL_EVAL_FILES.wikisql), "utf8")) as { question: string }[];
+    expect(heldOut.length).toBeGreaterThan(0);
+    for (const q of heldOut) expect(mixed.some((l) => l.includes(JSON.stringify(q.question).slice(1, -1)))).toBe(false);
+    expect(prepared.sft).toBeNull();
+    expect(prepared.tokens.records + prepared.tokens.droppedTooLong).toBe(mixed.length);
+    expect(sha(join(dir, "sft.gguf"))).toBe(sha(join(dir, "init.gguf")));
+    expect(existsSync(join(dir, "shipped.gguf"))).toBe(false);
+
+    const log = join(dir, "gpu.jsonl");
+    await runSft({ model: join(dir, "sft.gguf"), data: join(dir, "sft_tokens.jsonl"), out: join(dir, "gpu.gguf"), steps: 1, evalFrac: 0, threads: 1, log });
+    const report = await makeStarterModel({ ...opts, importSft: { model: join(dir, "gpu.gguf"), log }, command: "import" });
+    expect(report.commands).toEqual(["prepare", expect.stringMatching(/^python3 -m reex_learner\.sft_train /), "import"]);
+    expect(sha(join(dir, "shipped.gguf"))).toBe(sha(join(dir, "gpu.gguf")));
   }, 300_000);
 });

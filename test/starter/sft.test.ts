@@ -56,18 +56,58 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     expect(diff).toBeLessThan(1e-4);
   });
 
-  it("reads gzipped records exactly as the plain file", () => {
+  it("reads gzipped and xz-compressed records exactly as the plain file", () => {
     const gz = `${tokens}.gz`;
+    const xz = `${tokens}.xz`;
     execFileSync("bash", ["-c", `gzip -c ${JSON.stringify(tokens)} > ${JSON.stringify(gz)}`]);
+    execFileSync(PYTHON, ["-c", `import lzma, shutil; shutil.copyfileobj(open(${JSON.stringify(tokens)}, "rb"), lzma.open(${JSON.stringify(xz)}, "wb"))`]);
     const code = [
       "from reex_learner.sft_train import read_records",
-      `a, b = read_records(${JSON.stringify(tokens)}), read_records(${JSON.stringify(gz)})`,
-      "print(len(a), len(b), a == b)",
+      `a, b, c = read_records(${JSON.stringify(tokens)}), read_records(${JSON.stringify(gz)}), read_records(${JSON.stringify(xz)})`,
+      "print(len(a), len(b), len(c), a == b and a == c)",
     ].join("\n");
-    const [plain, zipped, same] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    const [plain, zipped, xzed, same] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
     expect(Number(plain)).toBe(records);
     expect(Number(zipped)).toBe(records);
+    expect(Number(xzed)).toBe(records);
     expect(same).toBe("True");
+  });
+
+  it("lowers the loss under bf16 autocast, keeping f32 weights, and takes the reference attention off CUDA", async () => {
+    const events: SftEvent[] = [];
+    await runSft({ model: fx.modelPath, data: tokens, out: join(fx.dir, "amp.gguf"), steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1, amp: "bf16", attention: "auto", onEvent: (e) => events.push(e) });
+    const start = events.find((e) => e.event === "start")!;
+    expect(start.amp).toBe("bf16");
+    expect((start.attention as { impl: string }).impl).toBe(hasCuda ? "sdpa" : "eager");
+    const losses = events.filter((e) => e.event === "step").map((e) => Number(e.loss));
+    expect(losses[2]!).toBeLessThan(losses[0]!);
+  });
+
+  it("trains from a zeroed copy of the model with --reinit: fresh weights of the starter's scale, and the loss falls", async () => {
+    const zeroed = join(fx.dir, "zeroed.gguf");
+    const zero = [
+      "from reex_learner.model import load_model, state_for_gguf",
+      "from reex_learner.gguf_io import write_gguf",
+      `m, g = load_model(${JSON.stringify(fx.modelPath)})`,
+      "[p.data.zero_() for p in m.parameters()]",
+      `write_gguf(${JSON.stringify(zeroed)}, g, state_for_gguf(m), out_type="f16")`,
+    ].join("\n");
+    execFileSync(PYTHON, ["-c", zero], { env: { ...process.env, PYTHONPATH: learnerDir() } });
+    const out = join(fx.dir, "reinit.gguf");
+    const events: SftEvent[] = [];
+    await runSft({ model: zeroed, data: tokens, out, steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1, reinit: 0.02, outType: "f32", onEvent: (e) => events.push(e) });
+    const losses = events.filter((e) => e.event === "step").map((e) => Number(e.loss));
+    expect(losses[2]!).toBeLessThan(losses[0]!);
+    const stats = [
+      "from reex_learner.model import load_model",
+      `m, g = load_model(${JSON.stringify(out)})`,
+      "w = m.layers[0].attn_q.weight",
+      "print(float(w.std()), float(m.output_norm.weight.mean()))",
+    ].join("\n");
+    const [std, norm] = execFileSync(PYTHON, ["-c", stats], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ").map(Number);
+    expect(std).toBeGreaterThan(0.015);
+    expect(std).toBeLessThan(0.03);
+    expect(norm).toBeGreaterThan(0.9);
   });
 
   it("repeats a database's records by its db weight, on top of the family weight", () => {

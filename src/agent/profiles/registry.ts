@@ -27,6 +27,9 @@ export const PROFILES: readonly ModelProfile[] = PROFILE_IDS.map((id) => BY_ID[i
 
 export { PROFILE_IDS };
 
+/** Every tag any built-in profile uses (from the profiles' syntaxes); feedback text is defused against all of them. */
+export const KNOWN_TAGS: readonly string[] = [...new Set(PROFILES.flatMap((p) => Object.keys(p.syntax.tags)))];
+
 /** The profile with this id; BAD_REQUEST naming the known ones otherwise. */
 export function getProfile(id: string): ModelProfile {
   const found = PROFILES.find((p) => p.id === id);

@@ -1,6 +1,6 @@
 """GRPO (and SFT) updates over an experience file of multi-turn, executor-in-the-loop rollouts.
 
-Loss (SPEC §6), per response token t of rollout i with loss-mask m_it (1 = sampled by the model,
+Loss (docs/learner.md), per response token t of rollout i with loss-mask m_it (1 = sampled by the model,
 0 = prompt or injected executor ``<result>`` text):
 
     r_it   = exp(logp_new(t) - logp_old(t))                      (importance ratio, token level)
@@ -113,7 +113,7 @@ def read_experience(path: str) -> List[Rollout]:
 
 
 def compute_advantages(rollouts: Sequence[Rollout], mode: str, eps: float = 1e-6) -> None:
-    """Overwrites ``advantage`` from ``reward`` (in place). Modes (SPEC §6):
+    """Overwrites ``advantage`` from ``reward`` (in place). Modes (docs/training.md "Advantages"):
     ``file`` keep what the file says; ``group``: (R - mean_q) / (std_q + eps) within each
     question_id; ``batch``: (R - mean_q) / (std_batch + eps), the group-centred rewards scaled by the
     std of all of them; ``none``: R - mean_q (Dr.GRPO). std is the population std."""

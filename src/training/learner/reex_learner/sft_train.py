@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import lzma
 import math
 import os
 import random
@@ -55,9 +56,10 @@ class Record:
 
 
 def read_records(path: str) -> List[Record]:
-    """Reads pre-tokenized JSONL; a path ending in .gz is read through gzip (the starter's data gzips 30x, small enough to carry to a GPU machine)."""
+    """Reads pre-tokenized JSONL; a path ending in .gz or .xz is read through gzip or xz (the synthetic data gzips 30x;
+    real questions' schemas repeat across records farther apart than gzip's window, so xz carries them to a GPU machine)."""
     out: List[Record] = []
-    opener = gzip.open if path.endswith(".gz") else open
+    opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -217,6 +219,23 @@ def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
     return Batch(ids, pos, seg, targets, mask, sum(p.length for p in packs), sum(p.unpacked_length for p in packs))
 
 
+def attention_allowed(seg: torch.Tensor) -> torch.Tensor:
+    """(B, 1, T, T) boolean mask of :func:`attention_bias` (True where query t may read key s), for
+    ``scaled_dot_product_attention``."""
+    B, T = seg.shape
+    idx = torch.arange(T, device=seg.device)
+    causal = idx.unsqueeze(0) <= idx.unsqueeze(1)
+    same = (seg.unsqueeze(2) == seg.unsqueeze(1)) | (seg.unsqueeze(1) == 0)
+    allowed = causal.unsqueeze(0) & same
+    allowed = allowed | torch.eye(T, dtype=torch.bool, device=seg.device).unsqueeze(0)
+    return allowed.view(B, 1, T, T)
+
+
+#: Attention of :func:`packed_forward`: "eager" (the reference maths, f32 scores) or "sdpa"
+#: (PyTorch's fused ``scaled_dot_product_attention`` with the same mask; faster and smaller on CUDA).
+ATTENTION = {"impl": "eager"}
+
+
 def attention_bias(seg: torch.Tensor) -> torch.Tensor:
     """(B, 1, 1, T, T) additive bias: 0 where query t may read key s (s <= t and s is in the prefix
     or in t's own suffix), -inf elsewhere. Every position may read itself (no empty rows)."""
@@ -237,7 +256,8 @@ def packed_forward(model: LlamaModel, ids: torch.Tensor, pos: torch.Tensor, seg:
     hp = model.hp
     B, T = ids.shape
     cos, sin = rope_angles(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, model.rope_freqs)
-    bias = attention_bias(seg)
+    sdpa = ATTENTION["impl"] == "sdpa"
+    bias = attention_allowed(seg) if sdpa else attention_bias(seg)
     x = model.token_embd(ids)
     group = hp.n_head // hp.n_head_kv
 
@@ -249,6 +269,14 @@ def packed_forward(model: LlamaModel, ids: torch.Tensor, pos: torch.Tensor, seg:
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
         k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
         v = v.transpose(1, 2)
+        if sdpa:
+            kk = k.repeat_interleave(group, dim=1) if group > 1 else k
+            vv = v.repeat_interleave(group, dim=1) if group > 1 else v
+            out = F.scaled_dot_product_attention(q, kk, vv, attn_mask=bias, scale=hp.attn_scale)
+            out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
+            h = x + layer.attn_output(out)
+            m = layer.ffn_norm(h)
+            return h + layer.ffn_down(F.silu(layer.ffn_gate(m)) * layer.ffn_up(m))
         qg = q.reshape(B, hp.n_head_kv, group, T, hp.head_dim)
         scores = torch.matmul(qg, k.unsqueeze(2).transpose(-1, -2)).float() * hp.attn_scale + bias
         probs = torch.softmax(scores, dim=-1).to(v.dtype)
@@ -389,6 +417,55 @@ def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float
     return tot / max(n, 1.0)
 
 
+def reinitialize(model: LlamaModel, std: float, seed: int) -> None:
+    """Draws fresh weights with the starter's initial scheme (src/starter/model.ts): matrices normal(0, std), the
+    residual projections (attn_output, ffn_down) std / sqrt(2 * layers), norms 1, biases 0. Only the file's shape,
+    tokenizer and metadata are kept, so a GPU run can start from a zeroed, compressible copy of the initial model."""
+    gen = torch.Generator().manual_seed(seed)
+    resid = std / math.sqrt(2 * model.hp.n_layer)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            elif p.dim() == 1:
+                p.zero_()
+            else:
+                s = resid if name.endswith(("attn_output.weight", "ffn_down.weight")) else std
+                p.copy_(torch.randn(p.shape, generator=gen) * s)
+
+
+def choose_attention(name: str, model: LlamaModel, batches: Sequence[List[Pack]], device: torch.device) -> Dict[str, Any]:
+    """Sets :data:`ATTENTION` from ``--attention``; ``auto`` takes sdpa on CUDA only when its logits on one batch
+    match eager's (max |diff| < 1e-2), so a PyTorch without a fitting kernel trains on the reference maths."""
+    has_sdpa = hasattr(F, "scaled_dot_product_attention")
+    if name == "eager" or (name == "auto" and (device.type != "cuda" or not has_sdpa)) or not batches:
+        ATTENTION["impl"] = "eager"
+        return {"impl": "eager"}
+    if not has_sdpa:
+        raise ValueError("--attention sdpa needs PyTorch 2 (scaled_dot_product_attention)")
+    b = collate_packs(batches[0][:2]).to(device)
+    model.eval()
+    try:
+        with torch.no_grad():
+            ATTENTION["impl"] = "eager"
+            ref = packed_forward(model, b.ids, b.pos, b.seg)
+            ATTENTION["impl"] = "sdpa"
+            got = packed_forward(model, b.ids, b.pos, b.seg)
+        diff = float((ref - got).abs().max())
+    except RuntimeError as err:  # no kernel for this mask/dtype on this build
+        if name == "sdpa":
+            raise
+        ATTENTION["impl"] = "eager"
+        return {"impl": "eager", "sdpa_error": str(err)[:200]}
+    finally:
+        model.train()
+    if name == "auto" and not diff < 1e-2:
+        ATTENTION["impl"] = "eager"
+        return {"impl": "eager", "sdpa_max_diff": diff}
+    ATTENTION["impl"] = "sdpa"
+    return {"impl": "sdpa", "sdpa_max_diff": diff}
+
+
 def train(args: argparse.Namespace) -> Dict[str, Any]:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -400,6 +477,8 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     log = Logger(args.log)
     t_start = time.time()
     model, g = load_model(args.model, device=device)
+    if args.reinit:
+        reinitialize(model, args.reinit, args.seed)
     model.grad_checkpoint = args.grad_checkpoint
     records = read_records(args.data)
     n_vocab = g.hparams.n_vocab
@@ -421,6 +500,7 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     eval_batches = make_batches(eval_packs, args.batch_tokens, random.Random(0))
     epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
     params = sum(p.numel() for p in model.parameters())
+    attention = choose_attention(args.attention, model, eval_batches or make_batches(epoch_packs[:8], args.batch_tokens, random.Random(0)), device)
     log(
         "start",
         model=args.model,
@@ -436,6 +516,8 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
         share_prefix=not args.no_share_prefix,
         threads=torch.get_num_threads(),
         device=str(device),
+        attention=attention,
+        amp=args.amp,
         lr=args.lr,
         minutes=args.minutes,
         argv=sys.argv[1:],
@@ -479,7 +561,8 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
                 grp["lr"] = lr
             b = collate_packs(bp).to(device)
             opt.zero_grad(set_to_none=True)
-            s, n = batch_loss(model, b)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.amp == "bf16"):
+                s, n = batch_loss(model, b)
             loss = s / max(n, 1.0)
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
@@ -593,6 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="cpu | cuda[:N] | auto (CUDA when PyTorch sees a GPU); float32 weights, TF32 matmuls on CUDA")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--grad-checkpoint", action="store_true")
+    p.add_argument("--reinit", type=float, default=0.0, help="STD: draw fresh weights (the starter's scheme, seeded by --seed) instead of the file's")
+    p.add_argument("--attention", default="eager", choices=["eager", "sdpa", "auto"], help="eager (reference maths) | sdpa (fused scaled_dot_product_attention, PyTorch 2) | auto (sdpa on CUDA when it matches eager on a batch, else eager)")
+    p.add_argument("--amp", default="none", choices=["none", "bf16"], help="bf16 autocast of the forward pass (weights and optimizer stay f32)")
     return p
 
 
