@@ -27,7 +27,8 @@ import { checkIdentifiers, formatCheck, runRollout, type RolloutResult, type Sch
 import { createGrammarBuilder, createPromptBuilder, schemaNames } from "../src/decoding/index.js";
 import type { PromptFamily } from "../src/decoding/types.js";
 import { buildExamples } from "../src/examples/index.js";
-import { buildTinyModel, createLlamaPolicy, writeFileAtomic } from "../src/policy/index.js";
+import { createLlamaPolicy } from "../src/policy/index.js";
+import { buildTinyModel, writeFileAtomic } from "../src/policy/tooling.js";
 import { ExecutorPool, loadSchema } from "../src/sql/index.js";
 
 const { values } = parseArgs({

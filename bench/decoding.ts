@@ -36,7 +36,8 @@ import { getProfile, type ModelProfile, type SegmentGrammars } from "../src/agen
 import { createDecoder, createGrammarBuilder, vote, saysNothingMatched, type Answer, type EmptyVotes, type Strategy } from "../src/decoding/index.js";
 import { loadDataset } from "../src/eval/index.js";
 import { buildExamples } from "../src/examples/index.js";
-import { buildTinyModel, createLlamaPolicy, gbnfLiteral, writeFileAtomic } from "../src/policy/index.js";
+import { createLlamaPolicy } from "../src/policy/index.js";
+import { buildTinyModel, gbnfLiteral, writeFileAtomic } from "../src/policy/tooling.js";
 import { ExecutorPool, exBird, loadSchema, type ExecResult } from "../src/sql/index.js";
 
 const { values } = parseArgs({

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildTinyModel, writeFileAtomic } from "../src/policy/index.js";
+import { buildTinyModel, writeFileAtomic } from "../src/policy/tooling.js";
 import { runSignalCheck } from "../src/training/index.js";
 
 const { values } = parseArgs({

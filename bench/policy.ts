@@ -12,7 +12,8 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildTinyModel, createLlamaPolicy, writeFileAtomic, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
+import { buildTinyModel, writeFileAtomic } from "../src/policy/tooling.js";
 
 const { values } = parseArgs({
   options: {

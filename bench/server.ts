@@ -65,7 +65,7 @@ function fixedLatencyDecode(latencyMs: number) {
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 /** One timed call of a variant; `server` is the server's own share when the answer reports it. */
-type Call = () => Promise<{ server?: number } | void>;
+type Call = () => Promise<{ server?: number } | undefined>;
 
 /** The in-process decoder, one call. */
 function inProcessCall(decode: ReturnType<typeof fixedLatencyDecode>, dbPath: string): Call {
@@ -154,6 +154,7 @@ async function mcpCall(url: string, database: string, progress: boolean, via: "f
       counts.calls++;
       const r = await client.callTool({ name: "ask", arguments: args }, undefined, progress ? { onprogress: () => void counts.notifications++ } : undefined);
       if (r.isError) throw new Error(`ask failed: ${JSON.stringify(r.content)}`);
+      return undefined;
     },
     close: async () => {
       await client.close();

@@ -4,63 +4,17 @@ export { REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagR
 export {
   PROFILES,
   PROFILE_IDS,
-  detectProfile,
   familyFor,
-  fencedFormatCheck,
-  genericProfile,
   getProfile,
-  omnisqlProfile,
   reexProfile,
   resolveProfile,
-  skyrlSqlProfile,
-  thinkAnswerProfile,
-  type FeedbackStyle,
-  type ModelMetadata,
   type ModelProfile,
   type ProfileChoice,
   type ProfileId,
-  type ProfilePromptInput,
-  type Wrapper,
 } from "./profiles/index.js";
-export {
-  FAMILY_INSTRUCTIONS,
-  ROLE_TEXT,
-  TABLE_ALIASES,
-  UNANSWERABLE_MARKER,
-  buildPrompt,
-  schemaSection,
-  systemPrompt,
-  type BuiltPrompt,
-  type PromptInput,
-} from "./prompts.js";
-export {
-  END_TOKENS,
-  extractFinal,
-  extractProbes,
-  formatCheck,
-  normalizeSql,
-  segments,
-  stripSemicolons,
-  unanswerableReason,
-  unwrapSql,
-  type FinalAnswer,
-  type FormatVerdict,
-  type Segment,
-  type TagName,
-} from "./parse.js";
-export {
-  LIMIT_FEEDBACK,
-  LOCKED_FEEDBACK,
-  REPEATED_PROBE_FEEDBACK,
-  TIMEOUT_FEEDBACK,
-  defuse,
-  formatFeedback,
-  resultBlock,
-  schemaHint,
-  wrapFeedback,
-  type FeedbackOptions,
-  type SchemaTables,
-} from "./feedback.js";
+export { buildPrompt, type BuiltPrompt } from "./prompts.js";
+export { extractFinal, extractProbes, formatCheck, normalizeSql, segments } from "./parse.js";
+export { formatFeedback, resultBlock } from "./feedback.js";
 export {
   cloneRolloutState,
   continueRollout,
@@ -70,22 +24,9 @@ export {
   rollout,
   rolloutStep,
   runRollout,
-  type ProbeRecord,
   type RolloutOptions,
   type RolloutResult,
   type RolloutState,
-  type RolloutStopReason,
-  type StepOutcome,
 } from "./rollout.js";
-export {
-  REEX_SKELETON,
-  buildGrammar,
-  buildSegmentGrammars,
-  checkIdentifiers,
-  identifiersIn,
-  type GrammarSkeleton,
-  type GrammarStart,
-  type SchemaNames,
-  type SegmentGrammars,
-} from "./grammar.js";
-export { preparePrompt, type PrepareOptions, type PreparedPrompt } from "./inputs.js";
+export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
+export { preparePrompt } from "./inputs.js";

@@ -17,6 +17,7 @@
  * then `<final_sql>`, both injected) and the model writes its answer within the reserve; a final SQL
  * the model had already opened just goes on. Off by default (training measures truncation as is).
  */
+import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
@@ -201,7 +202,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const sink = guardSink(options.sink);
   if (state.done) return { kind: "done", stopReason: state.stopReason ?? "end" };
   if (options.signal?.aborted) return end(state, "aborted");
-  const maxTokens = options.maxTokens ?? 1024;
+  const maxTokens = options.maxTokens ?? AGENT_DEFAULTS.maxTokens;
   const remaining = maxTokens - state.generatedTokens;
   if (remaining <= 0) return end(state, "maxTokens");
   const reserve = state.forcedFinal ? 0 : Math.min(Math.max(0, Math.floor(options.finalReserve ?? 0)), Math.floor(maxTokens / 2));
@@ -280,7 +281,7 @@ function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | und
 async function answerProbe(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, sql: string, path: string): Promise<StepOutcome> {
   const sink = guardSink(options.sink);
   const profile = options.profile ?? reexProfile;
-  const maxInteractions = options.maxInteractions ?? 10;
+  const maxInteractions = options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions;
   if (state.interactions >= maxInteractions) {
     const probe: ProbeRecord = { step: state.interactions + 1, sql, result: null, feedback: LIMIT_FEEDBACK, repeated: false, overLimit: true };
     const injected = wrapFeedback(LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;

@@ -1,16 +1,6 @@
 /**
- * The agent's own vocabulary: prompt families and feedback modes. The agent owns them (it builds the
- * prompts and writes the feedback); decoding, training and the front ends import them from here.
+ * The agent's vocabulary: prompt families and feedback modes. The lists are written once in
+ * src/config's vocabulary (the config schema is their lowest user); the agent re-exports them.
  */
 
-/** Prompt families of the ReEx appendix: probes allowed, think then answer, answer only. */
-export type PromptFamily = "execution-aware" | "standard" | "direct";
-
-/** Every prompt family, in the order the ReEx appendix lists them. */
-export const PROMPT_FAMILIES: readonly PromptFamily[] = ["execution-aware", "standard", "direct"];
-
-/** Feedback modes: what the model is shown of a probe's execution. */
-export type FeedbackMode = "full" | "schema-only" | "row-count" | "error-only" | "locked" | "timeout";
-
-/** Every feedback mode: what the model is shown of a probe's result, for the ReEx paper's robustness study (`full` in serving). */
-export const FEEDBACK_MODES: readonly FeedbackMode[] = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"];
+export { FEEDBACK_MODES, PROMPT_FAMILIES, type FeedbackMode, type PromptFamily } from "../config/index.js";

@@ -3,7 +3,7 @@
  * printing the probes and their results as they happen, then the final SQL and its result.
  */
 import { parseArgs } from "node:util";
-import { loadConfig, splitSettings, unknownOption } from "../config/index.js";
+import { AGENT_DEFAULTS, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, loadConfig, splitSettings, unknownOption } from "../config/index.js";
 import { answerStatus, type Answer, type AnswerRequest, type FeedbackMode, type Strategy } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
@@ -24,12 +24,12 @@ options:
                           (password as \${ENV_VAR} or PGPASSWORD)
   --evidence TEXT         hint ("evidence" in BIRD) shown to the model
   --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
-  --profile ID            the model's protocol: auto | reex | skyrl-sql | omnisql | think-answer | generic
+  --profile ID            the model's protocol: auto | ${PROFILE_IDS.join(" | ")}
                           (default policy.profile; auto reads it off the model's metadata)
-  --strategy S            greedy | linear | tree | tree-prune (default greedy)
-  --candidates N          candidates for linear/tree strategies (default 16)
-  --max-interactions N    probe rounds at most (default 10)
-  --feedback MODE         full | schema-only | row-count | error-only | locked | timeout (default full)
+  --strategy S            ${STRATEGIES.join(" | ")} (default ${DECODING_DEFAULTS.strategy})
+  --candidates N          candidates for linear/tree strategies (default ${DECODING_DEFAULTS.candidates})
+  --max-interactions N    probe rounds at most (default ${AGENT_DEFAULTS.maxInteractions})
+  --feedback MODE         ${FEEDBACK_MODES.join(" | ")} (default ${AGENT_DEFAULTS.feedback})
   --constrained           restrict output to the tag structure and the schema's identifiers
   --seed N                sampling seed
   --json                  print the whole answer record as JSON, with the profile and each
@@ -42,8 +42,6 @@ options:
 /** Characters of the model's text shown when it ends without a final SQL. */
 const TAIL_CHARS = 400;
 
-const FEEDBACK = ["full", "schema-only", "row-count", "error-only", "locked", "timeout"];
-const STRATEGIES = ["greedy", "linear", "tree", "tree-prune"];
 
 function int(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
@@ -122,16 +120,15 @@ export async function run(argv: string[]): Promise<number> {
     console.error(`reex ask: --db and a question are required\n\n${USAGE}`);
     return 2;
   }
-  if (values.feedback !== undefined && !FEEDBACK.includes(values.feedback)) {
-    console.error(`reex ask: --feedback must be one of ${FEEDBACK.join(", ")}`);
+  if (values.feedback !== undefined && !(FEEDBACK_MODES as readonly string[]).includes(values.feedback)) {
+    console.error(`reex ask: --feedback must be one of ${FEEDBACK_MODES.join(", ")}`);
     return 2;
   }
-  if (values.strategy !== undefined && !STRATEGIES.includes(values.strategy)) {
+  if (values.strategy !== undefined && !(STRATEGIES as readonly string[]).includes(values.strategy)) {
     console.error(`reex ask: --strategy must be one of ${STRATEGIES.join(", ")}`);
     return 2;
   }
 
-  const { PROFILE_IDS } = await import("../agent/index.js");
   if (values.profile !== undefined && values.profile !== "auto" && !(PROFILE_IDS as readonly string[]).includes(values.profile)) {
     console.error(`reex ask: --profile must be auto or one of ${PROFILE_IDS.join(", ")}`);
     return 2;

@@ -12,7 +12,8 @@ import { PROFILE_IDS, familyFor, getProfile, resolveProfile, type ProfileChoice,
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import type { Strategy } from "../decoding/index.js";
-import { splitSettings, type Config } from "../config/index.js";
+import { PROMPT_FAMILIES, STRATEGIES, splitSettings, type Config } from "../config/index.js";
+import type { PostgresSource } from "../pg/index.js";
 import type { Runtime } from "../runtime/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
 import {
@@ -39,7 +40,6 @@ import {
 /** One-line description shown by `reex --help`. */
 export const summary = "score a BIRD/Spider dataset (decoding strategies or a predictions file) and write a report";
 
-const STRATEGIES: readonly Strategy[] = ["greedy", "linear", "tree", "tree-prune"];
 
 const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--profile ID] [--limit N] [--out DIR] [--model PATH]
        reex eval --dataset FILE --db-root DIR --runs FILE [--limit N] [--out DIR]
@@ -57,7 +57,7 @@ options:
   --postgres URL       run gold and predicted SQL on PostgreSQL instead: the URL names each
                        question's database with {db_id}, e.g. postgres://reader:\${PW}@host/reex_{db_id}
                        (the SQLite files under --db-root still list the databases)
-  --strategy S[,S2…]   greedy | linear | tree | tree-prune; several run one after the other
+  --strategy S[,S2…]   ${STRATEGIES.join(" | ")}; several run one after the other
   --candidates K       candidates for linear/tree strategies (default: config decoding.candidates)
   --profile ID         model profile of the --strategy runs: ${PROFILE_IDS.join(", ")}
                        (default: config policy.profile, else detected from the model)
@@ -156,8 +156,8 @@ const runSpecSchema = z
     model: z.string().min(1).optional(),
     /** A built-in profile id; default the config's policy.profile, else detected from the model. */
     profile: z.string().min(1).optional(),
-    promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
-    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]),
+    promptFamily: z.enum(PROMPT_FAMILIES).optional(),
+    strategy: z.enum(STRATEGIES),
     candidates: z.number().int().positive().optional(),
     constrained: z.boolean().optional(),
     schemaHints: z.boolean().optional(),
@@ -220,10 +220,27 @@ async function openRuntime(config: Config): Promise<EvalRuntime> {
   return createRuntime(config);
 }
 
-/** Runs the command; returns the exit code (0 ok, 1 self-check or run failure, 2 bad arguments). */
-export async function run(argv: string[]): Promise<number> {
-  let values: { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
-  let runSpecs: RunSpec[] | undefined;
+/** The parsed flags of `reex eval`. */
+type EvalValues = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
+
+/** The command line, parsed and checked. */
+interface EvalArgs {
+  values: EvalValues & { dataset: string; "db-root": string };
+  /** `--section.key` settings, plus `policy.model` from `--model`. */
+  configFlags: Record<string, string>;
+  runSpecs?: RunSpec[];
+  strategies: Strategy[];
+  limit?: number;
+  concurrency: number;
+  candidates?: number;
+  timeoutMs: number;
+  maxRows: number;
+  layout: DatasetLayout | "auto";
+}
+
+/** Parses and checks the command line; an exit code (0 after --help, 2 on bad usage, message printed) instead when it cannot run. */
+function parseEvalArgs(argv: string[]): EvalArgs | number {
+  let values: EvalValues;
   let configFlags: Record<string, string>;
   try {
     const split = splitSettings(argv);
@@ -238,21 +255,16 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-
-  let strategies: Strategy[] = [];
-  let limit: number | undefined;
-  let concurrency: number;
-  let candidates: number | undefined;
-  let timeoutMs: number;
-  let maxRows: number;
-  let layout: DatasetLayout | "auto";
   try {
-    if (!values.dataset || !values["db-root"]) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
+    const { dataset, "db-root": dbRoot } = values;
+    if (!dataset || !dbRoot) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
     if ([values.strategy, values.predictions, values.runs].filter(Boolean).length !== 1) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy, --runs or --predictions");
+    let runSpecs: RunSpec[] | undefined;
     if (values.runs) {
       if (values.candidates || values.model || values.profile) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile go inside the --runs file");
       runSpecs = readRunSpecs(values.runs);
     }
+    let strategies: Strategy[] = [];
     if (values.strategy) {
       strategies = values.strategy.split(",").map((s) => s.trim()).filter(Boolean) as Strategy[];
       const bad = strategies.filter((s) => !STRATEGIES.includes(s));
@@ -261,54 +273,145 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (values.predictions && (values.candidates || values.model || values.profile)) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
     if (values.profile !== undefined) getProfile(values.profile);
-    limit = positiveInt("limit", values.limit);
-    concurrency = positiveInt("concurrency", values.concurrency) ?? 1;
-    candidates = positiveInt("candidates", values.candidates);
-    timeoutMs = positiveInt("timeout-ms", values["timeout-ms"]) ?? DEFAULT_EVAL_TIMEOUT_MS;
-    maxRows = positiveInt("max-rows", values["max-rows"]) ?? DEFAULT_EVAL_MAX_ROWS;
-    const l = values.layout ?? "auto";
-    if (l !== "auto" && l !== "bird" && l !== "spider") throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${l}"`);
-    layout = l;
+    const layout = values.layout ?? "auto";
+    if (layout !== "auto" && layout !== "bird" && layout !== "spider") throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${layout}"`);
     if (values.model) configFlags["policy.model"] = values.model;
+    return {
+      values: { ...values, dataset, "db-root": dbRoot },
+      configFlags,
+      ...(runSpecs ? { runSpecs } : {}),
+      strategies,
+      limit: positiveInt("limit", values.limit),
+      concurrency: positiveInt("concurrency", values.concurrency) ?? 1,
+      candidates: positiveInt("candidates", values.candidates),
+      timeoutMs: positiveInt("timeout-ms", values["timeout-ms"]) ?? DEFAULT_EVAL_TIMEOUT_MS,
+      maxRows: positiveInt("max-rows", values["max-rows"]) ?? DEFAULT_EVAL_MAX_ROWS,
+      layout,
+    };
   } catch (err) {
     console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
     return 2;
   }
+}
+
+/**
+ * Points every item at a Postgres database named by `url` (with `{db_id}`), pushing each source
+ * it opens onto `sources` for the caller to close; leaves out questions whose gold SQL PostgreSQL
+ * does not accept. An exit code instead on a bad URL.
+ */
+async function onPostgres(url: string, items: EvalItem[], sources: PostgresSource[], limits: { timeoutMs: number; maxRows: number }): Promise<EvalItem[] | number> {
+  const { isPostgresUrl, openPostgresSource } = await import("../pg/index.js");
+  if (!isPostgresUrl(url) || !url.includes("{db_id}")) {
+    console.error("reex eval: --postgres must be a postgres:// URL with {db_id} where the database name goes");
+    return 2;
+  }
+  const keys = new Map<string, string>();
+  for (const dbId of new Set(items.map((i) => i.dbId))) {
+    const source = await openPostgresSource({ url: url.replaceAll("{db_id}", dbId), name: dbId, snapshotDir: join(".reex", "pg") });
+    sources.push(source);
+    keys.set(dbId, source.key);
+  }
+  let mapped = items.map((i) => ({ ...i, dbPath: keys.get(i.dbId)! }));
+  // gold SQL written for SQLite (strftime, date modifiers, …) may not run on PostgreSQL: those questions cannot be scored there
+  const rejected: EvalItem[] = [];
+  for (const item of mapped) {
+    const gold = await sources.find((s) => s.key === item.dbPath)!.execute(item.goldSql, limits);
+    if (!gold.ok && gold.error.category !== "timeout") rejected.push(item);
+  }
+  if (rejected.length > 0) {
+    mapped = mapped.filter((i) => !rejected.includes(i));
+    console.error(`reex eval: left out ${rejected.length} questions whose gold SQL PostgreSQL does not accept: ${rejected.map((i) => i.questionId).join(", ")}`);
+  }
+  console.error(`reex eval: running on PostgreSQL (${sources.length} databases, ${mapped.length} questions)`);
+  return mapped;
+}
+
+/** Runs one pass over the items with the shared execution settings and its own progress bar. */
+type Pass = <T>(label: string, work: (opts: EvalExecOptions) => Promise<T>) => Promise<T>;
+
+/** What the decoding runs share; `runtime` is the one open runtime, which the caller closes. */
+interface DecodeRunsContext {
+  args: EvalArgs;
+  items: EvalItem[];
+  config: Config;
+  pass: Pass;
+  holder: { runtime?: EvalRuntime };
+}
+
+/** The `--runs` file's runs, in order; a model is loaded once for its consecutive runs. */
+async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Promise<EvalRun[]> {
+  const { args, items, config, pass, holder } = ctx;
+  const runs: EvalRun[] = [];
+  let loaded: string | undefined;
+  let runConfig = config;
+  for (const spec of runSpecs) {
+    const model = spec.model ?? args.configFlags["policy.model"];
+    if (!holder.runtime || model !== loaded) {
+      const previous = holder.runtime;
+      holder.runtime = undefined; // closed here, so the caller must not close it again
+      await previous?.close();
+      runConfig = await readConfig({ ...args.configFlags, ...(model ? { "policy.model": model } : {}) }, args.values.config);
+      holder.runtime = await openRuntime(runConfig);
+      loaded = model;
+    }
+    const runtime = holder.runtime;
+    const choice = runProfile(runtime, runConfig, spec.profile, spec.promptFamily, `the runs file's "${spec.label}" entry`);
+    console.error(`reex eval: run ${spec.label}: profile ${choice.profile.id} (${choice.reason})`);
+    const k = spec.strategy === "greedy" ? undefined : (spec.candidates ?? config.decoding.candidates);
+    const request = {
+      ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
+      ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}),
+      ...(spec.schemaHints !== undefined ? { schemaHints: spec.schemaHints } : {}),
+    };
+    runs.push(
+      await pass(spec.label, (opts) =>
+        runEval({ ...opts, items, decode: runtime.decode, strategy: spec.strategy, label: spec.label, request, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(args.limit !== undefined ? { limit: args.limit } : {}) }),
+      ),
+    );
+  }
+  return runs;
+}
+
+/** The `--strategy` runs, one after the other, on one runtime. */
+async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
+  const { args, items, config, pass, holder } = ctx;
+  holder.runtime = await openRuntime(config);
+  const runtime = holder.runtime;
+  const choice = runProfile(runtime, config, args.values.profile, undefined, "--profile");
+  console.error(`reex eval: profile ${choice.profile.id} (${choice.reason})`);
+  const runs: EvalRun[] = [];
+  for (const strategy of args.strategies) {
+    const k = strategy === "greedy" ? undefined : (args.candidates ?? config.decoding.candidates);
+    runs.push(
+      await pass(strategy, (opts) =>
+        runEval({ ...opts, items, decode: runtime.decode, strategy, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(args.limit !== undefined ? { limit: args.limit } : {}) }),
+      ),
+    );
+  }
+  return runs;
+}
+
+/** Runs the command; returns the exit code (0 ok, 1 self-check or run failure, 2 bad arguments). */
+export async function run(argv: string[]): Promise<number> {
+  const args = parseEvalArgs(argv);
+  if (typeof args === "number") return args;
+  const { values, configFlags, runSpecs, limit, concurrency, timeoutMs, maxRows } = args;
 
   const datasetFile = resolve(values.dataset);
   const dbRoot = resolve(values["db-root"]);
-  const dataset = loadDataset(datasetFile, { dbRoot, layout });
+  const dataset = loadDataset(datasetFile, { dbRoot, layout: args.layout });
   let items = limit === undefined ? dataset.items : dataset.items.slice(0, limit);
-  const { PostgresSource, isPostgresUrl, openPostgresSource } = await import("../pg/index.js");
-  const postgres: InstanceType<typeof PostgresSource>[] = [];
+  const postgres: PostgresSource[] = [];
   if (values.postgres !== undefined) {
-    if (!isPostgresUrl(values.postgres) || !values.postgres.includes("{db_id}")) {
-      console.error("reex eval: --postgres must be a postgres:// URL with {db_id} where the database name goes");
-      return 2;
-    }
-    const keys = new Map<string, string>();
+    let mapped: EvalItem[] | number;
     try {
-      for (const dbId of new Set(items.map((i) => i.dbId))) {
-        const source = await openPostgresSource({ url: values.postgres.replaceAll("{db_id}", dbId), name: dbId, snapshotDir: join(".reex", "pg") });
-        postgres.push(source);
-        keys.set(dbId, source.key);
-      }
+      mapped = await onPostgres(values.postgres, items, postgres, { timeoutMs, maxRows });
     } catch (err) {
       await Promise.allSettled(postgres.map((s) => s.close()));
       throw err;
     }
-    items = items.map((i) => ({ ...i, dbPath: keys.get(i.dbId)! }));
-    // gold SQL written for SQLite (strftime, date modifiers, …) may not run on PostgreSQL: those questions cannot be scored there
-    const rejected: EvalItem[] = [];
-    for (const item of items) {
-      const gold = await postgres.find((s) => s.key === item.dbPath)!.execute(item.goldSql, { timeoutMs, maxRows });
-      if (!gold.ok && gold.error.category !== "timeout") rejected.push(item);
-    }
-    if (rejected.length > 0) {
-      items = items.filter((i) => !rejected.includes(i));
-      console.error(`reex eval: left out ${rejected.length} questions whose gold SQL PostgreSQL does not accept: ${rejected.map((i) => i.questionId).join(", ")}`);
-    }
-    console.error(`reex eval: running on PostgreSQL (${postgres.length} databases, ${items.length} questions)`);
+    if (typeof mapped === "number") return mapped;
+    items = mapped;
   }
   const primaryRule: ExRule = dataset.layout === "spider" ? "spider" : "bird";
   const predictions = values.predictions ? readPredictions(values.predictions, items, limit) : undefined;
@@ -325,12 +428,11 @@ export async function run(argv: string[]): Promise<number> {
   setMaxListeners(0, controller.signal); // every in-flight decode and query listens on it; not a leak
   const onSigint = (): void => controller.abort();
   process.once("SIGINT", onSigint);
-  let runtime: EvalRuntime | undefined;
+  const holder: { runtime?: EvalRuntime } = {};
   const executor: Executor = new ExecutorPool({ workers: Math.max(2, Math.min(concurrency, 8)), timeoutMs, maxRows });
   try {
     const golds = new Map<number, ExecResult>();
-    /** Runs one pass over the items with shared execution settings and its own progress bar. */
-    const pass = async <T>(label: string, work: (opts: EvalExecOptions) => Promise<T>): Promise<T> => {
+    const pass: Pass = async (label, work) => {
       const bar = quiet ? undefined : createProgressBar({ total: items.length, label: label.padEnd(10) });
       try {
         return await work({
@@ -356,52 +458,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     console.error(`reex eval: self-check passed (${check.checked} gold queries, every rule 100%)`);
 
-    if (config && !runSpecs) runtime = await openRuntime(config);
-
-    const runs: EvalRun[] = [];
-    if (predictions) {
-      runs.push(await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions })));
-    } else if (runSpecs) {
-      let loaded: string | undefined;
-      let runConfig = config;
-      for (const spec of runSpecs) {
-        const model = spec.model ?? configFlags["policy.model"];
-        if (!runtime || model !== loaded) {
-          const previous = runtime;
-          runtime = undefined; // closed here, so the finally block must not close it again
-          await previous?.close();
-          runConfig = await readConfig({ ...configFlags, ...(model ? { "policy.model": model } : {}) }, values.config);
-          runtime = await openRuntime(runConfig);
-          loaded = model;
-        }
-        const decode = runtime.decode;
-        const choice = runProfile(runtime, runConfig, spec.profile, spec.promptFamily, `the runs file's "${spec.label}" entry`);
-        console.error(`reex eval: run ${spec.label}: profile ${choice.profile.id} (${choice.reason})`);
-        const k = spec.strategy === "greedy" ? undefined : spec.candidates ?? config?.decoding.candidates;
-        const request = {
-          ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
-          ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}),
-          ...(spec.schemaHints !== undefined ? { schemaHints: spec.schemaHints } : {}),
-        };
-        runs.push(
-          await pass(spec.label, (opts) =>
-            runEval({ ...opts, items, decode, strategy: spec.strategy, label: spec.label, request, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
-          ),
-        );
-      }
-    } else {
-      const decode = runtime!.decode;
-      const choice = runProfile(runtime!, config, values.profile, undefined, "--profile");
-      console.error(`reex eval: profile ${choice.profile.id} (${choice.reason})`);
-      for (const strategy of strategies) {
-        const k = strategy === "greedy" ? undefined : candidates ?? config?.decoding.candidates;
-        runs.push(
-          await pass(strategy, (opts) =>
-            runEval({ ...opts, items, decode, strategy, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(limit !== undefined ? { limit } : {}) }),
-          ),
-        );
-      }
-    }
+    let runs: EvalRun[];
+    if (predictions) runs = [await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions }))];
+    else if (runSpecs) runs = await decodeRunSpecs({ args, items, config: config!, pass, holder }, runSpecs);
+    else runs = await decodeStrategies({ args, items, config: config!, pass, holder });
 
     const report = createReport({
       runs,
@@ -417,7 +477,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   } finally {
     process.off("SIGINT", onSigint);
-    await runtime?.close();
+    await holder.runtime?.close();
     await executor.close();
     await Promise.allSettled(postgres.map((s) => s.close()));
   }

@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { PROFILE_IDS } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
-import { loadTrainConfig, runTraining, type TrainMode } from "../training/index.js";
+import { loadTrainConfig, runTraining, type TrainConfigInput, type TrainMode } from "../training/index.js";
 
 /** One-line description shown by `reex --help`. */
 export const summary = "fine-tune the policy: SFT on traces or GRPO with executor-in-the-loop rollouts";
@@ -74,7 +74,8 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadTrainConfig(resolve(values.config), mode, {
     ...(values.run ? { runDir: resolve(values.run) } : {}),
     ...(steps !== undefined ? { steps } : {}),
-    ...(values.profile !== undefined ? { profile: values.profile } : {}),
+    // the merged config is parsed by its schema, which names the known profiles when this is none
+    ...(values.profile !== undefined ? { profile: values.profile as TrainConfigInput["profile"] } : {}),
   });
   const controller = new AbortController();
   const onSigint = (): void => controller.abort();

@@ -8,6 +8,18 @@ import { join } from "node:path";
 import { z } from "zod";
 import { ReexError, issuesFrom } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
+import { FEEDBACK_MODES, PROFILE_IDS, STRATEGIES } from "./vocabulary.js";
+
+export {
+  FEEDBACK_MODES,
+  PROFILE_IDS,
+  PROMPT_FAMILIES,
+  STRATEGIES,
+  type FeedbackMode,
+  type ProfileId,
+  type PromptFamily,
+  type Strategy,
+} from "./vocabulary.js";
 
 const serverSchema = z
   .object({
@@ -98,10 +110,9 @@ const policySchema = z
     /** GGUF path or model URI (`hf:owner/repo/file.gguf`); default: the shipped starter model. */
     model: z.string().optional(),
     /**
-     * The model's protocol: "reex", "skyrl-sql", "omnisql", "think-answer", "generic", or "auto" to
-     * read it off the GGUF's metadata (unrecognised models get "generic"). Default "auto".
+     * The model's protocol: one of `PROFILE_IDS` ("reex", "skyrl-sql", …), or "auto" to read it off the GGUF's metadata (unrecognised models get "generic"). Default "auto".
      */
-    profile: z.enum(["auto", "reex", "skyrl-sql", "omnisql", "think-answer", "generic"]).default("auto"),
+    profile: z.enum(["auto", ...PROFILE_IDS]).default("auto"),
     /** Where the starter model is and downloaded models are cached; a path given relative is read from the working folder. Default: `models` in the package's folder, whatever the working folder. */
     modelsDir: z.string().default(() => join(packageRoot(), "models")),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */
@@ -139,7 +150,7 @@ const agentSchema = z
     /** Tokens sampled per trajectory at most. Default 1024. */
     maxTokens: z.number().int().positive().default(1024),
     /** What the model sees of probe results. Default "full". */
-    feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
+    feedback: z.enum(FEEDBACK_MODES).default("full"),
     /** Rows shown per probe result. Default 3. */
     feedbackRows: z.number().int().min(0).max(50).default(3),
     /** A probe's missing-column or missing-table error lists the real columns or tables. Default true. */
@@ -152,7 +163,7 @@ const agentSchema = z
 const decodingSchema = z
   .object({
     /** Strategy used when a request names none. Default "greedy". */
-    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]).default("greedy"),
+    strategy: z.enum(STRATEGIES).default("greedy"),
     /** Candidates for linear/tree strategies. Default 16. */
     candidates: z.number().int().positive().default(16),
     /** Most children per tree node. Default 3. */
@@ -167,6 +178,12 @@ const decodingSchema = z
     draftMax: z.number().int().min(1).max(64).default(8),
   })
   .strict();
+
+/** The `agent` section's defaults, read off its schema (the rollout and the decoder use these). */
+export const AGENT_DEFAULTS: Readonly<z.infer<typeof agentSchema>> = Object.freeze(agentSchema.parse({}));
+
+/** The `decoding` section's defaults, read off its schema. */
+export const DECODING_DEFAULTS: Readonly<z.infer<typeof decodingSchema>> = Object.freeze(decodingSchema.parse({}));
 
 /** The whole configuration; every field has a default, so `{}` is valid. */
 export const configSchema = z

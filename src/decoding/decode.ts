@@ -4,7 +4,7 @@
  * and answers. Every trajectory it starts is released before it returns or throws.
  */
 import { familyFor, getProfile, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
-import type { Config } from "../config/index.js";
+import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy } from "../policy/index.js";
@@ -51,21 +51,12 @@ export interface DecoderDefaults {
   maxCandidates: number;
 }
 
-/** The built-in defaults (the paper's settings). */
+/** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
 export const DEFAULT_DECODER_DEFAULTS: Readonly<DecoderDefaults> = {
-  strategy: "greedy",
-  candidates: 16,
-  branching: 3,
-  temperature: 0.7,
-  maxInteractions: 10,
-  maxTokens: 1024,
-  feedback: "full",
-  feedbackRows: 3,
-  schemaHints: true,
-  finalReserve: 0,
+  ...DECODING_DEFAULTS,
+  ...AGENT_DEFAULTS,
   promptFamily: "execution-aware",
   finalTimeoutMs: 10_000,
-  maxCandidates: 32,
 };
 
 /** Decoder defaults from the configuration's `decoding`, `agent` and `sql` sections. */
@@ -143,7 +134,7 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
   const profile = req.profile !== undefined ? getProfile(req.profile) : choice.profile;
   const family = familyFor(profile, req.promptFamily ?? (profile.families.includes(d.promptFamily) ? d.promptFamily : undefined));
   const strategy = req.strategy ?? d.strategy;
-  if (!["greedy", "linear", "tree", "tree-prune"].includes(strategy)) throw new ReexError("BAD_REQUEST", `unknown strategy "${strategy}"`);
+  if (!STRATEGIES.includes(strategy)) throw new ReexError("BAD_REQUEST", `unknown strategy "${strategy}"`);
   const temperature = strategy === "greedy" ? 0 : (req.temperature ?? d.temperature);
   if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
   return {
@@ -155,6 +146,14 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
     profile,
   };
 }
+
+/** Each strategy's runner: a new name in `STRATEGIES` does not compile until it has one here. */
+const RUNNERS: Record<Strategy, (run: Run, o: Resolved) => Promise<StrategyOutcome>> = {
+  greedy: (run, o) => runLinear(run, o.candidates),
+  linear: (run, o) => runLinear(run, o.candidates),
+  tree: (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: false }),
+  "tree-prune": (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: true }),
+};
 
 /**
  * Creates the decode function over a policy and an executor: `decode(request, ctx)` runs greedy,
@@ -217,9 +216,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         },
       };
 
-      let outcome: StrategyOutcome;
-      if (o.strategy === "greedy" || o.strategy === "linear") outcome = await runLinear(run, o.candidates);
-      else outcome = await runTree(run, { candidates: o.candidates, branching: o.branching, prune: o.strategy === "tree-prune" });
+      const outcome = await RUNNERS[o.strategy](run, o);
       if (control.isCancelled()) throw control.reason("cancelled");
       await control.releaseAll();
 

@@ -1,5 +1,6 @@
 /** Decoding: greedy, linear, tree and tree-prune strategies over the agent's rollout, and the vote on executed candidates. */
 export type { Answer, AnswerRequest, Candidate, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
+export { STRATEGIES } from "./types.js";
 export { VOTE_RULE, saysNothingMatched, vote, type Ballot, type EmptyVotes, type VoteGroup, type VoteOutcome } from "./vote.js";
 export { answerStatus, candidateView, type AnswerStatus, type CandidateView } from "./view.js";
 export {

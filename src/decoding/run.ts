@@ -70,6 +70,7 @@ export class LeafCollector {
     const index = this.leaves.length;
     this.leaves.push({ path, rollout, exec });
     const error = leafError(rollout, exec);
+    const errorCode = rollout.finalSql !== null ? (exec && !exec.ok ? exec.error.code : undefined) : rollout.error?.code;
     this.emit({
       type: "candidate",
       path,
@@ -77,6 +78,7 @@ export class LeafCollector {
       sql: rollout.finalSql,
       ok: error === undefined,
       ...(error !== undefined ? { error } : {}),
+      ...(error !== undefined && errorCode !== undefined ? { errorCode } : {}),
       answerable: rollout.answerable,
     });
     return index;

@@ -6,12 +6,11 @@ import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
 import type { FeedbackMode, PromptFamily } from "../agent/index.js";
+import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 
-/** Decoding strategies: one greedy rollout, k independent rollouts, or a tree that shares prefixes (optionally pruned). */
-export type Strategy = "greedy" | "linear" | "tree" | "tree-prune";
-
-/** The agent's vocabulary, re-exported for callers of the decoder. */
+/** The strategy list (src/config's `STRATEGIES`) and the agent's vocabulary, re-exported for callers of the decoder. */
+export { STRATEGIES, type Strategy } from "../config/index.js";
 export type { FeedbackMode, PromptFamily };
 
 /** One question to answer against one registered database file. */

@@ -22,6 +22,8 @@ export interface CandidateEvent {
   sql: string | null;
   ok: boolean;
   error?: string;
+  /** The stable code of `error` when it has one (the executor's or the rollout's), e.g. "SQL_TIMEOUT". */
+  errorCode?: string;
   answerable: boolean;
 }
 /** The vote over executed candidates. */

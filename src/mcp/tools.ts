@@ -1,6 +1,6 @@
 /** The four tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder). */
 import { z } from "zod";
-import type { Config } from "../config/index.js";
+import { STRATEGIES, type Config } from "../config/index.js";
 import type { AnswerRequest, PromptBuilder } from "../decoding/index.js";
 import { familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
@@ -34,7 +34,6 @@ export interface ToolDef {
 /** The MCP names of reex's tools. */
 export const TOOL_NAMES = ["list_databases", "describe_database", "run_sql", "ask"] as const;
 
-const STRATEGIES = ["greedy", "linear", "tree", "tree-prune"] as const;
 const databaseField = z.string().min(1).max(200).describe("Id or unique name of a registered database (see list_databases).");
 
 /** Input schemas of the tools, bounded by `config` as the REST API's are. */

@@ -1,6 +1,6 @@
 /**
  * The policy: the language model behind every trajectory. Decoding, agent, server and training code
- * import from here and never from node-llama-cpp.
+ * import from here and never from node-llama-cpp. Model-building and test tooling: ./tooling.ts.
  */
 export type {
   ChatMessage,
@@ -17,29 +17,5 @@ export type {
   Trajectory,
 } from "./types.js";
 export { createLlamaPolicy, type LlamaPolicyOptions } from "./llama.js";
-export { ScriptedPolicy, SCRIPTED_EOS, type Script, type ScriptContext, type ScriptedPolicyOptions } from "./scripted.js";
-export { exactTextGrammar, gbnfLiteral } from "./grammar.js";
-export {
-  buildTinyLora,
-  buildTinyModel,
-  byteToUnicode,
-  CHATML_SPECIALS,
-  CHATML_TEMPLATE,
-  GPT2_PRETOKENIZE,
-  learnMerges,
-  llamaMetadata,
-  llamaTensors,
-  seededRandom,
-  vocabularyFromMerges,
-  writeFileAtomic,
-  type ChatmlSpecial,
-  type ChatmlVocabulary,
-  type LlamaInit,
-  type LlamaShape,
-  type TinyLoraOptions,
-  type TinyModelOptions,
-} from "./tiny-model.js";
-export { encodeGguf, gguf, type GgufContents, type GgufTensor, type GgufValue } from "./gguf.js";
 export { createRemotePolicy, type RemotePolicyOptions } from "./remote/index.js";
-export { piecesOf, tokenizePieces } from "./prompt.js";
 export { modelDisplayName } from "./info.js";

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
-import { join, posix } from "node:path";
+import { join } from "node:path";
 import type { BirdQuestion, Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
 import { approxRecordTokens, buildTraces, schemaText, type TraceItem } from "../synth/index.js";

@@ -150,7 +150,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
   const sink: EventSink = (event: ReexEvent) => {
     if (event.type === "probe") metrics.probes.inc();
     else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
-    else if (event.type === "candidate" && !event.ok && event.error?.includes("SQL_TIMEOUT")) metrics.sqlTimeouts.inc();
+    else if (event.type === "candidate" && event.errorCode === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     if (options.sink) {
       try {
         options.sink(event);

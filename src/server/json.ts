@@ -15,7 +15,7 @@ export function jsonCell(value: SqlValue | undefined): JsonCell {
 
 /** A successful execution as the API shows it; null for failures and missing results. */
 export function jsonResult(result: ExecResult | undefined): { columns: string[]; rows: JsonCell[][]; rowCount: number; truncated: boolean } | null {
-  if (!result || !result.ok) return null;
+  if (!result?.ok) return null;
   return { columns: result.columns, rows: result.rows.map((r) => r.map(jsonCell)), rowCount: result.rowCount, truncated: result.truncated };
 }
 

@@ -1,6 +1,7 @@
 /** The server's pino logger: request ids, no keys, no bodies, no SQL unless server.logSql. */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type { FastifyBaseLogger } from "fastify";
 import { pino, type DestinationStream, type Logger } from "pino";
 import type { Config } from "../config/index.js";
 
@@ -30,8 +31,9 @@ const serializers = {
 /**
  * The server's logger: a child of `base` (or a new pino logger at config.server.logLevel writing
  * to `stream`, default stdout) whose request serializer keeps only method, redacted URL and address.
+ * Typed as the logger fastify's instance carries, so the app needs no cast.
  */
-export function createLogger(config: Config, options: { base?: Logger; stream?: DestinationStream } = {}): Logger {
+export function createLogger(config: Config, options: { base?: Logger; stream?: DestinationStream } = {}): FastifyBaseLogger {
   if (options.base) return options.base.child({}, { serializers });
   return pino({ level: config.server.logLevel, base: { service: "reex" }, serializers }, options.stream ?? pino.destination(1));
 }

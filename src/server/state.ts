@@ -9,6 +9,13 @@ import type { GenerationQueue } from "./queue.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { ServerDeps } from "./types.js";
 
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The app's shared state (decorated by `buildApp`). */
+    reex: ServerState;
+  }
+}
+
 /** Everything one app instance shares between its routes and its shutdown. */
 export interface ServerState {
   config: Config;

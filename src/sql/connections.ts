@@ -149,7 +149,7 @@ export class ConnectionCache {
       }
       conn.db.close();
     }
-    if (!st || !st.isFile()) {
+    if (!st?.isFile()) {
       return { error: { code: "DB_FILE_NOT_FOUND", category: "runtime", message: "the database file does not exist or is not a regular file" } };
     }
     conn = { db: openReadonly(dbPath, { maxValueBytes: this.maxValueBytes }), dev: st.dev, ino: st.ino, statements: new Map() };

@@ -225,7 +225,7 @@ export class DatabaseRegistry {
   async registerPath(path: string, options: RegisterOptions = {}): Promise<DatabaseEntry> {
     const abs = resolve(path);
     const st = statSync(abs, { throwIfNoEntry: false });
-    if (!st || !st.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+    if (!st?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
     if (this.roots) {
       const real = realpathSync(abs);
       if (!this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {

@@ -78,6 +78,7 @@ export function pickStep(heldout: readonly { step: number; ex: number }[], check
 /** The trainer configuration of one starter GRPO run. */
 export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
   const file = options.configFile ?? join(packageRoot(), STARTER_GRPO_CONFIG);
+  // biome-ignore lint/suspicious/noExplicitAny: an untyped JSON file, checked by the trainer config schema that parses the result
   const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, any>;
   const exploration = options.exploration ?? true;
   const synth = join(options.workDir, "synth");

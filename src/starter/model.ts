@@ -4,7 +4,7 @@
  * vocabulary, ChatML control tokens and chat template. The learner (`reex_learner.sft_train`) reads
  * it, trains it and writes the same metadata back.
  */
-import { encodeGguf, llamaMetadata, llamaTensors, seededRandom } from "../policy/index.js";
+import { encodeGguf, llamaMetadata, llamaTensors, seededRandom } from "../policy/tooling.js";
 import type { StarterVocabulary } from "./tokenizer.js";
 
 /**

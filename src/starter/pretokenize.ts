@@ -19,8 +19,7 @@ import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
-import { getLlama, type Llama, type LlamaModel, type Token } from "node-llama-cpp";
-import { createLlamaPolicy, piecesOf, tokenizePieces, type ChatMessage, type Policy } from "../policy/index.js";
+import { openModelTokenizer, type ModelTokenizer } from "../policy/tooling.js";
 import type { SftRecord } from "../synth/index.js";
 
 /** A piece of a response: model-written text or an injected executor block. */
@@ -71,47 +70,11 @@ export interface TokenizedRecord {
   family: string;
 }
 
-/** A loaded GGUF's tokenizer (node-llama-cpp, CPU) plus the policy whose chat template renders prompts. */
-export interface StarterTokenizer {
-  tokenize(text: string, special: boolean): number[];
-  detokenize(tokens: readonly number[]): string;
-  /** Prompt tokens for a chat, rendered and tokenised exactly as the llama policy starts a trajectory. */
-  promptTokens(messages: ChatMessage[]): number[];
-  endOfTurn: number;
-  close(): Promise<void>;
-}
+/** A loaded GGUF's tokenizer plus the policy whose chat template renders prompts (src/policy's tooling). */
+export type StarterTokenizer = ModelTokenizer;
 
-let sharedLlama: Promise<Llama> | undefined;
-
-/** Opens `modelPath` for tokenisation (no context is created for the raw model; the policy holds a small one). */
-export async function openTokenizer(modelPath: string): Promise<StarterTokenizer> {
-  sharedLlama ??= getLlama({ gpu: false, build: "never", logLevel: "error" as never });
-  const llama = await sharedLlama;
-  const model: LlamaModel = await llama.loadModel({ modelPath });
-  let policy: Policy;
-  try {
-    policy = await createLlamaPolicy({ model: modelPath, gpu: "cpu", contextSize: 512, sequences: 1, threads: 1 });
-  } catch (err) {
-    await model.dispose();
-    throw err;
-  }
-  const eot = model.tokens.eot ?? model.tokens.eos;
-  if (eot === null || eot === undefined) throw new Error(`${modelPath}: no end-of-turn token`);
-  const tokenize = (text: string, special: boolean): number[] => [...model.tokenize(text, special)].map(Number);
-  return {
-    tokenize,
-    detokenize: (tokens) => model.detokenize(tokens.map((t) => t as Token), true),
-    promptTokens(messages) {
-      const spec = policy.renderChat(messages);
-      return [...tokenizePieces(piecesOf(spec.prefix, spec.parts?.prefix), tokenize), ...tokenizePieces(piecesOf(spec.suffix, spec.parts?.suffix), tokenize)];
-    },
-    endOfTurn: Number(eot),
-    async close() {
-      await policy.close();
-      await model.dispose();
-    },
-  };
-}
+/** Opens `modelPath` for tokenisation. */
+export const openTokenizer: (modelPath: string) => Promise<StarterTokenizer> = openModelTokenizer;
 
 /** Tokenises one SFT record. */
 export function tokenizeRecord(rec: SftRecord, tok: StarterTokenizer): TokenizedRecord {

@@ -12,7 +12,7 @@
  * merged pair are revisited), so a 3k vocabulary over ~20 MB of text takes seconds, not minutes.
  * Ties are broken by the pair's string (smallest first), so the result is deterministic.
  */
-import { byteToUnicode, CHATML_SPECIALS, GPT2_PRETOKENIZE, vocabularyFromMerges, type ChatmlSpecial, type ChatmlVocabulary } from "../policy/index.js";
+import { byteToUnicode, CHATML_SPECIALS, GPT2_PRETOKENIZE, vocabularyFromMerges, type ChatmlSpecial, type ChatmlVocabulary } from "../policy/tooling.js";
 
 export { GPT2_PRETOKENIZE, vocabularyFromMerges };
 

@@ -427,7 +427,6 @@ export class QuestionBuilder {
 
   private listCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const withLabel = this.db.tables.filter((t) => this.label(t));
     if (withLabel.length === 0) return null;
     const t = rng.pick(withLabel);
@@ -491,7 +490,6 @@ export class QuestionBuilder {
 
   private joinCountCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     if (links.length === 0) return null;
     const { child, parent, fk } = rng.pick(links);
@@ -512,7 +510,6 @@ export class QuestionBuilder {
 
   private joinListCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     const ok = links.filter((l) => this.label(l.parent));
     if (ok.length === 0) return null;
@@ -536,7 +533,6 @@ export class QuestionBuilder {
 
   private joinAggCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     const ok = links.filter((l) => this.measures(l.child).length > 0);
     if (ok.length === 0) return null;
@@ -582,7 +578,6 @@ export class QuestionBuilder {
 
   private topMeasureCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const withLabel = this.db.tables.filter((t) => this.label(t));
     const ok = withLabel.filter((t) => this.measures(t).length > 0);
     if (ok.length === 0) return null;
@@ -608,7 +603,6 @@ export class QuestionBuilder {
 
   private topParentCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     const ok = links.filter((l) => this.label(l.parent));
     if (ok.length === 0) return null;
@@ -638,7 +632,6 @@ export class QuestionBuilder {
 
   private havingCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     const ok = links.filter((l) => this.label(l.parent));
     if (ok.length === 0) return null;
@@ -705,7 +698,6 @@ export class QuestionBuilder {
 
   private notInCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     if (links.length === 0) return null;
     const { child, parent, fk } = rng.pick(links);
@@ -724,7 +716,6 @@ export class QuestionBuilder {
 
   private join3CountCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const tables = this.db.tables;
     const links = this.links();
     const byChild = new Map<TableInst, typeof links>();
     for (const l of links) byChild.set(l.child, [...(byChild.get(l.child) ?? []), l]);

@@ -17,7 +17,7 @@
  * server shows by default, example values included) and no matched values (the server shows none
  * unless a value index is configured).
  */
-import { buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
+import { PROMPT_FAMILIES, buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
 import type { PromptFamily } from "../decoding/index.js";
 import { Rng } from "../examples/index.js";
 import type { ChatMessage } from "../policy/index.js";
@@ -51,7 +51,7 @@ export const MAX_TRACE_PROBES = 3;
 export const TRACE_FEEDBACK = { mode: "full", rows: 3 } as const;
 
 /** The families, in record order. */
-export const TRACE_FAMILIES: readonly PromptFamily[] = ["execution-aware", "standard", "direct"];
+export const TRACE_FAMILIES: readonly PromptFamily[] = PROMPT_FAMILIES;
 
 /** The schema text a prompt carries for a database: the whole schema, as `preparePrompt` renders it without a budget. */
 export function schemaText(dbPath: string): string {

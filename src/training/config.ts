@@ -6,7 +6,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { PROFILE_IDS, familyFor, getProfile } from "../agent/index.js";
+import { FEEDBACK_MODES, PROFILE_IDS, PROMPT_FAMILIES, familyFor, getProfile } from "../agent/index.js";
+import { DEFAULT_DECODER_DEFAULTS, STRATEGIES } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { ADVANTAGE_SCALINGS } from "./advantages.js";
 import { REWARD_PRESETS, resolveRewardSpec } from "./rewards.js";
@@ -47,7 +48,7 @@ const evalSchema = z
     /** Only N held-out questions (after `offset`); default all. */
     limit: z.number().int().positive().optional(),
     /** Default "greedy". */
-    strategy: z.enum(["greedy", "linear", "tree", "tree-prune"]).default("greedy"),
+    strategy: z.enum(STRATEGIES).default("greedy"),
     /** Candidates for linear/tree strategies; default the decoder's. */
     candidates: z.number().int().positive().optional(),
   })
@@ -205,22 +206,22 @@ export const trainConfigSchema = z
     /** Rollout sampling temperature. Default 1.0. */
     temperature: z.number().gt(0).max(2).default(1.0),
     /** Probe rounds per rollout, N. Default 10. */
-    maxInteractions: z.number().int().min(0).max(50).default(10),
+    maxInteractions: z.number().int().min(0).max(50).default(DEFAULT_DECODER_DEFAULTS.maxInteractions),
     /** Tokens sampled per rollout. Default 1024. */
-    maxTokens: z.number().int().positive().default(1024),
+    maxTokens: z.number().int().positive().default(DEFAULT_DECODER_DEFAULTS.maxTokens),
     /**
      * The model profile rollouts are prompted, parsed, scored and masked in (`reex`, `skyrl-sql`,
      * `omnisql`, `think-answer`, `generic`), or "auto" to detect it from the model's metadata. Default "auto".
      */
-    profile: z.enum(["auto", ...PROFILE_IDS] as [string, ...string[]]).default("auto"),
+    profile: z.enum(["auto", ...PROFILE_IDS]).default("auto"),
     /** Must be one the profile supports. Default the profile's first family ("execution-aware" for reex, skyrl-sql and generic). */
-    promptFamily: z.enum(["execution-aware", "standard", "direct"]).optional(),
+    promptFamily: z.enum(PROMPT_FAMILIES).optional(),
     /** Default "full". */
-    feedback: z.enum(["full", "schema-only", "row-count", "error-only", "locked", "timeout"]).default("full"),
+    feedback: z.enum(FEEDBACK_MODES).default(DEFAULT_DECODER_DEFAULTS.feedback),
     /** Rows shown per probe result. Default 3. */
-    feedbackRows: z.number().int().min(0).max(50).default(3),
+    feedbackRows: z.number().int().min(0).max(50).default(DEFAULT_DECODER_DEFAULTS.feedbackRows),
     /** A probe's missing-column or missing-table error lists the real columns or tables. Default true. */
-    schemaHints: z.boolean().default(true),
+    schemaHints: z.boolean().default(DEFAULT_DECODER_DEFAULTS.schemaHints),
     /** Rollouts running at once. Default 8. */
     rolloutConcurrency: z.number().int().positive().default(8),
     /** AdamW learning rate. Default 2e-6. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LOCKED_FEEDBACK, PROFILES, TIMEOUT_FEEDBACK, formatFeedback, resultBlock, schemaHint } from "../../src/agent/index.js";
+import { PROFILES, formatFeedback, resultBlock } from "../../src/agent/index.js";
+import { LOCKED_FEEDBACK, TIMEOUT_FEEDBACK, schemaHint } from "../../src/agent/testing.js";
 import type { ExecResult, ExecSuccess } from "../../src/sql/index.js";
 
 function success(columns: string[], rows: ExecSuccess["rows"], extra: Partial<{ rowCount: number; truncated: boolean }> = {}): ExecResult {

@@ -1,6 +1,7 @@
 import { getLlama, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildGrammar, buildSegmentGrammars, checkIdentifiers, type SchemaNames } from "../../src/agent/index.js";
+import { buildSegmentGrammars, checkIdentifiers, type SchemaNames } from "../../src/agent/index.js";
+import { buildGrammar } from "../../src/agent/testing.js";
 import { DEFAULT_MAX_THINK_BYTES } from "../../src/agent/grammar.js";
 
 const schema: SchemaNames = {

@@ -3,17 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  PROFILES,
-  buildSegmentGrammars,
-  detectProfile,
-  familyFor,
-  getProfile,
-  resolveProfile,
-  runRollout,
-  type ModelProfile,
-  type RolloutOptions,
-} from "../../src/agent/index.js";
+import { PROFILES, buildSegmentGrammars, familyFor, getProfile, resolveProfile, runRollout, type ModelProfile, type RolloutOptions } from "../../src/agent/index.js";
+import { detectProfile } from "../../src/agent/testing.js";
 import { configSchema } from "../../src/config/index.js";
 import { ReexError } from "../../src/errors/index.js";
 import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";

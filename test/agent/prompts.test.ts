@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { FAMILY_INSTRUCTIONS, ROLE_TEXT, UNANSWERABLE_MARKER, buildPrompt, systemPrompt } from "../../src/agent/index.js";
+import { buildPrompt } from "../../src/agent/index.js";
+import { FAMILY_INSTRUCTIONS, ROLE_TEXT, UNANSWERABLE_MARKER, systemPrompt } from "../../src/agent/testing.js";
 
 const schema = "singer.singer_id (integer)\nsinger.name (text | values : Ann, Bob)\nsinger.country (text)";
 

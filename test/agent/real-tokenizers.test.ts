@@ -15,8 +15,10 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { Template } from "@huggingface/jinja";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROFILES, buildSegmentGrammars, runRollout, wrapFeedback, type ModelProfile, type ProfileId, type SegmentGrammars } from "../../src/agent/index.js";
-import { createLlamaPolicy, exactTextGrammar, type Policy } from "../../src/policy/index.js";
+import { PROFILES, buildSegmentGrammars, runRollout, type ModelProfile, type ProfileId, type SegmentGrammars } from "../../src/agent/index.js";
+import { wrapFeedback } from "../../src/agent/testing.js";
+import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
+import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { REAL_MODEL_NAMES, REAL_MODELS, buildRealModel, readGgufMetadata, type RealModelName } from "../helpers/real-models.js";
 

@@ -9,8 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, createRolloutState, forkRollout, formatCheck, resultBlock, rolloutStep, continueRollout, runRollout } from "../../src/agent/index.js";
-import { createLlamaPolicy, exactTextGrammar, type Policy } from "../../src/policy/index.js";
+import { buildPrompt, continueRollout, createRolloutState, forkRollout, formatCheck, resultBlock, rolloutStep, runRollout } from "../../src/agent/index.js";
+import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
+import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool, loadSchema, renderSchema } from "../../src/sql/index.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 

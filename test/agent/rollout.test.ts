@@ -3,20 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  LIMIT_FEEDBACK,
-  REPEATED_PROBE_FEEDBACK,
-  buildPrompt,
-  continueRollout,
-  createRolloutState,
-  formatCheck,
-  forkRollout,
-  rollout,
-  rolloutStep,
-  runRollout,
-  type RolloutOptions,
-  type RolloutResult,
-} from "../../src/agent/index.js";
+import { buildPrompt, continueRollout, createRolloutState, formatCheck, forkRollout, rollout, rolloutStep, runRollout, type RolloutOptions, type RolloutResult } from "../../src/agent/index.js";
+import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
 import { FakePolicy, SAMPLED_LOGPROB, byTurn, type Responder } from "./fake-policy.js";

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ExecResult } from "../../src/sql/index.js";
 import { byState, eventLog, final, probe, probesIn, rows } from "./helpers.js";
 import { scripted } from "./setup.js";
 
@@ -26,6 +27,14 @@ describe("greedy decoding", () => {
     expect(answer.timings.totalMs).toBeGreaterThanOrEqual(0);
     expect(answer.timings.firstTokenMs).toBeGreaterThanOrEqual(0);
     expect(s.policy.liveTrajectories()).toBe(0);
+  });
+
+  it("names a failed final SQL's error code on its candidate event", async () => {
+    const timeout: ExecResult = { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "interrupted after 5000 ms" }, elapsedMs: 5000 };
+    const s = scripted([final("SELECT MAX(a) FROM t JOIN t")], { "SELECT MAX(a) FROM t JOIN t": timeout });
+    const log = eventLog();
+    await s.decode({ dbPath: "/db", question: "max?", strategy: "greedy" }, { sink: log.sink });
+    expect(log.of("candidate")[0]).toMatchObject({ ok: false, errorCode: "SQL_TIMEOUT", error: "SQL_TIMEOUT: interrupted after 5000 ms" });
   });
 
   it("answers unanswerable when the model declares it", async () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDecoder, createGrammarBuilder, createPromptBuilder, decoderDefaults, DEFAULT_DECODER_DEFAULTS } from "../../src/decoding/index.js";
 import { parseConfig } from "../../src/config/index.js";
-import { ScriptedPolicy } from "../../src/policy/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { FakeExecutor, final, makeShopDb, rows } from "./helpers.js";
 
 let dir: string;

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDecoder, type Decoder } from "../../src/decoding/index.js";
-import { ScriptedPolicy } from "../../src/policy/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { FIXED_PROMPT, byState, eventLog, final, probe } from "./helpers.js";
 

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Config } from "../../src/config/index.js";
-import type { ScriptContext } from "../../src/policy/index.js";
+import type { ScriptContext } from "../../src/policy/tooling.js";
 import { BIRD_QUESTIONS, makeFixture } from "./fixtures.js";
 
 const seen = vi.hoisted(() => ({ calls: [] as ScriptContext[], writes: "follow-prompt" as "follow-prompt" | "skyrl", modelName: undefined as string | undefined }));
@@ -36,7 +36,7 @@ function script(ctx: ScriptContext): string {
 /** The runtime with the real decoder over a scripted policy. */
 vi.mock("../../src/runtime/index.js", async () => {
   const { ExecutorPool } = await import("../../src/sql/index.js");
-  const { ScriptedPolicy } = await import("../../src/policy/index.js");
+  const { ScriptedPolicy } = await import("../../src/policy/tooling.js");
   const { createDecoder } = await import("../../src/decoding/index.js");
   return {
     createRuntime: async (config: Config) => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { buildTinyModel, encodeGguf, gguf } from "../../src/policy/index.js";
+import { buildTinyModel, encodeGguf, gguf } from "../../src/policy/tooling.js";
 
 describe("GGUF writer", () => {
   it("writes metadata of every type and aligned tensors that node-llama-cpp reads back", async () => {

@@ -5,7 +5,8 @@
  * on the real runtime; that the direct one is really taken is shown in llama-batching.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLlamaPolicy, exactTextGrammar, type GenerateOptions, type GenerateResult, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { createLlamaPolicy, type GenerateOptions, type GenerateResult, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 let direct: Policy;

@@ -11,9 +11,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, PROFILES, rollout, runRollout, type SegmentGrammars } from "../../src/agent/index.js";
+import { buildPrompt, PROFILES, rollout, type SegmentGrammars } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
-import { createLlamaPolicy, exactTextGrammar, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../../src/sql/index.js";
 import { buildRealModel } from "../helpers/real-models.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
-import { SCRIPTED_EOS, ScriptedPolicy } from "../../src/policy/index.js";
+import { SCRIPTED_EOS, ScriptedPolicy } from "../../src/policy/tooling.js";
 
 const spec = { prefix: "SYSTEM+SCHEMA|", suffix: "question|" };
 

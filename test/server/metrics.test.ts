@@ -95,4 +95,18 @@ describe("metrics", () => {
     expect(res.json()).toMatchObject({ sql: null, answerable: false, result: null, candidates: [] });
     expect((await t.app.inject({ method: "GET", url: "/metrics" })).body).toContain("reex_sql_timeouts_total 1");
   });
+
+  it("counts a candidate's final-SQL timeout by its code, not by words in its message", async () => {
+    t = await makeApp({
+      deps: {
+        decode: async (_req, ctx) => {
+          ctx.sink?.({ type: "candidate", path: "0", index: 0, sql: "SELECT 1", ok: false, error: "SQL_TIMEOUT: stopped after 5000 ms", errorCode: "SQL_TIMEOUT", answerable: true });
+          ctx.sink?.({ type: "candidate", path: "1", index: 1, sql: "SELECT 2", ok: false, error: "SQL_ERROR: no such column: SQL_TIMEOUT", errorCode: "SQL_ERROR", answerable: true });
+          return { sql: null, answerable: false, candidates: [], winner: null, decidedBy: "none", usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
+        },
+      },
+    });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    expect((await t.app.inject({ method: "GET", url: "/metrics" })).body).toContain("reex_sql_timeouts_total 1");
+  });
 });

@@ -5,7 +5,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeFileAtomic } from "../../src/policy/index.js";
+import { writeFileAtomic } from "../../src/policy/tooling.js";
 import { buildStarterModel, corpusTexts, trainTokenizer, type StarterVocabulary } from "../../src/starter/index.js";
 import { generateSynth } from "../../src/synth/index.js";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy } from "../../src/policy/index.js";
 import { pretokenize, runSft, sftArgs, type SftEvent } from "../../src/starter/index.js";
-import { learnerDir } from "../../src/training/index.js";
+import { learnerDir } from "../../src/training/testing.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 
 const PYTHON = "/usr/bin/python3";

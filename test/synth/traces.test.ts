@@ -4,21 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  buildPrompt,
-  buildSegmentGrammars,
-  checkIdentifiers,
-  extractFinal,
-  formatCheck,
-  formatFeedback,
-  normalizeSql,
-  runRollout,
-  segments,
-  unwrapSql,
-  type SchemaNames,
-} from "../../src/agent/index.js";
+import { buildPrompt, buildSegmentGrammars, checkIdentifiers, extractFinal, formatCheck, formatFeedback, normalizeSql, runRollout, segments, type SchemaNames } from "../../src/agent/index.js";
+import { unwrapSql } from "../../src/agent/testing.js";
 import type { PromptFamily } from "../../src/decoding/types.js";
-import { ScriptedPolicy } from "../../src/policy/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { executeDirect, loadSchema, type Executor } from "../../src/sql/index.js";
 import {
   MAX_TRACE_PROBES,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { computeAdvantages } from "../../src/training/index.js";
+import { computeAdvantages } from "../../src/training/testing.js";
 
 const EPS = 1e-6;
 

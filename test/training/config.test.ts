@@ -2,7 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadTrainConfig, parseTrainConfig, parseTraces } from "../../src/training/index.js";
+import { loadTrainConfig, parseTrainConfig } from "../../src/training/index.js";
+import { parseTraces } from "../../src/training/testing.js";
 
 const examples = fileURLToPath(new URL("../../examples/training/", import.meta.url));
 

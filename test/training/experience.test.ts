@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { experiencePath, readExperience, sanitizeLogprobs, writeExperience, type ExperienceRecord } from "../../src/training/index.js";
+import { experiencePath, readExperience, sanitizeLogprobs, writeExperience, type ExperienceRecord } from "../../src/training/testing.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reex-exp-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

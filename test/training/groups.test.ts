@@ -2,9 +2,10 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPromptBuilder, type PromptBuilder } from "../../src/decoding/index.js";
-import { ScriptedPolicy, type ScriptContext } from "../../src/policy/index.js";
+import { ScriptedPolicy, type ScriptContext } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
-import { assignAdvantages, collectStep, runGroup, toExperienceRecord, type TrainingQuestion } from "../../src/training/index.js";
+import { runGroup, type TrainingQuestion } from "../../src/training/index.js";
+import { assignAdvantages, collectStep, toExperienceRecord } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;

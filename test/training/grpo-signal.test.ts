@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { learnerDir, runSignalCheck } from "../../src/training/index.js";
+import { runSignalCheck } from "../../src/training/index.js";
+import { learnerDir } from "../../src/training/testing.js";
 import { ensureTestModel } from "../helpers/model.js";
 
 const PYTHON = "/usr/bin/python3";

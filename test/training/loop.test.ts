@@ -1,23 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScriptedPolicy } from "../../src/policy/index.js";
-import {
-  latestCheckpoint,
-  learnerArgs,
-  createLearnerStep,
-  parseTrainConfig,
-  readExperience,
-  readMetrics,
-  runTraining,
-  scheduleFor,
-  sftRecord,
-  splitInjected,
-  type LearnerRequest,
-  type LearnerStep,
-  type TrainConfig,
-  type TrainMode,
-} from "../../src/training/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { parseTrainConfig, runTraining, type TrainConfig, type TrainMode } from "../../src/training/index.js";
+import { latestCheckpoint, learnerArgs, createLearnerStep, readExperience, readMetrics, scheduleFor, sftRecord, splitInjected, type LearnerRequest, type LearnerStep } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;

@@ -7,22 +7,13 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { omnisqlProfile, reexProfile, skyrlSqlProfile, thinkAnswerProfile } from "../../src/agent/index.js";
+import { reexProfile } from "../../src/agent/index.js";
+import { omnisqlProfile, skyrlSqlProfile, thinkAnswerProfile } from "../../src/agent/testing.js";
 import { run as rewardCli } from "../../src/cli/reward.js";
-import { ScriptedPolicy, type ScriptContext } from "../../src/policy/index.js";
+import { ScriptedPolicy, type ScriptContext } from "../../src/policy/tooling.js";
 import { ExecutorPool } from "../../src/sql/index.js";
-import {
-  GoldCache,
-  loadTrainConfig,
-  parseTrainConfig,
-  readExperience,
-  readMetrics,
-  runTraining,
-  scoreResponse,
-  splitInjected,
-  type LearnerStep,
-  type RewardSpec,
-} from "../../src/training/index.js";
+import { GoldCache, loadTrainConfig, parseTrainConfig, runTraining } from "../../src/training/index.js";
+import { readExperience, readMetrics, scoreResponse, splitInjected, type LearnerStep, type RewardSpec } from "../../src/training/testing.js";
 import { GOLD, QUESTIONS, makeTrainingFixture, response, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;

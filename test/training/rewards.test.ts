@@ -1,26 +1,8 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
-import {
-  GoldCache,
-  REEX_WEIGHT_PRESETS,
-  cellPrecision,
-  cellRecall,
-  columnMatchShare,
-  emReward,
-  entityReward,
-  explorationReward,
-  gatedQatch,
-  qatchScore,
-  resolveRewardSpec,
-  rewardFromFacts,
-  scoreResponse,
-  sigmoid,
-  softFormat,
-  strictFormat,
-  tupleCardinality,
-  type RewardFacts,
-} from "../../src/training/index.js";
+import { GoldCache, resolveRewardSpec, rewardFromFacts, type RewardFacts } from "../../src/training/index.js";
+import { REEX_WEIGHT_PRESETS, cellPrecision, cellRecall, columnMatchShare, emReward, entityReward, explorationReward, gatedQatch, qatchScore, scoreResponse, sigmoid, softFormat, strictFormat, tupleCardinality } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, response, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;

@@ -6,19 +6,9 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScriptedPolicy } from "../../src/policy/index.js";
-import {
-  advantageDiagnostics,
-  computeAdvantages,
-  correctnessFirst,
-  learnerArgs,
-  parseTrainConfig,
-  readExperience,
-  readMetrics,
-  runTraining,
-  type LearnerRequest,
-  type LearnerStep,
-} from "../../src/training/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { parseTrainConfig, runTraining } from "../../src/training/index.js";
+import { advantageDiagnostics, computeAdvantages, correctnessFirst, learnerArgs, readExperience, readMetrics, type LearnerRequest, type LearnerStep } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;

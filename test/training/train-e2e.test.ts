@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { run } from "../../src/cli/train.js";
 import { buildExamples, QUESTIONS_FILE } from "../../src/examples/index.js";
-import { learnerDir, parseExperience, readMetrics } from "../../src/training/index.js";
+import { learnerDir, parseExperience, readMetrics } from "../../src/training/testing.js";
 import { ensureTestModel } from "../helpers/model.js";
 
 const PYTHON = "/usr/bin/python3";

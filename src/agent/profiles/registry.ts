@@ -4,6 +4,7 @@
  * name, the chat template); anything unrecognised gets `generic`.
  */
 import { ReexError } from "../../errors/index.js";
+import { PROFILE_IDS, type ProfileId } from "../../config/index.js";
 import type { ModelMetadata } from "../../policy/index.js";
 import type { PromptFamily } from "../types.js";
 import { genericProfile } from "./generic.js";
@@ -11,16 +12,23 @@ import { omnisqlProfile } from "./omnisql.js";
 import { reexProfile } from "./reex.js";
 import { skyrlSqlProfile } from "./skyrl-sql.js";
 import { thinkAnswerProfile } from "./think-answer.js";
-import type { ModelProfile, ProfileId } from "./types.js";
+import type { ModelProfile } from "./types.js";
 
-/** Every built-in profile, in the order docs list them. */
-export const PROFILES: readonly ModelProfile[] = [reexProfile, skyrlSqlProfile, omnisqlProfile, thinkAnswerProfile, genericProfile];
+const BY_ID: Record<ProfileId, ModelProfile> = {
+  reex: reexProfile,
+  "skyrl-sql": skyrlSqlProfile,
+  omnisql: omnisqlProfile,
+  "think-answer": thinkAnswerProfile,
+  generic: genericProfile,
+};
+
+/** Every built-in profile, in `PROFILE_IDS` order (the order docs list them). */
+export const PROFILES: readonly ModelProfile[] = PROFILE_IDS.map((id) => BY_ID[id]);
+
+export { PROFILE_IDS };
 
 /** Every tag any built-in profile uses (from the profiles' syntaxes); feedback text is defused against all of them. */
 export const KNOWN_TAGS: readonly string[] = [...new Set(PROFILES.flatMap((p) => Object.keys(p.syntax.tags)))];
-
-/** The ids of the built-in profiles. */
-export const PROFILE_IDS = PROFILES.map((p) => p.id) as readonly ProfileId[];
 
 /** The profile with this id; BAD_REQUEST naming the known ones otherwise. */
 export function getProfile(id: string): ModelProfile {

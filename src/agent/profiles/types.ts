@@ -7,10 +7,11 @@ import type { SchemaFormat } from "../../sql/index.js";
 import type { FormatVerdict } from "../parse.js";
 import type { BuiltPrompt } from "../prompts.js";
 import type { ResponseSyntax } from "../syntax.js";
+import type { ProfileId } from "../../config/index.js";
 import type { PromptFamily } from "../types.js";
 
-/** The built-in profiles. */
-export type ProfileId = "reex" | "skyrl-sql" | "omnisql" | "think-answer" | "generic";
+/** The built-in profiles (the list: src/config's `PROFILE_IDS`). */
+export type { ProfileId } from "../../config/index.js";
 
 /** An opening and a closing marker written around a segment (`<sql>` … `</sql>`, "```sql\n" … "\n```"). */
 export interface Wrapper {

@@ -4,9 +4,12 @@
  * Kept as a string module so it is found the same way from src/ (tsx) and dist/ (tsc).
  */
 import { PROFILES } from "../../agent/index.js";
+import { STRATEGIES } from "../../config/index.js";
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 
+/** The page opens on the pruned tree: it shows the most of what the playground is for. */
+const STRATEGY_OPTIONS = STRATEGIES.map((s) => `<option value="${s}"${s === "tree-prune" ? " selected" : ""}>${s === "tree-prune" ? "tree + prune" : s}</option>`).join("");
 const PROFILE_OPTIONS = PROFILES.map((p) => `<option value="${p.id}" title="${escapeHtml(p.title)}">${p.id}</option>`).join("");
 
 const CSS = /* css */ `
@@ -332,7 +335,7 @@ const BODY = /* html */ `
     <textarea id="evidence" rows="2" placeholder="e.g. older than 30 refers to age &gt; 30"></textarea>
     <div class="row">
       <div><label for="strategy">Strategy</label>
-        <select id="strategy"><option value="greedy">greedy</option><option value="linear">linear</option><option value="tree">tree</option><option value="tree-prune" selected>tree + prune</option></select></div>
+        <select id="strategy">${STRATEGY_OPTIONS}</select></div>
       <div><label for="candidates">Candidates</label><input type="number" id="candidates" min="1" max="32" value="4"></div>
       <div><label for="seed">Seed</label><input type="number" id="seed" min="0" step="1" placeholder="random" title="Sampling seed: the same seed gives the same answer"></div>
     </div>

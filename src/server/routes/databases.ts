@@ -1,12 +1,12 @@
 /** /v1/databases: upload, register by path, list, describe and delete SQLite databases. */
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config/index.js";
 import { ReexError } from "../../errors/index.js";
 import { loadSchema } from "../../sql/index.js";
 import { databaseParamsSchema, parseWith, registerPathSchema, uploadQuerySchema } from "../schemas.js";
-import type { ServerState } from "../state.js";
+import type { ZodTypeProvider } from "../provider.js";
 import type { RegistryEntry } from "../types.js";
 
 function isInside(child: string, root: string): boolean {
@@ -72,7 +72,9 @@ function withoutPath(schema: unknown): unknown {
 }
 
 /** Registers the /v1/databases routes. */
-export async function databaseRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
+export const databaseRoutes: FastifyPluginAsync = async (instance) => {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const state = app.reex;
   const { registry } = state.deps;
 
   const describe = state.deps.describe ?? describeSchema;
@@ -100,16 +102,16 @@ export async function databaseRoutes(app: FastifyInstance, state: ServerState): 
     return { databases: (await registry.list(owner)).map(publicEntry) };
   });
 
-  app.get("/databases/:id", async (request) => {
-    const { id } = parseWith(databaseParamsSchema, request.params, "params");
+  app.get("/databases/:id", { schema: { params: databaseParamsSchema } }, async (request) => {
+    const { id } = request.params;
     const entry = await registry.get(id, request.reexOwner);
     return { ...publicEntry(entry), schema: withoutPath(await describe(entry)) ?? null };
   });
 
-  app.delete("/databases/:id", async (request, reply) => {
-    const { id } = parseWith(databaseParamsSchema, request.params, "params");
+  app.delete("/databases/:id", { schema: { params: databaseParamsSchema } }, async (request, reply) => {
+    const { id } = request.params;
     await registry.remove(id, request.reexOwner);
     request.log.info({ database: id }, "database deleted");
     return reply.code(204).send();
   });
-}
+};

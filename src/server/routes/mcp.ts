@@ -12,7 +12,6 @@ import { ReexError } from "../../errors/index.js";
 import { createMcpServer, type McpDecode } from "../../mcp/index.js";
 import { ExecutorPool, type Executor } from "../../sql/index.js";
 import { decodeQueued } from "../answer.js";
-import type { ServerState } from "../state.js";
 
 /**
  * Open MCP sessions at most across all tenants; past it the least recently used session of the
@@ -35,7 +34,8 @@ function sessionHeader(request: FastifyRequest): string | undefined {
 }
 
 /** Registers POST, GET and DELETE /mcp. */
-export async function mcpRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
+export async function mcpRoutes(app: FastifyInstance): Promise<void> {
+  const state = app.reex;
   const { config } = state;
   const sessions = new Map<string, Session>();
   const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });

@@ -1,15 +1,16 @@
 /** POST /v1/sql: answer one question and return the SQL, its result, candidates and usage. */
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
 import { ReexError } from "../../errors/index.js";
 import { answerQuestion } from "../answer.js";
-import { parseWith, sqlRequestSchema } from "../schemas.js";
-import type { ServerState } from "../state.js";
+import type { ZodTypeProvider } from "../provider.js";
+import { sqlRequestSchema } from "../schemas.js";
 
 /** Registers POST /v1/sql. */
-export async function sqlRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
-  const schema = sqlRequestSchema(state.config);
-  app.post("/sql", async (request, reply) => {
-    const body = parseWith(schema, request.body, "body");
+export const sqlRoutes: FastifyPluginAsync = async (instance) => {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const state = app.reex;
+  app.post("/sql", { schema: { body: sqlRequestSchema(state.config) } }, async (request, reply) => {
+    const body = request.body;
     const gone = new AbortController();
     const onClose = (): void => {
       if (!reply.raw.writableFinished) gone.abort(new ReexError("CANCELLED", "the client closed the connection"));
@@ -23,4 +24,4 @@ export async function sqlRoutes(app: FastifyInstance, state: ServerState): Promi
       reply.raw.removeListener("close", onClose);
     }
   });
-}
+};

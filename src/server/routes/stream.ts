@@ -12,7 +12,6 @@ import { answerQuestion } from "../answer.js";
 import { toApiError } from "../http-errors.js";
 import { jsonSafe } from "../json.js";
 import { parseWith, streamControlSchema, streamRequestSchema } from "../schemas.js";
-import type { ServerState } from "../state.js";
 
 /** Unsent bytes a slow client may accumulate before its work is cancelled. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -33,7 +32,8 @@ function closeCodeFor(code: string): number {
 }
 
 /** Registers the GET /v1/stream WebSocket route. */
-export async function streamRoutes(app: FastifyInstance, state: ServerState): Promise<void> {
+export async function streamRoutes(app: FastifyInstance): Promise<void> {
+  const state = app.reex;
   const requestSchema = streamRequestSchema(state.config);
 
   app.get("/stream", { websocket: true }, (socket: WebSocket, request) => {

@@ -1,0 +1,45 @@
+/**
+ * Training's pieces that its tests check one by one (each reward, advantages, the experience
+ * format, group collection, the learner bridge). No folder under src/ imports this entry point
+ * (docs/architecture.md); the runtime surface is ./index.ts.
+ */
+export {
+  REEX_WEIGHT_PRESETS,
+  cellPrecision,
+  cellRecall,
+  columnMatchShare,
+  emReward,
+  entityReward,
+  explorationReward,
+  gatedQatch,
+  qatchScore,
+  scoreResponse,
+  sigmoid,
+  softFormat,
+  strictFormat,
+  tupleCardinality,
+  type RewardSpec,
+} from "./rewards.js";
+export { advantageDiagnostics, computeAdvantages, correctnessFirst } from "./advantages.js";
+export {
+  experiencePath,
+  parseExperience,
+  readExperience,
+  sanitizeLogprobs,
+  writeExperience,
+  type ExperienceRecord,
+} from "./experience.js";
+export { assignAdvantages, collectStep, toExperienceRecord } from "./groups.js";
+export { readMetrics } from "./report.js";
+export {
+  createLearnerStep,
+  latestCheckpoint,
+  learnerArgs,
+  learnerDir,
+  parseTraces,
+  scheduleFor,
+  sftRecord,
+  splitInjected,
+  type LearnerRequest,
+  type LearnerStep,
+} from "./loop.js";
