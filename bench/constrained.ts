@@ -102,7 +102,8 @@ function record(stats: ModeStats, r: RolloutResult, names: SchemaNames): void {
   const verdict = formatCheck(r.text, FAMILY);
   if (verdict.ok) stats.formatOk++;
   // the problem's kind, without the tag names and counts that vary per rollout
-  for (const p of new Set(verdict.problems.map((p) => p.replace(/block order .* does not match/, "block order … does not match")))) bump(stats.formatProblems, p);
+  for (const p of new Set(verdict.problems.map((p) => p.replace(/block order .* does not match/, "block order … does not match"))))
+    bump(stats.formatProblems, p);
   if (r.finalSql !== null) stats.withFinal++;
   if (!r.answerable) stats.unanswerable++;
   bump(stats.stopReasons, r.stopReason);
@@ -145,12 +146,16 @@ function report(label: string, s: ModeStats): void {
   console.log(`\n${label}: ${s.rollouts} rollouts, ${(s.ms / 1000).toFixed(1)} s (${(s.ms / Math.max(1, s.rollouts)).toFixed(0)} ms each)`);
   console.log(`  tag-format compliance         ${s.formatOk}/${s.rollouts} (${pct(s.formatOk, s.rollouts)})`);
   console.log(`  rollouts with a final SQL     ${s.withFinal}/${s.rollouts} (${pct(s.withFinal, s.rollouts)}); UNANSWERABLE ${s.unanswerable}`);
-  console.log(`  identifiers outside schema    ${s.unknownIdentifiers} in ${s.statementsWithUnknown}/${s.statements} SQL statements (${pct(s.statementsWithUnknown, s.statements)} with any)`);
+  console.log(
+    `  identifiers outside schema    ${s.unknownIdentifiers} in ${s.statementsWithUnknown}/${s.statements} SQL statements (${pct(s.statementsWithUnknown, s.statements)} with any)`,
+  );
   if (s.unknownIdentifiers > 0) {
     const shown = new Map([...s.unknownExamples].map(([k, n]) => [JSON.stringify(k.length > 16 ? `${k.slice(0, 16)}…` : k), n] as const));
     console.log(`    most frequent               ${tally(shown, 6)}`);
   }
-  console.log(`  executed probes               ${s.executedProbes} (${(s.executedProbes / Math.max(1, s.rollouts)).toFixed(2)} per rollout); repeated ${s.repeatedProbes}, refused at the limit ${s.refusedProbes}`);
+  console.log(
+    `  executed probes               ${s.executedProbes} (${(s.executedProbes / Math.max(1, s.rollouts)).toFixed(2)} per rollout); repeated ${s.repeatedProbes}, refused at the limit ${s.refusedProbes}`,
+  );
   console.log(`    outcomes                    ${tally(s.outcomes)}`);
   console.log(`  stop reasons                  ${tally(s.stopReasons)}`);
   console.log(`  sampled tokens                ${quantiles(s.tokens)} (budget ${MAX_TOKENS})`);
@@ -229,7 +234,9 @@ async function main(): Promise<void> {
       report(mode.label, stats);
       if (constrained) {
         const ok = stats.unknownIdentifiers === 0 && stats.formatOk === stats.rollouts;
-        console.log(`  => ${ok ? "PASS" : "FAIL"}: ${stats.unknownIdentifiers} identifiers outside the schema, ${pct(stats.formatOk, stats.rollouts)} tag-format compliance`);
+        console.log(
+          `  => ${ok ? "PASS" : "FAIL"}: ${stats.unknownIdentifiers} identifiers outside the schema, ${pct(stats.formatOk, stats.rollouts)} tag-format compliance`,
+        );
         if (!ok) process.exitCode = 1;
       }
     }

@@ -101,7 +101,9 @@ async function loadItems(n: number): Promise<Item[]> {
   }
   const sets = await buildExamples();
   return roundRobin(
-    sets.map((set) => set.questions.map((q) => ({ id: `${q.db_id}#${q.question_id}`, dbPath: set.path, question: q.question, evidence: q.evidence, gold: q.SQL }))),
+    sets.map((set) =>
+      set.questions.map((q) => ({ id: `${q.db_id}#${q.question_id}`, dbPath: set.path, question: q.question, evidence: q.evidence, gold: q.SQL })),
+    ),
     n,
   );
 }
@@ -112,7 +114,12 @@ function choiceGrammars(profile: ModelProfile, dbPath: string, gold: string): Se
   const used = tables.filter((t) => new RegExp(`\\b${t}\\b`, "i").test(gold));
   const main = used[0] ?? tables[0]!;
   const quote = (t: string): string => (/^[A-Za-z_][A-Za-z0-9_]*$/.test(t) ? t : `"${t}"`);
-  const probes = [...used.slice(0, 2).map((t) => `SELECT * FROM ${quote(t)} LIMIT 3`), `SELECT COUNT(*) FROM ${quote(main)}`, gold, `SELECT no_such_column FROM ${quote(main)}`];
+  const probes = [
+    ...used.slice(0, 2).map((t) => `SELECT * FROM ${quote(t)} LIMIT 3`),
+    `SELECT COUNT(*) FROM ${quote(main)}`,
+    gold,
+    `SELECT no_such_column FROM ${quote(main)}`,
+  ];
   const finals = [gold, `SELECT COUNT(*) FROM ${quote(main)}`, `SELECT * FROM ${quote(main)} LIMIT 1`, `SELECT no_such_column FROM ${quote(main)}`];
   const alt = (xs: string[]): string => [...new Set(xs)].map(gbnfLiteral).join(" | ");
   const words = ["check", "the", "rows", "table", "count", "filter", "join", "value", "codes", "status"];
@@ -199,17 +206,44 @@ async function main(): Promise<void> {
   const constrained = tiny || values.constrained === true;
   const prune = { plainMs: 0, draftMs: 0, same: 0, runs: 0, generated: 0, drafted: 0, accepted: 0, saved: 0 };
 
-  console.log(`model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`);
-  console.log(`profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`);
+  console.log(
+    `model: ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}), ${policy.info.maxSequences} sequences`,
+  );
+  console.log(
+    `profile: ${PROFILE.id}; questions: ${items.length} (${items.map((it) => it.id).join(", ")}), candidates: ${CANDIDATES}, repeat: ${REPEAT}, constrained: ${constrained}`,
+  );
 
-  const totals = new Map<Strategy, Totals>(STRATEGIES.map((s) => [s, { evaluated: 0, generated: 0, wallMs: 0, candidates: 0, shortfalls: 0, runs: 0, batches: 0, votes: { last: { ex: 0, emptyWins: 0 }, equal: { ex: 0, emptyWins: 0 } } }]));
+  const totals = new Map<Strategy, Totals>(
+    STRATEGIES.map((s) => [
+      s,
+      {
+        evaluated: 0,
+        generated: 0,
+        wallMs: 0,
+        candidates: 0,
+        shortfalls: 0,
+        runs: 0,
+        batches: 0,
+        votes: { last: { ex: 0, emptyWins: 0 }, equal: { ex: 0, emptyWins: 0 } },
+      },
+    ]),
+  );
   const rows: string[] = [];
   try {
     for (let r = 0; r < REPEAT; r++) {
       for (const [k, it] of items.entries()) {
         byQuestion.set(it.dbPath, it.id);
         const gold = await executor.execute(it.dbPath, it.gold, { timeoutMs: 10_000 });
-        const base = { dbPath: it.dbPath, question: it.question, evidence: it.evidence, profile: PROFILE.id, constrained, maxInteractions: 3, maxTokens: 512, seed: SEED + k };
+        const base = {
+          dbPath: it.dbPath,
+          question: it.question,
+          evidence: it.evidence,
+          profile: PROFILE.id,
+          constrained,
+          maxInteractions: 3,
+          maxTokens: 512,
+          seed: SEED + k,
+        };
         await decode({ ...base, strategy: "greedy" });
         for (const strategy of STRATEGIES) {
           const batchesBefore = policy.decodeBatches?.() ?? 0;
@@ -247,7 +281,9 @@ async function main(): Promise<void> {
             prune.drafted += drafted.usage.draftedTokens ?? 0;
             prune.accepted += drafted.usage.acceptedTokens ?? 0;
             prune.saved += drafted.usage.forwardPassesSaved ?? 0;
-            rows.push(`  ${it.id.padEnd(14)} ${"+drafting".padEnd(11)} eval ${String(drafted.usage.evaluatedTokens).padStart(6)}  gen ${String(drafted.usage.generatedTokens).padStart(5)}  ${(draftMs / 1000).toFixed(2).padStart(6)} s  cand ${drafted.candidates.length}`);
+            rows.push(
+              `  ${it.id.padEnd(14)} ${"+drafting".padEnd(11)} eval ${String(drafted.usage.evaluatedTokens).padStart(6)}  gen ${String(drafted.usage.generatedTokens).padStart(5)}  ${(draftMs / 1000).toFixed(2).padStart(6)} s  cand ${drafted.candidates.length}`,
+            );
           }
         }
       }
@@ -263,7 +299,9 @@ async function main(): Promise<void> {
   console.log("\nper question:");
   for (const row of rows) console.log(row);
   const linear = totals.get("linear")!;
-  console.log(`\n${"strategy".padEnd(16)}${"evaluated".padStart(10)}${"generated".padStart(11)}${"wall s".padStart(9)}${"cand".padStart(6)}${"eval/lin".padStart(10)}${"gen/lin".padStart(9)}${"wall/lin".padStart(10)}${"batches".padStart(9)}${"tok/batch".padStart(11)}`);
+  console.log(
+    `\n${"strategy".padEnd(16)}${"evaluated".padStart(10)}${"generated".padStart(11)}${"wall s".padStart(9)}${"cand".padStart(6)}${"eval/lin".padStart(10)}${"gen/lin".padStart(9)}${"wall/lin".padStart(10)}${"batches".padStart(9)}${"tok/batch".padStart(11)}`,
+  );
   for (const s of STRATEGIES) {
     const t = totals.get(s)!;
     const ratio = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");
@@ -278,7 +316,9 @@ async function main(): Promise<void> {
   for (const s of STRATEGIES) {
     const t = totals.get(s)!;
     const pct = (n: number): string => `${((100 * n) / Math.max(1, t.runs)).toFixed(1)}%`;
-    console.log(`${`${s}-${CANDIDATES}`.padEnd(16)}${pct(t.votes.equal.ex).padStart(9)}${pct(t.votes.last.ex).padStart(9)}${pct(t.votes.equal.emptyWins).padStart(16)}${pct(t.votes.last.emptyWins).padStart(16)}`);
+    console.log(
+      `${`${s}-${CANDIDATES}`.padEnd(16)}${pct(t.votes.equal.ex).padStart(9)}${pct(t.votes.last.ex).padStart(9)}${pct(t.votes.equal.emptyWins).padStart(16)}${pct(t.votes.last.emptyWins).padStart(16)}`,
+    );
   }
   if (drafting) {
     const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixed(1)}%` : "n/a");

@@ -71,9 +71,13 @@ async function main(): Promise<void> {
     const f = (ms: number): string => ms.toFixed(3).padStart(8);
     console.log(`executor bench: ${N} sequential queries per variant, ${WORKERS} workers, node ${process.version}`);
     console.log("");
-    console.log(`${"variant".padEnd(38)} ${"direct med".padStart(10)} ${"direct p99".padStart(10)} ${"pool med".padStart(10)} ${"pool p99".padStart(10)} ${"overhead".padStart(10)}`);
+    console.log(
+      `${"variant".padEnd(38)} ${"direct med".padStart(10)} ${"direct p99".padStart(10)} ${"pool med".padStart(10)} ${"pool p99".padStart(10)} ${"overhead".padStart(10)}`,
+    );
     for (const r of rows) {
-      console.log(`${r.label.padEnd(38)}   ${f(r.direct.median)}   ${f(r.direct.p99)}   ${f(r.pooled.median)}   ${f(r.pooled.p99)}   ${f(r.pooled.median - r.direct.median)}`);
+      console.log(
+        `${r.label.padEnd(38)}   ${f(r.direct.median)}   ${f(r.direct.p99)}   ${f(r.pooled.median)}   ${f(r.pooled.p99)}   ${f(r.pooled.median - r.direct.median)}`,
+      );
     }
     console.log("(milliseconds; overhead = pool median - direct median, target < 1 ms)");
 
@@ -93,7 +97,9 @@ async function main(): Promise<void> {
     console.log("");
     console.log(`throughput over ${total} distinct queries:`);
     console.log(`  direct, one thread, sequential      ${directQps.toFixed(0).padStart(8)} queries/s`);
-    console.log(`  pool, ${WORKERS} workers, ${IN_FLIGHT} in flight        ${poolQps.toFixed(0).padStart(8)} queries/s  (${(poolQps / directQps).toFixed(2)}x direct)`);
+    console.log(
+      `  pool, ${WORKERS} workers, ${IN_FLIGHT} in flight        ${poolQps.toFixed(0).padStart(8)} queries/s  (${(poolQps / directQps).toFixed(2)}x direct)`,
+    );
     console.log(`  pool stats: ${JSON.stringify(pool.stats())}`);
   } finally {
     await pool.close();

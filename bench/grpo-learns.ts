@@ -46,7 +46,13 @@ const dbRoot = join(synthDir, "databases");
 const all = synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k }));
 const step = Math.max(1, Math.floor(all.length / Number(values.candidates)));
 const candidates = all.filter((_, k) => k % step === 0).slice(0, Number(values.candidates));
-const asQuestion = (r: (typeof all)[number]): TrainingQuestion => ({ questionId: r.question_id, dbPath: join(dbRoot, r.db_id, `${r.db_id}.sqlite`), question: r.question, ...(r.evidence ? { evidence: r.evidence } : {}), goldSql: r.SQL });
+const asQuestion = (r: (typeof all)[number]): TrainingQuestion => ({
+  questionId: r.question_id,
+  dbPath: join(dbRoot, r.db_id, `${r.db_id}.sqlite`),
+  question: r.question,
+  ...(r.evidence ? { evidence: r.evidence } : {}),
+  goldSql: r.SQL,
+});
 
 /** Pass rate of each question over `samples` rollouts of `gguf` at T 1.0 (seeds fixed by question and `salt`). */
 async function passRates(gguf: string, qs: TrainingQuestion[], samples: number, salt: number): Promise<Map<string | number, number>> {
@@ -57,7 +63,20 @@ async function passRates(gguf: string, qs: TrainingQuestion[], samples: number, 
   const out = new Map<string | number, number>();
   try {
     for (const [i, q] of qs.entries()) {
-      const g = await runGroup(q, { policy, executor, promptFor: prompts.promptFor, profile: reexProfile, groupSize: samples, temperature: 1, maxInteractions: 4, maxTokens: 400, concurrency: 16, seed: salt * 100_000 + Number(q.questionId) * 64, reward: spec, rewardEnv: { executor, goldCache: new GoldCache() } });
+      const g = await runGroup(q, {
+        policy,
+        executor,
+        promptFor: prompts.promptFor,
+        profile: reexProfile,
+        groupSize: samples,
+        temperature: 1,
+        maxInteractions: 4,
+        maxTokens: 400,
+        concurrency: 16,
+        seed: salt * 100_000 + Number(q.questionId) * 64,
+        reward: spec,
+        rewardEnv: { executor, goldCache: new GoldCache() },
+      });
       out.set(q.questionId, g.rollouts.filter((r) => r.reward.correct).length / samples);
       if ((i + 1) % 10 === 0) log(`  ${i + 1}/${qs.length} questions`);
     }
@@ -92,7 +111,17 @@ for (const arm of ["real", "shuffled"] as const) {
   const runDir = join(work, arm);
   const { eval: _eval, curriculum: _c, description: _d, ...rest } = recipe;
   const config = parseTrainConfig(
-    { ...rest, model, runDir, data: { dataset: trainFile, dbRoot }, steps: Number(values.steps), shuffleAdvantages: arm === "shuffled", checkpointEvery: 5, policy: { gpu: "cpu", contextSize: 1024, sequences: 16, threads }, learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] } },
+    {
+      ...rest,
+      model,
+      runDir,
+      data: { dataset: trainFile, dbRoot },
+      steps: Number(values.steps),
+      shuffleAdvantages: arm === "shuffled",
+      checkpointEvery: 5,
+      policy: { gpu: "cpu", contextSize: 1024, sequences: 16, threads },
+      learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] },
+    },
     "grpo",
   );
   log(`${arm} arm: ${config.steps} steps → ${runDir}`);
@@ -103,7 +132,7 @@ for (const arm of ["real", "shuffled"] as const) {
 
 function bootstrap(diffs: number[], n = 10_000): [number, number] {
   let s = 12345;
-  const rnd = (): number => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296);
+  const rnd = (): number => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296;
   const means: number[] = [];
   for (let b = 0; b < n; b++) {
     let t = 0;

@@ -41,7 +41,9 @@ try {
   });
   const f = (x: number): string => `${x >= 0 ? "+" : ""}${x.toFixed(3)}`;
   for (const a of [r.real, r.shuffled]) {
-    console.log(`${a.arm}${a.arm === "real" && values.control ? " (control: shuffled too)" : ""}: start ${a.start.toFixed(3)} end ${a.end.toFixed(3)} per-step ${a.curve.map((x) => x.toFixed(3)).join(" ")} |Δ old logp| max ${Math.max(...a.oldLogprobAbsDiff).toExponential(2)}`);
+    console.log(
+      `${a.arm}${a.arm === "real" && values.control ? " (control: shuffled too)" : ""}: start ${a.start.toFixed(3)} end ${a.end.toFixed(3)} per-step ${a.curve.map((x) => x.toFixed(3)).join(" ")} |Δ old logp| max ${Math.max(...a.oldLogprobAbsDiff).toExponential(2)}`,
+    );
   }
   console.log(`${r.seconds.toFixed(0)} s`);
   console.log(`real ${f(r.real.gain)} shuffled ${f(r.shuffled.gain)}`);

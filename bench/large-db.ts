@@ -5,7 +5,10 @@
  */
 import Database from "better-sqlite3";
 
-const WORDS = "amber basil cedar delta ember fjord garnet harbor indigo jasper kelp lumen marble nectar onyx pepper quartz russet sable tundra umber velvet willow xenon yarrow zephyr".split(" ");
+const WORDS =
+  "amber basil cedar delta ember fjord garnet harbor indigo jasper kelp lumen marble nectar onyx pepper quartz russet sable tundra umber velvet willow xenon yarrow zephyr".split(
+    " ",
+  );
 
 /** Writes the database to `path` (deterministic for a seed); returns its path. */
 export function writeLargeDatabase(path: string, options: { tables?: number; rows?: number; seed?: number } = {}): string {

@@ -87,7 +87,14 @@ const TEMPERATURE = Number(values.temperature);
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
 const CONTEXT = PROMPT_TOKENS + 4 * GEN + 512;
 
-type Row = "llama-batched-bench" | "node-llama-cpp" | "reex generate" | "reex generate+logprobs" | "reex rollout" | "reex generate+draft" | "reex rollout+draft";
+type Row =
+  | "llama-batched-bench"
+  | "node-llama-cpp"
+  | "reex generate"
+  | "reex generate+logprobs"
+  | "reex rollout"
+  | "reex generate+draft"
+  | "reex rollout+draft";
 const ROWS: Row[] = [
   "llama-batched-bench",
   "node-llama-cpp",
@@ -154,10 +161,34 @@ async function batchedBench(): Promise<string | undefined> {
   /** One run at one width; its generation speed and the CPU seconds of the whole process (bash's `times`). */
   const runOnce = (width: number, gen: number): { tg: number; t_tg: number; cpu: number } | string => {
     const args = [
-      "-m", MODEL, "-c", String(width * CONTEXT), "-b", "512", "-ub", "512", "-t", String(THREADS), "-tb", String(THREADS),
-      "-fa", "off", "-pps", "-npp", String(PROMPT_TOKENS), "-ntg", String(gen), "-npl", String(width), "--output-format", "jsonl",
+      "-m",
+      MODEL,
+      "-c",
+      String(width * CONTEXT),
+      "-b",
+      "512",
+      "-ub",
+      "512",
+      "-t",
+      String(THREADS),
+      "-tb",
+      String(THREADS),
+      "-fa",
+      "off",
+      "-pps",
+      "-npp",
+      String(PROMPT_TOKENS),
+      "-ntg",
+      String(gen),
+      "-npl",
+      String(width),
+      "--output-format",
+      "jsonl",
     ];
-    const out = spawnSync("bash", ["-c", '"$@" 2>/dev/null; status=$?; times; exit $status', "bash", binary!, ...args], { encoding: "utf8", maxBuffer: 1 << 24 });
+    const out = spawnSync("bash", ["-c", '"$@" 2>/dev/null; status=$?; times; exit $status', "bash", binary!, ...args], {
+      encoding: "utf8",
+      maxBuffer: 1 << 24,
+    });
     if (out.status !== 0) return `llama-batched-bench failed (${out.status}): ${(out.stderr || out.stdout).slice(-400)}`;
     const json = out.stdout.split("\n").find((l) => l.startsWith("{"));
     const times = [...out.stdout.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
@@ -229,11 +260,18 @@ function countDrafts(t: Trajectory, key: string): void {
   drafting.generated += u.generatedTokens;
 }
 
-async function reexGenerate(root: Trajectory, width: number, logprobs: boolean, row: Row = logprobs ? "reex generate+logprobs" : "reex generate"): Promise<void> {
+async function reexGenerate(
+  root: Trajectory,
+  width: number,
+  logprobs: boolean,
+  row: Row = logprobs ? "reex generate+logprobs" : "reex generate",
+): Promise<void> {
   const fs = await forks(root, width);
   const t0 = performance.now();
   const c0 = process.cpuUsage();
-  const results = await Promise.all(fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, ignoreEos: true, logprobs })));
+  const results = await Promise.all(
+    fs.map((f, i) => f.generate({ stop: [], maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, ignoreEos: true, logprobs })),
+  );
   add(row, width, { tokens: results.reduce((s, r) => s + r.tokens.length, 0), seconds: seconds(t0), cpu: cpuSeconds(c0) });
   if (row === "reex generate+draft") fs.forEach((f) => countDrafts(f, `${row} at ${width} seq`));
   await Promise.all(fs.map((f) => f.release()));
@@ -250,7 +288,20 @@ async function reexRollout(root: Trajectory, width: number, executor: ExecutorPo
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const results: RolloutResult[] = await Promise.all(
-    fs.map((f, i) => rollout(f, { executor, dbPath, maxTokens: GEN, temperature: TEMPERATURE, seed: i + 1, sink, path: String(i), maxInteractions: 100, logprobs: false, ignoreEos: true })),
+    fs.map((f, i) =>
+      rollout(f, {
+        executor,
+        dbPath,
+        maxTokens: GEN,
+        temperature: TEMPERATURE,
+        seed: i + 1,
+        sink,
+        path: String(i),
+        maxInteractions: 100,
+        logprobs: false,
+        ignoreEos: true,
+      }),
+    ),
   );
   const secs = seconds(t0);
   const cpu = cpuSeconds(c0);

@@ -144,7 +144,9 @@ async function underLoad(policy: Policy, db: string, warm: Trajectory, busy: Tra
   let sampled = 0;
   let finished = 0;
   const runs = busy.map((f, i) =>
-    f.generate({ stop: [], maxTokens: 4 * genTokens, temperature: 1, seed: 100 + i, signal: controller.signal, ignoreEos: true, onText: () => void sampled++ }).finally(() => void finished++),
+    f
+      .generate({ stop: [], maxTokens: 4 * genTokens, temperature: 1, seed: 100 + i, signal: controller.signal, ignoreEos: true, onText: () => void sampled++ })
+      .finally(() => void finished++),
   );
   while (sampled < 2 * busy.length && finished === 0) await new Promise((r) => setTimeout(r, 2));
   let t0 = process.hrtime.bigint();
@@ -166,7 +168,10 @@ async function underLoad(policy: Policy, db: string, warm: Trajectory, busy: Tra
 }
 
 const path = await modelPath();
-const variants: ["auto" | boolean, string][] = [["auto", "flash attn auto"], [false, "flash attn off"]];
+const variants: ["auto" | boolean, string][] = [
+  ["auto", "flash attn auto"],
+  [false, "flash attn off"],
+];
 const results: Measures[] = [];
 for (const [fa] of variants) results.push(await measure(path, fa));
 
@@ -180,12 +185,17 @@ const rows: [string, (m: Measures) => string][] = [
   ["start latency cold → warm", (m) => `${m.coldMs.toFixed(0)} → ${m.warmMs.toFixed(0)} ms (${(m.coldMs / m.warmMs).toFixed(1)}×)`],
   ["fork (KV copy), ms each / tokens evaluated", (m) => `${m.forkMs.toFixed(1)} / ${m.forkEvaluated}`],
   ["append <result> block", (m) => `${m.appendTokens} tokens in ${m.appendMs.toFixed(1)} ms`],
-  [`while ${batch} generate: fork / child's 1st token, ms`, (m) => `${m.loaded.forkMs.toFixed(1)} / ${m.loaded.forkFirstTokenMs.toFixed(1)}${m.loaded.busyThroughout ? "" : " (load ended)"}`],
+  [
+    `while ${batch} generate: fork / child's 1st token, ms`,
+    (m) => `${m.loaded.forkMs.toFixed(1)} / ${m.loaded.forkFirstTokenMs.toFixed(1)}${m.loaded.busyThroughout ? "" : " (load ended)"}`,
+  ],
   [`while ${batch} generate: warm start / release, ms`, (m) => `${m.loaded.startMs.toFixed(1)} / ${m.loaded.releaseMs.toFixed(1)}`],
 ];
 const width = Math.max(...rows.map(([k]) => k.length));
 const col = Math.max(...variants.map(([, n]) => n.length), ...results.flatMap((m) => rows.map(([, f]) => f(m).length)));
-console.log(`\npolicy benchmark — ${values.model ?? "tiny random model"}${values.threads ? `, ${values.threads} thread(s)` : ""} (${new Date().toISOString()})`);
+console.log(
+  `\npolicy benchmark — ${values.model ?? "tiny random model"}${values.threads ? `, ${values.threads} thread(s)` : ""} (${new Date().toISOString()})`,
+);
 console.log(`  ${"".padEnd(width)}  ${variants.map(([, n]) => n.padEnd(col)).join("  ")}`);
 for (const [name, f] of rows) console.log(`  ${name.padEnd(width)}  ${results.map((m) => f(m).padEnd(col)).join("  ")}`);
 console.log(`  target: second request re-evaluates ≤ 10% of its prompt tokens`);

@@ -53,7 +53,9 @@ function fixedLatencyDecode(latencyMs: number) {
       sql: "SELECT count(*) FROM singer",
       answerable: true,
       result,
-      candidates: [{ index: 0, path: "0", sql: "SELECT count(*) FROM singer", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.1, text: "" }],
+      candidates: [
+        { index: 0, path: "0", sql: "SELECT count(*) FROM singer", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.1, text: "" },
+      ],
       winner: 0,
       decidedBy: "majority",
       usage: { promptTokens: 300, evaluatedTokens: 340, generatedTokens: 40 },
@@ -97,11 +99,14 @@ function restCall(url: string, body: string, agent: http.Agent): Call {
   const target = new URL(`${url}/v1/sql`);
   return async () => {
     const text = await new Promise<string>((resolve, reject) => {
-      const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
-        let data = "";
-        res.on("data", (c: Buffer) => (data += c.toString()));
-        res.on("end", () => (res.statusCode === 200 ? resolve(data) : reject(new Error(`status ${res.statusCode}`))));
-      });
+      const req = http.request(
+        { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: { "content-type": "application/json" } },
+        (res) => {
+          let data = "";
+          res.on("data", (c: Buffer) => (data += c.toString()));
+          res.on("end", () => (res.statusCode === 200 ? resolve(data) : reject(new Error(`status ${res.statusCode}`))));
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });
@@ -142,7 +147,12 @@ function nodeHttpFetch(agent: http.Agent): typeof fetch {
 }
 
 /** An MCP session at /mcp and its `ask` tool call, with or without a progress token, over fetch or node:http; `progress` counts notifications received. */
-async function mcpCall(url: string, database: string, progress: boolean, via: "fetch" | "node:http"): Promise<{ call: Call; close: () => Promise<void>; progress: { calls: number; notifications: number } }> {
+async function mcpCall(
+  url: string,
+  database: string,
+  progress: boolean,
+  via: "fetch" | "node:http",
+): Promise<{ call: Call; close: () => Promise<void>; progress: { calls: number; notifications: number } }> {
   const agent = new http.Agent({ keepAlive: true });
   const client = new Client({ name: "reex-bench", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), via === "node:http" ? { fetch: nodeHttpFetch(agent) } : {}));
@@ -202,7 +212,9 @@ async function main(): Promise<void> {
     const body = JSON.stringify({ database: id, question: "How many singers are there?" });
     const post = { url: `${url}/v1/sql`, method: "POST", headers: { "content-type": "application/json" }, body };
 
-    console.log(`server overhead bench: loopback, server in a child process, fake decoder with ${LATENCY_MS} ms latency, ${SECONDS} s per run, logging at info to a null stream`);
+    console.log(
+      `server overhead bench: loopback, server in a child process, fake decoder with ${LATENCY_MS} ms latency, ${SECONDS} s per run, logging at info to a null stream`,
+    );
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const mcp = await mcpCall(url, id, false, "node:http");
     const mcpProgress = await mcpCall(url, id, true, "node:http");
@@ -232,18 +244,34 @@ async function main(): Promise<void> {
     }
     for (const connections of CONNECTIONS) {
       const r = await autocannon({ ...post, connections, duration: SECONDS });
-      rows.push(["autocannon", String(connections), r.latency.p50.toFixed(2), r.latency.p99.toFixed(2), r.requests.average.toFixed(1), String(r.non2xx + r.errors + r.timeouts), (r.latency.p50 - p50Base).toFixed(2)]);
+      rows.push([
+        "autocannon",
+        String(connections),
+        r.latency.p50.toFixed(2),
+        r.latency.p99.toFixed(2),
+        r.requests.average.toFixed(1),
+        String(r.non2xx + r.errors + r.timeouts),
+        (r.latency.p50 - p50Base).toFixed(2),
+      ]);
     }
     const widths = rows[0]!.map((_, j) => Math.max(...rows.map((r) => r[j]!.length)));
     for (const r of rows) console.log(r.map((c, j) => (j < 1 ? c.padEnd(widths[j]!) : c.padStart(widths[j]!))).join("  "));
     console.log(`(${rounds} interleaved rounds: each round calls every sequential variant once, so load changes fall on all alike)`);
     const overhead = (name: string): number => quantile(seq[name]!.times, 0.5) - p50Base;
-    console.log(`p50 overhead of the server over the in-process decoder: ${overhead("sequential client").toFixed(2)} ms (target < 5 ms): ${overhead("sequential client") < 5 ? "OK" : "OVER TARGET"}`);
-    for (const [label, name] of [["MCP ask", "MCP ask, SDK client"], ["MCP ask with progress", "MCP ask + progress"], ["MCP ask over fetch", "MCP ask, SDK over fetch"]] as const) {
+    console.log(
+      `p50 overhead of the server over the in-process decoder: ${overhead("sequential client").toFixed(2)} ms (target < 5 ms): ${overhead("sequential client") < 5 ? "OK" : "OVER TARGET"}`,
+    );
+    for (const [label, name] of [
+      ["MCP ask", "MCP ask, SDK client"],
+      ["MCP ask with progress", "MCP ask + progress"],
+      ["MCP ask over fetch", "MCP ask, SDK over fetch"],
+    ] as const) {
       const o = overhead(name);
       console.log(`p50 overhead of ${label} at /mcp over the in-process decoder: ${o.toFixed(2)} ms (target < 5 ms): ${o < 5 ? "OK" : "OVER TARGET"}`);
     }
-    console.log(`p50 of the server's own share inside the handler (totalMs - decodeMs): ${quantile(seq["sequential client"]!.server, 0.5).toFixed(2)} ms; machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`);
+    console.log(
+      `p50 of the server's own share inside the handler (totalMs - decodeMs): ${quantile(seq["sequential client"]!.server, 0.5).toFixed(2)} ms; machine load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores`,
+    );
   } finally {
     child.send("stop");
     await new Promise((resolve) => child.once("exit", resolve));

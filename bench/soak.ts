@@ -13,7 +13,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ensureTestModel } from "../test/helpers/model.js";
 
-const { values } = parseArgs({ options: { clients: { type: "string", default: "16" }, seconds: { type: "string", default: "180" }, "kill-every-ms": { type: "string", default: "5000" } } });
+const { values } = parseArgs({
+  options: { clients: { type: "string", default: "16" }, seconds: { type: "string", default: "180" }, "kill-every-ms": { type: "string", default: "5000" } },
+});
 const clients = Number(values.clients);
 const seconds = Number(values.seconds);
 const killEvery = Number(values["kill-every-ms"]);
@@ -42,10 +44,31 @@ const children = (pid: number): number[] => {
 
 const dir = mkdtempSync(join(tmpdir(), "reex-soak-"));
 const model = await ensureTestModel();
-const server = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "serve", "--server.port", "0", "--server.rateLimitPerMinute", "0", "--server.maxQueued", "64", "--policy.model", model, "--policy.gpu", "cpu", "--agent.maxTokens", "128"], {
-  env: { ...process.env, REEX_SQL_DATA_DIR: join(dir, "data") },
-  stdio: ["ignore", "pipe", "pipe"],
-});
+const server = spawn(
+  process.execPath,
+  [
+    "--import",
+    "tsx",
+    "src/cli.ts",
+    "serve",
+    "--server.port",
+    "0",
+    "--server.rateLimitPerMinute",
+    "0",
+    "--server.maxQueued",
+    "64",
+    "--policy.model",
+    model,
+    "--policy.gpu",
+    "cpu",
+    "--agent.maxTokens",
+    "128",
+  ],
+  {
+    env: { ...process.env, REEX_SQL_DATA_DIR: join(dir, "data") },
+    stdio: ["ignore", "pipe", "pipe"],
+  },
+);
 let log = "";
 server.stdout.on("data", (c: Buffer) => (log += c));
 server.stderr.on("data", (c: Buffer) => (log += c));
@@ -57,7 +80,12 @@ while (!base) {
   else await new Promise((r) => setTimeout(r, 100));
 }
 const dbs = ((await (await fetch(`${base}/v1/databases`)).json()) as { databases: { id: string; name: string }[] }).databases;
-const QUESTIONS = ["How many customers are there?", "Which product is the most expensive?", "List the cities of customers.", "What is the total of all orders?"];
+const QUESTIONS = [
+  "How many customers are there?",
+  "Which product is the most expensive?",
+  "List the cities of customers.",
+  "What is the total of all orders?",
+];
 
 const startRss = rssMiB(server.pid!);
 let maxRss = startRss;
@@ -91,7 +119,16 @@ const MCP_HEADERS = { "content-type": "application/json", accept: "application/j
 const SQL = ["SELECT count(*) FROM sqlite_schema", "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c LIMIT 20000) SELECT sum(i) FROM c"];
 /** Every other call runs SQL through MCP run_sql (so executor children work and get killed); the rest ask a question. */
 const client = async (n: number): Promise<void> => {
-  const init = await fetch(`${base}/mcp`, { method: "POST", headers: MCP_HEADERS, body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: `soak-${n}`, version: "1" } } }) });
+  const init = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: MCP_HEADERS,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: `soak-${n}`, version: "1" } },
+    }),
+  });
   await init.text();
   const session = init.headers.get("mcp-session-id")!;
   for (let i = 0; Date.now() < deadline; i++) {
@@ -99,18 +136,33 @@ const client = async (n: number): Promise<void> => {
     const t0 = performance.now();
     try {
       if (i % 2 === 1) {
-        const res = await fetch(`${base}/mcp`, { method: "POST", headers: { ...MCP_HEADERS, "mcp-session-id": session }, body: JSON.stringify({ jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "run_sql", arguments: { database: db.id, sql: SQL[i % 4 === 1 ? 0 : 1] } } }) });
+        const res = await fetch(`${base}/mcp`, {
+          method: "POST",
+          headers: { ...MCP_HEADERS, "mcp-session-id": session },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: i,
+            method: "tools/call",
+            params: { name: "run_sql", arguments: { database: db.id, sql: SQL[i % 4 === 1 ? 0 : 1] } },
+          }),
+        });
         const text = await res.text();
         const failed = !res.ok || text.includes('"isError":true');
         if (!failed) answers++;
         else {
-          const kind = text.includes("crashed while running") ? "planned: run_sql on a child this bench SIGKILLed" : `run_sql ${/(SQL_[A-Z_]+|EXECUTOR_[A-Z_]+)/.exec(text)?.[1] ?? res.status}`;
+          const kind = text.includes("crashed while running")
+            ? "planned: run_sql on a child this bench SIGKILLed"
+            : `run_sql ${/(SQL_[A-Z_]+|EXECUTOR_[A-Z_]+)/.exec(text)?.[1] ?? res.status}`;
           errors.set(kind, (errors.get(kind) ?? 0) + 1);
         }
         latencies.push(performance.now() - t0);
         continue;
       }
-      const res = await fetch(`${base}/v1/sql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: db.id, question: QUESTIONS[(n + i) % QUESTIONS.length] }) });
+      const res = await fetch(`${base}/v1/sql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ database: db.id, question: QUESTIONS[(n + i) % QUESTIONS.length] }),
+      });
       const body = (await res.json()) as { code?: string };
       if (res.ok) answers++;
       else errors.set(body.code ?? String(res.status), (errors.get(body.code ?? String(res.status)) ?? 0) + 1);

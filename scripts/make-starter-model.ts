@@ -137,7 +137,10 @@ if (values["card-from"]) {
   const saved = JSON.parse(readFileSync(String(values["card-from"]), "utf8")) as SavedReport;
   const evalReport = values.eval ? (JSON.parse(readFileSync(String(values.eval), "utf8")) as EvalReportFile) : null;
   const notes = values.notes ? readFileSync(String(values.notes), "utf8") : null;
-  writeFileSync(String(values.card), modelCard({ ...saved, commands: saved.commands ?? [saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1"] }, evalReport, notes));
+  writeFileSync(
+    String(values.card),
+    modelCard({ ...saved, commands: saved.commands ?? [saved.command ?? "npx tsx scripts/make-starter-model.ts --seed 1"] }, evalReport, notes),
+  );
   console.log(`wrote ${values.card} from ${values["card-from"]}`);
   process.exit(0);
 }
@@ -194,7 +197,13 @@ const options: StarterOptions = {
     logEvery: 10,
   },
   checkItems: num("check"),
-  grpo: values["no-grpo"] ? null : { ...(values["grpo-steps"] ? { steps: num("grpo-steps") } : {}), ...(values["grpo-threads"] ? { threads: num("grpo-threads") } : {}), pick: grpoPick(values["grpo-pick"]) },
+  grpo: values["no-grpo"]
+    ? null
+    : {
+        ...(values["grpo-steps"] ? { steps: num("grpo-steps") } : {}),
+        ...(values["grpo-threads"] ? { threads: num("grpo-threads") } : {}),
+        pick: grpoPick(values["grpo-pick"]),
+      },
   ablation: values.ablation ?? false,
   reuseSft: values["reuse-sft"] ?? false,
   ...(values.from ? { from: String(values.from) } : {}),
@@ -217,12 +226,13 @@ if (values["data-only"]) {
 }
 const report = await makeStarterModel(options);
 if (values["prepare-only"]) {
-  console.log(`${stamp()} prepared ${values.work}: ${report.tokens.records} records in ${values.work}/sft_tokens.jsonl, initial model ${report.sftModel} (the card is unchanged)`);
+  console.log(
+    `${stamp()} prepared ${values.work}: ${report.tokens.records} records in ${values.work}/sft_tokens.jsonl, initial model ${report.sftModel} (the card is unchanged)`,
+  );
   process.exit(0);
 }
 writeFileSync(String(values.card), modelCard(report, null, null));
 console.log(`${stamp()} wrote ${values.out} (${report.outBytes} bytes), ${values.card}, ${values.work}/report.json in ${report.seconds.toFixed(0)} s`);
-
 
 /** A work folder's report.json (reports written before `commands` existed have one `command`). */
 type SavedReport = Omit<StarterReport, "commands"> & { command?: string; commands?: string[] };
@@ -357,7 +367,11 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     `| step | what |`,
     `|---|---|`,
     `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains${m.lookalikes ? `, plus ${m.lookalikes} train-only look-alikes of the example databases' schemas (\`--lookalikes\`; none of the examples' questions)${m.lookalikeExact ? `, ${m.lookalikeExact * 100}% of them under the examples' exact table and column names (\`--lookalike-exact\`)` : ""}` : ""}${m.renameShare ? `; ${m.renameShare * 100}% of train table and column names given a random prefix (\`--rename-share\`)` : ""}; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
-    ...(r.from ? [`| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), an earlier model of this pipeline: its tokenizer, shape and weights are the start; the text above (or, for an earlier default, the git history of models/MODEL_CARD.md) says how it was made |`] : []),
+    ...(r.from
+      ? [
+          `| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), an earlier model of this pipeline: its tokenizer, shape and weights are the start; the text above (or, for an earlier default, the git history of models/MODEL_CARD.md) says how it was made |`,
+        ]
+      : []),
     `| tokenizer | ${r.from ? "the start model's: " : ""}byte-level BPE, ${r.vocabSize} tokens (256 bytes + merges + ChatML \`<|endoftext|>\` \`<|im_start|>\` \`<|im_end|>\`), GPT-2 split regex (\`tokenizer.ggml.pre = trillion\`: llama.cpp's GPT-2 regex without the detokeniser's space clean-up, which would turn \` , \` into \`,\` in generated text) |`,
     `| model | llama, ${r.shape.layers} layers, width ${r.shape.embedding}, ${r.shape.heads} heads (KV ${r.shape.kvHeads}), FFN ${r.shape.feedForward}, context ${r.shape.contextLength}, untied output; ${r.parameters} parameters; ChatML template |`,
     `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
@@ -390,10 +404,22 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ``,
   ];
   if (g) {
-    lines.push(`### GRPO, with and without the exploration reward`, ``, `Means over blocks of 5 steps (${g.config.questionsPerStep * g.config.groupSize} rollouts per step; train questions).`, ``, ...curveTable(g, r.ablation), ``);
+    lines.push(
+      `### GRPO, with and without the exploration reward`,
+      ``,
+      `Means over blocks of 5 steps (${g.config.questionsPerStep * g.config.groupSize} rollouts per step; train questions).`,
+      ``,
+      ...curveTable(g, r.ablation),
+      ``,
+    );
     const held = heldoutTable(g, r.ablation);
     if (held.length) {
-      lines.push(`Greedy EX during training on \`${r.workDir}/val_seen.json\`: ${r.synth.val ?? "its"} questions, one from each of as many dev databases of the training domains, none of them a database of the EX table below; step 0 is the SFT model.`, ``, ...held, ``);
+      lines.push(
+        `Greedy EX during training on \`${r.workDir}/val_seen.json\`: ${r.synth.val ?? "its"} questions, one from each of as many dev databases of the training domains, none of them a database of the EX table below; step 0 is the SFT model.`,
+        ``,
+        ...held,
+        ``,
+      );
     }
   }
   if (evalReport) {
@@ -413,8 +439,20 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       `${c.items} held-out items, greedy, execution-aware, max 512 tokens: well-formed ${c.wellFormed}, with probes ${c.withProbes}, final SQL runs ${c.executable}, correct (BIRD EX) ${c.correct}; ${c.meanInteractions.toFixed(2)} probes and ${c.meanGeneratedTokens.toFixed(0)} generated tokens per item; ${c.seconds.toFixed(0)} s.`,
       ``,
     );
-    for (const e of c.examples.filter((x) => x.ok).slice(0, 1).concat(c.examples.filter((x) => !x.ok).slice(0, 1))) {
-      lines.push(`Question: ${e.question}  `, `Gold: \`${e.gold}\`  `, `Final: \`${e.final ?? "(none)"}\` — ${e.ok ? "correct" : "wrong"}, format ${e.format ? "ok" : "bad"}, ${e.probes} probes`, ``, "```", e.text.slice(0, 1500), "```", ``);
+    for (const e of c.examples
+      .filter((x) => x.ok)
+      .slice(0, 1)
+      .concat(c.examples.filter((x) => !x.ok).slice(0, 1))) {
+      lines.push(
+        `Question: ${e.question}  `,
+        `Gold: \`${e.gold}\`  `,
+        `Final: \`${e.final ?? "(none)"}\` — ${e.ok ? "correct" : "wrong"}, format ${e.format ? "ok" : "bad"}, ${e.probes} probes`,
+        ``,
+        "```",
+        e.text.slice(0, 1500),
+        "```",
+        ``,
+      );
     }
   }
   lines.push(

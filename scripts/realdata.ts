@@ -34,7 +34,10 @@ function parse(argv: string[]): { out: string; seed: number; sources: RealSource
     if (arg === "--out") out = value();
     else if (arg === "--seed") seed = int(value(), 0);
     else if (arg === "--sources") {
-      sources = value().split(",").map((s) => s.trim()).filter(Boolean) as RealSource[];
+      sources = value()
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean) as RealSource[];
       for (const s of sources) if (!REAL_SOURCES.includes(s)) throw new Error(`unknown source ${s} (one of ${REAL_SOURCES.join(", ")})\n${USAGE}`);
     } else if (arg === "--wikisql-tables") wikisqlTables = int(value(), 1);
     else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
@@ -45,7 +48,14 @@ function parse(argv: string[]): { out: string; seed: number; sources: RealSource
     } else throw new Error(`unknown argument ${arg}\n${USAGE}`);
   }
   if (!out) throw new Error(`--out is required\n${USAGE}`);
-  return { out: resolve(out), seed, sources, ...(wikisqlTables !== undefined ? { wikisqlTables } : {}), ...(spiderDatabases !== undefined ? { spiderDatabases } : {}), traces };
+  return {
+    out: resolve(out),
+    seed,
+    sources,
+    ...(wikisqlTables !== undefined ? { wikisqlTables } : {}),
+    ...(spiderDatabases !== undefined ? { spiderDatabases } : {}),
+    traces,
+  };
 }
 
 function main(): number {
@@ -61,9 +71,12 @@ function main(): number {
   const { manifest } = generateRealData(args.out, { ...args, onProgress: (line) => console.log(`${stamp()} ${line}`) });
   console.log(`${stamp()} real-question data in ${args.out} (seed ${manifest.seed})`);
   for (const [source, s] of Object.entries(manifest.sources)) {
-    console.log(`  ${source}: ${s.kept} of ${s.questions} questions run and return rows, ${s.databases} databases; splits ${JSON.stringify(s.splits)}; dropped ${JSON.stringify(s.dropped)}`);
+    console.log(
+      `  ${source}: ${s.kept} of ${s.questions} questions run and return rows, ${s.databases} databases; splits ${JSON.stringify(s.splits)}; dropped ${JSON.stringify(s.dropped)}`,
+    );
   }
-  if (manifest.traces > 0) console.log(`  SFT records: ${manifest.traces} (~${manifest.traceTokens} tokens, ~${Math.round(manifest.traceTokens / manifest.traces)} per record)`);
+  if (manifest.traces > 0)
+    console.log(`  SFT records: ${manifest.traces} (~${manifest.traceTokens} tokens, ~${Math.round(manifest.traceTokens / manifest.traces)} per record)`);
   return 0;
 }
 

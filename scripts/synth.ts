@@ -9,9 +9,20 @@
 import { resolve } from "node:path";
 import { DEFAULT_DEV_DOMAINS, generateSynth } from "../src/synth/index.js";
 
-const USAGE = "usage: npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--lookalike-exact P] [--rename-share P] [--no-traces]";
+const USAGE =
+  "usage: npx tsx scripts/synth.ts --out DIR [--seed N] [--dbs N] [--dev-domains a,b] [--dev-every N] [--lookalikes N] [--lookalike-exact P] [--rename-share P] [--no-traces]";
 
-function parse(argv: string[]): { out: string; seed: number; dbs: number; devDomains: string[]; devEvery: number; lookalikes: number; lookalikeExact: number; renameShare: number; traces: boolean } {
+function parse(argv: string[]): {
+  out: string;
+  seed: number;
+  dbs: number;
+  devDomains: string[];
+  devEvery: number;
+  lookalikes: number;
+  lookalikeExact: number;
+  renameShare: number;
+  traces: boolean;
+} {
   let out: string | undefined;
   let seed = 1;
   let dbs = 200;
@@ -41,7 +52,11 @@ function parse(argv: string[]): { out: string; seed: number; dbs: number; devDom
     if (arg === "--out") out = value();
     else if (arg === "--seed") seed = int("--seed", value(), 0);
     else if (arg === "--dbs") dbs = int("--dbs", value(), 1);
-    else if (arg === "--dev-domains") devDomains = value().split(",").map((s) => s.trim()).filter(Boolean);
+    else if (arg === "--dev-domains")
+      devDomains = value()
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
     else if (arg === "--dev-every") devEvery = int("--dev-every", value(), 0);
     else if (arg === "--lookalikes") lookalikes = int("--lookalikes", value(), 0);
     else if (arg === "--lookalike-exact") lookalikeExact = share("--lookalike-exact", value());
@@ -65,7 +80,16 @@ function main(): number {
     return 2;
   }
   const started = performance.now();
-  const result = generateSynth(args.out, { seed: args.seed, dbs: args.dbs, devDomains: args.devDomains, devEvery: args.devEvery, lookalikes: args.lookalikes, lookalikeExact: args.lookalikeExact, renameShare: args.renameShare, traces: args.traces });
+  const result = generateSynth(args.out, {
+    seed: args.seed,
+    dbs: args.dbs,
+    devDomains: args.devDomains,
+    devEvery: args.devEvery,
+    lookalikes: args.lookalikes,
+    lookalikeExact: args.lookalikeExact,
+    renameShare: args.renameShare,
+    traces: args.traces,
+  });
   const m = result.manifest;
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`synthetic data in ${args.out} (${seconds} s, seed ${m.seed})`);

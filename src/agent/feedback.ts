@@ -65,12 +65,25 @@ export function schemaHint(result: ExecResult, sql: string, schema: SchemaTables
   if (category !== "missing_column" && category !== "missing_table") return undefined;
   const tables = (typeof schema === "function" ? schema() : schema)?.tables ?? [];
   if (tables.length === 0) return undefined;
-  const allTables = `Tables: ${nameList(tables.map((t) => t.name), HINT_TABLES * HINT_COLUMNS, maxCellChars)}`;
+  const allTables = `Tables: ${nameList(
+    tables.map((t) => t.name),
+    HINT_TABLES * HINT_COLUMNS,
+    maxCellChars,
+  )}`;
   if (category === "missing_table") return allTables;
   const named = new Set(identifiersIn(sql));
   const hit = tables.filter((t) => named.has(t.name.toLowerCase())).slice(0, HINT_TABLES);
   if (hit.length === 0) return allTables;
-  return hit.map((t) => `${cell(t.name, maxCellChars)} columns: ${nameList(t.columns.map((c) => c.name), HINT_COLUMNS, maxCellChars)}`).join("\n");
+  return hit
+    .map(
+      (t) =>
+        `${cell(t.name, maxCellChars)} columns: ${nameList(
+          t.columns.map((c) => c.name),
+          HINT_COLUMNS,
+          maxCellChars,
+        )}`,
+    )
+    .join("\n");
 }
 
 /** Any profile's tag, opening or closing; built on first use, since the profiles load after this module. */

@@ -58,9 +58,40 @@ const RESERVED = new Set(
 
 /** Functions the grammar offers (aggregates, string, numeric and date functions of SQLite). */
 const FUNCTIONS = [
-  "COUNT", "SUM", "AVG", "MIN", "MAX", "TOTAL", "GROUP_CONCAT", "ABS", "ROUND", "LENGTH", "UPPER", "LOWER", "SUBSTR", "SUBSTRING",
-  "TRIM", "LTRIM", "RTRIM", "REPLACE", "INSTR", "COALESCE", "IFNULL", "NULLIF", "IIF", "STRFTIME", "DATE", "TIME", "DATETIME",
-  "JULIANDAY", "TYPEOF", "PRINTF", "FORMAT", "HEX", "UNICODE", "CHAR",
+  "COUNT",
+  "SUM",
+  "AVG",
+  "MIN",
+  "MAX",
+  "TOTAL",
+  "GROUP_CONCAT",
+  "ABS",
+  "ROUND",
+  "LENGTH",
+  "UPPER",
+  "LOWER",
+  "SUBSTR",
+  "SUBSTRING",
+  "TRIM",
+  "LTRIM",
+  "RTRIM",
+  "REPLACE",
+  "INSTR",
+  "COALESCE",
+  "IFNULL",
+  "NULLIF",
+  "IIF",
+  "STRFTIME",
+  "DATE",
+  "TIME",
+  "DATETIME",
+  "JULIANDAY",
+  "TYPEOF",
+  "PRINTF",
+  "FORMAT",
+  "HEX",
+  "UNICODE",
+  "CHAR",
 ];
 
 /** The functions of {@link FUNCTIONS} that take exactly one argument; the others take one or more. */
@@ -165,7 +196,13 @@ function byteBounded(name: string, max: number, units: [string, number][]): stri
   if (max === 0) return [];
   const pieces: [string, number][] = [...units, ["[\\u0080-\\u07FF]", 2], ["[\\u0800-\\uFFFF]", 3], ["[\\U00010000-\\U0010FFFF]", 4]];
   const rules = [`${name} ::= ${name}-${max}`];
-  for (let k = 1; k <= 4; k++) rules.push(`${name}-b${k} ::= ${pieces.filter(([, cost]) => cost === k).map(([piece]) => piece).join(" | ")}`);
+  for (let k = 1; k <= 4; k++)
+    rules.push(
+      `${name}-b${k} ::= ${pieces
+        .filter(([, cost]) => cost === k)
+        .map(([piece]) => piece)
+        .join(" | ")}`,
+    );
   for (let n = 1; n <= max; n++) {
     const alternatives = [1, 2, 3, 4].filter((k) => k <= n).map((k) => (k < n ? `${name}-b${k} ${name}-${n - k}?` : `${name}-b${k}`));
     rules.push(`${name}-${n} ::= ${alternatives.join(" | ")}`);
@@ -322,7 +359,11 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   rules.push(...tokenRules(schema, skeleton, maxThink, sql));
   const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
   for (let v = 0; v <= maxAliases; v++) {
-    rules.push(`qual-${v} ::= table${TABLE_ALIASES.slice(0, v).map((a) => ` | ${lit(a)}`).join("")}`);
+    rules.push(
+      `qual-${v} ::= table${TABLE_ALIASES.slice(0, v)
+        .map((a) => ` | ${lit(a)}`)
+        .join("")}`,
+    );
     rules.push(`column-ref-${v} ::= (qual-${v} ".")? column`);
     rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star)`);
   }
@@ -379,9 +420,18 @@ function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: nu
     `prefix ::= ${sql.kw("NOT")} ws | "-" ows`,
     `collate ::= ws ${sql.kw("COLLATE")} ws ${sql.kw("NOCASE")}`,
     `count-star ::= ${sql.kw("COUNT")} ows "(" ows "*" ows ")"`,
-    ...trieRules("func-1", FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
-    ...trieRules("func-n", FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()])),
-    ...trieRules("type-name", TYPES.flatMap((t) => [t, t.toLowerCase()])),
+    ...trieRules(
+      "func-1",
+      FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
+    ),
+    ...trieRules(
+      "func-n",
+      FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
+    ),
+    ...trieRules(
+      "type-name",
+      TYPES.flatMap((t) => [t, t.toLowerCase()]),
+    ),
     `limit ::= ${sql.kw("LIMIT")} ws integer ((ws ${sql.kw("OFFSET")} ws | ows "," ows) integer)?`,
     `literal ::= number | string | ${sql.kw("NULL")}`,
     `number ::= [0-9]{1,${TEXT_CAPS.digits}} ("." [0-9]{0,${TEXT_CAPS.digits}})? | "." [0-9]{1,${TEXT_CAPS.digits}}`,
@@ -608,14 +658,24 @@ const KEYWORD_LIKE = new Set([
   ...RESERVED,
   ...FUNCTIONS,
   ...TYPES,
-  "TRUE", "FALSE", "NOCASE", "BINARY", "RTRIM", "VARCHAR", "CHARACTER", "BOOLEAN", "DATETIME", "ROWID",
+  "TRUE",
+  "FALSE",
+  "NOCASE",
+  "BINARY",
+  "RTRIM",
+  "VARCHAR",
+  "CHARACTER",
+  "BOOLEAN",
+  "DATETIME",
+  "ROWID",
 ]);
 
 type Tok = { kind: "word" | "quoted" | "punct" | "other"; text: string };
 
 function tokenize(sql: string): Tok[] {
   const out: Tok[] = [];
-  const re = /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_][A-Za-z0-9_$]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
+  const re =
+    /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_][A-Za-z0-9_$]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
   for (let m = re.exec(sql); m; m = re.exec(sql)) {
     if (m[1] !== undefined) out.push({ kind: "quoted", text: m[1].replace(/""/g, '"') });
     else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2] });

@@ -177,10 +177,17 @@ export interface FinalAnswer {
 
 /** Detects `UNANSWERABLE: reason` (also "not answerable", "cannot be answered") and returns the reason, else null. */
 export function unanswerableReason(content: string): string | null {
-  const s = content.trim().replace(/^```[A-Za-z]*\s*|```$/g, "").trim().replace(/^["'`]|["'`]$/g, "");
+  const s = content
+    .trim()
+    .replace(/^```[A-Za-z]*\s*|```$/g, "")
+    .trim()
+    .replace(/^["'`]|["'`]$/g, "");
   const m = new RegExp(`^\\W*(?:${UNANSWERABLE_MARKER}|not answerable|cannot be answered)\\b\\s*[:\\-–—]?\\s*([\\s\\S]*)$`, "i").exec(s);
   if (!m) return null;
-  return m[1]!.trim().replace(/["'`.]+$/, "").trim();
+  return m[1]!
+    .trim()
+    .replace(/["'`.]+$/, "")
+    .trim();
 }
 
 /**
@@ -209,7 +216,10 @@ export function extractFinal(text: string, syntax: ResponseSyntax = REEX_SYNTAX)
   };
   const loose = pick(["text"], "loose");
   if (loose) return loose;
-  const outside = segs.filter((s) => s.kind === "text").map((s) => s.content).join(" ");
+  const outside = segs
+    .filter((s) => s.kind === "text")
+    .map((s) => s.content)
+    .join(" ");
   const reason = unanswerableReason(outside);
   if (reason !== null) return { sql: null, answerable: false, reason, source: "loose", fromTag: false, closed: true };
   return pick(["think", "think-alias"], "think") ?? { sql: null, answerable: true, source: "none", fromTag: false, closed: true };

@@ -132,10 +132,7 @@ export interface RolloutState {
 }
 
 /** What one {@link rolloutStep} did: answered a probe, refused one at the limit, or ended the rollout. */
-export type StepOutcome =
-  | { kind: "probe"; probe: ProbeRecord }
-  | { kind: "limit"; probe: ProbeRecord }
-  | { kind: "done"; stopReason: RolloutStopReason };
+export type StepOutcome = { kind: "probe"; probe: ProbeRecord } | { kind: "limit"; probe: ProbeRecord } | { kind: "done"; stopReason: RolloutStopReason };
 
 /** The outcome of a rollout. */
 export interface RolloutResult {
@@ -234,7 +231,8 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   if (generated.stopReason === "aborted" || options.signal?.aborted) return end(state, "aborted");
 
   const blocks = segments(generated.text, profile.syntax);
-  const finalClosed = blocks.some((b) => b.role === "final" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(profile.answer.close.toLowerCase()));
+  const finalClosed =
+    blocks.some((b) => b.role === "final" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(profile.answer.close.toLowerCase()));
   if (finalClosed) return end(state, "final");
   const probe = probing ? closingProbe(blocks, generated.stop !== undefined && generated.stop === profile.probe?.close) : undefined;
   if (!probe && generated.stopReason === "maxTokens" && reserve > 0) return forceFinal(trajectory, state, options, path);
@@ -377,7 +375,11 @@ export async function runRollout(policy: Policy, prompt: BuiltPrompt, options: R
  * The result of a finished (or abandoned) rollout. After a clean end any answer counts (an unclosed
  * `<final_sql>` too); after running out of tokens, an abort or an error, only a closed answer block.
  */
-export function finishRollout(trajectory: Trajectory, state: RolloutState, options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile"> = {}): RolloutResult {
+export function finishRollout(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile"> = {},
+): RolloutResult {
   if (!state.done) throw new ReexError("INTERNAL", "finishRollout called on a rollout that has not ended");
   const profile = options.profile ?? reexProfile;
   const stopReason = state.stopReason ?? "end";
@@ -415,6 +417,7 @@ export function finishRollout(trajectory: Trajectory, state: RolloutState, optio
     meanLogprob: count ? sum / count : 0,
     ...(state.error ? { error: { ...state.error } } : {}),
   };
-  if (options.emitFinal) guardSink(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
+  if (options.emitFinal)
+    guardSink(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
   return result;
 }

@@ -42,7 +42,6 @@ options:
 /** Characters of the model's text shown when it ends without a final SQL. */
 const TAIL_CHARS = 400;
 
-
 function int(flag: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
@@ -147,7 +146,11 @@ export async function run(argv: string[]): Promise<number> {
   const fileEntry = postgres.length > 0 ? undefined : await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
   const { createRuntime } = await import("../runtime/index.js");
   // the profile goes to stdout with the answer, so its start-up line is not repeated on stderr
-  const runtime = await createRuntime(config, { examples: false, postgres, log: values.json ? undefined : (m) => void (m.startsWith("profile ") || console.error(`reex: ${m}`)) });
+  const runtime = await createRuntime(config, {
+    examples: false,
+    postgres,
+    log: values.json ? undefined : (m) => void (m.startsWith("profile ") || console.error(`reex: ${m}`)),
+  });
   const entry = fileEntry ?? { path: runtime.postgres[runtime.postgres.length - 1]!.key };
   const controller = new AbortController();
   const onSignal = (): void => controller.abort();
@@ -186,7 +189,9 @@ export async function run(argv: string[]): Promise<number> {
       }
       if (answer.notice !== undefined) out(`note: ${answer.notice}\n`);
       if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
-      out(`tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`);
+      out(
+        `tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`,
+      );
     }
     return answer.sql !== null && answer.result?.ok ? 0 : 1;
   } finally {

@@ -40,7 +40,6 @@ import {
 /** One-line description shown by `reex --help`. */
 export const summary = "score a BIRD/Spider dataset (decoding strategies or a predictions file) and write a report";
 
-
 const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…] [--candidates K] [--profile ID] [--limit N] [--out DIR] [--model PATH]
        reex eval --dataset FILE --db-root DIR --runs FILE [--limit N] [--out DIR]
        reex eval --dataset FILE --db-root DIR --predictions FILE [--limit N] [--out DIR]
@@ -114,7 +113,20 @@ function pct(x: number): string {
 }
 
 function printSummary(runs: EvalRun[], rule: ExRule): void {
-  const head = ["run".padEnd(12), "profile".padEnd(12), "n".padStart(5), ...EX_RULES.map((r) => `EX ${r}`.padStart(10)), "voting".padStart(7), "pass@1".padStart(7), "pass@k".padStart(7), "syntax err".padStart(10), "exec err".padStart(8), "copy%".padStart(6), "s/item".padStart(7), "gen tok".padStart(8)];
+  const head = [
+    "run".padEnd(12),
+    "profile".padEnd(12),
+    "n".padStart(5),
+    ...EX_RULES.map((r) => `EX ${r}`.padStart(10)),
+    "voting".padStart(7),
+    "pass@1".padStart(7),
+    "pass@k".padStart(7),
+    "syntax err".padStart(10),
+    "exec err".padStart(8),
+    "copy%".padStart(6),
+    "s/item".padStart(7),
+    "gen tok".padStart(8),
+  ];
   console.log(head.join(" "));
   for (const run of runs) {
     const s = run.summary;
@@ -135,7 +147,9 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
       ].join(" "),
     );
   }
-  console.log(`(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; copy%: share of the final SQL's table and column names that exist in the schema; voting / pass@k under the ${rule} rule)`);
+  console.log(
+    `(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; copy%: share of the final SQL's table and column names that exist in the schema; voting / pass@k under the ${rule} rule)`,
+  );
 }
 
 /** Predictions lined up with the (limited) items; predictions past `--limit` are ignored. */
@@ -202,7 +216,13 @@ type EvalRuntime = Pick<Runtime, "decode" | "close" | "policy">;
  * `policy.profile`, else detection from the loaded model), checked against the run's prompt family
  * before any question is decoded (BAD_REQUEST), so a bad pair fails the run instead of every item.
  */
-function runProfile(runtime: EvalRuntime, config: Config | undefined, explicit: string | undefined, family: PromptFamily | undefined, source: string): ProfileChoice {
+function runProfile(
+  runtime: EvalRuntime,
+  config: Config | undefined,
+  explicit: string | undefined,
+  family: PromptFamily | undefined,
+  source: string,
+): ProfileChoice {
   const choice = explicit !== undefined ? resolveProfile(explicit, {}, source) : resolveProfile(config?.policy.profile, runtime.policy.info.metadata ?? {});
   familyFor(choice.profile, family);
   return choice;
@@ -258,23 +278,31 @@ function parseEvalArgs(argv: string[]): EvalArgs | number {
   try {
     const { dataset, "db-root": dbRoot } = values;
     if (!dataset || !dbRoot) throw new ReexError("BAD_REQUEST", "--dataset and --db-root are required");
-    if ([values.strategy, values.predictions, values.runs].filter(Boolean).length !== 1) throw new ReexError("BAD_REQUEST", "give exactly one of --strategy, --runs or --predictions");
+    if ([values.strategy, values.predictions, values.runs].filter(Boolean).length !== 1)
+      throw new ReexError("BAD_REQUEST", "give exactly one of --strategy, --runs or --predictions");
     let runSpecs: RunSpec[] | undefined;
     if (values.runs) {
-      if (values.candidates || values.model || values.profile) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile go inside the --runs file");
+      if (values.candidates || values.model || values.profile)
+        throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile go inside the --runs file");
       runSpecs = readRunSpecs(values.runs);
     }
     let strategies: Strategy[] = [];
     if (values.strategy) {
-      strategies = values.strategy.split(",").map((s) => s.trim()).filter(Boolean) as Strategy[];
+      strategies = values.strategy
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean) as Strategy[];
       const bad = strategies.filter((s) => !STRATEGIES.includes(s));
-      if (bad.length > 0 || strategies.length === 0) throw new ReexError("BAD_REQUEST", `unknown strategy ${bad.join(", ") || "(none)"}; use ${STRATEGIES.join(", ")}`);
+      if (bad.length > 0 || strategies.length === 0)
+        throw new ReexError("BAD_REQUEST", `unknown strategy ${bad.join(", ") || "(none)"}; use ${STRATEGIES.join(", ")}`);
       if (new Set(strategies).size !== strategies.length) throw new ReexError("BAD_REQUEST", "a strategy is listed twice");
     }
-    if (values.predictions && (values.candidates || values.model || values.profile)) throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
+    if (values.predictions && (values.candidates || values.model || values.profile))
+      throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
     if (values.profile !== undefined) getProfile(values.profile);
     const layout = values.layout ?? "auto";
-    if (layout !== "auto" && layout !== "bird" && layout !== "spider") throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${layout}"`);
+    if (layout !== "auto" && layout !== "bird" && layout !== "spider")
+      throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${layout}"`);
     if (values.model) configFlags["policy.model"] = values.model;
     return {
       values: { ...values, dataset, "db-root": dbRoot },
@@ -299,7 +327,12 @@ function parseEvalArgs(argv: string[]): EvalArgs | number {
  * it opens onto `sources` for the caller to close; leaves out questions whose gold SQL PostgreSQL
  * does not accept. An exit code instead on a bad URL.
  */
-async function onPostgres(url: string, items: EvalItem[], sources: PostgresSource[], limits: { timeoutMs: number; maxRows: number }): Promise<EvalItem[] | number> {
+async function onPostgres(
+  url: string,
+  items: EvalItem[],
+  sources: PostgresSource[],
+  limits: { timeoutMs: number; maxRows: number },
+): Promise<EvalItem[] | number> {
   const { isPostgresUrl, openPostgresSource } = await import("../pg/index.js");
   if (!isPostgresUrl(url) || !url.includes("{db_id}")) {
     console.error("reex eval: --postgres must be a postgres:// URL with {db_id} where the database name goes");
@@ -320,7 +353,9 @@ async function onPostgres(url: string, items: EvalItem[], sources: PostgresSourc
   }
   if (rejected.length > 0) {
     mapped = mapped.filter((i) => !rejected.includes(i));
-    console.error(`reex eval: left out ${rejected.length} questions whose gold SQL PostgreSQL does not accept: ${rejected.map((i) => i.questionId).join(", ")}`);
+    console.error(
+      `reex eval: left out ${rejected.length} questions whose gold SQL PostgreSQL does not accept: ${rejected.map((i) => i.questionId).join(", ")}`,
+    );
   }
   console.error(`reex eval: running on PostgreSQL (${sources.length} databases, ${mapped.length} questions)`);
   return mapped;
@@ -365,7 +400,17 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
     };
     runs.push(
       await pass(spec.label, (opts) =>
-        runEval({ ...opts, items, decode: runtime.decode, strategy: spec.strategy, label: spec.label, request, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(args.limit !== undefined ? { limit: args.limit } : {}) }),
+        runEval({
+          ...opts,
+          items,
+          decode: runtime.decode,
+          strategy: spec.strategy,
+          label: spec.label,
+          request,
+          profile: choice.profile.id,
+          ...(k !== undefined ? { candidates: k } : {}),
+          ...(args.limit !== undefined ? { limit: args.limit } : {}),
+        }),
       ),
     );
   }
@@ -384,7 +429,15 @@ async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
     const k = strategy === "greedy" ? undefined : (args.candidates ?? config.decoding.candidates);
     runs.push(
       await pass(strategy, (opts) =>
-        runEval({ ...opts, items, decode: runtime.decode, strategy, profile: choice.profile.id, ...(k !== undefined ? { candidates: k } : {}), ...(args.limit !== undefined ? { limit: args.limit } : {}) }),
+        runEval({
+          ...opts,
+          items,
+          decode: runtime.decode,
+          strategy,
+          profile: choice.profile.id,
+          ...(k !== undefined ? { candidates: k } : {}),
+          ...(args.limit !== undefined ? { limit: args.limit } : {}),
+        }),
       ),
     );
   }

@@ -39,10 +39,15 @@ function cellText(value: SqlValue): string {
 export function formatTable(result: Extract<ExecResult, { ok: true }>): string {
   const header = result.columns;
   const body = result.rows.map((row) => row.map(cellText));
-  const numeric = header.map((_, j) => result.rows.length > 0 && result.rows.every((r) => r[j] === null || typeof r[j] === "number" || typeof r[j] === "bigint"));
+  const numeric = header.map(
+    (_, j) => result.rows.length > 0 && result.rows.every((r) => r[j] === null || typeof r[j] === "number" || typeof r[j] === "bigint"),
+  );
   const widths = header.map((h, j) => Math.max(h.length, ...body.map((r) => r[j]!.length)));
   const line = (cells: string[]): string =>
-    cells.map((c, j) => (numeric[j] ? c.padStart(widths[j]!) : c.padEnd(widths[j]!))).join(" | ").trimEnd();
+    cells
+      .map((c, j) => (numeric[j] ? c.padStart(widths[j]!) : c.padEnd(widths[j]!)))
+      .join(" | ")
+      .trimEnd();
   const n = result.rowCount;
   const footer = `${n} ${n === 1 ? "row" : "rows"}${result.truncated ? ` (truncated: more rows exist)` : ""} in ${result.elapsedMs} ms`;
   return [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line), footer].join("\n");

@@ -116,10 +116,13 @@ export async function run(argv: string[]): Promise<number> {
     process.stdin.once("close", stop);
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
-    server.connect(transport).then(() => console.error("reex: MCP server ready on stdio"), (err: unknown) => {
-      console.error(err);
-      stop();
-    });
+    server.connect(transport).then(
+      () => console.error("reex: MCP server ready on stdio"),
+      (err: unknown) => {
+        console.error(err);
+        stop();
+      },
+    );
   });
   await runtime.close();
   return 0;

@@ -119,17 +119,20 @@ export async function run(argv: string[]): Promise<number> {
   let timeoutMs: number;
   let specBase: Parameters<typeof resolveRewardSpec>[0];
   try {
-    if (!values.db || values.gold === undefined || values.response === undefined) throw new ReexError("BAD_REQUEST", "--db, --gold and --response are required");
+    if (!values.db || values.gold === undefined || values.response === undefined)
+      throw new ReexError("BAD_REQUEST", "--db, --gold and --response are required");
     db = resolve(values.db);
     gold = textArg("gold", values.gold).trim();
     response = textArg("response", values.response);
     profile = getProfile(values.profile ?? "reex");
-    if (values.family !== undefined && !FAMILIES.includes(values.family as PromptFamily)) throw new ReexError("BAD_REQUEST", `--family must be one of ${FAMILIES.join(", ")}, got "${values.family}"`);
+    if (values.family !== undefined && !FAMILIES.includes(values.family as PromptFamily))
+      throw new ReexError("BAD_REQUEST", `--family must be one of ${FAMILIES.join(", ")}, got "${values.family}"`);
     family = familyFor(profile, values.family as PromptFamily | undefined);
     const exRule = values["ex-rule"] ?? "bird";
     if (!["bird", "spider", "refined"].includes(exRule)) throw new ReexError("BAD_REQUEST", `--ex-rule must be bird, spider or refined, got "${exRule}"`);
     const template = values.template ?? "family";
-    if (!["family", "reasoning-answer", "think-answer"].includes(template)) throw new ReexError("BAD_REQUEST", `--template must be family, reasoning-answer or think-answer, got "${template}"`);
+    if (!["family", "reasoning-answer", "think-answer"].includes(template))
+      throw new ReexError("BAD_REQUEST", `--template must be family, reasoning-answer or think-answer, got "${template}"`);
     const lengthTokens = intArg("length-tokens", values["length-tokens"], 1);
     specBase = {
       exploration: !values["no-exploration"],
@@ -153,7 +156,8 @@ export async function run(argv: string[]): Promise<number> {
     const facts = await gatherFacts({ response, profile, family, goldSql: gold, dbPath: db, generatedTokens: tokens }, env, first);
     const rewards = presets.map((p) => rewardFromFacts(facts, resolveRewardSpec({ ...specBase, preset: p })));
     const code = facts.goldResult.ok ? 0 : 1;
-    if (!facts.goldResult.ok) console.error(`reex reward: the gold SQL does not run (${facts.goldResult.error.code}: ${facts.goldResult.error.message}); nothing can be correct`);
+    if (!facts.goldResult.ok)
+      console.error(`reex reward: the gold SQL does not run (${facts.goldResult.error.code}: ${facts.goldResult.error.message}); nothing can be correct`);
     if (values.json) {
       console.log(
         JSON.stringify(
@@ -185,7 +189,9 @@ export async function run(argv: string[]): Promise<number> {
     lines.push(`final SQL: ${facts.finalSql ?? "(none)"}`);
     lines.push(describeResult("gold", facts.goldResult), describeResult("final", facts.finalResult));
     lines.push(`format: ${facts.formatOk ? "ok" : `not ok (${facts.formatProblems.join("; ")})`}; soft format ${facts.softFormatOk ? "ok" : "not ok"}`);
-    lines.push(`probes: ${facts.probes.length} (${facts.probes.filter((p) => p.repeated).length} repeated), interactions ${facts.interactions}, generated tokens ${facts.generatedTokens}`);
+    lines.push(
+      `probes: ${facts.probes.length} (${facts.probes.filter((p) => p.repeated).length} repeated), interactions ${facts.interactions}, generated tokens ${facts.generatedTokens}`,
+    );
     lines.push(`correct (${first.exRule} EX): ${facts.correct ? "yes" : "no"}`);
     for (const r of rewards) {
       lines.push("", `preset ${r.preset}: total ${fmt(r.total)}`, ...table(r));

@@ -28,9 +28,17 @@ const serverSchema = z
     /** TCP port. Default 8080. */
     port: z.number().int().min(0).max(65535).default(8080),
     /** Largest request body (database uploads included), bytes. Default 64 MiB. */
-    bodyLimitBytes: z.number().int().positive().default(64 * 1024 * 1024),
+    bodyLimitBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
     /** Largest WebSocket message, bytes. Default 64 KiB. */
-    wsMaxPayloadBytes: z.number().int().positive().default(64 * 1024),
+    wsMaxPayloadBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024),
     /** Per-request deadline for answering a question, ms. Default 120000. */
     requestTimeoutMs: z.number().int().positive().default(120_000),
     /** Idle connection timeout, ms. Default 30000. */
@@ -61,7 +69,11 @@ const serverSchema = z
      */
     mcpSessionsPerKey: z.number().int().positive().default(32),
     /** An MCP session unused this long closes, ms. Default 1800000 (30 min). */
-    mcpSessionIdleMs: z.number().int().positive().default(30 * 60_000),
+    mcpSessionIdleMs: z
+      .number()
+      .int()
+      .positive()
+      .default(30 * 60_000),
     /** Generations running at once. Default 2. */
     maxConcurrent: z.number().int().positive().default(2),
     /** Generations waiting for a slot before new ones get 503 QUEUE_FULL. Default 16. */
@@ -241,9 +253,13 @@ function listOf(raw: string, key: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ReexError("CONFIG_INVALID", `${key}: a list starting with "[" must be a JSON array (${(err as Error).message}); or give items separated by commas`, {
-      issues: [{ path: key.split("."), message: "not a JSON array" }],
-    });
+    throw new ReexError(
+      "CONFIG_INVALID",
+      `${key}: a list starting with "[" must be a JSON array (${(err as Error).message}); or give items separated by commas`,
+      {
+        issues: [{ path: key.split("."), message: "not a JSON array" }],
+      },
+    );
   }
 }
 
@@ -261,7 +277,13 @@ function setPath(target: Record<string, Record<string, unknown>>, section: strin
 
 /** Environment variable name of a key: `server.port` → `REEX_SERVER_PORT`. */
 export function envName(key: string): string {
-  return "REEX_" + key.replace(/\./g, "_").replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+  return (
+    "REEX_" +
+    key
+      .replace(/\./g, "_")
+      .replace(/([a-z])([A-Z])/g, "$1_$2")
+      .toUpperCase()
+  );
 }
 
 /** Flag name of a key: `server.port` → `--server.port`. */
@@ -343,7 +365,8 @@ export function splitSettings(argv: readonly string[]): SettingsArgs {
           i++;
         } else value = "true";
       } else {
-        if (next === undefined || next.startsWith("--")) throw new ReexError("CONFIG_INVALID", `${arg} needs a value`, { issues: [{ path: name.split("."), message: "missing value" }] });
+        if (next === undefined || next.startsWith("--"))
+          throw new ReexError("CONFIG_INVALID", `${arg} needs a value`, { issues: [{ path: name.split("."), message: "missing value" }] });
         value = next;
         i++;
       }

@@ -125,7 +125,9 @@ interface Resolved {
 
 function positiveInt(value: number, name: string, max = Infinity): number {
   if (!Number.isInteger(value) || value < 1 || value > max) {
-    throw new ReexError("BAD_REQUEST", `${name} must be an integer from 1 to ${max}, got ${value}`, { issues: [{ path: [name], message: `must be an integer from 1 to ${max}` }] });
+    throw new ReexError("BAD_REQUEST", `${name} must be an integer from 1 to ${max}, got ${value}`, {
+      issues: [{ path: [name], message: `must be an integer from 1 to ${max}` }],
+    });
   }
   return value;
 }
@@ -163,7 +165,11 @@ export function createDecoder(deps: DecoderDeps): Decoder {
   const defaults: DecoderDefaults = { ...DEFAULT_DECODER_DEFAULTS, ...(deps.config ? decoderDefaults(deps.config) : {}), ...deps.defaults };
   const builder = deps.promptFor
     ? undefined
-    : createPromptBuilder({ ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}), schemaTokenBudget: Math.max(256, Math.floor(deps.policy.info.contextSize / 4)), ...deps.promptOptions });
+    : createPromptBuilder({
+        ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}),
+        schemaTokenBudget: Math.max(256, Math.floor(deps.policy.info.contextSize / 4)),
+        ...deps.promptOptions,
+      });
   const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
   const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
   const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});
@@ -220,7 +226,12 @@ export function createDecoder(deps: DecoderDeps): Decoder {
       if (control.isCancelled()) throw control.reason("cancelled");
       await control.releaseAll();
 
-      const ballots = leaves.leaves.map((l) => ({ sql: l.rollout.finalSql, meanLogprob: l.rollout.meanLogprob, answerable: l.rollout.answerable, ...(l.exec ? { result: l.exec } : {}) }));
+      const ballots = leaves.leaves.map((l) => ({
+        sql: l.rollout.finalSql,
+        meanLogprob: l.rollout.meanLogprob,
+        answerable: l.rollout.answerable,
+        ...(l.exec ? { result: l.exec } : {}),
+      }));
       const outcomeOfVote = vote(ballots);
       const candidates: Candidate[] = leaves.leaves.map((l, index) => {
         const group = outcomeOfVote.groupOf[index] ?? null;
@@ -239,7 +250,13 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           text: l.rollout.text,
         };
       });
-      emit({ type: "vote", winner: outcomeOfVote.winner, groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice(), ...(g.empty ? { empty: true } : {}) })), rule: VOTE_RULE, decidedBy: outcomeOfVote.decidedBy });
+      emit({
+        type: "vote",
+        winner: outcomeOfVote.winner,
+        groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice(), ...(g.empty ? { empty: true } : {}) })),
+        rule: VOTE_RULE,
+        decidedBy: outcomeOfVote.decidedBy,
+      });
 
       const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
       const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
@@ -247,7 +264,8 @@ export function createDecoder(deps: DecoderDeps): Decoder {
       const reason = winner && !winner.answerable ? winnerLeaf!.rollout.reason : undefined;
       emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}) });
 
-      const shortfall = candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
+      const shortfall =
+        candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
       const firstTokenMs = control.firstTokenMs();
       return {
         sql: winner?.sql ?? null,

@@ -4,12 +4,41 @@
  * turned into a prompt of the requested family; plus the schema's identifier grammar for
  * constrained decoding.
  */
-import { buildSegmentGrammars, reexProfile, type BuiltPrompt, type ModelProfile, type PromptFamily, type SchemaNames, type SegmentGrammars } from "../agent/index.js";
+import {
+  buildSegmentGrammars,
+  reexProfile,
+  type BuiltPrompt,
+  type ModelProfile,
+  type PromptFamily,
+  type SchemaNames,
+  type SegmentGrammars,
+} from "../agent/index.js";
 import { statSync } from "node:fs";
-import { cachedSchema, dialectOf, formatMatchedValues, loadSchema, OffThread, schemaPrompt, sourceFor, valueIndexFile, ValueIndex, type DatabaseSchema, type MatchOptions, type SchemaFormat, type TokenCounter, type ValueMatch } from "../sql/index.js";
+import {
+  cachedSchema,
+  dialectOf,
+  formatMatchedValues,
+  loadSchema,
+  OffThread,
+  schemaPrompt,
+  sourceFor,
+  valueIndexFile,
+  ValueIndex,
+  type DatabaseSchema,
+  type MatchOptions,
+  type SchemaFormat,
+  type TokenCounter,
+  type ValueMatch,
+} from "../sql/index.js";
 
 /** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
-export type PromptFor = (dbPath: string, question: string, evidence: string | undefined, family: PromptFamily, profile?: ModelProfile) => BuiltPrompt | Promise<BuiltPrompt>;
+export type PromptFor = (
+  dbPath: string,
+  question: string,
+  evidence: string | undefined,
+  family: PromptFamily,
+  profile?: ModelProfile,
+) => BuiltPrompt | Promise<BuiltPrompt>;
 
 /** The constrained-decoding grammars for one database, family and profile (default `reex`); may be sync or async. */
 export type GrammarFor = (dbPath: string, family: PromptFamily, profile?: ModelProfile) => SegmentGrammars | Promise<SegmentGrammars>;
@@ -95,7 +124,13 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     if (!index) {
       const build = (off ??= new OffThread()).buildIndex(file, dbPath, indexOptions);
       build.catch(() => undefined);
-      const ready = await Promise.race([build.then(() => true, () => false), pause(INDEX_WAIT_MS).then(() => false)]);
+      const ready = await Promise.race([
+        build.then(
+          () => true,
+          () => false,
+        ),
+        pause(INDEX_WAIT_MS).then(() => false),
+      ]);
       if (ready) index = ValueIndex.openBuilt(dbPath, indexOptions);
       if (!index) return [];
     }

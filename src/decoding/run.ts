@@ -55,11 +55,13 @@ export class LeafCollector {
           ...(this.options.maxRows !== undefined ? { maxRows: this.options.maxRows } : {}),
           signal: this.signal,
         })
-        .catch((err: unknown): ExecResult => ({
-          ok: false,
-          error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: err instanceof Error ? err.message : String(err) },
-          elapsedMs: 0,
-        }));
+        .catch(
+          (err: unknown): ExecResult => ({
+            ok: false,
+            error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: err instanceof Error ? err.message : String(err) },
+            elapsedMs: 0,
+          }),
+        );
       this.cache.set(key, pending);
     }
     return pending;

@@ -42,7 +42,7 @@ export type EmptyVotes = "last" | "equal";
 /** The tie rule, stated once for docs, events and reports. */
 export const VOTE_RULE =
   "group by executed result (set of rows, order- and duplicate-insensitive); candidates declaring the question unanswerable form one group; " +
-  "failed candidates do not vote; results that say only \"nothing matched\" (no rows, or one row of zeros and NULLs) win only when no other result ran; " +
+  'failed candidates do not vote; results that say only "nothing matched" (no rows, or one row of zeros and NULLs) win only when no other result ran; ' +
   "largest group wins; ties go to the higher mean log-probability, then to the group seen first; " +
   "if every candidate failed, the candidate with SQL and the highest mean log-probability (then the lowest index) wins";
 
@@ -78,7 +78,14 @@ export function vote(ballots: readonly Ballot[], options: { emptyVotes?: EmptyVo
     } else return;
     let g = byKey.get(key);
     if (!g) {
-      g = { group: groups.length, votes: 0, members: [], meanLogprob: 0, ...(key === UNANSWERABLE_KEY ? { unanswerable: true } : {}), ...(empty ? { empty: true } : {}) };
+      g = {
+        group: groups.length,
+        votes: 0,
+        members: [],
+        meanLogprob: 0,
+        ...(key === UNANSWERABLE_KEY ? { unanswerable: true } : {}),
+        ...(empty ? { empty: true } : {}),
+      };
       byKey.set(key, g);
       groups.push(g);
     }

@@ -35,7 +35,10 @@ export const ERROR_CATALOG = {
   SQL_FUNCTION: { status: 422, summary: "The SQL calls an unknown function or a function with the wrong arguments." },
   SQL_RUNTIME: { status: 422, summary: "The SQL failed while running for another reason (type mismatch, too big, …)." },
   SQL_TIMEOUT: { status: 422, summary: "The SQL ran past its time limit and was stopped." },
-  SQL_MEMORY_LIMIT: { status: 422, summary: "The SQL built a value longer than the length limit or needed more memory than the per-query bound, and was stopped." },
+  SQL_MEMORY_LIMIT: {
+    status: 422,
+    summary: "The SQL built a value longer than the length limit or needed more memory than the per-query bound, and was stopped.",
+  },
   EXECUTOR_UNAVAILABLE: { status: 503, summary: "The executor pool is closed or could not start a worker process." },
 
   MODEL_NOT_FOUND: { status: 500, summary: "The configured model file or URI could not be found or downloaded." },
@@ -65,11 +68,7 @@ export class ReexError extends Error {
   readonly issues?: Issue[];
   readonly details?: Record<string, unknown>;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: { issues?: Issue[]; details?: Record<string, unknown>; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: { issues?: Issue[]; details?: Record<string, unknown>; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     if (options.issues) this.issues = options.issues;

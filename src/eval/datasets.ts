@@ -99,11 +99,9 @@ export function parseDataset(data: unknown, options: LoadDatasetOptions): Datase
   }
   const layout = !options.layout || options.layout === "auto" ? detectLayout(data) : options.layout;
   if (layout === null) {
-    throw new ReexError(
-      "DATASET_INVALID",
-      `${source}: cannot tell the layout: items need \`SQL\` (BIRD) or \`query\` (Spider)`,
-      { issues: [{ path: data.length === 0 ? [] : [0], message: data.length === 0 ? "the dataset is empty" : "neither `SQL` nor `query` present" }] },
-    );
+    throw new ReexError("DATASET_INVALID", `${source}: cannot tell the layout: items need \`SQL\` (BIRD) or \`query\` (Spider)`, {
+      issues: [{ path: data.length === 0 ? [] : [0], message: data.length === 0 ? "the dataset is empty" : "neither `SQL` nor `query` present" }],
+    });
   }
   const parsed = z.array(layout === "bird" ? birdItem : spiderItem).safeParse(data);
   if (!parsed.success) {
@@ -226,7 +224,8 @@ export function alignPredictions(items: readonly EvalItem[], predictions: readon
   const wanted = new Set(items.map((i) => i.index));
   const maxIndex = items.reduce((m, i) => Math.max(m, i.index), -1);
   for (const p of predictions) {
-    if (!wanted.has(p.index) && p.index > maxIndex) issues.push({ path: [p.index], message: `no question ${p.index} in the dataset (${items.length} questions)` });
+    if (!wanted.has(p.index) && p.index > maxIndex)
+      issues.push({ path: [p.index], message: `no question ${p.index} in the dataset (${items.length} questions)` });
   }
   const aligned = items.map((item) => {
     const p = byIndex.get(item.index);

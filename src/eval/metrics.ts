@@ -175,7 +175,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.group !== undefined ? { group: c.group } : {}),
     ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
   }));
-  const winnerIndex = bare ? 0 : input.winner ?? null;
+  const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);
   const truncated = [input.gold, input.final.result, ...input.candidates.map((c) => c.result)].some((r) => r?.ok && r.truncated);
   const error = input.decodeError ? "decode" : errorOf(input.final.sql, input.final.result);
@@ -196,11 +196,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     passK: any(candidates.map((c) => c.ex)),
     k: candidates.length,
     error,
-    ...(input.decodeError
-      ? { errorMessage: input.decodeError.message }
-      : finalResult && !finalResult.ok
-        ? { errorMessage: finalResult.error.message }
-        : {}),
+    ...(input.decodeError ? { errorMessage: input.decodeError.message } : finalResult && !finalResult.ok ? { errorMessage: finalResult.error.message } : {}),
     ...(truncated ? { truncated: true } : {}),
     ...(input.schema && input.final.sql && input.final.sql.trim() !== "" ? { copy: copyCount(input.final.sql, input.schema) } : {}),
     candidates,
@@ -288,7 +284,10 @@ export function aggregate(items: readonly ItemScore[]): Metrics {
   const errors: Partial<Record<PredictionErrorCategory, number>> = {};
   for (const item of items) if (item.error) errors[item.error] = (errors[item.error] ?? 0) + 1;
   const execFailures = items.filter((i) => i.error !== null && i.error !== "no_sql" && i.error !== "decode").length;
-  const latencies = items.map((i) => i.latencyMs).filter((v): v is number => v !== null).sort((a, b) => a - b);
+  const latencies = items
+    .map((i) => i.latencyMs)
+    .filter((v): v is number => v !== null)
+    .sort((a, b) => a - b);
   return {
     count: n,
     ex: rate(items, (i) => i.ex),

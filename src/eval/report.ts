@@ -195,7 +195,16 @@ const W = 560;
 const H = 340;
 const M = { left: 60, right: 20, top: 36, bottom: 50 };
 
-function axes(xs: number[], ys: number[], sx: (v: number) => number, sy: (v: number) => number, xLabel: string, yLabel: string, xFmt: (v: number) => string, yFmt: (v: number) => string): string {
+function axes(
+  xs: number[],
+  ys: number[],
+  sx: (v: number) => number,
+  sy: (v: number) => number,
+  xLabel: string,
+  yLabel: string,
+  xFmt: (v: number) => string,
+  yFmt: (v: number) => string,
+): string {
   const parts: string[] = [];
   const x0 = M.left;
   const x1 = W - M.right;
@@ -244,7 +253,9 @@ function scatterPlot(report: EvalReport): string {
     placed.push({ x, y: ly });
     return (
       `<g class="pt"><title>${esc(run.config.label)}: EX ${pct(run.summary.ex[rule])}%, pass@k ${pct(run.summary.passK[rule])}%, ${secs(lat)} s/sample</title>` +
-      (Math.abs(yk - y) > 0.5 ? `<line x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${y.toFixed(1)}" y2="${yk.toFixed(1)}" stroke="${color}" stroke-dasharray="3 2"/><circle cx="${x.toFixed(1)}" cy="${yk.toFixed(1)}" r="5" fill="white" stroke="${color}" stroke-width="2"/>` : "") +
+      (Math.abs(yk - y) > 0.5
+        ? `<line x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${y.toFixed(1)}" y2="${yk.toFixed(1)}" stroke="${color}" stroke-dasharray="3 2"/><circle cx="${x.toFixed(1)}" cy="${yk.toFixed(1)}" r="5" fill="white" stroke="${color}" stroke-width="2"/>`
+        : "") +
       `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="6" fill="${color}"/>` +
       `<text x="${(x + 9).toFixed(1)}" y="${ly.toFixed(1)}" fill="${color}">${esc(run.config.label)}</text></g>`
     );
@@ -252,7 +263,16 @@ function scatterPlot(report: EvalReport): string {
   const legend = `<text x="${M.left}" y="16">● EX of the final SQL    ○ pass@k (any candidate)</text>`;
   return (
     `<svg id="accuracy-latency" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="accuracy vs latency">` +
-    axes(ticks(0, maxLat), ticks(lo, hi), sx, sy, "mean latency per sample (s)", `accuracy, ${rule} rule (%)`, (v) => String(v), (v) => String(v)) +
+    axes(
+      ticks(0, maxLat),
+      ticks(lo, hi),
+      sx,
+      sy,
+      "mean latency per sample (s)",
+      `accuracy, ${rule} rule (%)`,
+      (v) => String(v),
+      (v) => String(v),
+    ) +
     legend +
     marks.join("") +
     `</svg>`
@@ -269,7 +289,7 @@ function interactionsHistogram(report: EvalReport): string {
   const bins = Array.from({ length: maxX + 1 }, (_, k) => k);
   const shares = runs.map((r) => bins.map((k) => r.values.filter((v) => v === k).length / r.values.length));
   const top = Math.max(...shares.flat(), 0.01);
-  const hi = Math.min(1, Math.ceil((top * 100) / 10) * 10 / 100) || 1;
+  const hi = Math.min(1, (Math.ceil((top * 100) / 10) * 10) / 100) || 1;
   const plotW = W - M.left - M.right;
   const slot = plotW / bins.length;
   const barW = Math.max(1, (slot * 0.8) / runs.length);
@@ -299,7 +319,16 @@ function interactionsHistogram(report: EvalReport): string {
   const xTicks = bins.length <= 20 ? bins : ticks(0, maxX).filter((v) => Number.isInteger(v));
   return (
     `<svg id="interactions" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="interactions histogram">` +
-    axes(xTicks, ticks(0, hi * 100).map((v) => v / 100), sxCenter, sy, "interactions (probe rounds of the winning trajectory)", "items (%)", (v) => String(v), (v) => String(Math.round(v * 100))) +
+    axes(
+      xTicks,
+      ticks(0, hi * 100).map((v) => v / 100),
+      sxCenter,
+      sy,
+      "interactions (probe rounds of the winning trajectory)",
+      "items (%)",
+      (v) => String(v),
+      (v) => String(Math.round(v * 100)),
+    ) +
     bars.join("") +
     legend +
     `</svg>`
@@ -323,7 +352,9 @@ function itemsTable(run: EvalRun, rule: ExRule): string {
   const more = run.items.length > shown.length ? `<p class="note">First ${shown.length} of ${run.items.length} items; the JSON record has them all.</p>` : "";
   return (
     `<details><summary>${esc(run.config.label)}: ${run.items.length} items</summary>${more}<table class="items"><thead><tr>` +
-    ["#", "db", "difficulty", "question", "gold", "predicted", "EX b/s/r", "vote", "pass@k", "error", "inter.", "s", "tokens gen/eval"].map((h) => `<th>${esc(h)}</th>`).join("") +
+    ["#", "db", "difficulty", "question", "gold", "predicted", "EX b/s/r", "vote", "pass@k", "error", "inter.", "s", "tokens gen/eval"]
+      .map((h) => `<th>${esc(h)}</th>`)
+      .join("") +
     `</tr></thead><tbody>${rows.join("")}</tbody></table></details>`
   );
 }

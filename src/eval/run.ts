@@ -190,61 +190,66 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
   const strategy = options.strategy ?? "greedy";
   const items = limited(options.items, options.limit);
   const golds = options.goldResults ?? new Map<number, ExecResult>();
-  const scored = await mapItems(items, options, async (item) => {
-    const gold = await goldOf(item, options, golds);
-    const request: AnswerRequest = {
-      ...options.request,
-      ...(options.profile !== undefined ? { profile: options.profile } : {}),
-      dbPath: item.dbPath,
-      question: item.question,
-      ...(item.evidence ? { evidence: item.evidence } : {}),
-      strategy,
-      ...(options.candidates !== undefined ? { candidates: options.candidates } : {}),
-    };
-    const started = performance.now();
-    let answer: Answer;
-    try {
-      answer = await options.decode(request, options.signal ? { signal: options.signal } : {});
-    } catch (err) {
-      const e = toReexError(err);
-      if (FATAL_CODES.includes(e.code) || options.signal?.aborted) throw e;
+  const scored = await mapItems(
+    items,
+    options,
+    async (item) => {
+      const gold = await goldOf(item, options, golds);
+      const request: AnswerRequest = {
+        ...options.request,
+        ...(options.profile !== undefined ? { profile: options.profile } : {}),
+        dbPath: item.dbPath,
+        question: item.question,
+        ...(item.evidence ? { evidence: item.evidence } : {}),
+        strategy,
+        ...(options.candidates !== undefined ? { candidates: options.candidates } : {}),
+      };
+      const started = performance.now();
+      let answer: Answer;
+      try {
+        answer = await options.decode(request, options.signal ? { signal: options.signal } : {});
+      } catch (err) {
+        const e = toReexError(err);
+        if (FATAL_CODES.includes(e.code) || options.signal?.aborted) throw e;
+        return scoreItem({
+          ...base(item),
+          gold,
+          final: { sql: null },
+          candidates: [],
+          winner: null,
+          interactions: null,
+          latencyMs: performance.now() - started,
+          tokens: null,
+          decodeError: { code: e.code, message: e.message },
+        });
+      }
+      const latencyMs = performance.now() - started;
+      const run = executorFor(item, options);
+      const candidates = [...answer.candidates].sort((a, b) => a.index - b.index);
+      const results = await Promise.all(candidates.map((c) => run(c.sql)));
+      const finalResult = await run(answer.sql);
+      const winner = answer.winner === null ? undefined : candidates.find((c) => c.index === answer.winner);
       return scoreItem({
         ...base(item),
         gold,
-        final: { sql: null },
-        candidates: [],
-        winner: null,
-        interactions: null,
-        latencyMs: performance.now() - started,
-        tokens: null,
-        decodeError: { code: e.code, message: e.message },
+        final: { sql: answer.sql, ...(finalResult ? { result: finalResult } : {}) },
+        candidates: candidates.map((c, i) => ({
+          index: c.index,
+          path: c.path,
+          sql: c.sql,
+          ...(results[i] ? { result: results[i] } : {}),
+          votes: c.votes,
+          group: c.group,
+          interactions: c.interactions,
+        })),
+        winner: answer.winner,
+        interactions: (winner ?? candidates[0])?.interactions ?? 0,
+        latencyMs,
+        tokens: { generated: answer.usage.generatedTokens, evaluated: answer.usage.evaluatedTokens },
       });
-    }
-    const latencyMs = performance.now() - started;
-    const run = executorFor(item, options);
-    const candidates = [...answer.candidates].sort((a, b) => a.index - b.index);
-    const results = await Promise.all(candidates.map((c) => run(c.sql)));
-    const finalResult = await run(answer.sql);
-    const winner = answer.winner === null ? undefined : candidates.find((c) => c.index === answer.winner);
-    return scoreItem({
-      ...base(item),
-      gold,
-      final: { sql: answer.sql, ...(finalResult ? { result: finalResult } : {}) },
-      candidates: candidates.map((c, i) => ({
-        index: c.index,
-        path: c.path,
-        sql: c.sql,
-        ...(results[i] ? { result: results[i] } : {}),
-        votes: c.votes,
-        group: c.group,
-        interactions: c.interactions,
-      })),
-      winner: answer.winner,
-      interactions: (winner ?? candidates[0])?.interactions ?? 0,
-      latencyMs,
-      tokens: { generated: answer.usage.generatedTokens, evaluated: answer.usage.evaluatedTokens },
-    });
-  }, reporter(items.length, options.onProgress));
+    },
+    reporter(items.length, options.onProgress),
+  );
   return {
     config: {
       label: options.label ?? strategy,
@@ -282,10 +287,9 @@ function schemaNamesOf(dbPath: string): SchemaNames | undefined {
   return names ?? undefined;
 }
 
-function base(item: EvalItem): Pick<
-  Parameters<typeof scoreItem>[0],
-  "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql" | "schema"
-> {
+function base(
+  item: EvalItem,
+): Pick<Parameters<typeof scoreItem>[0], "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql" | "schema"> {
   const schema = schemaNamesOf(item.dbPath);
   return {
     ...(schema ? { schema } : {}),
@@ -308,20 +312,25 @@ export async function scorePredictions(options: ScorePredictionsOptions): Promis
   const t0 = performance.now();
   const golds = options.goldResults ?? new Map<number, ExecResult>();
   const position = new Map(options.items.map((item, i) => [item, i]));
-  const scored = await mapItems(options.items, options, async (item) => {
-    const sql = options.predictions[position.get(item)!] ?? null;
-    const gold = await goldOf(item, options, golds);
-    const result = await executorFor(item, options)(sql);
-    return scoreItem({
-      ...base(item),
-      gold,
-      final: { sql, ...(result ? { result } : {}) },
-      candidates: [],
-      interactions: null,
-      latencyMs: null,
-      tokens: null,
-    });
-  }, reporter(options.items.length, options.onProgress));
+  const scored = await mapItems(
+    options.items,
+    options,
+    async (item) => {
+      const sql = options.predictions[position.get(item)!] ?? null;
+      const gold = await goldOf(item, options, golds);
+      const result = await executorFor(item, options)(sql);
+      return scoreItem({
+        ...base(item),
+        gold,
+        final: { sql, ...(result ? { result } : {}) },
+        candidates: [],
+        interactions: null,
+        latencyMs: null,
+        tokens: null,
+      });
+    },
+    reporter(options.items.length, options.onProgress),
+  );
   return {
     config: {
       label: options.label ?? "predictions",
@@ -384,21 +393,29 @@ export async function selfCheck(items: readonly EvalItem[], options: EvalExecOpt
     }
   }
   const golds = options.goldResults ?? new Map<number, ExecResult>();
-  await mapItems(items, options, async (item) => {
-    const gold = await goldOf(item, options, golds);
-    if (!gold.ok) {
-      failures.push({ index: item.index, dbId: item.dbId, reason: `gold SQL failed (${gold.error.category}): ${gold.error.message}` });
-      return;
-    }
-    const copy = success([...gold.columns], gold.rows.map((r) => [...r]));
-    const same = compareResults(gold, copy, item.goldSql);
-    const foreign = success([...gold.columns], [...copy.rows, gold.columns.map((_, i) => `\u0000reex-self-check-${i}`)]);
-    const differs = compareResults(gold, foreign, item.goldSql);
-    for (const rule of EX_RULES) {
-      if (!same[rule]) failures.push({ index: item.index, dbId: item.dbId, rule, reason: "gold does not match itself" });
-      if (differs[rule]) failures.push({ index: item.index, dbId: item.dbId, rule, reason: "gold matches gold plus a foreign row" });
-    }
-  }, (_, done) => options.onProgress?.({ done, total: items.length }));
+  await mapItems(
+    items,
+    options,
+    async (item) => {
+      const gold = await goldOf(item, options, golds);
+      if (!gold.ok) {
+        failures.push({ index: item.index, dbId: item.dbId, reason: `gold SQL failed (${gold.error.category}): ${gold.error.message}` });
+        return;
+      }
+      const copy = success(
+        [...gold.columns],
+        gold.rows.map((r) => [...r]),
+      );
+      const same = compareResults(gold, copy, item.goldSql);
+      const foreign = success([...gold.columns], [...copy.rows, gold.columns.map((_, i) => `\u0000reex-self-check-${i}`)]);
+      const differs = compareResults(gold, foreign, item.goldSql);
+      for (const rule of EX_RULES) {
+        if (!same[rule]) failures.push({ index: item.index, dbId: item.dbId, rule, reason: "gold does not match itself" });
+        if (differs[rule]) failures.push({ index: item.index, dbId: item.dbId, rule, reason: "gold matches gold plus a foreign row" });
+      }
+    },
+    (_, done) => options.onProgress?.({ done, total: items.length }),
+  );
   failures.sort((a, b) => (a.index ?? -1) - (b.index ?? -1));
   return { ok: failures.length === 0, checked: items.length, failures, goldResults: golds };
 }

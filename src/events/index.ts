@@ -5,15 +5,39 @@
 import type { ExecResult } from "../sql/index.js";
 
 /** Sampled text from one trajectory. */
-export interface TokenEvent { type: "token"; path: string; text: string }
+export interface TokenEvent {
+  type: "token";
+  path: string;
+  text: string;
+}
 /** The model wrote a probe query; the server is about to execute it. */
-export interface ProbeEvent { type: "probe"; path: string; step: number; sql: string }
+export interface ProbeEvent {
+  type: "probe";
+  path: string;
+  step: number;
+  sql: string;
+}
 /** The executor answered a probe; `feedback` is the exact text injected as `<result>`. */
-export interface ResultEvent { type: "result"; path: string; step: number; result: ExecResult; feedback: string }
+export interface ResultEvent {
+  type: "result";
+  path: string;
+  step: number;
+  result: ExecResult;
+  feedback: string;
+}
 /** A tree node expanded into a new branch forked from `parent`. */
-export interface BranchEvent { type: "branch"; path: string; parent: string | null; depth: number }
+export interface BranchEvent {
+  type: "branch";
+  path: string;
+  parent: string | null;
+  depth: number;
+}
 /** A branch was dropped, with why. */
-export interface PruneEvent { type: "prune"; path: string; reason: "probe_error" | "sql_error" | "duplicate_result" | "budget" | "cancelled" }
+export interface PruneEvent {
+  type: "prune";
+  path: string;
+  reason: "probe_error" | "sql_error" | "duplicate_result" | "budget" | "cancelled";
+}
 /** A trajectory committed to a final SQL (or gave up). */
 export interface CandidateEvent {
   type: "candidate";
@@ -37,9 +61,19 @@ export interface VoteEvent {
   decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";
 }
 /** The request's answer. */
-export interface FinalEvent { type: "final"; sql: string | null; answerable: boolean; reason?: string }
+export interface FinalEvent {
+  type: "final";
+  sql: string | null;
+  answerable: boolean;
+  reason?: string;
+}
 /** A failure that ended a trajectory or the request. */
-export interface ErrorEvent { type: "error"; path?: string; code: string; message: string }
+export interface ErrorEvent {
+  type: "error";
+  path?: string;
+  code: string;
+  message: string;
+}
 
 /** Everything a request can emit, in order of occurrence. */
 export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | BranchEvent | PruneEvent | CandidateEvent | VoteEvent | FinalEvent | ErrorEvent;

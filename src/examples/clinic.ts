@@ -197,7 +197,8 @@ export const clinic: ExampleDatabase = {
       evidence: "emergency visits refers to visit_type",
       SQL: "SELECT SUM(v.duration) / 3600.0 FROM visits AS v INNER JOIN patients AS p ON v.patient_id = p.patient_id WHERE v.visit_type = 'ER' AND LOWER(TRIM(p.city)) = 'london'",
       difficulty: "moderate",
-      naive: "SELECT SUM(v.duration) / 3600.0 FROM visits AS v INNER JOIN patients AS p ON v.patient_id = p.patient_id WHERE v.visit_type = 'emergency' AND p.city = 'London'",
+      naive:
+        "SELECT SUM(v.duration) / 3600.0 FROM visits AS v INNER JOIN patients AS p ON v.patient_id = p.patient_id WHERE v.visit_type = 'emergency' AND p.city = 'London'",
     },
     {
       question: "How many patients were at least 65 years old on 1 January 2024?",
@@ -222,14 +223,16 @@ export const clinic: ExampleDatabase = {
       evidence: "type 2 diabetes refers to diagnosis_code = 'E11.9'",
       SQL: "SELECT COUNT(DISTINCT p.patient_id) FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.diagnosis_code = 'E11.9' AND LOWER(TRIM(p.city)) = 'manchester'",
       difficulty: "challenging",
-      naive: "SELECT COUNT(DISTINCT p.patient_id) FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.diagnosis_code = 'E11.9' AND p.city = 'Manchester'",
+      naive:
+        "SELECT COUNT(DISTINCT p.patient_id) FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.diagnosis_code = 'E11.9' AND p.city = 'Manchester'",
     },
     {
       question: "List the full names of patients who had more than three emergency visits.",
       evidence: "full name refers to first_name, last_name; emergency visits refers to visit_type",
       SQL: "SELECT p.first_name, p.last_name FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.visit_type = 'ER' GROUP BY p.patient_id HAVING COUNT(*) > 3",
       difficulty: "challenging",
-      naive: "SELECT p.first_name, p.last_name FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.visit_type = 'emergency' GROUP BY p.patient_id HAVING COUNT(*) > 3",
+      naive:
+        "SELECT p.first_name, p.last_name FROM patients AS p INNER JOIN visits AS v ON p.patient_id = v.patient_id WHERE v.visit_type = 'emergency' GROUP BY p.patient_id HAVING COUNT(*) > 3",
     },
     {
       question: "What percentage of visits to pediatricians were made by patients who were under 18 on the day of the visit?",

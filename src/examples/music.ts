@@ -54,7 +54,23 @@ const FEATURING_GENRES = new Set(["Pop", "Hip-Hop", "R&B", "K-Pop", "Afrobeats"]
 
 const STAGE_FIRST = ["Nova", "Jaylen", "Kai", "Aria", "Remy", "Selena", "Dante", "Mila", "Theo", "Zion", "Luna", "Marcus", "Sable", "Ezra"];
 const STAGE_LAST = ["Kingsley", "Vale", "Monroe", "Rivers", "Blake", "Castillo", "Sterling", "Hart", "Okoro", "Reyes", "Lindqvist", "Moreau"];
-const KPOP_GROUPS = ["NEON CITY", "STARLIGHT", "BLUE MOMENT", "VIVID", "ECLIPSE", "AURORA", "LUMINA", "PRISM", "TWILIGHT", "NOVA9", "DAYBREAK", "SEOULMATE", "ORBIT", "HALO", "VELVET ROSE"];
+const KPOP_GROUPS = [
+  "NEON CITY",
+  "STARLIGHT",
+  "BLUE MOMENT",
+  "VIVID",
+  "ECLIPSE",
+  "AURORA",
+  "LUMINA",
+  "PRISM",
+  "TWILIGHT",
+  "NOVA9",
+  "DAYBREAK",
+  "SEOULMATE",
+  "ORBIT",
+  "HALO",
+  "VELVET ROSE",
+];
 const KOREAN_GIVEN = ["Min-jun", "Ji-woo", "Seo-yeon", "Ha-eun", "Do-yun", "Yuna", "Tae-yang", "Soo-ah"];
 const KOREAN_FAMILY = ["Kim", "Lee", "Park", "Choi", "Jung", "Kang"];
 const LABELS = { "Blue Harbour Records": 18, "Nightshift Music": 16, "Polar Sounds": 12, Independent: 20, "Sunset Tapes": 10, Goldleaf: 12, "Atlas Audio": 12 };
@@ -92,7 +108,14 @@ function generate(rng: Rng): TableRows[] {
 
   const albums: Record<string, Cell>[] = [];
   const release = (artistIndex: number, title: string, type: string, date: string) => {
-    albums.push({ album_id: albums.length + 1, artist_id: artistIndex + 1, title, album_type: type, release_date: date, label: rng.chance(0.05) ? null : rng.weighted(LABELS) });
+    albums.push({
+      album_id: albums.length + 1,
+      artist_id: artistIndex + 1,
+      title,
+      album_type: type,
+      release_date: date,
+      label: rng.chance(0.05) ? null : rng.weighted(LABELS),
+    });
   };
   for (const a of ANCHOR_ALBUMS) release(0, a.title, a.type, a.date);
   const owners = [...artists.keys()].slice(1);
@@ -177,7 +200,8 @@ export const music: ExampleDatabase = {
       evidence: "",
       SQL: "SELECT SUM(t.duration_ms) / 60000.0 FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id INNER JOIN artists AS ar ON a.artist_id = ar.artist_id WHERE ar.name = 'Nova Kingsley' AND a.title = 'Midnight Transit'",
       difficulty: "moderate",
-      naive: "SELECT SUM(t.duration_ms) / 60.0 FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id INNER JOIN artists AS ar ON a.artist_id = ar.artist_id WHERE ar.name = 'Nova Kingsley' AND a.title = 'Midnight Transit'",
+      naive:
+        "SELECT SUM(t.duration_ms) / 60.0 FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id INNER JOIN artists AS ar ON a.artist_id = ar.artist_id WHERE ar.name = 'Nova Kingsley' AND a.title = 'Midnight Transit'",
     },
     {
       question: "How many releases came out in the 1990s?",
@@ -204,7 +228,8 @@ export const music: ExampleDatabase = {
       evidence: "",
       SQL: "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE t.genre = 'R&B' GROUP BY ar.artist_id ORDER BY COUNT(*) DESC LIMIT 1",
       difficulty: "moderate",
-      naive: "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE t.genre = 'RnB' GROUP BY ar.artist_id ORDER BY COUNT(*) DESC LIMIT 1",
+      naive:
+        "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE t.genre = 'RnB' GROUP BY ar.artist_id ORDER BY COUNT(*) DESC LIMIT 1",
     },
     {
       question: "What percentage of Electronic tracks are explicit?",
@@ -217,7 +242,8 @@ export const music: ExampleDatabase = {
       evidence: "total play count refers to SUM(play_count) over the artist's tracks",
       SQL: "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE ar.country = 'KR' GROUP BY ar.artist_id ORDER BY SUM(t.play_count) DESC LIMIT 1",
       difficulty: "challenging",
-      naive: "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE ar.country = 'South Korea' GROUP BY ar.artist_id ORDER BY SUM(t.play_count) DESC LIMIT 1",
+      naive:
+        "SELECT ar.name FROM artists AS ar INNER JOIN albums AS a ON ar.artist_id = a.artist_id INNER JOIN tracks AS t ON a.album_id = t.album_id WHERE ar.country = 'South Korea' GROUP BY ar.artist_id ORDER BY SUM(t.play_count) DESC LIMIT 1",
     },
     {
       question: "How many of Nova Kingsley's tracks feature another artist?",
@@ -243,7 +269,8 @@ export const music: ExampleDatabase = {
       evidence: "",
       SQL: "SELECT t.genre FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id WHERE a.album_type = 'single' GROUP BY t.genre ORDER BY AVG(t.play_count) DESC LIMIT 1",
       difficulty: "challenging",
-      naive: "SELECT t.genre FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id WHERE a.album_type = 'Single' GROUP BY t.genre ORDER BY AVG(t.play_count) DESC LIMIT 1",
+      naive:
+        "SELECT t.genre FROM tracks AS t INNER JOIN albums AS a ON t.album_id = a.album_id WHERE a.album_type = 'Single' GROUP BY t.genre ORDER BY AVG(t.play_count) DESC LIMIT 1",
     },
   ],
 };

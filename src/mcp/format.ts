@@ -51,7 +51,13 @@ function cell(value: SqlValue | undefined): McpCell {
 
 /** A successful execution as a tool returns it. */
 export function rowsOf(result: ExecSuccess): McpRows {
-  return { columns: result.columns, rows: result.rows.map((r) => r.map(cell)), rowCount: result.rowCount, truncated: result.truncated, elapsedMs: round(result.elapsedMs) };
+  return {
+    columns: result.columns,
+    rows: result.rows.map((r) => r.map(cell)),
+    rowCount: result.rowCount,
+    truncated: result.truncated,
+    elapsedMs: round(result.elapsedMs),
+  };
 }
 
 function round(ms: number): number {
@@ -117,7 +123,10 @@ export function answerOf(answer: Answer, trace: string[]): McpAnswer {
     decidedBy: answer.decidedBy,
     trace,
     usage: { promptTokens: answer.usage.promptTokens, evaluatedTokens: answer.usage.evaluatedTokens, generatedTokens: answer.usage.generatedTokens },
-    timings: { totalMs: round(answer.timings.totalMs), ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}) },
+    timings: {
+      totalMs: round(answer.timings.totalMs),
+      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}),
+    },
   };
   if (status.error) out.error = status.error;
   if (status.reason !== undefined) out.reason = status.reason;

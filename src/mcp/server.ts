@@ -76,7 +76,10 @@ export function createMcpServer(deps: McpDeps): Server {
     annotations: { title: t.title, ...t.annotations },
   }));
 
-  const server = new Server({ name: "reex", title: "reex text-to-SQL", version: reexVersion() }, { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS });
+  const server = new Server(
+    { name: "reex", title: "reex text-to-SQL", version: reexVersion() },
+    { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS },
+  );
   server.onclose = () => owned?.close();
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
@@ -89,7 +92,9 @@ export function createMcpServer(deps: McpDeps): Server {
     const parsed = tool.input.safeParse(request.params.arguments ?? {});
     if (!parsed.success) {
       const issues = issuesFrom(parsed.error.issues).map((i) => ({ ...i, path: ["arguments", ...i.path] }));
-      return failure(new ReexError("BAD_REQUEST", `invalid arguments for ${name}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { issues }));
+      return failure(
+        new ReexError("BAD_REQUEST", `invalid arguments for ${name}: ${issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, { issues }),
+      );
     }
     const token = extra._meta?.progressToken;
     // a client drops progress for a request it has the answer to, so the answer is written after every notification
@@ -119,8 +124,13 @@ export function createMcpServer(deps: McpDeps): Server {
           : extra.signal.aborted
             ? new ReexError("CANCELLED", "cancelled by the client")
             : new ReexError("INTERNAL", "internal error; the server log has the details", { cause: err });
-      if (e.code === "INTERNAL") deps.log?.error({ tool: name, errName: (err as Error)?.name, stack: (err as Error)?.stack?.split("\n").slice(0, 8).join("\n") }, "mcp tool failed");
-      else deps.log?.info({ tool: name, ...(database ? { database } : {}), code: e.code, ms: round(performance.now() - started), ...live(deps) }, "mcp tool refused");
+      if (e.code === "INTERNAL")
+        deps.log?.error({ tool: name, errName: (err as Error)?.name, stack: (err as Error)?.stack?.split("\n").slice(0, 8).join("\n") }, "mcp tool failed");
+      else
+        deps.log?.info(
+          { tool: name, ...(database ? { database } : {}), code: e.code, ms: round(performance.now() - started), ...live(deps) },
+          "mcp tool refused",
+        );
       return failure(e);
     }
   });

@@ -43,13 +43,25 @@ export function toolSchemas(config: Config) {
     describe_database: z
       .object({
         database: databaseField,
-        question: z.string().trim().min(1).max(8000).optional().describe("A question: the answer then also shows the database values its words match, as the model sees them."),
+        question: z
+          .string()
+          .trim()
+          .min(1)
+          .max(8000)
+          .optional()
+          .describe("A question: the answer then also shows the database values its words match, as the model sees them."),
       })
       .strict(),
     run_sql: z
       .object({
         database: databaseField,
-        sql: z.string().min(1).max(100_000).describe(`One read-only query (SELECT, WITH … SELECT, VALUES). Runs with a ${config.sql.timeoutMs} ms limit and returns at most ${config.sql.maxRows} rows.`),
+        sql: z
+          .string()
+          .min(1)
+          .max(100_000)
+          .describe(
+            `One read-only query (SELECT, WITH … SELECT, VALUES). Runs with a ${config.sql.timeoutMs} ms limit and returns at most ${config.sql.maxRows} rows.`,
+          ),
       })
       .strict(),
     ask: z
@@ -58,7 +70,13 @@ export function toolSchemas(config: Config) {
         question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
         evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge (BIRD's evidence)."),
         strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
-        candidates: z.number().int().min(1).max(config.decoding.maxCandidates).optional().describe(`Candidates voted on by linear and tree strategies. Default ${config.decoding.candidates}.`),
+        candidates: z
+          .number()
+          .int()
+          .min(1)
+          .max(config.decoding.maxCandidates)
+          .optional()
+          .describe(`Candidates voted on by linear and tree strategies. Default ${config.decoding.candidates}.`),
       })
       .strict(),
   };

@@ -36,12 +36,50 @@ const KIND_MESSAGES: Record<string, string> = {
  * SQL given as a string.
  */
 const DENIED_PREFIXES = [
-  "pg_read_", "pg_ls_", "pg_stat_file", "pg_file_", "lo_", "dblink", "pg_sleep", "pg_terminate_backend", "pg_cancel_backend",
-  "pg_signal_", "pg_reload_conf", "pg_rotate_logfile", "pg_log_", "set_config", "pg_advisory", "pg_try_advisory", "pg_notify",
-  "pg_logical_", "pg_replication_", "pg_create_", "pg_drop_", "pg_copy_", "pg_switch_wal", "pg_promote", "pg_backup_", "pg_start_backup",
-  "pg_stop_backup", "pg_export_snapshot", "pg_import_", "pg_wal_", "pg_current_logfile", "pg_stat_reset", "pg_truncate_",
-  "query_to_xml", "cursor_to_xml", "database_to_xml", "schema_to_xml", "table_to_xml", "nextval", "setval", "txid_current",
-  "pg_current_xact_id", "pg_walfile_name", "postgres_fdw",
+  "pg_read_",
+  "pg_ls_",
+  "pg_stat_file",
+  "pg_file_",
+  "lo_",
+  "dblink",
+  "pg_sleep",
+  "pg_terminate_backend",
+  "pg_cancel_backend",
+  "pg_signal_",
+  "pg_reload_conf",
+  "pg_rotate_logfile",
+  "pg_log_",
+  "set_config",
+  "pg_advisory",
+  "pg_try_advisory",
+  "pg_notify",
+  "pg_logical_",
+  "pg_replication_",
+  "pg_create_",
+  "pg_drop_",
+  "pg_copy_",
+  "pg_switch_wal",
+  "pg_promote",
+  "pg_backup_",
+  "pg_start_backup",
+  "pg_stop_backup",
+  "pg_export_snapshot",
+  "pg_import_",
+  "pg_wal_",
+  "pg_current_logfile",
+  "pg_stat_reset",
+  "pg_truncate_",
+  "query_to_xml",
+  "cursor_to_xml",
+  "database_to_xml",
+  "schema_to_xml",
+  "table_to_xml",
+  "nextval",
+  "setval",
+  "txid_current",
+  "pg_current_xact_id",
+  "pg_walfile_name",
+  "postgres_fdw",
 ];
 
 /** The function name (last part, lower-cased) when it is one the guard refuses, else null. */
@@ -113,7 +151,16 @@ export async function checkPostgresSql(sql: string): Promise<PgGuardResult> {
   if (stmts.length > 1) return { ok: false, error: refusal(MULTIPLE) };
   const { stmt = {}, stmt_location: start = 0, stmt_len: len } = stmts[0]!;
   const kind = Object.keys(stmt)[0] ?? "";
-  if (kind !== "SelectStmt") return { ok: false, error: refusal(KIND_MESSAGES[kind] ?? (kind.endsWith("Stmt") && /^(Create|Alter|Drop|Grant|Truncate|Rename|Comment|Reindex|Cluster|Vacuum)/.test(kind) ? "schema changes are not allowed: " + ONLY_READS : ONLY_READS)) };
+  if (kind !== "SelectStmt")
+    return {
+      ok: false,
+      error: refusal(
+        KIND_MESSAGES[kind] ??
+          (kind.endsWith("Stmt") && /^(Create|Alter|Drop|Grant|Truncate|Rename|Comment|Reindex|Cluster|Vacuum)/.test(kind)
+            ? "schema changes are not allowed: " + ONLY_READS
+            : ONLY_READS),
+      ),
+    };
   const found: Found = { functions: [], writes: [], into: false, locking: false };
   walk(stmt, found);
   if (found.writes.length > 0) return { ok: false, error: refusal("writes are not allowed, not even inside WITH: " + ONLY_READS) };

@@ -57,14 +57,23 @@ export async function loadSqliteIntoPostgres(sqlitePath: string, adminUrl: strin
     }
     for (const t of schema.tables) {
       const types = t.columns.map((c) => postgresType(c.type));
-      const rows = src.prepare(`SELECT ${t.columns.map((c) => quote(c.name)).join(", ")} FROM ${quote(t.name)}`).raw().safeIntegers(true).all() as unknown[][];
+      const rows = src
+        .prepare(`SELECT ${t.columns.map((c) => quote(c.name)).join(", ")} FROM ${quote(t.name)}`)
+        .raw()
+        .safeIntegers(true)
+        .all() as unknown[][];
       for (let i = 0; i < rows.length; i += batch) {
         const chunk = rows.slice(i, i + batch);
         const values: unknown[] = [];
-        const tuples = chunk.map((row) => `(${row.map((v, j) => {
-          values.push(typeof v === "bigint" ? v.toString() : v instanceof Uint8Array ? Buffer.from(v).toString("utf8") : v);
-          return `$${values.length}::${types[j]}`;
-        }).join(", ")})`);
+        const tuples = chunk.map(
+          (row) =>
+            `(${row
+              .map((v, j) => {
+                values.push(typeof v === "bigint" ? v.toString() : v instanceof Uint8Array ? Buffer.from(v).toString("utf8") : v);
+                return `$${values.length}::${types[j]}`;
+              })
+              .join(", ")})`,
+        );
         await client.query(`INSERT INTO ${quote(t.name)} VALUES ${tuples.join(", ")}`, values);
       }
     }

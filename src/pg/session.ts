@@ -121,7 +121,11 @@ async function fetchAll(
       }
       for (const v of row) bytes += cellBytes(v);
       if (bytes > limits.maxResultBytes) {
-        return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: tooBig(limits.maxResultBytes) }, elapsedMs: round(performance.now() - start) };
+        return {
+          ok: false,
+          error: { code: "SQL_RUNTIME", category: "runtime", message: tooBig(limits.maxResultBytes) },
+          elapsedMs: round(performance.now() - start),
+        };
       }
       rows.push(row);
     }

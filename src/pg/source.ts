@@ -10,7 +10,16 @@ import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { ReexError } from "../errors/index.js";
-import { registerSource, type ColumnInfo, type DatabaseSchema, type ExecResult, type ExecuteOptions, type ExternalSource, type SqlValue, type TableInfo } from "../sql/index.js";
+import {
+  registerSource,
+  type ColumnInfo,
+  type DatabaseSchema,
+  type ExecResult,
+  type ExecuteOptions,
+  type ExternalSource,
+  type SqlValue,
+  type TableInfo,
+} from "../sql/index.js";
 import { checkPostgresSql } from "./guard.js";
 import { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
 import { reexTypes } from "./types.js";
@@ -79,7 +88,8 @@ export function parseSourceSetting(setting: string): { name: string; url: string
 }
 
 const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`;
-const NON_TEXT = /^(smallint|integer|bigint|numeric|real|double precision|boolean|bytea|json|jsonb|date|time|timestamp|interval|oid|uuid|money|point|inet|cidr|tsvector)\b|\[\]$/;
+const NON_TEXT =
+  /^(smallint|integer|bigint|numeric|real|double precision|boolean|bytea|json|jsonb|date|time|timestamp|interval|oid|uuid|money|point|inet|cidr|tsvector)\b|\[\]$/;
 
 /** A PostgreSQL database behind the {@link ExternalSource} seam. Create with {@link openPostgresSource}. */
 export class PostgresSource implements ExternalSource {
@@ -133,8 +143,10 @@ export class PostgresSource implements ExternalSource {
    * skipping the parser check. For tests of that layer and for reex's own catalogue queries.
    */
   async runChecked(statement: string, options: ExecuteOptions = {}): Promise<ExecResult> {
-    if (this.closed) return { ok: false, error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: `database "${this.name}" is closed` }, elapsedMs: 0 };
-    if (options.signal?.aborted) return { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "the query was cancelled before it started" }, elapsedMs: 0 };
+    if (this.closed)
+      return { ok: false, error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: `database "${this.name}" is closed` }, elapsedMs: 0 };
+    if (options.signal?.aborted)
+      return { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "the query was cancelled before it started" }, elapsedMs: 0 };
     const limits: ReadOnlyLimits = {
       timeoutMs: options.timeoutMs ?? this.limits.timeoutMs,
       maxRows: options.maxRows ?? this.limits.maxRows,
@@ -153,7 +165,15 @@ export class PostgresSource implements ExternalSource {
     } catch (err) {
       client.release(err instanceof Error ? err : new Error(String(err)));
       if (err instanceof ClientStuck) {
-        return { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: `the query ran past its ${limits.timeoutMs} ms time limit and its connection was dropped` }, elapsedMs: limits.timeoutMs };
+        return {
+          ok: false,
+          error: {
+            code: "SQL_TIMEOUT",
+            category: "timeout",
+            message: `the query ran past its ${limits.timeoutMs} ms time limit and its connection was dropped`,
+          },
+          elapsedMs: limits.timeoutMs,
+        };
       }
       return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
     }
@@ -162,7 +182,11 @@ export class PostgresSource implements ExternalSource {
   /** Checks the server answers; throws DB_UNREACHABLE naming only the display name. */
   async ping(): Promise<void> {
     const r = await this.runChecked("SELECT 1", { timeoutMs: 10_000 });
-    if (!r.ok) throw new ReexError("DB_UNREACHABLE", r.error.code === "DB_UNREACHABLE" ? r.error.message : `PostgreSQL database "${this.name}" did not answer: ${r.error.message}`);
+    if (!r.ok)
+      throw new ReexError(
+        "DB_UNREACHABLE",
+        r.error.code === "DB_UNREACHABLE" ? r.error.message : `PostgreSQL database "${this.name}" did not answer: ${r.error.message}`,
+      );
   }
 
   /** Reads tables (and views), columns, types, keys, comments and example values from the catalogue; throws DB_UNREACHABLE. */
@@ -194,7 +218,17 @@ export class PostgresSource implements ExternalSource {
     for (const [oid, name, kind, comment] of rels) {
       if (seen.has(name as string)) continue;
       seen.add(name as string);
-      tables.push({ oid: Number(oid), name: name as string, kind: kind as string, tableComment: comment as string | null, columns: [], attnums: [], rowCount: null, sql: "", foreignKeys: [] });
+      tables.push({
+        oid: Number(oid),
+        name: name as string,
+        kind: kind as string,
+        tableComment: comment as string | null,
+        columns: [],
+        attnums: [],
+        rowCount: null,
+        sql: "",
+        foreignKeys: [],
+      });
     }
     const byOid = new Map(tables.map((t) => [t.oid, t]));
     for (const [rel, name, type, notNull, comment, attnum] of cols) {

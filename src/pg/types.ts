@@ -43,7 +43,20 @@ const SCALARS: Record<number, (text: string) => SqlValue | number> = {
 
 /** Array OID → element OID, for the common array types. */
 const ARRAYS: Record<number, number> = {
-  1000: 16, 1005: 21, 1007: 23, 1016: 20, 1021: 700, 1022: 701, 1231: 1700, 1009: 25, 1015: 1043, 1014: 1042, 1182: 1082, 1115: 1114, 1185: 1184, 2951: 2950,
+  1000: 16,
+  1005: 21,
+  1007: 23,
+  1016: 20,
+  1021: 700,
+  1022: 701,
+  1231: 1700,
+  1009: 25,
+  1015: 1043,
+  1014: 1042,
+  1182: 1082,
+  1115: 1114,
+  1185: 1184,
+  2951: 2950,
 };
 
 const arrayParser = pg.types.getTypeParser(1009 as Parameters<typeof pg.types.getTypeParser>[0], "text") as (text: string) => unknown;
@@ -89,7 +102,8 @@ export function classifyPostgresError(err: unknown): SqlErrorInfo {
   if (code === "42P01") return { code: "SQL_NO_SUCH_TABLE", category: "missing_table", message };
   if (code === "42883" || code === "42725") return { code: "SQL_FUNCTION", category: "function", message };
   if (code === "57014") return { code: "SQL_TIMEOUT", category: "timeout", message: "the query ran past its time limit and was stopped" };
-  if (code === "25006" || code === "42501" || code === "25P02") return { code: "SQL_REFUSED", category: "refused", message: `refused by PostgreSQL: ${message}` };
+  if (code === "25006" || code === "42501" || code === "25P02")
+    return { code: "SQL_REFUSED", category: "refused", message: `refused by PostgreSQL: ${message}` };
   if (code.startsWith("42")) return { code: "SQL_SYNTAX", category: "syntax", message };
   return { code: "SQL_RUNTIME", category: "runtime", message };
 }

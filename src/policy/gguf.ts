@@ -33,7 +33,19 @@ export interface GgufContents {
 }
 
 const TYPE_IDS: Record<GgufScalarType | "array", number> = {
-  u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12,
+  u8: 0,
+  i8: 1,
+  u16: 2,
+  i16: 3,
+  u32: 4,
+  i32: 5,
+  f32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  u64: 10,
+  i64: 11,
+  f64: 12,
 };
 const GGML_TYPE = { f32: 0, f16: 1 } as const;
 const GGUF_MAGIC = 0x46554747;
@@ -62,16 +74,56 @@ class ByteWriter {
     this.pos = 0;
   }
 
-  u8(v: number): void { this.ensure(1); this.current.writeUInt8(v, this.pos); this.advance(1); }
-  i8(v: number): void { this.ensure(1); this.current.writeInt8(v, this.pos); this.advance(1); }
-  u16(v: number): void { this.ensure(2); this.current.writeUInt16LE(v, this.pos); this.advance(2); }
-  i16(v: number): void { this.ensure(2); this.current.writeInt16LE(v, this.pos); this.advance(2); }
-  u32(v: number): void { this.ensure(4); this.current.writeUInt32LE(v, this.pos); this.advance(4); }
-  i32(v: number): void { this.ensure(4); this.current.writeInt32LE(v, this.pos); this.advance(4); }
-  f32(v: number): void { this.ensure(4); this.current.writeFloatLE(v, this.pos); this.advance(4); }
-  f64(v: number): void { this.ensure(8); this.current.writeDoubleLE(v, this.pos); this.advance(8); }
-  u64(v: number | bigint): void { this.ensure(8); this.current.writeBigUInt64LE(BigInt(v), this.pos); this.advance(8); }
-  i64(v: number | bigint): void { this.ensure(8); this.current.writeBigInt64LE(BigInt(v), this.pos); this.advance(8); }
+  u8(v: number): void {
+    this.ensure(1);
+    this.current.writeUInt8(v, this.pos);
+    this.advance(1);
+  }
+  i8(v: number): void {
+    this.ensure(1);
+    this.current.writeInt8(v, this.pos);
+    this.advance(1);
+  }
+  u16(v: number): void {
+    this.ensure(2);
+    this.current.writeUInt16LE(v, this.pos);
+    this.advance(2);
+  }
+  i16(v: number): void {
+    this.ensure(2);
+    this.current.writeInt16LE(v, this.pos);
+    this.advance(2);
+  }
+  u32(v: number): void {
+    this.ensure(4);
+    this.current.writeUInt32LE(v, this.pos);
+    this.advance(4);
+  }
+  i32(v: number): void {
+    this.ensure(4);
+    this.current.writeInt32LE(v, this.pos);
+    this.advance(4);
+  }
+  f32(v: number): void {
+    this.ensure(4);
+    this.current.writeFloatLE(v, this.pos);
+    this.advance(4);
+  }
+  f64(v: number): void {
+    this.ensure(8);
+    this.current.writeDoubleLE(v, this.pos);
+    this.advance(8);
+  }
+  u64(v: number | bigint): void {
+    this.ensure(8);
+    this.current.writeBigUInt64LE(BigInt(v), this.pos);
+    this.advance(8);
+  }
+  i64(v: number | bigint): void {
+    this.ensure(8);
+    this.current.writeBigInt64LE(BigInt(v), this.pos);
+    this.advance(8);
+  }
 
   bytes(b: Uint8Array): void {
     this.ensure(b.length);
@@ -102,18 +154,30 @@ class ByteWriter {
 
 function writeScalar(w: ByteWriter, type: GgufScalarType, value: number | bigint | boolean | string): void {
   switch (type) {
-    case "u8": return w.u8(Number(value));
-    case "i8": return w.i8(Number(value));
-    case "u16": return w.u16(Number(value));
-    case "i16": return w.i16(Number(value));
-    case "u32": return w.u32(Number(value));
-    case "i32": return w.i32(Number(value));
-    case "f32": return w.f32(Number(value));
-    case "f64": return w.f64(Number(value));
-    case "u64": return w.u64(typeof value === "bigint" ? value : Number(value));
-    case "i64": return w.i64(typeof value === "bigint" ? value : Number(value));
-    case "bool": return w.u8(value ? 1 : 0);
-    case "string": return w.string(String(value));
+    case "u8":
+      return w.u8(Number(value));
+    case "i8":
+      return w.i8(Number(value));
+    case "u16":
+      return w.u16(Number(value));
+    case "i16":
+      return w.i16(Number(value));
+    case "u32":
+      return w.u32(Number(value));
+    case "i32":
+      return w.i32(Number(value));
+    case "f32":
+      return w.f32(Number(value));
+    case "f64":
+      return w.f64(Number(value));
+    case "u64":
+      return w.u64(typeof value === "bigint" ? value : Number(value));
+    case "i64":
+      return w.i64(typeof value === "bigint" ? value : Number(value));
+    case "bool":
+      return w.u8(value ? 1 : 0);
+    case "string":
+      return w.string(String(value));
   }
 }
 
@@ -134,12 +198,12 @@ export function toHalf(value: number): number {
     let half = mant >>> shift;
     const rem = mant & ((1 << shift) - 1);
     const mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && (half & 1))) half++;
+    if (rem > mid || (rem === mid && half & 1)) half++;
     return sign | half;
   }
   let half = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
+  if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++;
   return sign | half;
 }
 

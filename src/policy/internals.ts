@@ -656,7 +656,12 @@ class DirectDecoder {
       });
       native.initBatch(evals.reduce((n, e) => n + e.length, 0));
       const indexes = live.map((req, i) =>
-        native.addToBatch(req.seq._sequenceId, req.seq._nextTokenIndex, Uint32Array.from(evals[i]!), Uint32Array.from(evals[i]!, (_, j) => j)),
+        native.addToBatch(
+          req.seq._sequenceId,
+          req.seq._nextTokenIndex,
+          Uint32Array.from(evals[i]!),
+          Uint32Array.from(evals[i]!, (_, j) => j),
+        ),
       );
       try {
         await native.decodeBatch();
@@ -751,7 +756,10 @@ export function enableDirectDecode(context: LlamaContext, generating: () => numb
     return false;
   }
   const lock = scheduler.lockApi;
-  decoders.set(context, new DirectDecoder(context as unknown as ContextInternals & { _ctx: NativeContext & NativeBatchContext; _batchSize: number }, lock, generating));
+  decoders.set(
+    context,
+    new DirectDecoder(context as unknown as ContextInternals & { _ctx: NativeContext & NativeBatchContext; _batchSize: number }, lock, generating),
+  );
   return true;
 }
 
@@ -783,7 +791,16 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
       const result = new Promise<StepTokens>((resolve, reject) => {
         if (disposed) throw new Error("the sampler was disposed");
         const tokens = draft?.tokens ?? [];
-        decoder.request({ seq: s, token, draft: tokens, bonus: tokens.length === 0 || draft?.bonus !== false, sampler, confidence: options.confidence, resolve, reject });
+        decoder.request({
+          seq: s,
+          token,
+          draft: tokens,
+          bonus: tokens.length === 0 || draft?.bonus !== false,
+          sampler,
+          confidence: options.confidence,
+          resolve,
+          reject,
+        });
       });
       pending = result.then(
         () => undefined,

@@ -7,7 +7,17 @@ import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
 import { NgramDrafter, type DraftOptions } from "./draft.js";
-import { asTokens, beginSequenceCopy, directSampling, sequenceIdOf, SORTED_WHOLE_VOCABULARY_TOP_K, WHOLE_VOCABULARY_TOP_K, type Draft, type SampledToken, type StepTokens } from "./internals.js";
+import {
+  asTokens,
+  beginSequenceCopy,
+  directSampling,
+  sequenceIdOf,
+  SORTED_WHOLE_VOCABULARY_TOP_K,
+  WHOLE_VOCABULARY_TOP_K,
+  type Draft,
+  type SampledToken,
+  type StepTokens,
+} from "./internals.js";
 import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
@@ -118,7 +128,8 @@ export class LlamaTrajectory implements Trajectory {
 
   private ensureUsable(): void {
     if (this.released) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} was released`);
-    if (this.invalid || !this.host.isCurrent(this.loaded)) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} belongs to a model that was reloaded or closed`);
+    if (this.invalid || !this.host.isCurrent(this.loaded))
+      throw new ReexError("POLICY_ERROR", `trajectory ${this.id} belongs to a model that was reloaded or closed`);
     if (this.broken) throw new ReexError("POLICY_ERROR", `trajectory ${this.id} failed earlier: ${String(this.broken)}`, { cause: this.broken });
   }
 
@@ -173,7 +184,12 @@ export class LlamaTrajectory implements Trajectory {
   }
 
   /** The direct path's token source: drafts (when drafting is on) verified in the shared decode step, tokens sampled past a stop erased afterwards. */
-  private draftingSource(direct: NonNullable<ReturnType<typeof directSampling>>, options: GenerateOptions, steps: StepBarrier, call: { limit: number; tokens: number[]; text: IncrementalText }): { next: () => Promise<SampledToken>; finish: () => Promise<void> } {
+  private draftingSource(
+    direct: NonNullable<ReturnType<typeof directSampling>>,
+    options: GenerateOptions,
+    steps: StepBarrier,
+    call: { limit: number; tokens: number[]; text: IncrementalText },
+  ): { next: () => Promise<SampledToken>; finish: () => Promise<void> } {
     const { limit, tokens, text } = call;
     const model = this.model;
     /** Sampled tokens of the last step not consumed yet (a step yields several when its draft is accepted). */

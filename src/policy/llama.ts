@@ -128,10 +128,13 @@ function llamaFor(gpu: "auto" | "cuda" | "cpu", logLevel: string, logger?: (leve
     });
     llamas.set(key, llama);
   } else {
-    void llama.then((l) => {
-      l.logLevel = logLevel as LlamaLogLevel;
-      if (logger) l.logger = (level, message) => logger(level, message);
-    }, () => undefined);
+    void llama.then(
+      (l) => {
+        l.logLevel = logLevel as LlamaLogLevel;
+        if (logger) l.logger = (level, message) => logger(level, message);
+      },
+      () => undefined,
+    );
   }
   return llama;
 }
@@ -298,12 +301,18 @@ class LlamaPolicy implements Policy, TrajectoryHost {
   private spellSpecial(value: string): string | null {
     const t = this.loaded.model.tokens;
     switch (value) {
-      case "BOS": return t.bosString;
-      case "EOS": return t.eosString;
-      case "EOT": return t.eotString;
-      case "SEP": return t.sepString;
-      case "NL": return t.nlString;
-      default: return null;
+      case "BOS":
+        return t.bosString;
+      case "EOS":
+        return t.eosString;
+      case "EOT":
+        return t.eotString;
+      case "SEP":
+        return t.sepString;
+      case "NL":
+        return t.nlString;
+      default:
+        return null;
     }
   }
 
@@ -545,7 +554,14 @@ function wrap(err: unknown): ReexError {
   return new ReexError("POLICY_ERROR", `llama.cpp failed: ${errorText(err)}`, { cause: err });
 }
 
-async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {
+async function loadContext(
+  llama: Llama,
+  model: LlamaModel,
+  modelPath: string,
+  modelSource: string,
+  lora: string[],
+  options: LlamaPolicyOptions,
+): Promise<Loaded> {
   const device = llama.gpu !== false && model.gpuLayers > 0 ? llama.gpu : "cpu";
   let context: LlamaContext;
   try {
@@ -558,7 +574,11 @@ async function loadContext(llama: Llama, model: LlamaModel, modelPath: string, m
       ...(lora.length > 0 ? { lora: { adapters: lora.map((filePath) => ({ filePath })) } } : {}),
     });
   } catch (err) {
-    throw new ReexError("MODEL_LOAD_FAILED", `could not create a context for ${modelSource}${lora.length ? ` with LoRA ${lora.join(", ")}` : ""}: ${errorText(err)}`, { cause: err });
+    throw new ReexError(
+      "MODEL_LOAD_FAILED",
+      `could not create a context for ${modelSource}${lora.length ? ` with LoRA ${lora.join(", ")}` : ""}: ${errorText(err)}`,
+      { cause: err },
+    );
   }
   // KV copies and sequence frees run between decode batches instead of waiting for generation on
   // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.

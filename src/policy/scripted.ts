@@ -64,7 +64,10 @@ function chars(text: string): number[] {
 }
 
 function decode(tokens: readonly number[]): string {
-  return tokens.filter((t) => t !== SCRIPTED_EOS).map((t) => String.fromCodePoint(t)).join("");
+  return tokens
+    .filter((t) => t !== SCRIPTED_EOS)
+    .map((t) => String.fromCodePoint(t))
+    .join("");
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -271,7 +274,8 @@ export class ScriptedPolicy implements Policy {
     const text = prompt.prefix + prompt.suffix;
     if (text.length === 0) throw new ReexError("POLICY_ERROR", "cannot start a trajectory from an empty prompt");
     const tokens = chars(text);
-    if (tokens.length > this.current.contextSize) throw new ReexError("CONTEXT_EXHAUSTED", `the prompt has ${tokens.length} tokens; the context window holds ${this.current.contextSize}`);
+    if (tokens.length > this.current.contextSize)
+      throw new ReexError("CONTEXT_EXHAUSTED", `the prompt has ${tokens.length} tokens; the context window holds ${this.current.contextSize}`);
     await this.reserve("wait", options.signal);
     const cached = prompt.prefix.length > 0 && this.cachedPrefixes.has(prompt.prefix);
     if (prompt.prefix.length > 0) this.cachedPrefixes.add(prompt.prefix);

@@ -36,7 +36,11 @@ export async function openModelTokenizer(modelPath: string): Promise<ModelTokeni
   const tokenize = (text: string, special: boolean): number[] => [...model.tokenize(text, special)].map(Number);
   return {
     tokenize,
-    detokenize: (tokens) => model.detokenize(tokens.map((t) => t as Token), true),
+    detokenize: (tokens) =>
+      model.detokenize(
+        tokens.map((t) => t as Token),
+        true,
+      ),
     promptTokens(messages) {
       const spec = policy.renderChat(messages);
       return [...tokenizePieces(piecesOf(spec.prefix, spec.parts?.prefix), tokenize), ...tokenizePieces(piecesOf(spec.suffix, spec.parts?.suffix), tokenize)];

@@ -166,7 +166,9 @@ class AdvisingPopulation {
   /** Semesters: the codes and the words the questions use, over the years they name. */
   private fillSemesters(): void {
     // semesters: the codes and the words the questions use, over the years they name
-    this.years = [...new Set([...this.pool("year", []).map(Number).filter(Number.isFinite), ...Array.from({ length: 12 }, (_, i) => 2008 + i)])].sort((a, b) => a - b);
+    this.years = [...new Set([...this.pool("year", []).map(Number).filter(Number.isFinite), ...Array.from({ length: 12 }, (_, i) => 2008 + i)])].sort(
+      (a, b) => a - b,
+    );
     const semWords = [...new Set([...SEMESTERS, ...this.pool("semester", [])])];
     let semId = 0;
     for (const year of this.years) for (const s of semWords) this.push("semester", { semester_id: ++semId, semester: s, year });
@@ -235,20 +237,46 @@ class AdvisingPopulation {
   private fillPrograms(): void {
     // programs
     const programNames = [...new Set([...this.pool("program", []), "CS-LSA", "CS-ENG", "DATA-SCI", "EE"])];
-    programNames.forEach((name, i) => this.push("program", { program_id: i + 1, name, college: this.rng.pick(["LSA", "Engineering"]), introduction: `The ${name} program.` }));
+    programNames.forEach((name, i) =>
+      this.push("program", { program_id: i + 1, name, college: this.rng.pick(["LSA", "Engineering"]), introduction: `The ${name} program.` }),
+    );
     this.programIds = programNames.map((_, i) => i + 1);
-    for (const p of this.programIds) for (const cat of this.requirements) this.push("program_requirement", { program_id: p, category: cat, min_credit: this.rng.int(3, 30), additional_req: this.rng.chance(0.3) ? "C or better" : null });
+    for (const p of this.programIds)
+      for (const cat of this.requirements)
+        this.push("program_requirement", {
+          program_id: p,
+          category: cat,
+          min_credit: this.rng.int(3, 30),
+          additional_req: this.rng.chance(0.3) ? "C or better" : null,
+        });
     for (const c of this.courses) {
       const cats = this.rng.sample(this.requirements, this.rng.int(1, 2));
-      for (const cat of cats) this.push("program_course", { program_id: this.rng.chance(0.7) ? 1 : this.rng.pick(this.programIds), course_id: c.course_id, workload: this.rng.int(1, 5), category: cat });
+      for (const cat of cats)
+        this.push("program_course", {
+          program_id: this.rng.chance(0.7) ? 1 : this.rng.pick(this.programIds),
+          course_id: c.course_id,
+          workload: this.rng.int(1, 5),
+          category: cat,
+        });
     }
   }
 
   /** Instructors: the names the questions ask about, and others. */
   private fillInstructors(): void {
     // instructors: the names the questions ask about, and others
-    const instrNames = [...new Set([...this.pool("instructor", []), ...Array.from({ length: 60 }, () => `${this.rng.pick(FIRST_NAMES)} ${this.rng.pick(LAST_NAMES)}`)])];
-    instrNames.forEach((name, i) => this.push("instructor", { instructor_id: i + 1, name, uniqname: name.toLowerCase().replace(/[^a-z]/g, "").slice(0, 8) }));
+    const instrNames = [
+      ...new Set([...this.pool("instructor", []), ...Array.from({ length: 60 }, () => `${this.rng.pick(FIRST_NAMES)} ${this.rng.pick(LAST_NAMES)}`)]),
+    ];
+    instrNames.forEach((name, i) =>
+      this.push("instructor", {
+        instructor_id: i + 1,
+        name,
+        uniqname: name
+          .toLowerCase()
+          .replace(/[^a-z]/g, "")
+          .slice(0, 8),
+      }),
+    );
     this.instrIds = instrNames.map((_, i) => i + 1);
   }
 
@@ -263,7 +291,9 @@ class AdvisingPopulation {
         const sem = this.rng.chance(0.6) && this.recent.length ? this.rng.pick(this.recent) : this.rng.pick(this.semesters);
         const start = this.rng.pick(times);
         const [h, m] = start.split(":").map(Number) as [number, number];
-        const days = Object.fromEntries(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map((d, j) => [d, j < 5 ? this.yn(0.4) : this.yn(0.05)]));
+        const days = Object.fromEntries(
+          ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"].map((d, j) => [d, j < 5 ? this.yn(0.4) : this.yn(0.05)]),
+        );
         this.push("course_offering", {
           offering_id: ++offId,
           course_id: c.course_id,
@@ -278,7 +308,12 @@ class AdvisingPopulation {
           class_address: `${this.rng.int(1000, 2999)} ${this.rng.pick(["EECS", "BBB", "DOW", "GGBL", "MH"])}`,
           allow_audit: this.yn(0.3),
         });
-        for (const ins of this.rng.sample(this.instrIds, this.rng.int(1, 2))) this.push("offering_instructor", { offering_instructor_id: this.rows.get("offering_instructor")!.length + 1, offering_id: offId, instructor_id: ins });
+        for (const ins of this.rng.sample(this.instrIds, this.rng.int(1, 2)))
+          this.push("offering_instructor", {
+            offering_instructor_id: this.rows.get("offering_instructor")!.length + 1,
+            offering_id: offId,
+            instructor_id: ins,
+          });
       }
     }
     this.offerings = this.rows.get("course_offering")!;
@@ -327,11 +362,26 @@ class AdvisingPopulation {
 
   /** Comments, GSIs, TAs, jobs and requirements. */
   private fillTheRest(): void {
-    for (let k = 0; k < 300; k++) this.push("comment_instructor", { instructor_id: this.rng.pick(this.instrIds), student_id: this.rng.int(1, 200), score: this.rng.int(1, 5), comment_text: this.rng.pick(["Great lectures.", "Tough grader.", "Very clear.", "Too fast."]) });
+    for (let k = 0; k < 300; k++)
+      this.push("comment_instructor", {
+        instructor_id: this.rng.pick(this.instrIds),
+        student_id: this.rng.int(1, 200),
+        score: this.rng.int(1, 5),
+        comment_text: this.rng.pick(["Great lectures.", "Tough grader.", "Very clear.", "Too fast."]),
+      });
     for (let k = 0; k < 150; k++) this.push("gsi", { course_offering_id: this.rng.pick(this.offerings).offering_id, student_id: this.rng.int(1, 200) });
     for (let k = 0; k < 60; k++) this.push("ta", { campus_job_id: k + 1, student_id: this.rng.int(1, 200), location: this.rng.pick(["EECS", "BBB", "DOW"]) });
     for (let k = 0; k < 40; k++) {
-      this.push("jobs", { job_id: k + 1, job_title: `${this.rng.pick(["Software", "Research", "Data", "Hardware"])} ${this.rng.pick(["Engineer", "Assistant", "Intern"])}`, description: "", requirement: this.rng.pick(this.requirements), city: "Ann Arbor", state: "MI", country: "USA", zip: 48109 });
+      this.push("jobs", {
+        job_id: k + 1,
+        job_title: `${this.rng.pick(["Software", "Research", "Data", "Hardware"])} ${this.rng.pick(["Engineer", "Assistant", "Intern"])}`,
+        description: "",
+        requirement: this.rng.pick(this.requirements),
+        city: "Ann Arbor",
+        state: "MI",
+        country: "USA",
+        zip: 48109,
+      });
     }
     this.requirements.forEach((r, i) => this.push("requirement", { requirement_id: i + 1, requirement: r, college: this.rng.pick(["LSA", "Engineering"]) }));
   }
@@ -374,7 +424,10 @@ const NUMBER = /^-?\d+(\.\d+)?$/;
 export function advisingSql(sql: string, vars: Record<string, string>, tables: ReadonlySet<string>): string {
   const names = Object.keys(vars).sort((a, b) => b.length - a.length);
   const fill = (s: string): string => (names.length ? s.replace(new RegExp(`\\b(${names.join("|")})\\b`, "g"), (n) => vars[n]!) : s);
-  const mysql = sql.trim().replace(/\s*;\s*$/, "").replace(/COUNT\( DISTINCT ([\w.]+(?: , [\w.]+)+) \)/g, (_, cols: string) => `COUNT( DISTINCT ${cols.split(" , ").join(" || ' ' || ")} )`); // MySQL's COUNT(DISTINCT a, b, …)
+  const mysql = sql
+    .trim()
+    .replace(/\s*;\s*$/, "")
+    .replace(/COUNT\( DISTINCT ([\w.]+(?: , [\w.]+)+) \)/g, (_, cols: string) => `COUNT( DISTINCT ${cols.split(" , ").join(" || ' ' || ")} )`); // MySQL's COUNT(DISTINCT a, b, …)
   const parts = mysql.split(/("(?:[^"\\]|\\.)*")/);
   return parts
     .map((part, i) => {
@@ -424,7 +477,14 @@ function difficultyOf(sql: string, tables: string[]): Difficulty {
 }
 
 /** Builds the database and checks every question's SQL on it; `write` stores the file. */
-export function buildAdvising(dataDir: string, seed: number, write: (dbId: string, bytes: Buffer) => string): { items: AdvisingItem[]; stats: { questions: number; kept: number; dropped: Record<string, number>; databases: number; splits: Record<string, number>; seconds: number } } {
+export function buildAdvising(
+  dataDir: string,
+  seed: number,
+  write: (dbId: string, bytes: Buffer) => string,
+): {
+  items: AdvisingItem[];
+  stats: { questions: number; kept: number; dropped: Record<string, number>; databases: number; splits: Record<string, number>; seconds: number };
+} {
   const entries = readAdvisingEntries(dataDir);
   const schema = readAdvisingSchema(dataDir);
   const tables = new Set(schema.keys());
@@ -459,7 +519,15 @@ export function buildAdvising(dataDir: string, seed: number, write: (dbId: strin
           const value = m[3]!.replace(/''/g, "'");
           if (!table || lookups.some((l) => l.table === table && l.column === m[2])) continue;
           const at = question.toLowerCase().indexOf(value.toLowerCase());
-          lookups.push({ kind: "value", table, column: m[2]!, attr: "label", encoding: "plain", text: at >= 0 ? question.slice(at, at + value.length) : value, literal: quoteText(value) });
+          lookups.push({
+            kind: "value",
+            table,
+            column: m[2]!,
+            attr: "label",
+            encoding: "plain",
+            text: at >= 0 ? question.slice(at, at + value.length) : value,
+            literal: quoteText(value),
+          });
         }
         const select = (sql.match(/^SELECT (.*?) FROM /)?.[1] ?? "").replace(/\b([a-z_]+alias\d+)\./g, (_, a: string) => `${aliases.get(a) ?? a}.`);
         items.push({

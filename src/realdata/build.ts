@@ -115,10 +115,21 @@ function buildWikiSql(outDir: string, seed: number, options: RealDataOptions, pr
     db.close();
     bump(dropped, checked.dropped);
     for (const it of checked.items) items.push({ ...it, source: "wikisql", question_id: 0, evidence: "" });
-    if (++n % 2500 === 0) progress(`wikisql: ${n}/${ids.length} tables, ${items.length} questions run and return rows (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    if (++n % 2500 === 0)
+      progress(`wikisql: ${n}/${ids.length} tables, ${items.length} questions run and return rows (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   }
   const considered = ids.length === byTable.size ? total : [...ids].reduce((s, id) => s + byTable.get(id)!.length, 0);
-  return { items, stats: { questions: considered, kept: items.length, dropped: ids.length === byTable.size ? dropped : subsetDrops(dropped, parseDrops), databases: ids.length, splits: {}, seconds: 0 } };
+  return {
+    items,
+    stats: {
+      questions: considered,
+      kept: items.length,
+      dropped: ids.length === byTable.size ? dropped : subsetDrops(dropped, parseDrops),
+      databases: ids.length,
+      splits: {},
+      seconds: 0,
+    },
+  };
 }
 
 /** With a subset of tables, questions that failed to parse belong to no table: leave them out of the counts. */
@@ -177,7 +188,9 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
         files[file] = sha256(join(outDir, file));
       }
       stats[source] = { ...built.stats, splits: counts, seconds: Number(((performance.now() - started) / 1000).toFixed(1)) };
-      progress(`${source}: ${built.stats.kept} of ${built.stats.questions} questions kept on ${built.stats.databases} databases (${stats[source]!.seconds} s); dropped ${JSON.stringify(built.stats.dropped)}`);
+      progress(
+        `${source}: ${built.stats.kept} of ${built.stats.questions} questions kept on ${built.stats.databases} databases (${stats[source]!.seconds} s); dropped ${JSON.stringify(built.stats.dropped)}`,
+      );
       all.push(...items);
     }
 

@@ -55,4 +55,14 @@ export {
   type AdvisingItem,
   type AdvisingSchema,
 } from "./advising.js";
-export { SPIDER_DEV_EVERY, SPIDER_HELD_OUT, buildSpider, inferForeignKeys, readSpiderSchemas, spiderSynthDb, type SpiderColumn, type SpiderItem, type SpiderSchema } from "./spider.js";
+export {
+  SPIDER_DEV_EVERY,
+  SPIDER_HELD_OUT,
+  buildSpider,
+  inferForeignKeys,
+  readSpiderSchemas,
+  spiderSynthDb,
+  type SpiderColumn,
+  type SpiderItem,
+  type SpiderSchema,
+} from "./spider.js";

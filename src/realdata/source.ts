@@ -66,7 +66,10 @@ export function readWikiSqlEntries(dataDir = defaultDataDir()): RealEntry[] {
   try {
     text = execFileSync("bzip2", ["-dc", path], { maxBuffer: 512 * 1024 * 1024, encoding: "utf8" });
   } catch (error) {
-    throw new ReexError("DATASET_INVALID", `could not decompress ${path} with bzip2 -dc (is bzip2 installed?): ${error instanceof Error ? error.message : String(error)}`);
+    throw new ReexError(
+      "DATASET_INVALID",
+      `could not decompress ${path} with bzip2 -dc (is bzip2 installed?): ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return JSON.parse(text) as RealEntry[];
 }

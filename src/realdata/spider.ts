@@ -75,7 +75,8 @@ export function inferForeignKeys(schema: SpiderSchema): { table: string; column:
   return out;
 }
 
-const PERSON = /(people|person|singer|student|employee|member|artist|player|customer|staff|teacher|actor|author|driver|pilot|host|manager|director|editor|journalist|musician|owner|instructor|professor|physician|patient|doctor|user|candidate|representative|conductor|architect|gymnast|wrestler|climber|technician|mechanic|captain|coach|people|club_leader|participant|guest|visitor|faculty|entrepreneur|investor|perpetrator|ship_captain|head)/;
+const PERSON =
+  /(people|person|singer|student|employee|member|artist|player|customer|staff|teacher|actor|author|driver|pilot|host|manager|director|editor|journalist|musician|owner|instructor|professor|physician|patient|doctor|user|candidate|representative|conductor|architect|gymnast|wrestler|climber|technician|mechanic|captain|coach|people|club_leader|participant|guest|visitor|faculty|entrepreneur|investor|perpetrator|ship_captain|head)/;
 
 function words(name: string): string {
   return name.replace(/_/g, " ").trim();
@@ -87,7 +88,28 @@ function plural(noun: string): string {
   return `${noun}s`;
 }
 
-const CATEGORY_WORDS = ["alpha", "beta", "gamma", "delta", "north", "south", "east", "west", "gold", "silver", "bronze", "red", "blue", "green", "major", "minor", "senior", "junior", "classic", "modern"];
+const CATEGORY_WORDS = [
+  "alpha",
+  "beta",
+  "gamma",
+  "delta",
+  "north",
+  "south",
+  "east",
+  "west",
+  "gold",
+  "silver",
+  "bronze",
+  "red",
+  "blue",
+  "green",
+  "major",
+  "minor",
+  "senior",
+  "junior",
+  "classic",
+  "modern",
+];
 const ENC: Record<string, Record<string, number>> = {
   country: { iso2: 25, iso3: 15, upper: 15, lower: 15, plain: 30 },
   city: { code: 20, upper: 20, lower: 20, plain: 40 },
@@ -105,9 +127,20 @@ function templateOf(rng: Rng, table: string, col: SpiderColumn, labelTaken: bool
     const w = noun.replace(/^(is|has) /, "");
     return { ...base, kind: "bool", word: w, yes: `that are ${w}`, no: `that are not ${w}`, rate: 0.3 + rng.next() * 0.4 };
   }
-  if (col.type === "time" || /date|_time$|^time$/.test(col.name)) return { ...base, kind: "date", from: "1995-01-01", to: "2020-12-31", phrase: `with ${noun} in {v}` };
+  if (col.type === "time" || /date|_time$|^time$/.test(col.name))
+    return { ...base, kind: "date", from: "1995-01-01", to: "2020-12-31", phrase: `with ${noun} in {v}` };
   if (col.type === "number") {
-    const [min, max] = /year/.test(col.name) ? [1950, 2020] : /age/.test(col.name) ? [18, 80] : /(rank|position|grade|level|rating)/.test(col.name) ? [1, 20] : /(price|cost|budget|salary|amount|money|revenue|sales|income|profit|fee)/.test(col.name) ? [10, 90000] : /(height|weight)/.test(col.name) ? [50, 220] : [1, 1000];
+    const [min, max] = /year/.test(col.name)
+      ? [1950, 2020]
+      : /age/.test(col.name)
+        ? [18, 80]
+        : /(rank|position|grade|level|rating)/.test(col.name)
+          ? [1, 20]
+          : /(price|cost|budget|salary|amount|money|revenue|sales|income|profit|fee)/.test(col.name)
+            ? [10, 90000]
+            : /(height|weight)/.test(col.name)
+              ? [50, 220]
+              : [1, 1000];
     return { ...base, kind: "int", noun, min, max, phrase: `with ${noun} {cmp} {n}`, cmp: ["above", "below"] };
   }
   if (/country|nationality|nation/.test(col.name)) return { ...base, kind: "country", phrase: `with ${noun} {v}` };
@@ -249,7 +282,10 @@ export function buildSpider(
   seed: number,
   limit: number | undefined,
   pathOf: (dbId: string) => string,
-): { items: SpiderItem[]; stats: { questions: number; kept: number; dropped: Record<string, number>; databases: number; splits: Record<string, number>; seconds: number } } {
+): {
+  items: SpiderItem[];
+  stats: { questions: number; kept: number; dropped: Record<string, number>; databases: number; splits: Record<string, number>; seconds: number };
+} {
   const schemas = readSpiderSchemas(dataDir).slice(0, limit);
   const items: SpiderItem[] = [];
   const dropped: Record<string, number> = {};

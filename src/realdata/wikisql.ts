@@ -99,7 +99,10 @@ function columnToken(tok: string): string | undefined {
  * Parses WikiSQL's canonical SQL (`SELECT MAX TABLEalias0.X_FIELD FROM TABLE AS TABLEalias0 WHERE
  * … = "var0" AND … > var1 ;`) and fills its placeholders from `variables`; a string names the problem.
  */
-export function parseWikiSql(sql: string, variables: Record<string, string>): Pick<WikiQuestion, "agg" | "select" | "conds"> | "unparsed-sql" | "missing-value" {
+export function parseWikiSql(
+  sql: string,
+  variables: Record<string, string>,
+): Pick<WikiQuestion, "agg" | "select" | "conds"> | "unparsed-sql" | "missing-value" {
   const toks = sql.trim().split(/\s+/);
   let i = 0;
   if (toks[i++] !== "SELECT") return "unparsed-sql";

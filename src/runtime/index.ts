@@ -24,8 +24,7 @@ export const STARTER_MODEL = "reex-starter.gguf";
 export const PLACEHOLDER_MODEL = "reex-tiny-random.gguf";
 
 /** What every front end says of an answer the placeholder model wrote. */
-export const PLACEHOLDER_NOTICE =
-  `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
+export const PLACEHOLDER_NOTICE = `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
 
 /** Everything a front end runs on, with one close for all of it. */
 export interface Runtime {
@@ -109,14 +108,22 @@ export async function resolveModel(config: Config, log?: (m: string) => void): P
 /** Builds the runtime for `config`; closes what it opened if any step fails. */
 export async function createRuntime(config: Config, options: RuntimeOptions = {}): Promise<Runtime> {
   const log = options.log;
-  const registry = new DatabaseRegistry({ dataDir: config.sql.dataDir, allowedRoots: config.server.allowedRoots.length ? config.server.allowedRoots : undefined });
+  const registry = new DatabaseRegistry({
+    dataDir: config.sql.dataDir,
+    allowedRoots: config.server.allowedRoots.length ? config.server.allowedRoots : undefined,
+  });
   if (options.examples ?? true) {
     const sets = await buildExamples();
     for (const set of sets) await registry.registerPath(set.path, { name: set.dbId });
     log?.(`registered ${sets.length} example databases: ${sets.map((s) => s.dbId).join(", ")}`);
   }
   const postgres = await connectPostgres(config, registry, [...config.sql.postgres, ...(options.postgres ?? [])], log);
-  const executor = new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB });
+  const executor = new ExecutorPool({
+    workers: config.sql.workers,
+    timeoutMs: config.sql.timeoutMs,
+    maxRows: config.sql.maxRows,
+    maxQueryMemoryMB: config.sql.maxQueryMemoryMB,
+  });
   let policy: Policy | undefined;
   try {
     let model: Runtime["model"];

@@ -23,7 +23,14 @@ export interface SqlResponse {
   decidedBy: Answer["decidedBy"];
   shortfall?: string;
   trace?: unknown[];
-  usage: { promptTokens: number; evaluatedTokens: number; generatedTokens: number; draftedTokens?: number; acceptedTokens?: number; forwardPassesSaved?: number };
+  usage: {
+    promptTokens: number;
+    evaluatedTokens: number;
+    generatedTokens: number;
+    draftedTokens?: number;
+    acceptedTokens?: number;
+    forwardPassesSaved?: number;
+  };
   timings: { totalMs: number; queueMs: number; decodeMs: number; firstTokenMs?: number };
 }
 
@@ -95,7 +102,11 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
       evaluatedTokens: answer.usage.evaluatedTokens,
       generatedTokens: answer.usage.generatedTokens,
       ...(answer.usage.draftedTokens !== undefined
-        ? { draftedTokens: answer.usage.draftedTokens, acceptedTokens: answer.usage.acceptedTokens ?? 0, forwardPassesSaved: answer.usage.forwardPassesSaved ?? 0 }
+        ? {
+            draftedTokens: answer.usage.draftedTokens,
+            acceptedTokens: answer.usage.acceptedTokens ?? 0,
+            forwardPassesSaved: answer.usage.forwardPassesSaved ?? 0,
+          }
         : {}),
     },
     timings: {
@@ -186,7 +197,15 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
       metrics.passesSaved.inc({}, answer.usage.forwardPassesSaved ?? 0);
     }
     options.log.info(
-      { ...summary, sqlChars: answer.sql?.length ?? 0, answerable: answer.answerable, winner: answer.winner, queueMs: round(started - accepted), totalMs: round(now - accepted), ...(logSql ? { sql: answer.sql } : {}) },
+      {
+        ...summary,
+        sqlChars: answer.sql?.length ?? 0,
+        answerable: answer.answerable,
+        winner: answer.winner,
+        queueMs: round(started - accepted),
+        totalMs: round(now - accepted),
+        ...(logSql ? { sql: answer.sql } : {}),
+      },
       "answered",
     );
     return { answer, queueMs: started - accepted, totalMs: now - accepted };

@@ -46,10 +46,14 @@ export function toApiError(err: unknown, request: { contentType?: string } = {})
   if (byCode) {
     if (byCode === "UNSUPPORTED_MEDIA_TYPE") {
       const got = request.contentType ? `content-type ${request.contentType}` : "a body without a content-type";
-      return new ReexError(byCode, `${got} is not accepted: send JSON as application/json, and a SQLite upload as ${UPLOAD_TYPES.join(", ")} (curl: -H 'content-type: application/octet-stream' --data-binary @file.sqlite)`, {
-        cause: err,
-        details: { accepted: ACCEPTED_TYPES },
-      });
+      return new ReexError(
+        byCode,
+        `${got} is not accepted: send JSON as application/json, and a SQLite upload as ${UPLOAD_TYPES.join(", ")} (curl: -H 'content-type: application/octet-stream' --data-binary @file.sqlite)`,
+        {
+          cause: err,
+          details: { accepted: ACCEPTED_TYPES },
+        },
+      );
     }
     const shown = byCode === "PAYLOAD_TOO_LARGE" ? "the request body exceeds the configured limit (server.bodyLimitBytes)" : message;
     return new ReexError(byCode, shown, { cause: err });

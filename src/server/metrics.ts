@@ -38,7 +38,10 @@ interface Metric {
 /** A monotonically increasing count per label set. */
 export class Counter implements Metric {
   private readonly values = new Map<string, { labels: Labels; value: number }>();
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
 
   /** Adds `by` (default 1) to the series named by `labels`. */
   inc(labels: Labels = {}, by = 1): void {
@@ -63,7 +66,11 @@ export class Counter implements Metric {
 /** A value that goes up and down, either set directly or read from a callback at scrape time. */
 export class Gauge implements Metric {
   private value = 0;
-  constructor(readonly name: string, readonly help: string, private readonly collect?: () => number) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly collect?: () => number,
+  ) {}
 
   /** Sets the value (ignored when the gauge reads a callback). */
   set(value: number): void {
@@ -83,7 +90,11 @@ export class Gauge implements Metric {
 /** Cumulative-bucket histogram per label set. */
 export class Histogram implements Metric {
   private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
-  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[]) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[],
+  ) {}
 
   /** Records one observation in the series named by `labels`. */
   observe(value: number, labels: Labels = {}): void {
@@ -152,9 +163,15 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     registry,
     requests: registry.register(new Counter("reex_requests_total", "HTTP requests by route template and status code.")),
     duration: registry.register(
-      new Histogram("reex_request_duration_seconds", "HTTP request duration by route template.", [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]),
+      new Histogram(
+        "reex_request_duration_seconds",
+        "HTTP request duration by route template.",
+        [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      ),
     ),
-    tokens: registry.register(new Counter("reex_tokens_total", "Tokens by kind: prompt, evaluated, generated; drafted and accepted with speculative decoding.")),
+    tokens: registry.register(
+      new Counter("reex_tokens_total", "Tokens by kind: prompt, evaluated, generated; drafted and accepted with speculative decoding."),
+    ),
     passesSaved: registry.register(new Counter("reex_forward_passes_saved_total", "Decode steps speculative decoding saved.")),
     probes: registry.register(new Counter("reex_probes_total", "Probe queries the model wrote.")),
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),

@@ -2,14 +2,7 @@
 import { z } from "zod";
 import type { Config } from "../config/index.js";
 import { ERROR_CATALOG } from "../errors/index.js";
-import {
-  databaseSchema,
-  errorSchema,
-  registerPathSchema,
-  sqlRequestSchema,
-  sqlResponseSchema,
-  uploadQuerySchema,
-} from "./schemas.js";
+import { databaseSchema, errorSchema, registerPathSchema, sqlRequestSchema, sqlResponseSchema, uploadQuerySchema } from "./schemas.js";
 
 function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
@@ -55,7 +48,10 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
         SqlResponse: jsonSchema(sqlResponseSchema, "output"),
         RegisterPath: jsonSchema(registerPathSchema, "input"),
         Database: jsonSchema(databaseSchema, "output"),
-        DatabaseDetail: jsonSchema(databaseSchema.extend({ schema: z.unknown().describe("The database's schema as the SQL layer describes it, or null.") }), "output"),
+        DatabaseDetail: jsonSchema(
+          databaseSchema.extend({ schema: z.unknown().describe("The database's schema as the SQL layer describes it, or null.") }),
+          "output",
+        ),
         DatabaseCreated: jsonSchema(databaseSchema.pick({ id: true, name: true, tables: true, source: true }), "output"),
         Error: jsonSchema(errorSchema, "output"),
       },
@@ -65,7 +61,12 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
         post: {
           summary: "Upload a SQLite file (raw body) or register a server-side path (JSON)",
           security,
-          parameters: Object.entries((jsonSchema(uploadQuerySchema, "input").properties ?? {}) as Record<string, unknown>).map(([name, schema]) => ({ name, in: "query", required: false, schema })),
+          parameters: Object.entries((jsonSchema(uploadQuerySchema, "input").properties ?? {}) as Record<string, unknown>).map(([name, schema]) => ({
+            name,
+            in: "query",
+            required: false,
+            schema,
+          })),
           requestBody: {
             required: true,
             content: {
@@ -83,14 +84,35 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
           summary: "The caller's uploads and every path registration",
           security,
           responses: {
-            "200": { description: "Databases", content: { "application/json": { schema: { type: "object", properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } }, required: ["databases"] } } } },
+            "200": {
+              description: "Databases",
+              content: {
+                "application/json": {
+                  schema: {
+                    type: "object",
+                    properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } },
+                    required: ["databases"],
+                  },
+                },
+              },
+            },
             ...errors(),
           },
         },
       },
       "/v1/databases/{id}": {
-        get: { summary: "One database with its schema", security, parameters: [idParam], responses: { "200": { description: "The database", content: json("DatabaseDetail") }, ...errors("DB_NOT_FOUND") } },
-        delete: { summary: "Delete an upload", security, parameters: [idParam], responses: { "204": { description: "Deleted" }, ...errors("DB_NOT_FOUND", "DB_READ_ONLY_ENTRY") } },
+        get: {
+          summary: "One database with its schema",
+          security,
+          parameters: [idParam],
+          responses: { "200": { description: "The database", content: json("DatabaseDetail") }, ...errors("DB_NOT_FOUND") },
+        },
+        delete: {
+          summary: "Delete an upload",
+          security,
+          parameters: [idParam],
+          responses: { "204": { description: "Deleted" }, ...errors("DB_NOT_FOUND", "DB_READ_ONLY_ENTRY") },
+        },
       },
       "/v1/sql": {
         post: {
@@ -105,20 +127,32 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
       },
       "/v1/stream": {
         get: {
-          summary: "WebSocket: send one SqlRequest message; receive every event as {type, ...}, then {type:'done', answer} or {type:'error', code, message, terminal:true}. Send {type:'cancel'} to stop. Auth: Authorization header or ?key=.",
+          summary:
+            "WebSocket: send one SqlRequest message; receive every event as {type, ...}, then {type:'done', answer} or {type:'error', code, message, terminal:true}. Send {type:'cancel'} to stop. Auth: Authorization header or ?key=.",
           security,
-          parameters: [{ name: "key", in: "query", required: false, schema: { type: "string" }, description: "API key for browsers, which cannot set WebSocket headers." }],
+          parameters: [
+            { name: "key", in: "query", required: false, schema: { type: "string" }, description: "API key for browsers, which cannot set WebSocket headers." },
+          ],
           responses: { "101": { description: "Switching protocols" }, ...errors() },
         },
       },
       "/healthz": { get: { summary: "Liveness: 200 while the process runs", responses: { "200": { description: "Alive" } } } },
       "/readyz": {
         get: {
-          summary: "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder) when the model is loaded and the server is not draining",
-          responses: { "200": { description: "Ready" }, "503": { description: "MODEL_NOT_READY, SHUTTING_DOWN", content: { "application/json": { schema: errorRef } } } },
+          summary:
+            "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder) when the model is loaded and the server is not draining",
+          responses: {
+            "200": { description: "Ready" },
+            "503": { description: "MODEL_NOT_READY, SHUTTING_DOWN", content: { "application/json": { schema: errorRef } } },
+          },
         },
       },
-      "/metrics": { get: { summary: "Prometheus text exposition", responses: { "200": { description: "Metrics", content: { "text/plain": { schema: { type: "string" } } } } } } },
+      "/metrics": {
+        get: {
+          summary: "Prometheus text exposition",
+          responses: { "200": { description: "Metrics", content: { "text/plain": { schema: { type: "string" } } } } },
+        },
+      },
       "/openapi.json": { get: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } } },
       "/": { get: { summary: "The playground page", responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } } },
     },

@@ -14,18 +14,41 @@ export function sqlRequestSchema(config: Config) {
       question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
       evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge."),
       strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
-      candidates: z.number().int().min(1).max(config.decoding.maxCandidates).optional().describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
+      candidates: z
+        .number()
+        .int()
+        .min(1)
+        .max(config.decoding.maxCandidates)
+        .optional()
+        .describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
       branching: z.number().int().min(2).max(16).optional().describe(`Most children per tree node. Default ${config.decoding.branching}.`),
       maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
-      maxTokens: z.number().int().min(1).max(config.agent.maxTokens).optional().describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
+      maxTokens: z
+        .number()
+        .int()
+        .min(1)
+        .max(config.agent.maxTokens)
+        .optional()
+        .describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
       feedback: z.enum(FEEDBACK_MODES).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
-      schemaHints: z.boolean().optional().describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
+      schemaHints: z
+        .boolean()
+        .optional()
+        .describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
       temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
-      seed: z.number().int().min(0).max(2 ** 32 - 1).optional().describe("Seed for reproducible sampling."),
+      seed: z
+        .number()
+        .int()
+        .min(0)
+        .max(2 ** 32 - 1)
+        .optional()
+        .describe("Seed for reproducible sampling."),
       profile: z
         .enum(PROFILE_IDS)
         .optional()
-        .describe(`The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`),
+        .describe(
+          `The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`,
+        ),
       constrained: z.boolean().optional().describe("Constrain output to the tag structure and the schema's identifiers. Default false."),
       includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
     })
@@ -52,9 +75,7 @@ export const registerPathSchema = z
   .strict();
 
 /** Query of POST /v1/databases for raw uploads. */
-export const uploadQuerySchema = z
-  .object({ name: z.string().min(1).max(128).optional().describe("Display name of the uploaded database.") })
-  .strict();
+export const uploadQuerySchema = z.object({ name: z.string().min(1).max(128).optional().describe("Display name of the uploaded database.") }).strict();
 
 /** Path parameters of /v1/databases/:id. */
 export const databaseParamsSchema = z.object({ id: z.string().min(1).max(200) }).strict();
@@ -95,7 +116,9 @@ export const usageSchema = z.object({
 /** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */
 export const sqlResponseSchema = z.object({
   sql: z.string().nullable(),
-  answerable: z.boolean().describe("False when the model declared the question unanswerable, when the final SQL failed, or when there is no final SQL; `reason` says which."),
+  answerable: z
+    .boolean()
+    .describe("False when the model declared the question unanswerable, when the final SQL failed, or when there is no final SQL; `reason` says which."),
   reason: z.string().optional(),
   error: z.object({ code: z.string(), message: z.string() }).optional().describe("The final SQL's error, when it failed."),
   notice: z.string().optional().describe("Set when a random-weight placeholder model wrote the answer: its SQL is noise."),

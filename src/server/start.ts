@@ -18,7 +18,9 @@ export interface RunningServer {
 
 function portInUse(config: Config, err: unknown): ReexError {
   const { host, port } = config.server;
-  return new ReexError("PORT_IN_USE", `${host}:${port} is already in use by another process; stop it or pick another port with --server.port N`, { cause: err });
+  return new ReexError("PORT_IN_USE", `${host}:${port} is already in use by another process; stop it or pick another port with --server.port N`, {
+    cause: err,
+  });
 }
 
 /**

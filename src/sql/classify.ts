@@ -21,7 +21,11 @@ interface Rule {
 }
 
 const RULES: Rule[] = [
-  { test: /^(no such column|ambiguous column name)\b|^cannot join using column .* not present in both tables/i, code: "SQL_NO_SUCH_COLUMN", category: "missing_column" },
+  {
+    test: /^(no such column|ambiguous column name)\b|^cannot join using column .* not present in both tables/i,
+    code: "SQL_NO_SUCH_COLUMN",
+    category: "missing_column",
+  },
   { test: /^no such table\b/i, code: "SQL_NO_SUCH_TABLE", category: "missing_table" },
   {
     test: /^(no such function|wrong number of arguments to function|unknown function|no such window|misuse of window function|DISTINCT aggregates must have exactly one argument|.*may not be used as a window function|.*is not a window function)/i,

@@ -30,7 +30,11 @@ export function dqsExtensionPath(): string {
       execFileSync("bash", [script], { stdio: ["ignore", "ignore", "pipe"] });
     } catch (err) {
       const detail = String((err as { stderr?: unknown }).stderr ?? (err as Error).message).trim();
-      buildFailure = new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing and could not be built (${detail}); run bash scripts/build-sqlite-dqs.sh with a C compiler`, { cause: err });
+      buildFailure = new ReexError(
+        "INTERNAL",
+        `SQLite's double-quoted string extension is missing and could not be built (${detail}); run bash scripts/build-sqlite-dqs.sh with a C compiler`,
+        { cause: err },
+      );
       throw buildFailure;
     }
     if (!existsSync(path)) throw (buildFailure = new ReexError("INTERNAL", `SQLite's double-quoted string extension is missing: ${path}`));
@@ -50,5 +54,7 @@ export function enableDoubleQuotedStrings(db: Database.Database): void {
  * extension's one-shot `reex_limit_length`: later calls on the connection fail, so SQL cannot raise it.
  */
 export function limitValueLength(db: Database.Database, bytes: number): void {
-  db.prepare("SELECT reex_limit_length(?)").pluck().get(Math.max(1, Math.floor(bytes)));
+  db.prepare("SELECT reex_limit_length(?)")
+    .pluck()
+    .get(Math.max(1, Math.floor(bytes)));
 }

@@ -198,9 +198,7 @@ export class ExecutorPool implements Executor {
     this.gaveUp = false;
     this.startFailures = 0;
     this.fill();
-    const results = await Promise.all(
-      this.workers.map((w) => (w.ready ? true : new Promise<boolean>((res) => w.readyWaiters.push(res)))),
-    );
+    const results = await Promise.all(this.workers.map((w) => (w.ready ? true : new Promise<boolean>((res) => w.readyWaiters.push(res)))));
     if (results.includes(false)) throw new ReexError("EXECUTOR_UNAVAILABLE", "an executor process failed to start (see the server log)");
   }
 
@@ -334,7 +332,15 @@ export class ExecutorPool implements Executor {
       }
       if (rss <= this.maxChildRssBytes) return;
       const mib = Math.round(this.maxChildRssBytes / 1024 / 1024);
-      this.finish(job, failure("SQL_MEMORY_LIMIT", "runtime", `the query needed more than ${mib} MiB of memory and was stopped; select fewer or smaller values, or aggregate`, performance.now() - job.startedAt));
+      this.finish(
+        job,
+        failure(
+          "SQL_MEMORY_LIMIT",
+          "runtime",
+          `the query needed more than ${mib} MiB of memory and was stopped; select fewer or smaller values, or aggregate`,
+          performance.now() - job.startedAt,
+        ),
+      );
       this.counters.memoryKilled++;
       this.kill(job);
     }, 10);
@@ -407,7 +413,15 @@ function closedFailure(): ExecFailure {
 
 function toExecResult(out: RunOutcome): ExecResult {
   if (!out.ok) return { ok: false, error: out.error, elapsedMs: out.elapsedMs };
-  return { ok: true, columns: out.columns, rows: out.rows, rowCount: out.rows.length, truncated: out.truncated, empty: out.rows.length === 0, elapsedMs: out.elapsedMs };
+  return {
+    ok: true,
+    columns: out.columns,
+    rows: out.rows,
+    rowCount: out.rows.length,
+    truncated: out.truncated,
+    empty: out.rows.length === 0,
+    elapsedMs: out.elapsedMs,
+  };
 }
 
 const direct = new ConnectionCache();

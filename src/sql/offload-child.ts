@@ -11,7 +11,11 @@ import { loadSchema } from "./schema.js";
 import { schemaPrompt, type SchemaPromptOptions } from "./schema-prompt.js";
 import { buildValueIndexFile, type ValueIndexOptions } from "./values.js";
 
-type Request = [id: number, op: "validate", dbPath: string] | [id: number, op: "schema", dbPath: string] | [id: number, op: "index", dbPath: string, options: ValueIndexOptions] | [id: number, op: "prompt", dbPath: string, options: SchemaPromptOptions];
+type Request =
+  | [id: number, op: "validate", dbPath: string]
+  | [id: number, op: "schema", dbPath: string]
+  | [id: number, op: "index", dbPath: string, options: ValueIndexOptions]
+  | [id: number, op: "prompt", dbPath: string, options: SchemaPromptOptions];
 
 const send = process.send?.bind(process);
 if (!send) {

@@ -81,7 +81,7 @@ export function validateDatabaseFile(path: string): { tables: string[] } {
     closeSync(fd);
   }
   if (read < 100 || !header.subarray(0, 16).equals(HEADER)) {
-    throw new ReexError("DB_INVALID", "the file is not a SQLite database (it lacks the \"SQLite format 3\" header)");
+    throw new ReexError("DB_INVALID", 'the file is not a SQLite database (it lacks the "SQLite format 3" header)');
   }
   const rawPageSize = header.readUInt16BE(16);
   const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
@@ -89,7 +89,10 @@ export function validateDatabaseFile(path: string): { tables: string[] } {
   const headerPages = header.readUInt32BE(28);
   const headerPagesValid = headerPages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92);
   if (headerPagesValid && size < headerPages * pageSize) {
-    throw new ReexError("DB_INVALID", `the database file is truncated: its header promises ${headerPages} pages of ${pageSize} bytes but the file holds ${size} bytes`);
+    throw new ReexError(
+      "DB_INVALID",
+      `the database file is truncated: its header promises ${headerPages} pages of ${pageSize} bytes but the file holds ${size} bytes`,
+    );
   }
   let db;
   try {
@@ -103,9 +106,10 @@ export function validateDatabaseFile(path: string): { tables: string[] } {
     if (problems.length !== 1 || problems[0] !== "ok") {
       throw new ReexError("DB_INVALID", `the database is corrupt (SQLite quick_check: ${problems.join("; ")})`);
     }
-    const tables = (
-      db.prepare("SELECT name FROM sqlite_schema WHERE type IN ('table','view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").pluck().all() as string[]
-    );
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type IN ('table','view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+      .pluck()
+      .all() as string[];
     return { tables };
   } catch (err) {
     if (err instanceof ReexError) throw err;
@@ -168,9 +172,16 @@ function writeAtomic(path: string, data: Uint8Array | string): void {
 function isEntry(value: unknown): value is DatabaseEntry {
   const e = value as DatabaseEntry;
   return (
-    typeof e === "object" && e !== null && typeof e.id === "string" && typeof e.name === "string" && typeof e.path === "string" &&
-    (e.source === "path" || e.source === "upload") && (e.owner === undefined || typeof e.owner === "string") &&
-    typeof e.sizeBytes === "number" && Array.isArray(e.tables) && typeof e.registeredAt === "string"
+    typeof e === "object" &&
+    e !== null &&
+    typeof e.id === "string" &&
+    typeof e.name === "string" &&
+    typeof e.path === "string" &&
+    (e.source === "path" || e.source === "upload") &&
+    (e.owner === undefined || typeof e.owner === "string") &&
+    typeof e.sizeBytes === "number" &&
+    Array.isArray(e.tables) &&
+    typeof e.registeredAt === "string"
   );
 }
 

@@ -241,7 +241,10 @@ class Planner {
     for (const fk of schema.foreignKeys) {
       const a = byName.get(fk.table)!;
       const b = byName.get(fk.refTable)!;
-      const text = format === "codes" ? renderForeignKey(fk) : `  FOREIGN KEY (${quoteIdent(fk.column)}) REFERENCES ${quoteIdent(fk.refTable)} (${quoteIdent(fk.refColumn)}),`;
+      const text =
+        format === "codes"
+          ? renderForeignKey(fk)
+          : `  FOREIGN KEY (${quoteIdent(fk.column)}) REFERENCES ${quoteIdent(fk.refTable)} (${quoteIdent(fk.refColumn)}),`;
       const link: Link = { fk, a, ca: colIndex[a]!.get(fk.column)!, b, cb: colIndex[b]!.get(fk.refColumn)!, cost: count(text) + 1 };
       this.links[a]!.push(link);
       if (b !== a) {

@@ -86,7 +86,12 @@ function settings(options: ValueIndexOptions): Required<ValueIndexOptions> {
 
 /** Text of a value as the matcher compares it: lower-case, diacritics removed, spaces collapsed. */
 function fold(text: string): string {
-  return text.normalize("NFD").replace(/\p{M}+/gu, "").toLowerCase().replace(/\s+/g, " ").trim();
+  return text
+    .normalize("NFD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase()
+    .replace(/\s+/g, " ")
+    .trim();
 }
 
 const NUMERIC_LOOKING = /^[-+\s\d.,:/%$€£()]+$/;
@@ -194,7 +199,9 @@ export class ValueIndex {
     this.exact = db.prepare("SELECT id FROM value_rows WHERE folded = ?").pluck();
     this.gram = db.prepare("SELECT doc FROM grams WHERE term = ?").pluck();
     this.rowids = db.prepare("SELECT rowid FROM vals WHERE vals MATCH ?").pluck();
-    this.fetch = db.prepare("SELECT d.value AS value, d.folded AS folded, c.tbl AS tbl, c.col AS col FROM value_rows d JOIN cols c ON c.id = d.col_id WHERE d.id = ?");
+    this.fetch = db.prepare(
+      "SELECT d.value AS value, d.folded AS folded, c.tbl AS tbl, c.col AS col FROM value_rows d JOIN cols c ON c.id = d.col_id WHERE d.id = ?",
+    );
   }
 
   /** Opens the index of `dbPath`, building it first when no valid file exists. Throws DB_FILE_NOT_FOUND / DB_INVALID. */

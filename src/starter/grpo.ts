@@ -66,7 +66,11 @@ export interface StarterGrpoSummary {
 }
 
 /** The step `rule` chooses from a run's held-out curve among its checkpointed steps; null means the last step. */
-export function pickStep(heldout: readonly { step: number; ex: number }[], checkpointed: readonly number[], rule: StarterGrpoPick): { step: number; ex: number } | null {
+export function pickStep(
+  heldout: readonly { step: number; ex: number }[],
+  checkpointed: readonly number[],
+  rule: StarterGrpoPick,
+): { step: number; ex: number } | null {
   if (rule === "last") return null;
   let best: { step: number; ex: number } | null = null;
   for (const h of heldout) if (h.step >= 1 && checkpointed.includes(h.step) && (!best || h.ex >= best.ex)) best = h;
@@ -89,7 +93,14 @@ export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
     runDir: options.runDir ?? join(options.workDir, exploration ? "grpo" : "grpo-no-exploration"),
     data: { ...raw.data, dataset: join(synth, "train.json"), dbRoot: join(synth, "databases") },
     ...(raw.eval
-      ? { eval: { ...raw.eval, dataset: join(options.workDir, STARTER_VAL_FILE), dbRoot: join(synth, "databases"), ...(options.evalAtStart === false ? { atStart: false } : {}) } }
+      ? {
+          eval: {
+            ...raw.eval,
+            dataset: join(options.workDir, STARTER_VAL_FILE),
+            dbRoot: join(synth, "databases"),
+            ...(options.evalAtStart === false ? { atStart: false } : {}),
+          },
+        }
       : {}),
     ...(options.steps !== undefined ? { steps: options.steps } : {}),
     reward: { ...raw.reward, exploration },
@@ -105,7 +116,14 @@ export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
 function curveOf(rows: readonly MetricsRow[]): StarterGrpoSummary["curve"] {
   return rows
     .filter((r) => r.step > 0)
-    .map((r) => ({ step: r.step, reward: r.reward_mean, trainEx: r.train_ex, interactions: r.interactions, zeroVarianceGroups: r.zero_variance_groups, seconds: r.seconds }));
+    .map((r) => ({
+      step: r.step,
+      reward: r.reward_mean,
+      trainEx: r.train_ex,
+      interactions: r.interactions,
+      zeroVarianceGroups: r.zero_variance_groups,
+      seconds: r.seconds,
+    }));
 }
 
 /** Runs one starter GRPO run to its last step; returns the model its pick rule chooses, with the run's curves. */
@@ -117,7 +135,11 @@ export async function runStarterGrpo(options: StarterGrpoOptions): Promise<Start
   const heldout = result.metrics.flatMap((r) => (r.heldout_ex === null ? [] : [{ step: r.step, ex: r.heldout_ex }]));
   const rule = options.pick ?? "best-heldout";
   const checkpoints = listCheckpoints(config.runDir);
-  const chosen = pickStep(heldout, checkpoints.map((c) => c.step), rule);
+  const chosen = pickStep(
+    heldout,
+    checkpoints.map((c) => c.step),
+    rule,
+  );
   const step = chosen?.step ?? result.lastStep;
   if (chosen) log(`picked step ${step} of ${result.lastStep} (held-out EX ${(chosen.ex * 100).toFixed(1)}%)`);
   return {

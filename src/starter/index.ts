@@ -24,10 +24,40 @@ import { ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } fro
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
-export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, tokenizeRecord, type PretokenizeOptions, type ResponsePiece, type StarterTokenizer, type TokenizedRecord, type TokenStats } from "./pretokenize.js";
-export { pickStep, runStarterGrpo, starterGrpoConfig, STARTER_GRPO_CONFIG, type StarterGrpoPick, type StarterGrpoOptions, type StarterGrpoSummary } from "./grpo.js";
+export {
+  encodeResponse,
+  openTokenizer,
+  pretokenize,
+  readJsonl,
+  splitResponse,
+  tokenizeRecord,
+  type PretokenizeOptions,
+  type ResponsePiece,
+  type StarterTokenizer,
+  type TokenizedRecord,
+  type TokenStats,
+} from "./pretokenize.js";
+export {
+  pickStep,
+  runStarterGrpo,
+  starterGrpoConfig,
+  STARTER_GRPO_CONFIG,
+  type StarterGrpoPick,
+  type StarterGrpoOptions,
+  type StarterGrpoSummary,
+} from "./grpo.js";
 export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
-export { countWords, GPT2_PRETOKENIZE, learnMergesFast, STARTER_SPECIALS, trainTokenizer, vocabularyFromMerges, type StarterSpecial, type StarterVocabulary, type TokenizerOptions } from "./tokenizer.js";
+export {
+  countWords,
+  GPT2_PRETOKENIZE,
+  learnMergesFast,
+  STARTER_SPECIALS,
+  trainTokenizer,
+  vocabularyFromMerges,
+  type StarterSpecial,
+  type StarterVocabulary,
+  type TokenizerOptions,
+} from "./tokenizer.js";
 
 /**
  * Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`):
@@ -86,12 +116,27 @@ export interface QuickCheck {
 }
 
 /** Greedy execution-aware rollouts of `model` on the first `n` items of `items` (spread across databases). */
-export async function quickCheck(model: string, synth: { outDir: string; items: { db_id: string; question: string; evidence: string; SQL: string }[] }, n: number, options: { maxTokens?: number; log?: (m: string) => void } = {}): Promise<QuickCheck> {
+export async function quickCheck(
+  model: string,
+  synth: { outDir: string; items: { db_id: string; question: string; evidence: string; SQL: string }[] },
+  n: number,
+  options: { maxTokens?: number; log?: (m: string) => void } = {},
+): Promise<QuickCheck> {
   const t0 = Date.now();
   const picked = spread(synth.items, n);
   const policy = await createLlamaPolicy({ model, gpu: "cpu", contextSize: 2048, sequences: 2, threads: 2 });
   const executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
-  const out: QuickCheck = { items: 0, wellFormed: 0, withProbes: 0, executable: 0, correct: 0, meanInteractions: 0, meanGeneratedTokens: 0, seconds: 0, examples: [] };
+  const out: QuickCheck = {
+    items: 0,
+    wellFormed: 0,
+    withProbes: 0,
+    executable: 0,
+    correct: 0,
+    meanInteractions: 0,
+    meanGeneratedTokens: 0,
+    seconds: 0,
+    examples: [],
+  };
   let interactions = 0;
   let generated = 0;
   try {
@@ -305,10 +350,19 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     await rename(tmp, sftModel);
     sftMore.push(stage.stage);
     commands = [...commands, stage.command];
-    log(`[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`);
+    log(
+      `[5+/7] imported SFT stage ${sftMore.length + (sftPart.sft ? 1 : 0)} (${stage.stage.device ?? "cpu"}): ${stage.stage.steps} steps, eval loss ${stage.stage.eval_loss?.toFixed(4)} → ${sftModel}`,
+    );
   }
   if (options.sftMore && (options.sftMore.minutes > 0 || (options.sftMore.steps ?? 0) > 0)) {
-    sftMore.push(await moreSftStage(options, options.sftMore, { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage: sftMore.length + (sftPart.sft ? 2 : 1) }, log));
+    sftMore.push(
+      await moreSftStage(
+        options,
+        options.sftMore,
+        { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage: sftMore.length + (sftPart.sft ? 2 : 1) },
+        log,
+      ),
+    );
   }
 
   const { grpo, ablation } = await grpoStage(options, work, sftModel, out, log);
@@ -321,7 +375,14 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     workDir: work,
     out,
     outBytes,
-    synth: { manifest: synth.manifest, traces: synth.traces, traceTokens: synth.traceTokens, train: synth.train.length, dev: synth.dev.length, val: valItems.length },
+    synth: {
+      manifest: synth.manifest,
+      traces: synth.traces,
+      traceTokens: synth.traceTokens,
+      train: synth.train.length,
+      dev: synth.dev.length,
+      val: valItems.length,
+    },
     ...(real ? { real } : {}),
     ...sftPart,
     sftMore,
@@ -341,21 +402,44 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
 type Synth = ReturnType<typeof generateSynth>;
 
 /** Step 1: synthetic databases, questions and traces, and the held-out eval and GRPO validation files written beside them. */
-async function synthStage(options: StarterOptions, work: string, seed: number, log: (m: string) => void): Promise<{ synth: Synth; synthDir: string; seenItems: Synth["dev"]; valItems: Synth["dev"] }> {
+async function synthStage(
+  options: StarterOptions,
+  work: string,
+  seed: number,
+  log: (m: string) => void,
+): Promise<{ synth: Synth; synthDir: string; seenItems: Synth["dev"]; valItems: Synth["dev"] }> {
   log(`[1/7] synthetic data → ${join(work, "synth")} (seed ${seed})`);
   const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed, dbs: options.dbs ?? 300, devEvery: options.devEvery ?? 7, lookalikes: options.lookalikes ?? 0, lookalikeExact: options.lookalikeExact ?? 0, renameShare: options.renameShare ?? 0 });
+  const synth = generateSynth(synthDir, {
+    seed,
+    dbs: options.dbs ?? 300,
+    devEvery: options.devEvery ?? 7,
+    lookalikes: options.lookalikes ?? 0,
+    lookalikeExact: options.lookalikeExact ?? 0,
+    renameShare: options.renameShare ?? 0,
+  });
   const heldOutDomain = new Set(synth.databases.filter((d) => d.heldOutDomain).map((d) => d.dbId));
   const evalN = options.evalItems ?? 120;
-  const seenItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id)), evalN);
-  const unseenItems = spread(synth.dev.filter((i) => heldOutDomain.has(i.db_id)), evalN);
+  const seenItems = spread(
+    synth.dev.filter((i) => !heldOutDomain.has(i.db_id)),
+    evalN,
+  );
+  const unseenItems = spread(
+    synth.dev.filter((i) => heldOutDomain.has(i.db_id)),
+    evalN,
+  );
   const evalDbs = new Set(seenItems.map((i) => i.db_id));
-  const valItems = spread(synth.dev.filter((i) => !heldOutDomain.has(i.db_id) && !evalDbs.has(i.db_id)), options.valItems ?? 160);
+  const valItems = spread(
+    synth.dev.filter((i) => !heldOutDomain.has(i.db_id) && !evalDbs.has(i.db_id)),
+    options.valItems ?? 160,
+  );
   const birdFields = (items: typeof synth.dev) => items.map((it, k) => ({ ...birdRecord(it), question_id: k }));
   await writeFileAtomic(join(work, EVAL_FILES.seen), Buffer.from(`${JSON.stringify(birdFields(seenItems), null, 2)}\n`));
   await writeFileAtomic(join(work, EVAL_FILES.unseen), Buffer.from(`${JSON.stringify(birdFields(unseenItems), null, 2)}\n`));
   await writeFileAtomic(join(work, EVAL_FILES.val), Buffer.from(`${JSON.stringify(birdFields(valItems), null, 2)}\n`));
-  log(`      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`);
+  log(
+    `      ${synth.train.length} train / ${synth.dev.length} dev items (${synth.manifest.databases.dev} dev databases, ${synth.manifest.devSchemasSeenInTrain} with a schema seen in train), ${synth.traces} SFT records; eval files: ${seenItems.length} seen-domain, ${unseenItems.length} unseen-domain items; GRPO validation: ${valItems.length} items of ${new Set(valItems.map((i) => i.db_id)).size} other databases`,
+  );
   return { synth, synthDir, seenItems, valItems };
 }
 
@@ -373,11 +457,18 @@ interface MoreSftInput {
 }
 
 /** Step 5+: one more SFT stage from the SFT model on this invocation's records (tokenized again unless this run tokenized them); the model is replaced in place. */
-async function moreSftStage(options: StarterOptions, more: NonNullable<StarterOptions["sftMore"]>, input: MoreSftInput, log: (m: string) => void): Promise<SftPart["sftMore"][number]> {
+async function moreSftStage(
+  options: StarterOptions,
+  more: NonNullable<StarterOptions["sftMore"]>,
+  input: MoreSftInput,
+  log: (m: string) => void,
+): Promise<SftPart["sftMore"][number]> {
   const { work, sftPath, sftModel, synth, sftPart, tokensCurrent, stage } = input;
   const lr = more.lr ?? 8e-4;
   const tmp = `${sftModel}.more.gguf`;
-  log(`[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`);
+  log(
+    `[5+/7] SFT stage ${stage} from ${sftModel}: ${more.minutes} min, lr ${lr} (fresh AdamW, warmup then cosine), on the records of ${synth.manifest.dbs} databases`,
+  );
   let tokPath = join(work, "sft_more_tokens.jsonl");
   let tokens = sftPart.tokens;
   if (tokensCurrent) {
@@ -422,7 +513,13 @@ async function moreSftStage(options: StarterOptions, more: NonNullable<StarterOp
 }
 
 /** Step 6: GRPO from the SFT model (and the no-exploration ablation beside it), or the SFT model shipped as is. */
-async function grpoStage(options: StarterOptions, work: string, sftModel: string, out: string, log: (m: string) => void): Promise<{ grpo: StarterGrpoSummary | null; ablation: StarterGrpoSummary | null }> {
+async function grpoStage(
+  options: StarterOptions,
+  work: string,
+  sftModel: string,
+  out: string,
+  log: (m: string) => void,
+): Promise<{ grpo: StarterGrpoSummary | null; ablation: StarterGrpoSummary | null }> {
   let grpo: StarterGrpoSummary | null = null;
   let ablation: StarterGrpoSummary | null = null;
   if (options.grpo === null) {
@@ -436,7 +533,9 @@ async function grpoStage(options: StarterOptions, work: string, sftModel: string
     const common = { workDir: work, model: sftModel, threads, ...(g.steps !== undefined ? { steps: g.steps } : {}), ...(g.pick ? { pick: g.pick } : {}) };
     const [main, abl] = await Promise.all([
       runStarterGrpo({ ...common, exploration: true, log: (l) => log(`      [grpo] ${l}`) }),
-      options.ablation ? runStarterGrpo({ ...common, exploration: false, evalAtStart: false, log: (l) => log(`      [no-exploration] ${l}`) }) : Promise.resolve(null),
+      options.ablation
+        ? runStarterGrpo({ ...common, exploration: false, evalAtStart: false, log: (l) => log(`      [no-exploration] ${l}`) })
+        : Promise.resolve(null),
     ]);
     grpo = main;
     ablation = abl;
@@ -448,7 +547,13 @@ async function grpoStage(options: StarterOptions, work: string, sftModel: string
 }
 
 /** Step 7: a greedy quick check of the shipped model on held-out items of seen domains; `loads` says whether the model ran at all. */
-async function checkStage(out: string, synthDir: string, seenItems: Synth["dev"], n: number, log: (m: string) => void): Promise<{ check: QuickCheck | null; loads: boolean }> {
+async function checkStage(
+  out: string,
+  synthDir: string,
+  seenItems: Synth["dev"],
+  n: number,
+  log: (m: string) => void,
+): Promise<{ check: QuickCheck | null; loads: boolean }> {
   let check: QuickCheck | null = null;
   let loads = false;
   log(`[7/7] quick check: ${n} held-out items of seen domains, greedy, execution-aware`);
@@ -478,7 +583,15 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
   if (options.real) {
     const realDir = join(work, "real");
     log(`[1+/7] real questions → ${realDir} (${(options.real.sources ?? ["wikisql", "advising", "spider"]).join(", ")})`);
-    const built = generateRealData(realDir, { seed, traces: true, ...(options.real.sources ? { sources: options.real.sources } : {}), ...(options.real.dataDir ? { dataDir: options.real.dataDir } : {}), ...(options.real.wikisqlTables ? { wikisqlTables: options.real.wikisqlTables } : {}), ...(options.real.spiderDatabases ? { spiderDatabases: options.real.spiderDatabases } : {}), onProgress: (line) => log(`      ${line}`) });
+    const built = generateRealData(realDir, {
+      seed,
+      traces: true,
+      ...(options.real.sources ? { sources: options.real.sources } : {}),
+      ...(options.real.dataDir ? { dataDir: options.real.dataDir } : {}),
+      ...(options.real.wikisqlTables ? { wikisqlTables: options.real.wikisqlTables } : {}),
+      ...(options.real.spiderDatabases ? { spiderDatabases: options.real.spiderDatabases } : {}),
+      onProgress: (line) => log(`      ${line}`),
+    });
     sftPath = join(work, "train_sft.jsonl");
     await concatFiles([join(synthDir, "train_sft.jsonl"), join(realDir, REAL_FILES.traces)], sftPath);
     real = { dir: realDir, manifest: built.manifest, trainSft: sftPath };
@@ -500,7 +613,10 @@ function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<Sf
     onEvent: (ev) => {
       options.onEvent?.(ev);
       if (ev.event === "start") log(`      ${JSON.stringify(ev)}`);
-      if (ev.event === "step") log(`      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s (${ev.unpacked_tokens_per_s} unpacked) epochs ${ev.epochs_done} ${ev.elapsed_s}s`);
+      if (ev.event === "step")
+        log(
+          `      step ${ev.step} loss ${ev.loss} lr ${Number(ev.lr).toExponential(2)} ${ev.tokens_per_s} tok/s (${ev.unpacked_tokens_per_s} unpacked) epochs ${ev.epochs_done} ${ev.elapsed_s}s`,
+        );
       if (ev.event === "eval") log(`      eval loss ${ev.eval_loss} at step ${ev.step}`);
     },
     onStderr: (line) => log(`      [learner] ${line}`),
@@ -509,12 +625,17 @@ function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<Sf
 
 /** An SFT stage from a trainer's `--log` file: the stage record and the command that ran it. */
 export function importedStage(logPath: string, tokens: TokenStats, dbs: number): { stage: SftMoreStage; command: string } {
-  const events = readFileSync(logPath, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l) as SftEvent);
+  const events = readFileSync(logPath, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as SftEvent);
   const start = events.findLast((e) => e.event === "start");
   const done = events.findLast((e) => e.event === "done") as (SftEvent & SftSummary) | undefined;
   if (!start || !done) throw new Error(`${logPath}: no start and done lines of reex_learner.sft_train (did the run finish?)`);
   if (start.records !== tokens.records) {
-    throw new Error(`${logPath}: trained on ${String(start.records)} records; this work folder's sft_tokens.jsonl has ${tokens.records} (import a stage trained on it)`);
+    throw new Error(
+      `${logPath}: trained on ${String(start.records)} records; this work folder's sft_tokens.jsonl has ${tokens.records} (import a stage trained on it)`,
+    );
   }
   const { event: _e, ...summary } = done;
   const argv = Array.isArray(start.argv) ? (start.argv as string[]) : [];
@@ -527,7 +648,18 @@ export function importedStage(logPath: string, tokens: TokenStats, dbs: number):
 type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions" | "sftDbs" | "sftMore" | "from">;
 
 function pickSftPart(r: StarterReport): SftPart {
-  return { vocabSize: r.vocabSize, tokenizerSeconds: r.tokenizerSeconds, shape: r.shape, parameters: r.parameters, tokens: r.tokens, sft: r.sft, sftOptions: r.sftOptions, sftDbs: r.sftDbs ?? r.synth.manifest.dbs, sftMore: r.sftMore ?? [], ...(r.from ? { from: r.from } : {}) };
+  return {
+    vocabSize: r.vocabSize,
+    tokenizerSeconds: r.tokenizerSeconds,
+    shape: r.shape,
+    parameters: r.parameters,
+    tokens: r.tokens,
+    sft: r.sft,
+    sftOptions: r.sftOptions,
+    sftDbs: r.sftDbs ?? r.synth.manifest.dbs,
+    sftMore: r.sftMore ?? [],
+    ...(r.from ? { from: r.from } : {}),
+  };
 }
 
 /** Stages 2–4 for a run that starts from a model: copy it to `sftModel`, tokenize this run's records with it. */
@@ -538,11 +670,32 @@ async function fromStage(from: string, work: string, sftPath: string, sftModel: 
   const bytes = readFileSync(from);
   const start: StartModel = { path: from, sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length };
   await writeFileAtomic(sftModel, bytes);
-  const shape = { ...resolveShape({ layers: h.n_layer, embedding: h.n_embd, heads: h.n_head, kvHeads: h.n_head_kv, feedForward: h.n_ff, contextLength: h.n_ctx_train }), weightType: embeddingType === "f16" ? ("f16" as const) : ("f32" as const) };
-  log(`[2-4/7] starting from ${from} (sha256 ${start.sha256.slice(0, 12)}…, ${h.n_layer} layers × ${h.n_embd}, vocabulary ${h.n_vocab}): pre-tokenize SFT records with its tokenizer`);
-  const tokens = await pretokenize(sftModel, sftPath, join(work, "sft_tokens.jsonl"), { maxTokens: shape.contextLength, onProgress: (n) => { if (n % 10000 === 0) log(`      ${n} records`); } });
+  const shape = {
+    ...resolveShape({ layers: h.n_layer, embedding: h.n_embd, heads: h.n_head, kvHeads: h.n_head_kv, feedForward: h.n_ff, contextLength: h.n_ctx_train }),
+    weightType: embeddingType === "f16" ? ("f16" as const) : ("f32" as const),
+  };
+  log(
+    `[2-4/7] starting from ${from} (sha256 ${start.sha256.slice(0, 12)}…, ${h.n_layer} layers × ${h.n_embd}, vocabulary ${h.n_vocab}): pre-tokenize SFT records with its tokenizer`,
+  );
+  const tokens = await pretokenize(sftModel, sftPath, join(work, "sft_tokens.jsonl"), {
+    maxTokens: shape.contextLength,
+    onProgress: (n) => {
+      if (n % 10000 === 0) log(`      ${n} records`);
+    },
+  });
   log(`      ${tokens.records} records, ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
-  return { vocabSize: h.n_vocab, tokenizerSeconds: 0, shape, parameters: parameterCount(shape, h.n_vocab), tokens, sft: null, sftOptions: null, sftDbs: dbs, sftMore: [], from: start };
+  return {
+    vocabSize: h.n_vocab,
+    tokenizerSeconds: 0,
+    shape,
+    parameters: parameterCount(shape, h.n_vocab),
+    tokens,
+    sft: null,
+    sftOptions: null,
+    sftDbs: dbs,
+    sftMore: [],
+    from: start,
+  };
 }
 
 /** Stages 2–5: tokenizer, initial model, pre-tokenized records, SFT into `sftModel`. */
@@ -556,15 +709,27 @@ async function sftStages(options: StarterOptions, work: string, sftPath: string,
 
   const shape = resolveShape(options.shape);
   const init = join(work, "init.gguf");
-  log(`[3/7] initial model ${init}: ${shape.layers} layers × ${shape.embedding}, ${shape.heads} heads, ff ${shape.feedForward}, ${parameterCount(shape, vocab.tokens.length)} parameters`);
+  log(
+    `[3/7] initial model ${init}: ${shape.layers} layers × ${shape.embedding}, ${shape.heads} heads, ff ${shape.feedForward}, ${parameterCount(shape, vocab.tokens.length)} parameters`,
+  );
   await writeFileAtomic(init, buildStarterModel(vocab, shape, { seed }));
 
   log(`[4/7] pre-tokenize SFT records through the chat template`);
   const tokPath = join(work, "sft_tokens.jsonl");
   const tokens = await pretokenize(init, sftPath, tokPath, { maxTokens: shape.contextLength, onProgress: (n) => log(`      ${n} records`) });
-  log(`      ${tokens.records} records; prompt mean ${tokens.prompt.mean} (p95 ${tokens.prompt.p95}), response mean ${tokens.response.mean} (p95 ${tokens.response.p95}), ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`);
+  log(
+    `      ${tokens.records} records; prompt mean ${tokens.prompt.mean} (p95 ${tokens.prompt.p95}), response mean ${tokens.response.mean} (p95 ${tokens.response.p95}), ${tokens.lossTokens} loss tokens, ${tokens.droppedTooLong} dropped`,
+  );
 
-  const base = { vocabSize: vocab.tokens.length, tokenizerSeconds, shape, parameters: parameterCount(shape, vocab.tokens.length), tokens, sftDbs: options.dbs ?? 300, sftMore: [] };
+  const base = {
+    vocabSize: vocab.tokens.length,
+    tokenizerSeconds,
+    shape,
+    parameters: parameterCount(shape, vocab.tokens.length),
+    tokens,
+    sftDbs: options.dbs ?? 300,
+    sftMore: [],
+  };
   if (options.prepareOnly) {
     await copyFile(init, sftModel);
     return { ...base, sft: null, sftOptions: null };
@@ -599,7 +764,18 @@ async function concatFiles(inputs: readonly string[], out: string): Promise<void
 /** The report of a `prepareOnly` run: data, tokenizer and initial model, no SFT stage yet. */
 function preparedReport(
   options: StarterOptions,
-  r: { seed: number; work: string; out: string; synth: SynthResult; valItems: number; real: StarterReport["real"]; sftPart: SftPart; sftModel: string; commands: string[]; t0: number },
+  r: {
+    seed: number;
+    work: string;
+    out: string;
+    synth: SynthResult;
+    valItems: number;
+    real: StarterReport["real"];
+    sftPart: SftPart;
+    sftModel: string;
+    commands: string[];
+    t0: number;
+  },
 ): StarterReport {
   return {
     commands: options.command ? [...r.commands, options.command] : r.commands,
@@ -607,7 +783,14 @@ function preparedReport(
     workDir: r.work,
     out: r.out,
     outBytes: 0,
-    synth: { manifest: r.synth.manifest, traces: r.synth.traces, traceTokens: r.synth.traceTokens, train: r.synth.train.length, dev: r.synth.dev.length, val: r.valItems },
+    synth: {
+      manifest: r.synth.manifest,
+      traces: r.synth.traces,
+      traceTokens: r.synth.traceTokens,
+      train: r.synth.train.length,
+      dev: r.synth.dev.length,
+      val: r.valItems,
+    },
     ...(r.real ? { real: r.real } : {}),
     ...r.sftPart,
     sftModel: r.sftModel,

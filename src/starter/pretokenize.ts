@@ -46,7 +46,11 @@ export function splitResponse(response: string): ResponsePiece[] {
 }
 
 /** Response tokens and loss mask: each piece tokenised alone, injected pieces mask 0, then end-of-turn (mask 1). */
-export function encodeResponse(pieces: readonly ResponsePiece[], tokenize: (text: string) => number[], endOfTurn: number): { tokens: number[]; mask: number[] } {
+export function encodeResponse(
+  pieces: readonly ResponsePiece[],
+  tokenize: (text: string) => number[],
+  endOfTurn: number,
+): { tokens: number[]; mask: number[] } {
   const tokens: number[] = [];
   const mask: number[] = [];
   for (const p of pieces) {
@@ -80,7 +84,15 @@ export const openTokenizer: (modelPath: string) => Promise<StarterTokenizer> = o
 export function tokenizeRecord(rec: SftRecord, tok: StarterTokenizer): TokenizedRecord {
   const prompt = tok.promptTokens(rec.messages);
   const { tokens, mask } = encodeResponse(splitResponse(rec.response), (t) => tok.tokenize(t, false), tok.endOfTurn);
-  return { prompt_tokens: prompt, tokens, mask, advantage: 0, question_id: `${rec.db_id}:${rec.question_id}:${rec.family}`, db_id: rec.db_id, family: rec.family };
+  return {
+    prompt_tokens: prompt,
+    tokens,
+    mask,
+    advantage: 0,
+    question_id: `${rec.db_id}:${rec.question_id}:${rec.family}`,
+    db_id: rec.db_id,
+    family: rec.family,
+  };
 }
 
 /** Reads a JSONL file line by line. */

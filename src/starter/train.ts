@@ -177,7 +177,12 @@ export interface GgufHparams {
 export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
   let out: string;
   try {
-    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], { env: learnerEnv(), encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 16 << 20 });
+    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], {
+      env: learnerEnv(),
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      maxBuffer: 16 << 20,
+    });
   } catch (err) {
     const stderr = (err as { stderr?: string }).stderr?.trim();
     throw new Error(`${model}: not a model the learner can read${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);

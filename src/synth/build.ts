@@ -213,7 +213,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
 
     const files: Record<string, string> = {};
     for (const d of databases) files[posix.join("databases", d.dbId, `${d.dbId}.sqlite`)] = sha256(d.path);
-    for (const f of [SYNTH_FILES.train, SYNTH_FILES.dev, ...(traces > 0 || (options.traces ?? true) ? [SYNTH_FILES.traces] : [])]) files[f] = sha256(join(outDir, f));
+    for (const f of [SYNTH_FILES.train, SYNTH_FILES.dev, ...(traces > 0 || (options.traces ?? true) ? [SYNTH_FILES.traces] : [])])
+      files[f] = sha256(join(outDir, f));
     const manifest: SynthManifest = {
       version: SYNTH_VERSION,
       seed,

@@ -181,11 +181,22 @@ export function instantiate(rng: Rng, domain: DomainTemplate, dbId: string): Omi
       used.add(cname.toLowerCase());
       const encoding = pickEncoding(rng, col);
       const inst: ColumnInst = { key: col.key, name: cname, template: col, encoding, sqlType: sqlTypeOf(col, encoding) };
-      if (col.kind === "country") inst.choices = weightsFor(rng, rng.sample(COUNTRIES, rng.int(5, 8)).map((c) => c.name));
-      if (col.kind === "city") inst.choices = weightsFor(rng, rng.sample(CITIES, rng.int(5, 8)).map((c) => c.name));
+      if (col.kind === "country")
+        inst.choices = weightsFor(
+          rng,
+          rng.sample(COUNTRIES, rng.int(5, 8)).map((c) => c.name),
+        );
+      if (col.kind === "city")
+        inst.choices = weightsFor(
+          rng,
+          rng.sample(CITIES, rng.int(5, 8)).map((c) => c.name),
+        );
       if (col.kind === "category") {
         const n = Math.max(3, rng.int(col.values.length - 2, col.values.length));
-        inst.choices = weightsFor(rng, rng.sample(col.values, Math.min(n, col.values.length)).map((v) => v.word));
+        inst.choices = weightsFor(
+          rng,
+          rng.sample(col.values, Math.min(n, col.values.length)).map((v) => v.word),
+        );
       }
       columns.push(inst);
     }
@@ -207,14 +218,55 @@ function weightedChoice(rng: Rng, choices: { value: string; weight: number }[]):
 }
 
 const FLIGHT_PREFIX = ["BA", "LH", "AF", "IB", "KL", "SK", "AZ", "TP"];
-const COURSE_SUBJECTS = ["Algebra", "Mechanics", "Genetics", "Ancient Rome", "Painting", "Harmony", "Statistics", "Optics", "Ecology", "Sculpture", "Geometry", "Chemistry"];
+const COURSE_SUBJECTS = [
+  "Algebra",
+  "Mechanics",
+  "Genetics",
+  "Ancient Rome",
+  "Painting",
+  "Harmony",
+  "Statistics",
+  "Optics",
+  "Ecology",
+  "Sculpture",
+  "Geometry",
+  "Chemistry",
+];
 const COMPANY_SUFFIX = ["Supply", "Trading", "Goods", "Works", "Partners"];
 const PRODUCT_ITEMS = ["Lamp", "Chair", "Kettle", "Hammer", "Rake", "Shelf", "Drill", "Vase", "Teapot", "Bench"];
 const SESSION_TIMES = ["Morning", "Lunch", "Evening", "Weekend", "Early"];
 const SESSION_WORDS = ["Flow", "Burn", "Power", "Stretch", "Core", "Cardio", "Balance", "Strength", "Spirit", "Energy"];
 const ANIMAL_NAMES = [
-  "Leo", "Kira", "Bruno", "Nala", "Max", "Luna", "Oscar", "Zara", "Rex", "Mila", "Simba", "Coco", "Bella", "Tiko", "Juno", "Rocky",
-  "Pip", "Nemo", "Ziggy", "Olive", "Boris", "Daisy", "Kofi", "Suki", "Hugo", "Polly", "Ringo", "Toby", "Indi", "Yara",
+  "Leo",
+  "Kira",
+  "Bruno",
+  "Nala",
+  "Max",
+  "Luna",
+  "Oscar",
+  "Zara",
+  "Rex",
+  "Mila",
+  "Simba",
+  "Coco",
+  "Bella",
+  "Tiko",
+  "Juno",
+  "Rocky",
+  "Pip",
+  "Nemo",
+  "Ziggy",
+  "Olive",
+  "Boris",
+  "Daisy",
+  "Kofi",
+  "Suki",
+  "Hugo",
+  "Polly",
+  "Ringo",
+  "Toby",
+  "Indi",
+  "Yara",
 ];
 const DISH_ADJ = ["Lemon", "Spicy", "Garlic", "Smoked", "Roast", "Honey", "Green", "Wild"];
 const DISH_FOOD = ["Tart", "Noodles", "Soup", "Salad", "Chicken", "Risotto", "Curry", "Pie", "Burger", "Tacos"];
@@ -270,7 +322,7 @@ function naturalValue(rng: Rng, col: ColumnInst, used: Set<string>): NatValue {
       return rng.chance(t.rate);
     case "money": {
       const dollars = skewed(rng, t.min, t.max);
-      const cents = dollars >= 100 ? Math.round(dollars) * 100 : Math.round(dollars * 100 / 5) * 5;
+      const cents = dollars >= 100 ? Math.round(dollars) * 100 : Math.round((dollars * 100) / 5) * 5;
       return Math.max(5, cents);
     }
     case "weight": {

@@ -319,7 +319,16 @@ export class QuestionBuilder {
         const lookup: Lookup | undefined =
           tpl.kind === "int"
             ? undefined
-            : { kind: "unit", table: t.name, column: col.name, attr: tpl.kind, encoding: col.encoding, text: `${n} ${unit}`, literal: String(stored), purpose: "threshold" };
+            : {
+                kind: "unit",
+                table: t.name,
+                column: col.name,
+                attr: tpl.kind,
+                encoding: col.encoding,
+                text: `${n} ${unit}`,
+                literal: String(stored),
+                purpose: "threshold",
+              };
         return {
           table: t,
           col,
@@ -375,7 +384,18 @@ export class QuestionBuilder {
       scale,
       hint: `${tpl.noun} refers to ${where}`,
       ...(unit
-        ? { lookup: { kind: "unit" as const, table: t.name, column: c.name, attr: tpl.kind, encoding: c.encoding, text: tpl.noun, literal: scale, purpose: "scale" as const } }
+        ? {
+            lookup: {
+              kind: "unit" as const,
+              table: t.name,
+              column: c.name,
+              attr: tpl.kind,
+              encoding: c.encoding,
+              text: tpl.noun,
+              literal: scale,
+              purpose: "scale" as const,
+            },
+          }
         : {}),
     };
   }
@@ -436,7 +456,11 @@ export class QuestionBuilder {
     const nouns = (label.template as { nouns: string }).nouns;
     return {
       template: kind,
-      question: fill(this.variant(["List the {n} of {p} {f}.", "Give the {n} of the {p} {f}.", "What are the {n} of {p} {f}?"]), { n: nouns, p: t.plural, f: f.phrase }),
+      question: fill(this.variant(["List the {n} of {p} {f}.", "Give the {n} of the {p} {f}.", "What are the {n} of {p} {f}?"]), {
+        n: nouns,
+        p: t.plural,
+        f: f.phrase,
+      }),
       goal: `list the ${nouns} of ${t.plural} ${f.phrase}`,
       conds: [f],
       SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")}`,
@@ -499,7 +523,12 @@ export class QuestionBuilder {
     const on = `T1.${fk.name} = T2.${parent.pk}`;
     return {
       template: kind,
-      question: fill(this.variant(["How many {c} {via} {p} {f} are there?", "Count the {c} {via} {p} {f}."]), { c: child.plural, via, p: parent.plural, f: f.phrase }),
+      question: fill(this.variant(["How many {c} {via} {p} {f} are there?", "Count the {c} {via} {p} {f}."]), {
+        c: child.plural,
+        via,
+        p: parent.plural,
+        f: f.phrase,
+      }),
       goal: `count ${child.plural} ${via} ${parent.plural} ${f.phrase}`,
       conds: [f],
       SQL: `SELECT COUNT(*) FROM ${child.name} AS T1 INNER JOIN ${parent.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,
@@ -521,7 +550,12 @@ export class QuestionBuilder {
     const on = `T1.${parent.pk} = T2.${fk.name}`;
     return {
       template: kind,
-      question: fill(this.variant(["List the {n} of {p} with {c} {f}.", "What are the {n} of {p} with {c} {f}?"]), { n: nouns, p: parent.plural, c: child.plural, f: f.phrase }),
+      question: fill(this.variant(["List the {n} of {p} with {c} {f}.", "What are the {n} of {p} with {c} {f}?"]), {
+        n: nouns,
+        p: parent.plural,
+        c: child.plural,
+        f: f.phrase,
+      }),
       goal: `list the ${nouns} of ${parent.plural} with ${child.plural} ${f.phrase}`,
       conds: [f],
       SQL: `SELECT DISTINCT T1.${label.name} FROM ${parent.name} AS T1 INNER JOIN ${child.name} AS T2 ON ${on} WHERE ${f.gold("T2.")}`,

@@ -75,12 +75,25 @@ function quoteList(values: string[]): string {
 }
 
 const VALUE_DESC: Record<string, Partial<Record<Encoding, string>>> = {
-  country: { iso2: "two-letter country codes", iso3: "three-letter country codes", upper: "country names in capitals", lower: "country names in lower case", plain: "full country names" },
+  country: {
+    iso2: "two-letter country codes",
+    iso3: "three-letter country codes",
+    upper: "country names in capitals",
+    lower: "country names in lower case",
+    plain: "full country names",
+  },
   city: { code: "three-letter city codes", upper: "city names in capitals", lower: "city names in lower case", plain: "city names" },
   category: { code: "short codes", letter: "one-letter codes", upper: "words in capitals", title: "capitalised words", plain: "plain words" },
 };
 
-const UNIT_NAME: Partial<Record<Encoding, string>> = { cents: "cents", dollars: "dollars", grams: "grams", kg: "kilograms", seconds: "seconds", minutes: "minutes" };
+const UNIT_NAME: Partial<Record<Encoding, string>> = {
+  cents: "cents",
+  dollars: "dollars",
+  grams: "grams",
+  kg: "kilograms",
+  seconds: "seconds",
+  minutes: "minutes",
+};
 const ASKED_UNIT: Record<string, string> = { money: "dollars", weight: "kilograms", duration: "minutes" };
 const DATE_DESC: Partial<Record<Encoding, string>> = {
   iso: "year-month-day with dashes",
@@ -201,7 +214,9 @@ function misnamedProbe(dbPath: string, probe: Probe, rng: Rng): Probe | undefine
   const idents = new Set(identifiersIn(probe.sql));
   const used = schema.tables
     .filter((t) => idents.has(t.name.toLowerCase()))
-    .flatMap((t) => t.columns.filter((c) => idents.has(c.name.toLowerCase()) && !tableNames.has(c.name.toLowerCase())).map((c) => ({ table: t.name, column: c.name })));
+    .flatMap((t) =>
+      t.columns.filter((c) => idents.has(c.name.toLowerCase()) && !tableNames.has(c.name.toLowerCase())).map((c) => ({ table: t.name, column: c.name })),
+    );
   if (used.length === 0) return undefined;
   const target = rng.pick(used);
   const names = misnamings(target.column, taken);

@@ -63,10 +63,7 @@ const sftSchema = z
   })
   .strict();
 
-const weightsSchema = z
-  .object({ format: z.number(), em: z.number(), exec: z.number(), entity: z.number(), exploration: z.number() })
-  .partial()
-  .strict();
+const weightsSchema = z.object({ format: z.number(), em: z.number(), exec: z.number(), entity: z.number(), exploration: z.number() }).partial().strict();
 
 const rewardSchema = z
   .object({
@@ -274,11 +271,15 @@ export function parseTrainConfig(input: unknown, mode: TrainMode, baseDir = proc
     try {
       familyFor(getProfile(c.profile), c.promptFamily);
     } catch (err) {
-      throw new ReexError("CONFIG_INVALID", `invalid training configuration: ${toReexError(err).message}`, { issues: [{ path: ["promptFamily"], message: toReexError(err).message }] });
+      throw new ReexError("CONFIG_INVALID", `invalid training configuration: ${toReexError(err).message}`, {
+        issues: [{ path: ["promptFamily"], message: toReexError(err).message }],
+      });
     }
   }
-  if (mode === "grpo" && !c.data) throw new ReexError("CONFIG_INVALID", "grpo training needs `data` (dataset and dbRoot)", { issues: [{ path: ["data"], message: "required for grpo" }] });
-  if (mode === "sft" && !c.sft) throw new ReexError("CONFIG_INVALID", "sft training needs `sft.traces`", { issues: [{ path: ["sft"], message: "required for sft" }] });
+  if (mode === "grpo" && !c.data)
+    throw new ReexError("CONFIG_INVALID", "grpo training needs `data` (dataset and dbRoot)", { issues: [{ path: ["data"], message: "required for grpo" }] });
+  if (mode === "sft" && !c.sft)
+    throw new ReexError("CONFIG_INVALID", "sft training needs `sft.traces`", { issues: [{ path: ["sft"], message: "required for sft" }] });
   return {
     ...c,
     advantage: c.advantage as TrainConfig["advantage"],

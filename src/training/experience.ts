@@ -58,12 +58,15 @@ const recordSchema = z
     signal: finite.optional(),
   })
   .superRefine((r, ctx) => {
-    if (r.mask.length !== r.tokens.length) ctx.addIssue({ code: "custom", path: ["mask"], message: `has ${r.mask.length} entries for ${r.tokens.length} tokens` });
+    if (r.mask.length !== r.tokens.length)
+      ctx.addIssue({ code: "custom", path: ["mask"], message: `has ${r.mask.length} entries for ${r.tokens.length} tokens` });
     if (r.old_logprobs && r.old_logprobs.length !== r.tokens.length) {
       ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: `has ${r.old_logprobs.length} entries for ${r.tokens.length} tokens` });
     }
-    if (r.old_logprobs?.some((lp, i) => r.mask[i] === 1 && lp !== null && lp > 1e-6)) ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: "must be ≤ 0 where mask is 1" });
-    if (r.prompt_tokens.length === 0 && r.mask[0] === 1) ctx.addIssue({ code: "custom", path: ["prompt_tokens"], message: "is empty: the first sampled token has no context" });
+    if (r.old_logprobs?.some((lp, i) => r.mask[i] === 1 && lp !== null && lp > 1e-6))
+      ctx.addIssue({ code: "custom", path: ["old_logprobs"], message: "must be ≤ 0 where mask is 1" });
+    if (r.prompt_tokens.length === 0 && r.mask[0] === 1)
+      ctx.addIssue({ code: "custom", path: ["prompt_tokens"], message: "is empty: the first sampled token has no context" });
   });
 
 /** Path of a step's experience file: `<runDir>/experience/step-000001.jsonl`. */

@@ -10,7 +10,14 @@ import type { PromptFor } from "../decoding/index.js";
 import { ReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/index.js";
 import type { Executor } from "../sql/index.js";
-import { advantageDiagnostics, computeAdvantages, correctnessFirst, type AdvantageDiagnostics, type AdvantageOptions, type AdvantageScaling } from "./advantages.js";
+import {
+  advantageDiagnostics,
+  computeAdvantages,
+  correctnessFirst,
+  type AdvantageDiagnostics,
+  type AdvantageOptions,
+  type AdvantageScaling,
+} from "./advantages.js";
 import { sanitizeLogprobs, type ExperienceRecord } from "./experience.js";
 import { gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardEnv, type RewardSpec } from "./rewards.js";
 
@@ -112,47 +119,51 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
   const spec = resolveRewardSpec(options.reward);
   const env: RewardEnv = options.rewardEnv ?? { executor: options.executor };
   const prompt = await options.promptFor(question.dbPath, question.question, question.evidence, family, profile);
-  const rollouts = await mapLimit(Array.from({ length: g }, (_, i) => i), options.concurrency ?? g, async (index) => {
-    if (options.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
-    const rollout = await runRollout(options.policy, prompt, {
-      executor: options.executor,
-      dbPath: question.dbPath,
-      profile,
-      family,
-      maxInteractions: options.maxInteractions,
-      maxTokens: options.maxTokens,
-      temperature: options.temperature ?? 1.0,
-      topP: 1,
-      ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
-      ...(options.feedback ? { feedback: options.feedback } : {}),
-      ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
-      ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
-      ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-      path: `${question.questionId}/${index}`,
-    });
-    if (rollout.stopReason === "aborted") throw new ReexError("CANCELLED", "training cancelled");
-    if (rollout.error && FATAL.includes(rollout.error.code)) throw new ReexError(rollout.error.code as ErrorCode, rollout.error.message);
-    const generatedTokens = rollout.record.sampled.reduce<number>((a, s) => a + s, 0);
-    const facts = await gatherFacts(
-      {
-        response: rollout.text,
+  const rollouts = await mapLimit(
+    Array.from({ length: g }, (_, i) => i),
+    options.concurrency ?? g,
+    async (index) => {
+      if (options.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
+      const rollout = await runRollout(options.policy, prompt, {
+        executor: options.executor,
+        dbPath: question.dbPath,
         profile,
         family,
-        finalSql: rollout.finalSql,
-        probes: rollout.probes.filter((p) => !p.overLimit).map((p) => ({ sql: p.sql, repeated: p.repeated })),
-        interactions: rollout.interactions,
-        goldSql: question.goldSql,
-        dbPath: question.dbPath,
-        generatedTokens,
-      },
-      env,
-      spec,
-    );
-    const mask: (0 | 1)[] = rollout.stopReason === "error" ? rollout.record.sampled.map(() => 0) : rollout.record.sampled.slice();
-    const scored: ScoredRollout = { questionId: question.questionId, index, rollout, reward: rewardFromFacts(facts, spec), mask, advantage: 0 };
-    return scored;
-  });
+        maxInteractions: options.maxInteractions,
+        maxTokens: options.maxTokens,
+        temperature: options.temperature ?? 1.0,
+        topP: 1,
+        ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
+        ...(options.feedback ? { feedback: options.feedback } : {}),
+        ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
+        ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
+        ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+        path: `${question.questionId}/${index}`,
+      });
+      if (rollout.stopReason === "aborted") throw new ReexError("CANCELLED", "training cancelled");
+      if (rollout.error && FATAL.includes(rollout.error.code)) throw new ReexError(rollout.error.code as ErrorCode, rollout.error.message);
+      const generatedTokens = rollout.record.sampled.reduce<number>((a, s) => a + s, 0);
+      const facts = await gatherFacts(
+        {
+          response: rollout.text,
+          profile,
+          family,
+          finalSql: rollout.finalSql,
+          probes: rollout.probes.filter((p) => !p.overLimit).map((p) => ({ sql: p.sql, repeated: p.repeated })),
+          interactions: rollout.interactions,
+          goldSql: question.goldSql,
+          dbPath: question.dbPath,
+          generatedTokens,
+        },
+        env,
+        spec,
+      );
+      const mask: (0 | 1)[] = rollout.stopReason === "error" ? rollout.record.sampled.map(() => 0) : rollout.record.sampled.slice();
+      const scored: ScoredRollout = { questionId: question.questionId, index, rollout, reward: rewardFromFacts(facts, spec), mask, advantage: 0 };
+      return scored;
+    },
+  );
   return { question, rollouts };
 }
 

@@ -76,29 +76,53 @@ export type LearnerStep = (request: LearnerRequest, signal?: AbortSignal) => Pro
 export function learnerArgs(req: LearnerRequest): string[] {
   const c = req.config;
   const args = [
-    "-m", "reex_learner", "step",
-    "--model", req.model,
-    "--experience", req.experience,
-    "--out", req.out,
-    "--mode", req.mode,
-    "--lr", String(c.learningRate),
-    "--clip", String(c.clip),
-    "--kl-beta", String(req.mode === "grpo" && req.ref ? c.klBeta : 0),
-    "--temperature", String(req.mode === "grpo" ? c.temperature : 1),
-    "--advantage", "file",
-    "--metrics", req.metricsFile,
-    "--optimizer-state", req.optimizerState,
-    "--device", c.learner.device,
-    "--dtype", c.learner.dtype,
-    "--micro-batch", String(c.learner.microBatch),
-    "--epochs", String(c.learner.epochs),
-    "--max-grad-norm", String(c.learner.maxGradNorm),
-    "--loss-agg", c.learner.lossAgg,
-    "--mini-batch", String(c.learner.miniBatch),
-    "--warmup-steps", String(c.learner.warmupSteps),
-    "--max-old-logprob-diff", String(req.mode === "grpo" ? c.learner.maxOldLogprobDiff : 0),
-    "--split-half", String(req.mode === "grpo" ? c.learner.splitHalf : 0),
-    "--seed", String(c.seed + req.step),
+    "-m",
+    "reex_learner",
+    "step",
+    "--model",
+    req.model,
+    "--experience",
+    req.experience,
+    "--out",
+    req.out,
+    "--mode",
+    req.mode,
+    "--lr",
+    String(c.learningRate),
+    "--clip",
+    String(c.clip),
+    "--kl-beta",
+    String(req.mode === "grpo" && req.ref ? c.klBeta : 0),
+    "--temperature",
+    String(req.mode === "grpo" ? c.temperature : 1),
+    "--advantage",
+    "file",
+    "--metrics",
+    req.metricsFile,
+    "--optimizer-state",
+    req.optimizerState,
+    "--device",
+    c.learner.device,
+    "--dtype",
+    c.learner.dtype,
+    "--micro-batch",
+    String(c.learner.microBatch),
+    "--epochs",
+    String(c.learner.epochs),
+    "--max-grad-norm",
+    String(c.learner.maxGradNorm),
+    "--loss-agg",
+    c.learner.lossAgg,
+    "--mini-batch",
+    String(c.learner.miniBatch),
+    "--warmup-steps",
+    String(c.learner.warmupSteps),
+    "--max-old-logprob-diff",
+    String(req.mode === "grpo" ? c.learner.maxOldLogprobDiff : 0),
+    "--split-half",
+    String(req.mode === "grpo" ? c.learner.splitHalf : 0),
+    "--seed",
+    String(c.seed + req.step),
   ];
   if (req.master) args.push("--master", req.master);
   if (req.ref) args.push("--ref", req.ref);
@@ -121,12 +145,21 @@ export function createLearnerStep(options: { root?: string } = {}): LearnerStep 
   const dir = learnerDir(options.root);
   return async (req, signal) => {
     if (!existsSync(join(dir, "reex_learner", "__init__.py"))) {
-      throw new ReexError("LEARNER_FAILED", `the Python learner is not installed at ${dir} (package reex_learner missing); install it and its dependencies with \`${LEARNER_INSTALL_HINT}\``);
+      throw new ReexError(
+        "LEARNER_FAILED",
+        `the Python learner is not installed at ${dir} (package reex_learner missing); install it and its dependencies with \`${LEARNER_INSTALL_HINT}\``,
+      );
     }
     const python = req.config.learner.python;
     const env = learnerEnv(dir);
     const args = learnerArgs(req);
-    const { code, stdout, stderr, timedOut, spawnError } = await new Promise<{ code: number | null; stdout: string; stderr: string; timedOut: boolean; spawnError?: Error }>((done) => {
+    const { code, stdout, stderr, timedOut, spawnError } = await new Promise<{
+      code: number | null;
+      stdout: string;
+      stderr: string;
+      timedOut: boolean;
+      spawnError?: Error;
+    }>((done) => {
       const child = spawn(python, args, { env, stdio: ["ignore", "pipe", "pipe"] });
       let out = "";
       let err = "";
@@ -153,16 +186,27 @@ export function createLearnerStep(options: { root?: string } = {}): LearnerStep 
     });
     await writeFile(req.logFile, `$ ${python} ${args.join(" ")}\n${stderr}`).catch(() => undefined);
     if (spawnError) {
-      throw new ReexError("LEARNER_FAILED", `cannot run the learner's Python interpreter ${python}: ${spawnError.message}; install Python 3 and the learner's dependencies with \`${LEARNER_INSTALL_HINT}\``, { cause: spawnError });
+      throw new ReexError(
+        "LEARNER_FAILED",
+        `cannot run the learner's Python interpreter ${python}: ${spawnError.message}; install Python 3 and the learner's dependencies with \`${LEARNER_INSTALL_HINT}\``,
+        { cause: spawnError },
+      );
     }
     if (signal?.aborted) throw new ReexError("CANCELLED", "training cancelled during the learner step");
-    if (timedOut) throw new ReexError("LEARNER_FAILED", `the learner step ${req.step} ran past ${req.config.learner.timeoutMs} ms and was stopped (log: ${req.logFile})`);
+    if (timedOut)
+      throw new ReexError("LEARNER_FAILED", `the learner step ${req.step} ran past ${req.config.learner.timeoutMs} ms and was stopped (log: ${req.logFile})`);
     if (code !== 0) {
       const missing = /No module named '?([\w.]+)'?/.exec(stderr);
       if (missing) {
-        throw new ReexError("LEARNER_FAILED", `the learner needs the Python module "${missing[1]}", which ${python} cannot import; install the learner's dependencies with \`${LEARNER_INSTALL_HINT}\``, { details: { stderr: tail(stderr) } });
+        throw new ReexError(
+          "LEARNER_FAILED",
+          `the learner needs the Python module "${missing[1]}", which ${python} cannot import; install the learner's dependencies with \`${LEARNER_INSTALL_HINT}\``,
+          { details: { stderr: tail(stderr) } },
+        );
       }
-      throw new ReexError("LEARNER_FAILED", `the learner step ${req.step} exited with code ${code} (log: ${req.logFile}): ${tail(stderr.trim(), 1500)}`, { details: { stderr: tail(stderr) } });
+      throw new ReexError("LEARNER_FAILED", `the learner step ${req.step} exited with code ${code} (log: ${req.logFile}): ${tail(stderr.trim(), 1500)}`, {
+        details: { stderr: tail(stderr) },
+      });
     }
     try {
       return JSON.parse(await readFile(req.metricsFile, "utf8")) as Record<string, unknown>;
@@ -191,7 +235,10 @@ export interface SftTrace {
 
 const traceSchema = z
   .object({
-    messages: z.array(z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() }).strict()).min(1).optional(),
+    messages: z
+      .array(z.object({ role: z.enum(["system", "user", "assistant"]), content: z.string() }).strict())
+      .min(1)
+      .optional(),
     prompt: z.string().min(1).optional(),
     response: z.string().min(1),
     question_id: z.union([z.string(), z.number()]).optional(),
@@ -209,7 +256,11 @@ export function parseTraces(text: string, source = "traces"): SftTrace[] {
     const parsed = traceSchema.safeParse(value);
     if (!parsed.success) {
       const issues = issuesFrom(parsed.error.issues).map((x) => ({ ...x, path: [at, ...x.path] }));
-      throw new ReexError("DATASET_INVALID", `${source}${where}: ${issues[0] ? `${issues[0].path.slice(1).join(".") || "(trace)"}: ${issues[0].message}` : "invalid trace"}`, { issues });
+      throw new ReexError(
+        "DATASET_INVALID",
+        `${source}${where}: ${issues[0] ? `${issues[0].path.slice(1).join(".") || "(trace)"}: ${issues[0].message}` : "invalid trace"}`,
+        { issues },
+      );
     }
     out.push(parsed.data as SftTrace);
   };
@@ -265,7 +316,13 @@ export function splitInjected(response: string, profile: ModelProfile = reexProf
  * response pieces tokenised in order (loss only on the model's own segments, the profile's feedback
  * blocks masked), then `endOfTurn`. Default profile `reex`.
  */
-export async function sftRecord(policy: Policy, trace: SftTrace, endOfTurn: string, questionId: string | number, profile: ModelProfile = reexProfile): Promise<ExperienceRecord> {
+export async function sftRecord(
+  policy: Policy,
+  trace: SftTrace,
+  endOfTurn: string,
+  questionId: string | number,
+  profile: ModelProfile = reexProfile,
+): Promise<ExperienceRecord> {
   const spec = trace.messages ? policy.renderChat(trace.messages) : { prefix: "", suffix: trace.prompt! };
   const trajectory = await policy.start(spec);
   let promptTokens: number[];
@@ -553,7 +610,13 @@ async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: 
     const data = config.data!;
     const ds = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout });
     const items = ds.items.slice(data.offset, data.limit ? data.offset + data.limit : undefined);
-    questions = items.map((it) => ({ questionId: it.questionId, dbPath: it.dbPath, question: it.question, ...(it.evidence ? { evidence: it.evidence } : {}), goldSql: it.goldSql }));
+    questions = items.map((it) => ({
+      questionId: it.questionId,
+      dbPath: it.dbPath,
+      question: it.question,
+      ...(it.evidence ? { evidence: it.evidence } : {}),
+      goldSql: it.goldSql,
+    }));
     if (questions.length === 0) throw new ReexError("DATASET_INVALID", `${data.dataset}: no training questions`);
     await checkGold(questions, executor, goldCache, config.reward.timeoutMs, data.dataset);
   } else {
@@ -640,7 +703,14 @@ async function grpoExperience(
 }
 
 /** An SFT step's experience: the scheduled traces tokenized, injected text masked out. */
-async function sftExperience(picks: readonly number[], policy: Policy, traces: readonly SftTrace[], config: TrainConfig, profile: ModelProfile, tick: () => void): Promise<StepExperience> {
+async function sftExperience(
+  picks: readonly number[],
+  policy: Policy,
+  traces: readonly SftTrace[],
+  config: TrainConfig,
+  profile: ModelProfile,
+  tick: () => void,
+): Promise<StepExperience> {
   const records: ExperienceRecord[] = [];
   for (const ti of picks) {
     records.push(await sftRecord(policy, traces[ti]!, config.sft!.endOfTurn, ti, profile));
@@ -691,7 +761,12 @@ function stepRow(step: number, mode: TrainMode, seconds: number, ex: number | nu
     loss: num(learned.loss),
     grad_norm: num(learned.grad_norm),
     clip_frac: num(learned.clip_frac),
-    ...(mode === "grpo" ? { old_logprob_abs_diff: num(learned.old_logprob_abs_diff), split_half_cosine: num((learned.split_half as { cosine_mean?: unknown } | undefined)?.cosine_mean) } : {}),
+    ...(mode === "grpo"
+      ? {
+          old_logprob_abs_diff: num(learned.old_logprob_abs_diff),
+          split_half_cosine: num((learned.split_half as { cosine_mean?: unknown } | undefined)?.cosine_mean),
+        }
+      : {}),
     learner: learned,
   };
 }
@@ -740,7 +815,13 @@ function heldoutEvaluator(
         executor: deps.executor,
         indexDir: deps.indexDir,
         profile: deps.profile,
-        defaults: { maxInteractions: config.maxInteractions, maxTokens: config.maxTokens, promptFamily: deps.family, feedback: config.feedback, feedbackRows: config.feedbackRows },
+        defaults: {
+          maxInteractions: config.maxInteractions,
+          maxTokens: config.maxTokens,
+          promptFamily: deps.family,
+          feedback: config.feedback,
+          feedbackRows: config.feedbackRows,
+        },
       });
       const run = await runEval({
         items: heldout.items,
@@ -752,7 +833,10 @@ function heldoutEvaluator(
         ...(signal ? { signal } : {}),
         label: `step ${step}`,
       });
-      await writeFile(join(config.runDir, "eval", `step-${stepLabel(step)}.json`), `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`);
+      await writeFile(
+        join(config.runDir, "eval", `step-${stepLabel(step)}.json`),
+        `${JSON.stringify({ step, config: run.config, summary: run.summary }, null, 2)}\n`,
+      );
       return run.summary.ex[heldout.layout === "spider" ? "spider" : "bird"];
     },
     close: () => decoder?.close(),
@@ -775,11 +859,21 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const { start, checkpoint, recorded, metricsFile, reportFile } = folder;
   if (start >= config.steps) {
     log(`reex train: the run is already at step ${start} of ${config.steps}; nothing to do`);
-    return { runDir, mode, resumedFrom: start, lastStep: start, model: checkpoint?.model ?? config.model, checkpoints: [], metrics: readMetrics(metricsFile), report: reportFile };
+    return {
+      runDir,
+      mode,
+      resumedFrom: start,
+      lastStep: start,
+      model: checkpoint?.model ?? config.model,
+      checkpoints: [],
+      metrics: readMetrics(metricsFile),
+      report: reportFile,
+    };
   }
 
   const ownExecutor = !options.executor;
-  const executor = options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
+  const executor =
+    options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
   const learner = options.learner ?? createLearnerStep();
   const spec = resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
   const rule = config.reward.rule === "auto" ? (CORRECTNESS_FIRST_PRESETS.includes(spec.preset) ? "correctness-first" : "as-is") : config.reward.rule;
@@ -801,7 +895,11 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const current = policy;
     // A resumed "auto" run keeps the profile it started with: checkpoints are renamed files, and detection may read the file name.
     const keep = config.profile === "auto" && options.resume === true && recorded !== undefined;
-    const choice = resolveProfile(keep ? recorded!.id : config.profile, current.info.metadata ?? {}, keep ? "the run being resumed" : "the training config's profile");
+    const choice = resolveProfile(
+      keep ? recorded!.id : config.profile,
+      current.info.metadata ?? {},
+      keep ? "the run being resumed" : "the training config's profile",
+    );
     const profile = choice.profile;
     const family = familyFor(profile, config.promptFamily);
     reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
@@ -809,7 +907,16 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(config.endOfTurn) : [];
     const sampleGroup: GroupSampler = (q, groupSize, seed) =>
-      runGroup(q, { ...groupSettings(config, family, spec, signal), policy: current, executor, promptFor: prompts.promptFor, profile, groupSize, seed, rewardEnv });
+      runGroup(q, {
+        ...groupSettings(config, family, spec, signal),
+        policy: current,
+        executor,
+        promptFor: prompts.promptFor,
+        profile,
+        groupSize,
+        seed,
+        rewardEnv,
+      });
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }
@@ -829,7 +936,10 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     }
 
     const perStep = config.questionsPerStep;
-    const bar = options.progress === null ? undefined : createProgressBar({ total: (config.steps - start) * perStep, label: `train ${mode}`, ...(options.progress ? { stream: options.progress } : {}) });
+    const bar =
+      options.progress === null
+        ? undefined
+        : createProgressBar({ total: (config.steps - start) * perStep, label: `train ${mode}`, ...(options.progress ? { stream: options.progress } : {}) });
     let done = 0;
     try {
       for (let step = start + 1; step <= config.steps; step++) {
@@ -859,7 +969,10 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
         const row = stepRow(step, mode, (performance.now() - t0) / 1000, ex, stats, learned);
         await appendRow(row);
         if (!bar) log(stepLine(row, config.steps, ex));
-        bar?.update(done, `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`);
+        bar?.update(
+          done,
+          `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`,
+        );
       }
     } finally {
       bar?.finish();
@@ -909,7 +1022,10 @@ async function saveCheckpoint(runDir: string, step: number, model: string, optim
   const hasOptimizer = existsSync(optimizerState);
   if (hasOptimizer) await copyFile(optimizerState, `${base}.optim`);
   else await rm(`${base}.optim`, { force: true });
-  await writeFile(`${base}.json`, `${JSON.stringify({ step, model: `${base}.gguf`, optimizer: hasOptimizer ? `${base}.optim` : null, time: new Date().toISOString() }, null, 2)}\n`);
+  await writeFile(
+    `${base}.json`,
+    `${JSON.stringify({ step, model: `${base}.gguf`, optimizer: hasOptimizer ? `${base}.optim` : null, time: new Date().toISOString() }, null, 2)}\n`,
+  );
 }
 
 /** The curriculum's screening record, `<runDir>/curriculum.json`. */
@@ -942,14 +1058,20 @@ async function screenQuestions(
       const g = await sample(q, c.samples, hash32(`curriculum:${seed}:${i}`) & 0x3fffffff);
       passRates[String(q.questionId)] = g.rollouts.filter((r) => r.reward.correct).length / g.rollouts.length;
     }
-    const kept = questions.filter((q) => passRates[String(q.questionId)]! >= c.minPass && passRates[String(q.questionId)]! <= c.maxPass).map((q) => q.questionId);
+    const kept = questions
+      .filter((q) => passRates[String(q.questionId)]! >= c.minPass && passRates[String(q.questionId)]! <= c.maxPass)
+      .map((q) => q.questionId);
     saved = { ...c, passRates, kept };
     await writeFile(file, `${JSON.stringify(saved, null, 2)}\n`);
   }
   const keep = new Set(saved.kept.map(String));
   const out = questions.filter((q) => keep.has(String(q.questionId)));
   log(`reex train: curriculum kept ${out.length} of ${questions.length} questions (pass rate ${c.minPass}–${c.maxPass} over ${c.samples} samples)`);
-  if (out.length === 0) throw new ReexError("DATASET_INVALID", `the curriculum kept no question: none has a pass rate in [${c.minPass}, ${c.maxPass}] over ${c.samples} samples of the start policy (${file})`);
+  if (out.length === 0)
+    throw new ReexError(
+      "DATASET_INVALID",
+      `the curriculum kept no question: none has a pass rate in [${c.minPass}, ${c.maxPass}] over ${c.samples} samples of the start policy (${file})`,
+    );
   return out;
 }
 
@@ -963,8 +1085,12 @@ async function checkGold(questions: readonly TrainingQuestion[], executor: Execu
     }
   }
   if (bad.length > 0) {
-    throw new ReexError("DATASET_INVALID", `${source}: the gold SQL of ${bad.length} question(s) does not run, so no reward could be computed for them; first: question ${bad[0]!.id}: ${bad[0]!.message}`, {
-      issues: bad.slice(0, 20).map((b) => ({ path: [String(b.id), "SQL"], message: b.message })),
-    });
+    throw new ReexError(
+      "DATASET_INVALID",
+      `${source}: the gold SQL of ${bad.length} question(s) does not run, so no reward could be computed for them; first: question ${bad[0]!.id}: ${bad[0]!.message}`,
+      {
+        issues: bad.slice(0, 20).map((b) => ({ path: [String(b.id), "SQL"], message: b.message })),
+      },
+    );
   }
 }

@@ -97,7 +97,8 @@ export function lineChart(title: string, series: readonly Series[], id = title.t
   const T = 26;
   const B = 34;
   const all = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
-  const head = `<svg id="${esc(id)}" class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">` +
+  const head =
+    `<svg id="${esc(id)}" class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="${esc(title)}">` +
     `<text x="${W / 2}" y="16" text-anchor="middle" font-size="13" font-weight="bold">${esc(title)}</text>`;
   if (all.length === 0) return `${head}<text x="${W / 2}" y="${H / 2}" text-anchor="middle" font-size="12" fill="#888">no data yet</text></svg>`;
   let [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
@@ -119,10 +120,15 @@ export function lineChart(title: string, series: readonly Series[], id = title.t
     if (pts.length === 0) return;
     const d = pts.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(" ");
     parts.push(`<polyline class="series" data-name="${esc(s.name)}" fill="none" stroke="${color}" stroke-width="1.6" points="${d}"/>`);
-    for (const [x, y] of pts) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.2" fill="${color}"><title>${esc(`${s.name} @ ${x}: ${fmt(y)}`)}</title></circle>`);
+    for (const [x, y] of pts)
+      parts.push(
+        `<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.2" fill="${color}"><title>${esc(`${s.name} @ ${x}: ${fmt(y)}`)}</title></circle>`,
+      );
     if (series.length > 1) {
       const ly = T + 4 + i * 12;
-      parts.push(`<rect x="${W - R - 110}" y="${ly - 7}" width="8" height="8" fill="${color}"/><text x="${W - R - 98}" y="${ly}" font-size="10">${esc(s.name)}</text>`);
+      parts.push(
+        `<rect x="${W - R - 110}" y="${ly - 7}" width="8" height="8" fill="${color}"/><text x="${W - R - 98}" y="${ly}" font-size="10">${esc(s.name)}</text>`,
+      );
     }
   });
   parts.push("</svg>");
@@ -161,7 +167,13 @@ export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportIn
   const charts: string[] = [];
   if (info.mode === "grpo") {
     charts.push(lineChart("reward (mean)", [seriesOf(steps, "reward", (r) => r.reward_mean)], "reward-mean"));
-    charts.push(lineChart("reward components (mean, unweighted)", componentNames.map((n) => seriesOf(steps, n, (r) => r.components?.[n])), "reward-components"));
+    charts.push(
+      lineChart(
+        "reward components (mean, unweighted)",
+        componentNames.map((n) => seriesOf(steps, n, (r) => r.components?.[n])),
+        "reward-components",
+      ),
+    );
     for (const n of componentNames) charts.push(lineChart(`component: ${n}`, [seriesOf(steps, n, (r) => r.components?.[n])], `component-${n}`));
     charts.push(lineChart("train EX (share correct)", [seriesOf(steps, "train EX", (r) => r.train_ex)], "train-ex"));
     charts.push(lineChart("interactions per rollout", [seriesOf(steps, "interactions", (r) => r.interactions)], "interactions"));

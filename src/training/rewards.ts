@@ -27,9 +27,30 @@
  *   soft format all use the profile's tags, so `<sql>`/`<solution>` score under `skyrl-sql` as
  *   `<intermediate_sql>`/`<final_sql>` do under `reex`.
  */
-import { extractFinal, extractProbes, familyFor, normalizeSql, reexProfile, segments, type ModelProfile, type ProfileId, type PromptFamily } from "../agent/index.js";
+import {
+  extractFinal,
+  extractProbes,
+  familyFor,
+  normalizeSql,
+  reexProfile,
+  segments,
+  type ModelProfile,
+  type ProfileId,
+  type PromptFamily,
+} from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
-import { cellKey, exBird, exRefined, exSpider, extractEntities, hasOrderBy, loadSchema, type ExecResult, type Executor, type ResultRows } from "../sql/index.js";
+import {
+  cellKey,
+  exBird,
+  exRefined,
+  exSpider,
+  extractEntities,
+  hasOrderBy,
+  loadSchema,
+  type ExecResult,
+  type Executor,
+  type ResultRows,
+} from "../sql/index.js";
 
 /** The ReEx composite's five weights: format, em, exec, entity, exploration. */
 export interface ReexWeights {
@@ -287,7 +308,12 @@ const TWO_BLOCK: Record<Exclude<RewardTemplate, "family">, RegExp> = {
  * Strict format: the whole response follows the template, end tokens allowed after it. The
  * "family" template is the profile's own format check for the family. Default profile `reex`.
  */
-export function strictFormat(response: string, family: PromptFamily, template: RewardTemplate = "family", profile: ModelProfile = reexProfile): { ok: boolean; problems: string[] } {
+export function strictFormat(
+  response: string,
+  family: PromptFamily,
+  template: RewardTemplate = "family",
+  profile: ModelProfile = reexProfile,
+): { ok: boolean; problems: string[] } {
   if (template === "family") return profile.formatCheck(response, family);
   const body = response.replace(/(?:\s*(?:<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>|<\|end\|>|<end_of_turn>|<\/s>|<eos>))+\s*$/, "");
   const ok = TWO_BLOCK[template].test(body);
@@ -332,7 +358,12 @@ export function resultsMatch(pred: ResultRows, gold: ResultRows, rule: RewardExR
 }
 
 /** ReEx exec reward: validity (1 if the final SQL runs) + result (1 if it matches gold), so 0..2. */
-export function execReward(final: ExecResult | null, gold: ExecResult, rule: RewardExRule = "bird", goldSql = ""): { valid: number; result: number; total: number } {
+export function execReward(
+  final: ExecResult | null,
+  gold: ExecResult,
+  rule: RewardExRule = "bird",
+  goldSql = "",
+): { valid: number; result: number; total: number } {
   const valid = final?.ok ? 1 : 0;
   const result = final?.ok && gold.ok && resultsMatch(final.rows, gold.rows, rule, goldSql) ? 1 : 0;
   return { valid, result, total: valid + result };
@@ -529,12 +560,18 @@ export function think2sqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): R
   const gold = rowsOf(facts.goldResult);
   const q = pred && gold ? qatchScore(pred, gold, facts.correct) : { cp: 0, cr: 0, tc: 0, qatch: 0 };
   const main = spec.preset === "think2sql" ? gatedQatch(facts.executable, q.qatch, facts.formatOk) : facts.executable ? q.qatch : 0;
-  return breakdown(spec, facts, { qatch: main, format: facts.formatOk ? 1 : 0 }, { qatch: 0.95, format: 0.05 }, {
-    cell_precision: q.cp,
-    cell_recall: q.cr,
-    tuple_cardinality: q.tc,
-    qatch_raw: q.qatch,
-  });
+  return breakdown(
+    spec,
+    facts,
+    { qatch: main, format: facts.formatOk ? 1 : 0 },
+    { qatch: 0.95, format: 0.05 },
+    {
+      cell_precision: q.cp,
+      cell_recall: q.cr,
+      tuple_cardinality: q.tc,
+      qatch_raw: q.qatch,
+    },
+  );
 }
 
 /** SQL-R1: format ±1, execution ±2, result ±3, length (see the module doc); hierarchical. */
@@ -589,7 +626,12 @@ export function skyrlSqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): Re
 
 /** Outcome: 1 if correct, plus 0.05 if the final SQL runs and 0.05 if the response follows the template (tie-breakers). */
 export function outcomeReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
-  return breakdown(spec, facts, { correct: facts.correct ? 1 : 0, executable: facts.executable ? 1 : 0, format: facts.formatOk ? 1 : 0 }, { correct: 1, executable: 0.05, format: 0.05 });
+  return breakdown(
+    spec,
+    facts,
+    { correct: facts.correct ? 1 : 0, executable: facts.executable ? 1 : 0, format: facts.formatOk ? 1 : 0 },
+    { correct: 1, executable: 0.05, format: 0.05 },
+  );
 }
 
 /** The reward of a preset over gathered facts (pure). */

@@ -106,7 +106,13 @@ interface Sample {
   reward: number;
 }
 
-async function sample(policy: Policy, specs: readonly PromptSpec[], perPrompt: number, o: Required<Pick<SignalCheckOptions, "maxTokens" | "temperature" | "seed">>, seedBase: number): Promise<Sample[]> {
+async function sample(
+  policy: Policy,
+  specs: readonly PromptSpec[],
+  perPrompt: number,
+  o: Required<Pick<SignalCheckOptions, "maxTokens" | "temperature" | "seed">>,
+  seedBase: number,
+): Promise<Sample[]> {
   const out: Sample[] = [];
   for (const [p, spec] of specs.entries()) {
     const group = await Promise.all(
@@ -115,7 +121,13 @@ async function sample(policy: Policy, specs: readonly PromptSpec[], perPrompt: n
         try {
           const g = await t.generate({ stop: [], maxTokens: o.maxTokens, temperature: o.temperature, topP: 1, seed: seedBase + p * 1000 + i });
           const hits = g.tokens.filter((id) => isTargetToken(id, o.seed)).length;
-          return { prompt: p, promptTokens: t.promptTokens.slice(), tokens: g.tokens, logprobs: g.logprobs, reward: g.tokens.length ? hits / g.tokens.length : 0 };
+          return {
+            prompt: p,
+            promptTokens: t.promptTokens.slice(),
+            tokens: g.tokens,
+            logprobs: g.logprobs,
+            reward: g.tokens.length ? hits / g.tokens.length : 0,
+          };
         } finally {
           await t.release();
         }
@@ -126,7 +138,12 @@ async function sample(policy: Policy, specs: readonly PromptSpec[], perPrompt: n
   return out;
 }
 
-async function runArm(arm: "real" | "shuffled", shuffle: boolean, o: Required<Omit<SignalCheckOptions, "learner" | "log" | "prompts">> & { prompts: string[]; learner: LearnerStep; log: (l: string) => void }, start: number): Promise<SignalArm> {
+async function runArm(
+  arm: "real" | "shuffled",
+  shuffle: boolean,
+  o: Required<Omit<SignalCheckOptions, "learner" | "log" | "prompts">> & { prompts: string[]; learner: LearnerStep; log: (l: string) => void },
+  start: number,
+): Promise<SignalArm> {
   const dir = join(o.workDir, arm);
   for (const sub of ["experience", "learner", "models"]) await mkdir(join(dir, sub), { recursive: true });
   const config = trainConfigSchema.parse({
@@ -136,7 +153,15 @@ async function runArm(arm: "real" | "shuffled", shuffle: boolean, o: Required<Om
     klBeta: 0,
     temperature: o.temperature,
     seed: o.seed,
-    learner: { python: o.python, device: "cpu", microBatch: 8, miniBatch: o.miniBatch, warmupSteps: o.warmupSteps, sharePrefix: true, extraArgs: ["--threads", String(o.threads)] },
+    learner: {
+      python: o.python,
+      device: "cpu",
+      microBatch: 8,
+      miniBatch: o.miniBatch,
+      warmupSteps: o.warmupSteps,
+      sharePrefix: true,
+      extraArgs: ["--threads", String(o.threads)],
+    },
   }) as TrainConfig;
   let model = join(dir, "models", "step-000000.gguf");
   await copyFile(o.model, model);
@@ -158,7 +183,18 @@ async function runArm(arm: "real" | "shuffled", shuffle: boolean, o: Required<Om
       }
       const records: ExperienceRecord[] = samples.map((s, i) => {
         const mask = s.tokens.map(() => 1 as const);
-        return { prompt_tokens: s.promptTokens, tokens: s.tokens, mask, old_logprobs: sanitizeLogprobs(s.logprobs, mask), advantage: adv[i]!, reward: s.reward, components: { target_share: s.reward }, truncated: false, interactions: 0, question_id: s.prompt };
+        return {
+          prompt_tokens: s.promptTokens,
+          tokens: s.tokens,
+          mask,
+          old_logprobs: sanitizeLogprobs(s.logprobs, mask),
+          advantage: adv[i]!,
+          reward: s.reward,
+          components: { target_share: s.reward },
+          truncated: false,
+          interactions: 0,
+          question_id: s.prompt,
+        };
       });
       curve.push(mean(samples.map((s) => s.reward)));
       const experience = experiencePath(dir, step);

@@ -217,7 +217,11 @@ describe("buildGrammar bounds and bindings", () => {
 
   it("spells a name bare when it can be, else quoted, backticked or bracketed", async () => {
     const g = buildGrammar(schema, "direct");
-    for (const sql of ['SELECT "Song Name", `Song Name`, [Song Name] FROM singer', 'SELECT "order", [order] FROM concert', 'SELECT capacity FROM "Stadium Info"']) {
+    for (const sql of [
+      'SELECT "Song Name", `Song Name`, [Song Name] FROM singer',
+      'SELECT "order", [order] FROM concert',
+      'SELECT capacity FROM "Stadium Info"',
+    ]) {
       expect(await accepts(final(sql), g), sql).toBe(true);
     }
     for (const sql of ["SELECT order FROM concert", "SELECT capacity FROM Stadium Info", 'SELECT "name" FROM singer', "SELECT Name FROM singer"]) {
@@ -227,8 +231,8 @@ describe("buildGrammar bounds and bindings", () => {
 
   it("budgets the SQL: long lists, deep nesting and long literals are refused", async () => {
     const g = buildGrammar(schema, "direct");
-    expect(await accepts(final("SELECT name, age, country, singer_id, \"Song Name\" FROM singer"), g)).toBe(true);
-    expect(await accepts(final("SELECT name, age, country, singer_id, \"Song Name\", name FROM singer"), g)).toBe(false);
+    expect(await accepts(final('SELECT name, age, country, singer_id, "Song Name" FROM singer'), g)).toBe(true);
+    expect(await accepts(final('SELECT name, age, country, singer_id, "Song Name", name FROM singer'), g)).toBe(false);
     expect(await accepts(final("SELECT name FROM singer WHERE age > 1 AND age < 9 AND country = 'a' AND name = 'b'"), g)).toBe(true);
     expect(await accepts(final("SELECT name FROM singer WHERE age > 1 AND age < 9 AND country = 'a' AND name = 'b' AND age = 3"), g)).toBe(false);
     expect(await accepts(final("SELECT ROUND(ABS(LENGTH(name))) FROM singer"), g)).toBe(true);
@@ -253,10 +257,18 @@ describe("buildGrammar bounds and bindings", () => {
 
   it("writes IN with a parenthesised list or subquery and BETWEEN with both bounds (what SQLite parses as such)", async () => {
     const g = buildGrammar(schema, "direct");
-    for (const sql of ["SELECT name FROM singer WHERE age IN (20, 30) AND country NOT IN (SELECT country FROM singer WHERE age < 20)", "SELECT name FROM singer WHERE age NOT BETWEEN 20 AND 30 AND name LIKE 'A%'"]) {
+    for (const sql of [
+      "SELECT name FROM singer WHERE age IN (20, 30) AND country NOT IN (SELECT country FROM singer WHERE age < 20)",
+      "SELECT name FROM singer WHERE age NOT BETWEEN 20 AND 30 AND name LIKE 'A%'",
+    ]) {
       expect(await accepts(final(sql), g), sql).toBe(true);
     }
-    for (const sql of ["SELECT name FROM singer WHERE age IN singer", "SELECT name FROM singer WHERE age IN concert.year", "SELECT name FROM singer WHERE age BETWEEN 20", "SELECT name FROM singer WHERE age BETWEEN 20 OR 30"]) {
+    for (const sql of [
+      "SELECT name FROM singer WHERE age IN singer",
+      "SELECT name FROM singer WHERE age IN concert.year",
+      "SELECT name FROM singer WHERE age BETWEEN 20",
+      "SELECT name FROM singer WHERE age BETWEEN 20 OR 30",
+    ]) {
       expect(await accepts(final(sql), g), sql).toBe(false);
     }
   });

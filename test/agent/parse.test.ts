@@ -13,7 +13,7 @@ describe("extractFinal reads the final SQL of every response format", () => {
   });
 
   it("unwraps the paper's sentence + quotes wrapping", () => {
-    const text = '<final_sql>The final SQL query is: "SELECT T1.name FROM singer AS T1 WHERE T1.country = \'France\'"</final_sql>';
+    const text = "<final_sql>The final SQL query is: \"SELECT T1.name FROM singer AS T1 WHERE T1.country = 'France'\"</final_sql>";
     expect(extractFinal(text).sql).toBe("SELECT T1.name FROM singer AS T1 WHERE T1.country = 'France'");
   });
 

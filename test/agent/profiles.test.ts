@@ -3,7 +3,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROFILES, buildSegmentGrammars, familyFor, getProfile, resolveProfile, runRollout, type ModelProfile, type RolloutOptions } from "../../src/agent/index.js";
+import {
+  PROFILES,
+  buildSegmentGrammars,
+  familyFor,
+  getProfile,
+  resolveProfile,
+  runRollout,
+  type ModelProfile,
+  type RolloutOptions,
+} from "../../src/agent/index.js";
 import { detectProfile } from "../../src/agent/testing.js";
 import { configSchema } from "../../src/config/index.js";
 import { ReexError } from "../../src/errors/index.js";
@@ -49,7 +58,11 @@ async function run(profile: ModelProfile, responder: Responder, options: Partial
   const policy = new FakePolicy(responder);
   const executor = new CountingExecutor();
   const family = options.family ?? profile.families[0]!;
-  const prompt = profile.buildPrompt({ family, schema: 'CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);', question: "How many singers are from France?" });
+  const prompt = profile.buildPrompt({
+    family,
+    schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);",
+    question: "How many singers are from France?",
+  });
   const result = await runRollout(policy, prompt, { executor, dbPath, profile, family, ...options });
   return { result, executor, policy };
 }
@@ -159,7 +172,16 @@ describe("prompts keep each model's layout", () => {
     const built = getProfile("omnisql").buildPrompt({ family: "direct", ...input });
     expect(built.messages.map((m) => m.role)).toEqual(["user"]);
     const text = built.messages[0]!.content;
-    const order = ["Task Overview:", "Database Engine:", "Database Schema:", "CREATE TABLE t", "t.a: 7", "Question:\nWhat is a?\na is the answer", "Instructions:", "```sql"].map((h) => text.indexOf(h));
+    const order = [
+      "Task Overview:",
+      "Database Engine:",
+      "Database Schema:",
+      "CREATE TABLE t",
+      "t.a: 7",
+      "Question:\nWhat is a?\na is the answer",
+      "Instructions:",
+      "```sql",
+    ].map((h) => text.indexOf(h));
     expect(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!))).toBe(true);
     expect(text).not.toContain("External Knowledge:");
     expect(text.startsWith(built.sharedPrefix)).toBe(true);
@@ -173,7 +195,9 @@ describe("prompts keep each model's layout", () => {
     expect(built.messages[0]!.content).toContain("data science expert");
     const user = built.messages[1]!.content;
     expect(user.startsWith("Database Engine:")).toBe(true);
-    const order = ["Database Schema:", "CREATE TABLE t", "Question:\nWhat is a?\na is the answer", "Instructions:", "<think>", "<answer>", "```sql"].map((h) => user.indexOf(h));
+    const order = ["Database Schema:", "CREATE TABLE t", "Question:\nWhat is a?\na is the answer", "Instructions:", "<think>", "<answer>", "```sql"].map((h) =>
+      user.indexOf(h),
+    );
     expect(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!))).toBe(true);
     expect(user.startsWith(built.sharedPrefix)).toBe(true);
   });
@@ -182,11 +206,23 @@ describe("prompts keep each model's layout", () => {
     const built = getProfile("skyrl-sql").buildPrompt({ family: "execution-aware", ...input });
     expect(built.messages.map((m) => m.role)).toEqual(["system", "user"]);
     const system = built.messages[0]!.content;
-    const order = ["Task Overview:", "Database Engine:", "{db_details}", "{external_knowledge}", "{question}", "Instructions:", "<sql>your sql</sql>", "<observation>...</observation>", "<solution>...</solution>"].map((h) => system.indexOf(h));
+    const order = [
+      "Task Overview:",
+      "Database Engine:",
+      "{db_details}",
+      "{external_knowledge}",
+      "{question}",
+      "Instructions:",
+      "<sql>your sql</sql>",
+      "<observation>...</observation>",
+      "<solution>...</solution>",
+    ].map((h) => system.indexOf(h));
     expect(order.every((at, i) => at >= 0 && (i === 0 || at > order[i - 1]!))).toBe(true);
     expect(getProfile("skyrl-sql").buildPrompt({ family: "execution-aware", ...input, question: "Other?" }).messages[0]!.content).toBe(system);
     const user = built.messages[1]!.content;
-    expect(user).toBe("{db_details}:CREATE TABLE t (a INTEGER);\n-- Values in the database that match words of the question:\n-- t.a: 7;\n {external_knowledge}: a is the answer;\n {question}: What is a?");
+    expect(user).toBe(
+      "{db_details}:CREATE TABLE t (a INTEGER);\n-- Values in the database that match words of the question:\n-- t.a: 7;\n {external_knowledge}: a is the answer;\n {question}: What is a?",
+    );
     expect(user.startsWith(built.sharedPrefix)).toBe(true);
     expect(built.sharedPrefix).not.toContain("What is a?");
   });

@@ -160,7 +160,10 @@ describe.each(REAL_MODEL_NAMES)("profiles on the real %s tokenizer", (name: Real
 
       const tags = [profile.answer.open, profile.answer.close, ...(profile.think ? [profile.think.open, profile.think.close] : [])];
       if (probing) {
-        expect(r.probes.map((p) => p.sql), profile.id).toEqual([PROBE_SQL]);
+        expect(
+          r.probes.map((p) => p.sql),
+          profile.id,
+        ).toEqual([PROBE_SQL]);
         expect(r.probes[0]!.result?.ok, profile.id).toBe(true);
         tags.push(profile.probe!.open, profile.probe!.close);
         const injected = longest.tokenize(wrapFeedback(r.probes[0]!.feedback, profile.feedback));
@@ -168,12 +171,25 @@ describe.each(REAL_MODEL_NAMES)("profiles on the real %s tokenizer", (name: Real
         const zeros = r.record.sampled.filter((s) => s === 0).length;
         expect(zeros, profile.id).toBe(injected.length);
         expect(r.record.tokens.slice(first, first + injected.length), profile.id).toEqual(injected);
-        expect(r.record.logprobs.slice(first, first + injected.length).every((l) => l === 0), profile.id).toBe(true);
-        expect(r.record.sampled.slice(first + injected.length).every((s) => s === 1), profile.id).toBe(true);
+        expect(
+          r.record.logprobs.slice(first, first + injected.length).every((l) => l === 0),
+          profile.id,
+        ).toBe(true);
+        expect(
+          r.record.sampled.slice(first + injected.length).every((s) => s === 1),
+          profile.id,
+        ).toBe(true);
       } else {
-        expect(r.record.sampled.every((s) => s === 1), profile.id).toBe(true);
+        expect(
+          r.record.sampled.every((s) => s === 1),
+          profile.id,
+        ).toBe(true);
       }
-      const { split, merged } = tagTokenisation(r.text, tokenSpans(longest, r.record.tokens), tags.filter((t) => t.trim().length > 1));
+      const { split, merged } = tagTokenisation(
+        r.text,
+        tokenSpans(longest, r.record.tokens),
+        tags.filter((t) => t.trim().length > 1),
+      );
       seen.split += split.length;
       for (const m of merged) seen.merged.add(m);
     }

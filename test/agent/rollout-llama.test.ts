@@ -29,7 +29,12 @@ beforeAll(async () => {
   const db = new Database(dbPath);
   db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT)");
   const insert = db.prepare("INSERT INTO customers (name, city) VALUES (?, ?)");
-  for (const [n, c] of [["Ann", "LYON"], ["Bob", "PARIS"], ["Cy", "LYON"]]) insert.run(n, c);
+  for (const [n, c] of [
+    ["Ann", "LYON"],
+    ["Bob", "PARIS"],
+    ["Cy", "LYON"],
+  ])
+    insert.run(n, c);
   db.close();
   await ensureTestModel();
   policy = await createLlamaPolicy(testPolicyOptions({ sequences: 6, contextSize: 2048 }));

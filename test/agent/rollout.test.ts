@@ -3,7 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, continueRollout, createRolloutState, formatCheck, forkRollout, rollout, rolloutStep, runRollout, type RolloutOptions, type RolloutResult } from "../../src/agent/index.js";
+import {
+  buildPrompt,
+  continueRollout,
+  createRolloutState,
+  formatCheck,
+  forkRollout,
+  rollout,
+  rolloutStep,
+  runRollout,
+  type RolloutOptions,
+  type RolloutResult,
+} from "../../src/agent/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
@@ -131,7 +142,10 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
       "Error (missing_column): no such column: nme\nsinger columns: singer_id, name, country, age",
     ]);
     const plain = await run(script, { schemaHints: false });
-    expect(plain.result.probes.map((p) => p.feedback)).toEqual(["Error (missing_table): no such table: singers", "Error (missing_column): no such column: nme"]);
+    expect(plain.result.probes.map((p) => p.feedback)).toEqual([
+      "Error (missing_table): no such table: singers",
+      "Error (missing_column): no such column: nme",
+    ]);
   });
 
   it("shows what the feedback mode allows", async () => {
@@ -299,10 +313,9 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
   });
 
   it("for the standard family writes through probes without executing them", async () => {
-    const { result, executor } = await run(
-      byTurn(["<think>a</think><intermediate_sql>SELECT 1</intermediate_sql><final_sql>SELECT 2</final_sql>"]),
-      { family: "standard" },
-    );
+    const { result, executor } = await run(byTurn(["<think>a</think><intermediate_sql>SELECT 1</intermediate_sql><final_sql>SELECT 2</final_sql>"]), {
+      family: "standard",
+    });
     expect(executor.calls).toEqual([]);
     expect(result.finalSql).toBe("SELECT 2");
     expect(result.interactions).toBe(0);

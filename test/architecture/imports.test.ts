@@ -20,7 +20,12 @@ function tableAfter(heading: string): string[][] {
   const rows: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    rows.push(line.slice(1, -1).split("|").map((c) => c.trim()));
+    rows.push(
+      line
+        .slice(1, -1)
+        .split("|")
+        .map((c) => c.trim()),
+    );
   }
   return rows;
 }
@@ -74,7 +79,10 @@ function crossFolder(): { from: string; to: string; entry: string; file: string 
 
 describe("import rules (docs/architecture.md)", () => {
   it("the table names every folder under src/ once, and each imported folder has an index.ts", () => {
-    const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    const folders = readdirSync(SRC, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
     expect([...RULES.keys()].sort()).toEqual(folders);
     const imported = new Set([...RULES.values()].flatMap((r) => r.imports.map((i) => i.split("/")[0]!)));
     for (const f of imported) expect(readdirSync(join(SRC, f)), f).toContain("index.ts");

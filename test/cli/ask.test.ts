@@ -63,13 +63,18 @@ interface AskJson {
 }
 
 describe("reex ask in a model's own protocol", () => {
-  it("runs SkyRL-SQL's <sql>/<observation>/<solution> loop end to end with --profile skyrl-sql, on the real Qwen2 tokenizer and ChatML template", { timeout: 180_000 }, async () => {
+  it("runs SkyRL-SQL's <sql>/<observation>/<solution> loop end to end with --profile skyrl-sql, on the real Qwen2 tokenizer and ChatML template", {
+    timeout: 180_000,
+  }, async () => {
     // greedy on "longest-token" weights writes a fixed token stream; scoring tokens holding "ol" at 0
     // makes it open <sql> rather than <solution> (Qwen spells it "<s" "ol" "ution" ">"), so the
     // model probes, the executor answers in <observation>, and the interaction limit makes the server
     // open <solution> itself
     const model = await buildRealModel("qwen2", { weights: "longest-token", avoid: ["ol"] });
-    const r = await ask(["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--json", "How many customers are there?"], { REEX_AGENT_MAX_TOKENS: "96" });
+    const r = await ask(
+      ["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--json", "How many customers are there?"],
+      { REEX_AGENT_MAX_TOKENS: "96" },
+    );
     expect(r.code).toBe(0);
     const answer = JSON.parse(r.stdout) as AskJson;
     expect(answer.profile).toEqual({ id: "skyrl-sql", reason: "set by --profile" });
@@ -102,7 +107,21 @@ describe("reex ask in a model's own protocol", () => {
 
 describe("reex ask takes the settings every command takes", () => {
   it("accepts --section.key settings, the README's among them, and applies them", async () => {
-    const r = await ask(["--db", db, "--model", model, "--json", "--agent.schemaHints", "false", "--decoding.temperature", "0.2", "--agent.maxTokens=8", "--seed", "1", "How many customers are there?"]);
+    const r = await ask([
+      "--db",
+      db,
+      "--model",
+      model,
+      "--json",
+      "--agent.schemaHints",
+      "false",
+      "--decoding.temperature",
+      "0.2",
+      "--agent.maxTokens=8",
+      "--seed",
+      "1",
+      "How many customers are there?",
+    ]);
     expect(r.stderr).not.toMatch(/Unknown option|unknown option/);
     const answer = JSON.parse(r.stdout) as { usage: { generatedTokens: number } };
     expect(answer.usage.generatedTokens).toBeGreaterThan(0);

@@ -39,7 +39,14 @@ describe("reex exec with double-quoted strings", () => {
     const before = hash(db);
     const r = await exec(["--json", `SELECT "Code", Name FROM country WHERE Continent = "Asia" ORDER BY "Code"`]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, columns: ["Code", "Name"], rows: [["JPN", "Japan"], ["NPL", "Nepal"]] });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true,
+      columns: ["Code", "Name"],
+      rows: [
+        ["JPN", "Japan"],
+        ["NPL", "Nepal"],
+      ],
+    });
     expect(hash(db)).toBe(before);
   });
 

@@ -30,9 +30,13 @@ describe("list options from flags and the environment", () => {
   });
 
   it("says in --help which options are lists and how to write them", () => {
-    const line = configHelp().split("\n").find((l) => l.includes("--server.apiKeys"));
+    const line = configHelp()
+      .split("\n")
+      .find((l) => l.includes("--server.apiKeys"));
     expect(line).toMatch(/a list: a,b,c or a JSON array/);
-    const scalar = configHelp().split("\n").find((l) => l.includes("--server.port"));
+    const scalar = configHelp()
+      .split("\n")
+      .find((l) => l.includes("--server.port"));
     expect(scalar).not.toMatch(/a list/);
   });
 });

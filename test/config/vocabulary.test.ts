@@ -16,7 +16,13 @@ function sectionRows(): [string, string][] {
   return DOC.slice(start, end)
     .split("\n")
     .filter((l) => l.startsWith("|") && !l.startsWith("|---"))
-    .map((l) => l.slice(1, -1).split("|").map((c) => c.trim()) as [string, string]);
+    .map(
+      (l) =>
+        l
+          .slice(1, -1)
+          .split("|")
+          .map((c) => c.trim()) as [string, string],
+    );
 }
 
 const cellValue = (cell: string): unknown => {
@@ -29,7 +35,11 @@ describe("fixed lists and defaults (docs/architecture.md)", () => {
   const rows = new Map(sectionRows());
 
   it("the doc lists each fixed list as the source defines it, in order", () => {
-    const list = (name: string) => rows.get(name)?.split(",").map((v) => v.trim().replace(/`/g, ""));
+    const list = (name: string) =>
+      rows
+        .get(name)
+        ?.split(",")
+        .map((v) => v.trim().replace(/`/g, ""));
     expect(list("strategies")).toEqual([...STRATEGIES]);
     expect(list("feedback modes")).toEqual([...FEEDBACK_MODES]);
     expect(list("prompt families")).toEqual([...PROMPT_FAMILIES]);

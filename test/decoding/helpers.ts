@@ -16,7 +16,7 @@ export function rows(...values: SqlValue[][]): ExecResult {
 }
 
 /** A failed execution with a syntax error. */
-export function sqlError(message = "near \"nope\": syntax error"): ExecResult {
+export function sqlError(message = 'near "nope": syntax error'): ExecResult {
   return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message }, elapsedMs: 1 };
 }
 
@@ -51,7 +51,11 @@ export const FIXED_PROMPT: BuiltPrompt = {
 };
 
 /** Collects every event of a decode. */
-export function eventLog(): { events: ReexEvent[]; sink: (e: ReexEvent) => void; of: <T extends ReexEvent["type"]>(type: T) => Extract<ReexEvent, { type: T }>[] } {
+export function eventLog(): {
+  events: ReexEvent[];
+  sink: (e: ReexEvent) => void;
+  of: <T extends ReexEvent["type"]>(type: T) => Extract<ReexEvent, { type: T }>[];
+} {
   const events: ReexEvent[] = [];
   return {
     events,

@@ -4,7 +4,9 @@ import { byState, eventLog, final, probe, probesIn, rows } from "./helpers.js";
 import { scripted } from "./setup.js";
 
 const ANSWERS = { "SELECT 1": rows([1]), "SELECT 2": rows([2]), "SELECT COUNT(*) FROM t": rows([7]) };
-const slowThinker = byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + (n % 2)}`, "x".repeat(200)) : final("SELECT COUNT(*) FROM t", "y".repeat(200))));
+const slowThinker = byState((text, n) =>
+  probesIn(text) === 0 ? probe(`SELECT ${1 + (n % 2)}`, "x".repeat(200)) : final("SELECT COUNT(*) FROM t", "y".repeat(200)),
+);
 
 describe.each(["linear", "tree", "tree-prune"] as const)("%s decoding under limits", (strategy) => {
   it("stops every live sequence within 100 ms of cancellation and frees them all", async () => {

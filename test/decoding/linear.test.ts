@@ -12,7 +12,10 @@ const ANSWERS = {
 
 describe("greedy decoding", () => {
   it("runs one rollout at temperature 0, executes its final SQL and answers with it", async () => {
-    const s = scripted(byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT COUNT(*) FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT COUNT(*) FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "how many?", strategy: "greedy", temperature: 0.9 }, { sink: log.sink });
     expect(answer.sql).toBe("SELECT COUNT(*) FROM t");
@@ -48,7 +51,10 @@ describe("greedy decoding", () => {
 describe("linear decoding", () => {
   it("starts k independent rollouts from the prompt at the request temperature and returns k candidates", async () => {
     const finals = ["SELECT COUNT(*) FROM t", "SELECT COUNT(a) FROM t", "SELECT MAX(a) FROM t"];
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe("SELECT 1") : final(finals[n % 3]!))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe("SELECT 1") : final(finals[n % 3]!))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 6, temperature: 0.7, seed: 3 }, { sink: log.sink });
     expect(answer.candidates).toHaveLength(6);
@@ -65,7 +71,10 @@ describe("linear decoding", () => {
   });
 
   it("asks the policy for log-probs only when several candidates may tie in the vote", async () => {
-    const s = scripted(byState(() => final("SELECT COUNT(*) FROM t")), ANSWERS);
+    const s = scripted(
+      byState(() => final("SELECT COUNT(*) FROM t")),
+      ANSWERS,
+    );
     await s.decode({ dbPath: "/db", question: "q", strategy: "greedy" });
     const greedyCalls = s.policy.calls.length;
     expect(greedyCalls).toBeGreaterThan(0);
@@ -75,7 +84,10 @@ describe("linear decoding", () => {
   });
 
   it("sums usage over rollouts: each prompt counted once, the shared prefix evaluated once", async () => {
-    const s = scripted(byState(() => final("SELECT 1")), ANSWERS);
+    const s = scripted(
+      byState(() => final("SELECT 1")),
+      ANSWERS,
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 4 });
     const generated = "<think>done</think><final_sql>SELECT 1</final_sql>".length;
     expect(answer.usage.generatedTokens).toBe(4 * generated);
@@ -86,7 +98,11 @@ describe("linear decoding", () => {
   });
 
   it("holds at most the policy's sequences less one (kept for the cached prompt prefix); the rest queue", async () => {
-    const s = scripted(byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT 1"))), ANSWERS, { policy: { maxSequences: 4, tokenDelayMs: 1 } });
+    const s = scripted(
+      byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT 1"))),
+      ANSWERS,
+      { policy: { maxSequences: 4, tokenDelayMs: 1 } },
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 8 });
     expect(answer.candidates).toHaveLength(8);
     expect(s.peakLive()).toBe(3);
@@ -94,11 +110,19 @@ describe("linear decoding", () => {
   });
 
   it("passes the constrained grammars of the database to every segment", async () => {
-    const grammars = { first: "root ::= \"first\"\n", segment: "root ::= \"segment\"\n", finalBody: "root ::= \"body\"\n" };
-    const s = scripted(byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT 1"))), ANSWERS, { deps: { grammarFor: () => grammars } });
+    const grammars = { first: 'root ::= "first"\n', segment: 'root ::= "segment"\n', finalBody: 'root ::= "body"\n' };
+    const s = scripted(
+      byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT 1"))),
+      ANSWERS,
+      { deps: { grammarFor: () => grammars } },
+    );
     await s.decode({ dbPath: "/db", question: "q", strategy: "greedy", constrained: true });
     expect(s.policy.calls.map((c) => c.options.grammar)).toEqual([grammars.first, grammars.segment]);
-    const plain = scripted(byState(() => final("SELECT 1")), ANSWERS, { deps: { grammarFor: () => grammars } });
+    const plain = scripted(
+      byState(() => final("SELECT 1")),
+      ANSWERS,
+      { deps: { grammarFor: () => grammars } },
+    );
     await plain.decode({ dbPath: "/db", question: "q", strategy: "greedy" });
     expect(plain.policy.calls[0]!.options.grammar).toBeUndefined();
   });

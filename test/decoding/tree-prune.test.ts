@@ -12,7 +12,10 @@ const ANSWERS = {
 describe("tree decoding with pruning", () => {
   it("drops branches whose probe fails and spends their budget elsewhere", async () => {
     // the first root child probes a missing column; the others probe fine
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`) : final("SELECT COUNT(*) FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`) : final("SELECT COUNT(*) FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune")).toEqual([{ type: "prune", path: "R.0", reason: "probe_error" }]);
@@ -23,7 +26,10 @@ describe("tree decoding with pruning", () => {
   });
 
   it("keeps the same branches in plain tree decoding", async () => {
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`) : final("SELECT COUNT(*) FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`) : final("SELECT COUNT(*) FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune")).toEqual([]);
@@ -59,7 +65,10 @@ describe("tree decoding with pruning", () => {
 
   it("drops leaves whose final SQL fails and replaces them, keeping the candidate count", async () => {
     let finals = 0;
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${n + 1}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${n + 1}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune").map((p) => p.reason)).toEqual(["sql_error"]);
@@ -69,9 +78,13 @@ describe("tree decoding with pruning", () => {
   });
 
   it("gives up after its spawn limit when everything fails, adds the failed leaves back and falls back deterministically", async () => {
-    const s = scripted(byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT broken FROM t"))), ANSWERS, {
-      policy: { logprob: (_t, i) => (i % 7 === 0 ? -2 : -0.1) },
-    });
+    const s = scripted(
+      byState((text) => (probesIn(text) === 0 ? probe("SELECT 1") : final("SELECT broken FROM t"))),
+      ANSWERS,
+      {
+        policy: { logprob: (_t, i) => (i % 7 === 0 ? -2 : -0.1) },
+      },
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 3, branching: 3 });
     expect(answer.candidates).toHaveLength(3);
     expect(answer.shortfall).toMatch(/limit of 12 branches/);

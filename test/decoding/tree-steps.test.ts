@@ -96,7 +96,10 @@ describe("tree decoder: prune", () => {
 describe("tree decoder: finish a leaf", () => {
   it("without pruning, a leaf whose final SQL fails is still a candidate, with its error", async () => {
     let finals = 0;
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + n}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + n}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune")).toEqual([]);
@@ -108,10 +111,19 @@ describe("tree decoder: finish a leaf", () => {
 
 describe("tree decoder: vote input", () => {
   it("adds leaves set aside for a failing final SQL back as candidates when a stop leaves the tree short", async () => {
-    const s = scripted(byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + (n % 3)}`) : final("SELECT broken FROM t"))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + (n % 3)}`) : final("SELECT broken FROM t"))),
+      ANSWERS,
+    );
     const log = eventLog();
-    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 8, branching: 3, maxTotalTokens: 400 }, { sink: log.sink });
-    const setAside = log.of("prune").filter((p) => p.reason === "sql_error").map((p) => p.path);
+    const answer = await s.decode(
+      { dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 8, branching: 3, maxTotalTokens: 400 },
+      { sink: log.sink },
+    );
+    const setAside = log
+      .of("prune")
+      .filter((p) => p.reason === "sql_error")
+      .map((p) => p.path);
     expect(setAside.length).toBeGreaterThan(0);
     // nothing else finished, so every set-aside leaf (up to the 8 asked for) comes back, in the order it was set aside
     expect(answer.candidates.map((c) => c.path)).toEqual(setAside.slice(0, 8));

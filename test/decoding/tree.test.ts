@@ -68,7 +68,10 @@ describe("tree decoding", () => {
   });
 
   it("keeps spawning from the root when children finish without probing, so exactly `candidates` leaves finish", async () => {
-    const s = scripted(byState((_text, n) => final(FINALS[n % 3]!)), ANSWERS);
+    const s = scripted(
+      byState((_text, n) => final(FINALS[n % 3]!)),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 5, branching: 2 }, { sink: log.sink });
     expect(answer.candidates).toHaveLength(5);
@@ -110,7 +113,11 @@ describe("tree decoding", () => {
   it("spends budget that comes back to the root on as many children as there are free sequences", async () => {
     // nobody probes: the root's first two children (quotas 8, 8) end as single leaves, and their 14 spare leaves
     // run side by side instead of `branching` at a time
-    const s = scripted(byState((_text, n) => final(FINALS[n % 3]!, n < 2 ? "x".repeat(200 * (n + 1)) : "done")), ANSWERS, { policy: { tokenDelayMs: 1 } });
+    const s = scripted(
+      byState((_text, n) => final(FINALS[n % 3]!, n < 2 ? "x".repeat(200 * (n + 1)) : "done")),
+      ANSWERS,
+      { policy: { tokenDelayMs: 1 } },
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 16, branching: 2 }, { sink: log.sink });
     expect(answer.candidates).toHaveLength(16);
@@ -123,7 +130,10 @@ describe("tree decoding", () => {
 
   it("allocates the budget through deeper probes without overshooting", async () => {
     // every segment probes until the third probe, then answers: quota must still land on exactly 16 leaves
-    const s = scripted(byState((text, n) => (probesIn(text) < 3 ? probe(`SELECT ${1 + (n % 2)}`) : final(FINALS[n % 3]!))), ANSWERS);
+    const s = scripted(
+      byState((text, n) => (probesIn(text) < 3 ? probe(`SELECT ${1 + (n % 2)}`) : final(FINALS[n % 3]!))),
+      ANSWERS,
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 16, branching: 3 });
     expect(answer.candidates).toHaveLength(16);
     expect(new Set(answer.candidates.map((c) => c.path)).size).toBe(16);
@@ -132,9 +142,13 @@ describe("tree decoding", () => {
   });
 
   it("never holds more live trajectories than the policy's sequences, forking fewer children when none is free", async () => {
-    const s = scripted(byState((text, n) => (probesIn(text) < 2 ? probe(`SELECT ${1 + (n % 2)}`) : final(FINALS[n % 3]!))), ANSWERS, {
-      policy: { maxSequences: 3, tokenDelayMs: 1 },
-    });
+    const s = scripted(
+      byState((text, n) => (probesIn(text) < 2 ? probe(`SELECT ${1 + (n % 2)}`) : final(FINALS[n % 3]!))),
+      ANSWERS,
+      {
+        policy: { maxSequences: 3, tokenDelayMs: 1 },
+      },
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 9, branching: 3 });
     expect(answer.candidates).toHaveLength(9);
     expect(s.peakLive()).toBeLessThanOrEqual(3);

@@ -39,7 +39,7 @@ describe("vote", () => {
     expect(vote([{ sql: null, meanLogprob: 0 }])).toMatchObject({ winner: null, decidedBy: "none" });
   });
 
-  it("does not let results that say only \"nothing matched\" outvote a candidate with real rows", () => {
+  it('does not let results that say only "nothing matched" outvote a candidate with real rows', () => {
     // the clinic dermatology question under tree-prune-4: three misspelt specialties count 0, one counts 11
     const ballots = [
       { sql: "… = 'R'", result: rows([0n]), meanLogprob: -0.3 },
@@ -55,12 +55,25 @@ describe("vote", () => {
     // the rule before #30, kept for bench/decoding's side-by-side
     expect(vote(ballots, { emptyVotes: "equal" })).toMatchObject({ winner: 0, decidedBy: "majority" });
     // no rows at all, and a lone NULL aggregate, say nothing matched too
-    expect(vote([{ sql: "a", result: rows(), meanLogprob: 0 }, { sql: "b", result: rows(), meanLogprob: 0 }, { sql: "c", result: rows([null]), meanLogprob: 0 }, { sql: "d", result: rows(["x"]), meanLogprob: -5 }]).winner).toBe(3);
+    expect(
+      vote([
+        { sql: "a", result: rows(), meanLogprob: 0 },
+        { sql: "b", result: rows(), meanLogprob: 0 },
+        { sql: "c", result: rows([null]), meanLogprob: 0 },
+        { sql: "d", result: rows(["x"]), meanLogprob: -5 },
+      ]).winner,
+    ).toBe(3);
     expect(VOTE_RULE).toMatch(/nothing matched/);
   });
 
-  it("lets \"nothing matched\" win when no other result ran, and keeps real zeros among several rows", () => {
-    expect(vote([{ sql: "a", result: sqlError(), meanLogprob: 0 }, { sql: "b", result: rows([0n]), meanLogprob: -1 }, { sql: "c", result: rows(), meanLogprob: -0.5 }])).toMatchObject({ winner: 2, decidedBy: "tie-logprob" });
+  it('lets "nothing matched" win when no other result ran, and keeps real zeros among several rows', () => {
+    expect(
+      vote([
+        { sql: "a", result: sqlError(), meanLogprob: 0 },
+        { sql: "b", result: rows([0n]), meanLogprob: -1 },
+        { sql: "c", result: rows(), meanLogprob: -0.5 },
+      ]),
+    ).toMatchObject({ winner: 2, decidedBy: "tie-logprob" });
     expect(saysNothingMatched([[0, null]])).toBe(true);
     expect(saysNothingMatched([[0], [0]])).toBe(false);
     expect(saysNothingMatched([[0, "a"]])).toBe(false);
@@ -83,13 +96,22 @@ describe("voting in a decode", () => {
 
   it("picks the majority result and reports every candidate's group and votes", async () => {
     const finals = ["SELECT 2", "SELECT 1", "SELECT 1 UNION SELECT 1", "SELECT 2", "SELECT 1"];
-    const s = scripted(byState((_t, n) => final(finals[n]!)), ANSWERS);
+    const s = scripted(
+      byState((_t, n) => final(finals[n]!)),
+      ANSWERS,
+    );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 5 }, { sink: log.sink });
     expect(answer.result).toMatchObject({ rows: [[1]] });
     expect(answer.candidates[answer.winner!]!.votes).toBe(3);
     const byGroup = answer.candidates.map((c) => [c.sql, c.votes]);
-    expect(byGroup).toEqual(expect.arrayContaining([["SELECT 2", 2], ["SELECT 1", 3], ["SELECT 1 UNION SELECT 1", 3]]));
+    expect(byGroup).toEqual(
+      expect.arrayContaining([
+        ["SELECT 2", 2],
+        ["SELECT 1", 3],
+        ["SELECT 1 UNION SELECT 1", 3],
+      ]),
+    );
     const voteEvent = log.of("vote")[0]!;
     expect(voteEvent.rule).toBe(VOTE_RULE);
     expect(voteEvent.winner).toBe(answer.winner);
@@ -98,9 +120,13 @@ describe("voting in a decode", () => {
 
   it("breaks a tie between results by mean log-probability", async () => {
     const finals = ["SELECT 1", "SELECT 2"];
-    const s = scripted(byState((_t, n) => final(finals[n]!)), ANSWERS, {
-      policy: { logprob: (_token, _i, ctx) => (ctx.text === "" && ctx.call === 1 ? -0.01 : -1) },
-    });
+    const s = scripted(
+      byState((_t, n) => final(finals[n]!)),
+      ANSWERS,
+      {
+        policy: { logprob: (_token, _i, ctx) => (ctx.text === "" && ctx.call === 1 ? -0.01 : -1) },
+      },
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 2 });
     expect(answer.candidates.map((c) => c.votes)).toEqual([1, 1]);
     const winner = answer.candidates[answer.winner!]!;
@@ -109,7 +135,10 @@ describe("voting in a decode", () => {
   });
 
   it("falls back deterministically when every candidate's SQL fails", async () => {
-    const s = scripted(byState((_t, n) => final(`SELECT broken${n} FROM t`)), ANSWERS);
+    const s = scripted(
+      byState((_t, n) => final(`SELECT broken${n} FROM t`)),
+      ANSWERS,
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 3 });
     expect(answer.winner).toBe(0);
     expect(answer.sql).toBe(answer.candidates[0]!.sql);
@@ -118,7 +147,10 @@ describe("voting in a decode", () => {
   });
 
   it("answers with no SQL when no candidate produced any", async () => {
-    const s = scripted(byState(() => "<think>hmm</think>"), ANSWERS);
+    const s = scripted(
+      byState(() => "<think>hmm</think>"),
+      ANSWERS,
+    );
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 2 });
     expect(answer).toMatchObject({ sql: null, answerable: true, winner: null });
     expect(answer.candidates.map((c) => c.error)).toEqual(["no final SQL", "no final SQL"]);

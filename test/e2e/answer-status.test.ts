@@ -37,7 +37,11 @@ describe("an answer from the placeholder model", () => {
   it("says so over REST and over the WebSocket", async () => {
     expect(runtime.model.origin).toBe("placeholder");
     expect(readdirSync(join(dir, "models"))).toEqual(["reex-tiny-random.gguf"]);
-    const res = await fetch(`${server.url}/v1/sql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: "clinic", question: "How many doctors are there?", seed: 1 }) });
+    const res = await fetch(`${server.url}/v1/sql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ database: "clinic", question: "How many doctors are there?", seed: 1 }),
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { notice?: string }).notice).toMatch(/random-weight placeholder model/);
 
@@ -63,7 +67,20 @@ describe("an answer whose final SQL failed", () => {
       sql: "SELECT nme FROM singer",
       answerable: true,
       result: { ok: false, error: { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message: "no such column: nme" }, elapsedMs: 0.2 },
-      candidates: [{ index: 0, path: "0", sql: "SELECT nme FROM singer", answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 0, meanLogprob: -1, text: "" }],
+      candidates: [
+        {
+          index: 0,
+          path: "0",
+          sql: "SELECT nme FROM singer",
+          answerable: true,
+          group: null,
+          votes: 0,
+          error: "SQL_NO_SUCH_COLUMN: no such column: nme",
+          interactions: 0,
+          meanLogprob: -1,
+          text: "",
+        },
+      ],
       winner: 0,
       decidedBy: "fallback-logprob",
       usage: { promptTokens: 10, evaluatedTokens: 10, generatedTokens: 5 },
@@ -71,7 +88,11 @@ describe("an answer whose final SQL failed", () => {
     };
     t = await makeApp({ deps: { decode: async () => failed } });
     const { url } = await listen(t.app);
-    const res = await fetch(`${url}/v1/sql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: "shared", question: "Names?" }) });
+    const res = await fetch(`${url}/v1/sql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ database: "shared", question: "Names?" }),
+    });
     const body = (await res.json()) as { answerable: boolean; reason?: string; error?: { code: string }; result: unknown; notice?: string };
     expect(body).toMatchObject({ answerable: false, result: null, error: { code: "SQL_NO_SUCH_COLUMN", message: "no such column: nme" } });
     expect(body.reason).toBe("the final SQL failed: SQL_NO_SUCH_COLUMN: no such column: nme");

@@ -30,7 +30,10 @@ beforeAll(async () => {
   runtime = await createRuntime(config);
   expect(runtime.model).toEqual({ path: STARTER, origin: "starter" });
   server = await startServer(config, runtime);
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"] });
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -77,5 +80,3 @@ describe("the clinic dermatology question on the starter model", () => {
     }
   }, 120_000);
 });
-
-

@@ -168,10 +168,21 @@ describe("reex on the remote backend, served by llama-server (qwen2 architecture
   it("generates to a stop string that llama-server leaves out of its text, with ids and logprobs; append and continue", async () => {
     const policy = runtime.policy;
     const probe = "SELECT COUNT(*) FROM customers";
-    const t = await policy.start(policy.renderChat([{ role: "system", content: "Answer in SQL." }, { role: "user", content: "Count the customers." }]));
+    const t = await policy.start(
+      policy.renderChat([
+        { role: "system", content: "Answer in SQL." },
+        { role: "user", content: "Count the customers." },
+      ]),
+    );
     try {
       const streamed: string[] = [];
-      const r = await t.generate({ stop: ["</sql>"], maxTokens: 64, grammar: exactTextGrammar(`${probe}</sql> tail`), seed: 1, onText: (s) => streamed.push(s) });
+      const r = await t.generate({
+        stop: ["</sql>"],
+        maxTokens: 64,
+        grammar: exactTextGrammar(`${probe}</sql> tail`),
+        seed: 1,
+        onText: (s) => streamed.push(s),
+      });
       expect(r.stopReason).toBe("stop");
       expect(r.stop).toBe("</sql>");
       expect(r.text).toBe(`${probe}</sql>`);

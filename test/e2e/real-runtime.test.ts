@@ -52,7 +52,15 @@ describe("reex with its real parts", () => {
     const res = await fetch(`${server.url}/v1/sql`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ database: "retail", question: "How many customers are there?", strategy: "linear", candidates: 3, maxInteractions: 2, seed: 5, includeTrace: true }),
+      body: JSON.stringify({
+        database: "retail",
+        question: "How many customers are there?",
+        strategy: "linear",
+        candidates: 3,
+        maxInteractions: 2,
+        seed: 5,
+        includeTrace: true,
+      }),
     });
     const body = (await res.json()) as {
       candidates: unknown[];

@@ -21,7 +21,15 @@ vi.mock("../../src/runtime/index.js", () => ({
         const gold = BIRD_QUESTIONS.find((q) => q.question === req.question)!.SQL;
         const usage = { promptTokens: 50, evaluatedTokens: 80, generatedTokens: 30 };
         if (req.strategy === "greedy") {
-          return { sql: gold, answerable: true, candidates: [{ index: 0, path: "0", sql: gold, answerable: true, group: 0, votes: 1, interactions: 1, meanLogprob: -1, text: "" }], winner: 0, decidedBy: "majority", usage, timings: { totalMs: 1 } };
+          return {
+            sql: gold,
+            answerable: true,
+            candidates: [{ index: 0, path: "0", sql: gold, answerable: true, group: 0, votes: 1, interactions: 1, meanLogprob: -1, text: "" }],
+            winner: 0,
+            decidedBy: "majority",
+            usage,
+            timings: { totalMs: 1 },
+          };
         }
         return {
           sql: "SELECT 42",
@@ -58,14 +66,26 @@ describe("reex eval --strategy", () => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     vi.spyOn(process.stderr, "write").mockImplementation(() => true);
 
-    const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--strategy", "greedy,linear", "--candidates", "2", "--limit", "4", "--model", "/models/x.gguf", "--out", outDir]);
+    const code = await run([
+      "--dataset",
+      fx.birdFile,
+      "--db-root",
+      fx.dbRoot,
+      "--strategy",
+      "greedy,linear",
+      "--candidates",
+      "2",
+      "--limit",
+      "4",
+      "--model",
+      "/models/x.gguf",
+      "--out",
+      outDir,
+    ]);
     expect(code).toBe(0);
     expect(seen.config!.policy.model).toBe("/models/x.gguf");
     expect(seen.closed).toBe(1);
-    expect(seen.requests.map((r) => [r.strategy, r.candidates])).toEqual([
-      ...Array(4).fill(["greedy", undefined]),
-      ...Array(4).fill(["linear", 2]),
-    ]);
+    expect(seen.requests.map((r) => [r.strategy, r.candidates])).toEqual([...Array(4).fill(["greedy", undefined]), ...Array(4).fill(["linear", 2])]);
 
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
     expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["greedy", "linear"]);
@@ -124,7 +144,13 @@ describe("reex eval --runs", () => {
     const bad = join(fx.dir, "bad-runs.json");
     writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy", temperature: 1 }]));
     expect(() => readRunSpecs(bad)).toThrow(/0: Unrecognized key/);
-    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy" }, { label: "x", strategy: "tree" }]));
+    writeFileSync(
+      bad,
+      JSON.stringify([
+        { label: "x", strategy: "greedy" },
+        { label: "x", strategy: "tree" },
+      ]),
+    );
     expect(() => readRunSpecs(bad)).toThrow(/label "x" is used twice/);
     writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "beam" }]));
     expect(() => readRunSpecs(bad)).toThrow(/0\.strategy/);

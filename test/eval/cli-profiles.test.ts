@@ -10,7 +10,11 @@ import type { Config } from "../../src/config/index.js";
 import type { ScriptContext } from "../../src/policy/tooling.js";
 import { BIRD_QUESTIONS, makeFixture } from "./fixtures.js";
 
-const seen = vi.hoisted(() => ({ calls: [] as ScriptContext[], writes: "follow-prompt" as "follow-prompt" | "skyrl", modelName: undefined as string | undefined }));
+const seen = vi.hoisted(() => ({
+  calls: [] as ScriptContext[],
+  writes: "follow-prompt" as "follow-prompt" | "skyrl",
+  modelName: undefined as string | undefined,
+}));
 
 function goldOf(prompt: string): string {
   const q = BIRD_QUESTIONS.find((x) => prompt.includes(x.question));
@@ -99,7 +103,21 @@ describe("reex eval --runs with model profiles", () => {
     const outDir = join(fx.dir, "out");
     const out: string[] = [];
     quiet(out);
-    const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "3", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data")]);
+    const code = await run([
+      "--dataset",
+      fx.birdFile,
+      "--db-root",
+      fx.dbRoot,
+      "--runs",
+      runsFile,
+      "--limit",
+      "3",
+      "--out",
+      outDir,
+      "--quiet",
+      "--sql.dataDir",
+      join(fx.dir, "data"),
+    ]);
     expect(code).toBe(0);
 
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
@@ -146,7 +164,23 @@ describe("reex eval --runs with model profiles", () => {
     seen.writes = "skyrl";
     quiet();
     const outDir = join(fx.dir, "out");
-    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "2", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data")])).toBe(0);
+    expect(
+      await run([
+        "--dataset",
+        fx.birdFile,
+        "--db-root",
+        fx.dbRoot,
+        "--runs",
+        runsFile,
+        "--limit",
+        "2",
+        "--out",
+        outDir,
+        "--quiet",
+        "--sql.dataDir",
+        join(fx.dir, "data"),
+      ]),
+    ).toBe(0);
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
     expect(report.runs.map((r) => [r.config.label, r.summary.ex.bird])).toEqual([
       ["as-reex", 0],
@@ -163,7 +197,23 @@ describe("reex eval --runs with model profiles", () => {
     const err: string[] = [];
     quiet([], err);
     const outDir = join(fx.dir, "out");
-    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "2", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data")])).toBe(0);
+    expect(
+      await run([
+        "--dataset",
+        fx.birdFile,
+        "--db-root",
+        fx.dbRoot,
+        "--runs",
+        runsFile,
+        "--limit",
+        "2",
+        "--out",
+        outDir,
+        "--quiet",
+        "--sql.dataDir",
+        join(fx.dir, "data"),
+      ]),
+    ).toBe(0);
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
     expect(report.runs.map((r) => [r.config.profile, r.summary.ex.bird])).toEqual([["skyrl-sql", 1]]);
     expect(err.join("\n")).toContain('run detected: profile skyrl-sql (general.name "SkyRL-SQL-7B" names SkyRL-SQL)');
@@ -174,13 +224,49 @@ describe("reex eval --runs with model profiles", () => {
     const fx = makeFixture();
     quiet();
     const outDir = join(fx.dir, "out");
-    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--strategy", "greedy", "--profile", "skyrl-sql", "--limit", "2", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data")])).toBe(0);
+    expect(
+      await run([
+        "--dataset",
+        fx.birdFile,
+        "--db-root",
+        fx.dbRoot,
+        "--strategy",
+        "greedy",
+        "--profile",
+        "skyrl-sql",
+        "--limit",
+        "2",
+        "--out",
+        outDir,
+        "--quiet",
+        "--sql.dataDir",
+        join(fx.dir, "data"),
+      ]),
+    ).toBe(0);
     let report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
     expect(report.runs.map((r) => [r.config.profile, r.summary.ex.bird])).toEqual([["skyrl-sql", 1]]);
     expect(seen.calls[0]!.prompt).toContain("<solution>");
 
     seen.calls = [];
-    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--strategy", "greedy", "--limit", "1", "--out", outDir, "--quiet", "--sql.dataDir", join(fx.dir, "data"), "--policy.profile", "reex"])).toBe(0);
+    expect(
+      await run([
+        "--dataset",
+        fx.birdFile,
+        "--db-root",
+        fx.dbRoot,
+        "--strategy",
+        "greedy",
+        "--limit",
+        "1",
+        "--out",
+        outDir,
+        "--quiet",
+        "--sql.dataDir",
+        join(fx.dir, "data"),
+        "--policy.profile",
+        "reex",
+      ]),
+    ).toBe(0);
     report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8")) as { runs: ReportRun[] };
     expect(report.runs.map((r) => r.config.profile)).toEqual(["reex"]);
     expect(seen.calls[0]!.prompt).toContain("<final_sql>");
@@ -191,9 +277,25 @@ describe("reex eval --runs with model profiles", () => {
     const fx = makeFixture();
     const file = join(fx.dir, "runs.json");
     writeFileSync(file, JSON.stringify([{ label: "x", profile: "sqlcoder", strategy: "greedy" }]));
-    expect(() => readRunSpecs(file)).toThrow(expect.objectContaining({ code: "BAD_REQUEST", message: expect.stringMatching(/0 \(x\): unknown profile "sqlcoder" \(known: reex, skyrl-sql, omnisql, think-answer, generic\)/) }));
-    writeFileSync(file, JSON.stringify([{ label: "ok", profile: "omnisql", strategy: "greedy" }, { label: "y", profile: "omnisql", promptFamily: "execution-aware", strategy: "greedy" }]));
-    expect(() => readRunSpecs(file)).toThrow(expect.objectContaining({ code: "BAD_REQUEST", message: expect.stringMatching(/1 \(y\): profile "omnisql" does not support the execution-aware prompt family \(it supports direct\)/) }));
+    expect(() => readRunSpecs(file)).toThrow(
+      expect.objectContaining({
+        code: "BAD_REQUEST",
+        message: expect.stringMatching(/0 \(x\): unknown profile "sqlcoder" \(known: reex, skyrl-sql, omnisql, think-answer, generic\)/),
+      }),
+    );
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { label: "ok", profile: "omnisql", strategy: "greedy" },
+        { label: "y", profile: "omnisql", promptFamily: "execution-aware", strategy: "greedy" },
+      ]),
+    );
+    expect(() => readRunSpecs(file)).toThrow(
+      expect.objectContaining({
+        code: "BAD_REQUEST",
+        message: expect.stringMatching(/1 \(y\): profile "omnisql" does not support the execution-aware prompt family \(it supports direct\)/),
+      }),
+    );
 
     const err: string[] = [];
     quiet([], err);
@@ -206,13 +308,30 @@ describe("reex eval --runs with model profiles", () => {
     // No profile in the entry: the configured one, or the one detected from the model, is checked
     // against the entry's family before any question is decoded.
     writeFileSync(file, JSON.stringify([{ label: "direct", promptFamily: "direct", strategy: "greedy" }]));
-    const args = ["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", file, "--limit", "1", "--out", join(fx.dir, "o"), "--quiet", "--sql.dataDir", join(fx.dir, "data")];
+    const args = [
+      "--dataset",
+      fx.birdFile,
+      "--db-root",
+      fx.dbRoot,
+      "--runs",
+      file,
+      "--limit",
+      "1",
+      "--out",
+      join(fx.dir, "o"),
+      "--quiet",
+      "--sql.dataDir",
+      join(fx.dir, "data"),
+    ];
     await expect(run([...args, "--policy.profile", "skyrl-sql"])).rejects.toMatchObject({
       code: "BAD_REQUEST",
       message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family'),
     });
     seen.modelName = "SkyRL-SQL-7B";
-    await expect(run(args)).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family') });
+    await expect(run(args)).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family'),
+    });
     expect(seen.calls).toHaveLength(0);
   });
 });

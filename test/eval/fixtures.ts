@@ -17,11 +17,46 @@ export interface Fixture {
 /** The BIRD-layout questions; see PREDICTIONS for the hand-scored answers. */
 export const BIRD_QUESTIONS = [
   { question_id: 100, db_id: "shop", question: "How many products are there?", evidence: "", SQL: "SELECT COUNT(*) FROM products", difficulty: "simple" },
-  { question_id: 101, db_id: "shop", question: "Names of fruit from cheapest to dearest.", evidence: "fruit refers to category = 'fruit'", SQL: "SELECT name FROM products WHERE category = 'fruit' ORDER BY price", difficulty: "simple" },
-  { question_id: 102, db_id: "shop", question: "Which product is the most expensive?", evidence: "", SQL: "SELECT name FROM products ORDER BY price DESC LIMIT 1", difficulty: "moderate" },
-  { question_id: 103, db_id: "shop", question: "How many products per category?", evidence: "", SQL: "SELECT category, COUNT(*) FROM products GROUP BY category", difficulty: "moderate" },
-  { question_id: 104, db_id: "shop", question: "Names and prices of bakery products.", evidence: "", SQL: "SELECT name, price FROM products WHERE category = 'bakery'", difficulty: "challenging" },
-  { question_id: 105, db_id: "zoo", question: "How many animals have four legs?", evidence: "", SQL: "SELECT COUNT(*) FROM animals WHERE legs = 4", difficulty: "simple" },
+  {
+    question_id: 101,
+    db_id: "shop",
+    question: "Names of fruit from cheapest to dearest.",
+    evidence: "fruit refers to category = 'fruit'",
+    SQL: "SELECT name FROM products WHERE category = 'fruit' ORDER BY price",
+    difficulty: "simple",
+  },
+  {
+    question_id: 102,
+    db_id: "shop",
+    question: "Which product is the most expensive?",
+    evidence: "",
+    SQL: "SELECT name FROM products ORDER BY price DESC LIMIT 1",
+    difficulty: "moderate",
+  },
+  {
+    question_id: 103,
+    db_id: "shop",
+    question: "How many products per category?",
+    evidence: "",
+    SQL: "SELECT category, COUNT(*) FROM products GROUP BY category",
+    difficulty: "moderate",
+  },
+  {
+    question_id: 104,
+    db_id: "shop",
+    question: "Names and prices of bakery products.",
+    evidence: "",
+    SQL: "SELECT name, price FROM products WHERE category = 'bakery'",
+    difficulty: "challenging",
+  },
+  {
+    question_id: 105,
+    db_id: "zoo",
+    question: "How many animals have four legs?",
+    evidence: "",
+    SQL: "SELECT COUNT(*) FROM animals WHERE legs = 4",
+    difficulty: "simple",
+  },
 ];
 
 /**
@@ -58,7 +93,10 @@ export function makeFixture(): Fixture {
   const dir = mkdtempSync(join(tmpdir(), "reex-eval-"));
   const dbRoot = join(dir, "databases");
   const flatRoot = join(dir, "flat");
-  for (const [id, write] of [["shop", writeShop], ["zoo", writeZoo]] as const) {
+  for (const [id, write] of [
+    ["shop", writeShop],
+    ["zoo", writeZoo],
+  ] as const) {
     mkdirSync(join(dbRoot, id), { recursive: true });
     write(join(dbRoot, id, `${id}.sqlite`));
     mkdirSync(flatRoot, { recursive: true });
@@ -70,7 +108,14 @@ export function makeFixture(): Fixture {
   writeFileSync(
     spiderFile,
     JSON.stringify(
-      BIRD_QUESTIONS.map((q) => ({ db_id: q.db_id, query: q.SQL, query_toks: q.SQL.split(" "), question: q.question, question_toks: q.question.split(" "), sql: {} })),
+      BIRD_QUESTIONS.map((q) => ({
+        db_id: q.db_id,
+        query: q.SQL,
+        query_toks: q.SQL.split(" "),
+        question: q.question,
+        question_toks: q.question.split(" "),
+        sql: {},
+      })),
       null,
       2,
     ),

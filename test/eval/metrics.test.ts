@@ -84,7 +84,13 @@ describe("aggregating item scores", () => {
     );
 
   it("computes shares, latency percentiles and per-item averages, ignoring unmeasured items", () => {
-    const m = aggregate([make(true, "simple", 100), make(false, "simple", 300), make(true, "moderate", 200), make(false, "moderate", null, "syntax"), make(false, undefined, null, "no_sql")]);
+    const m = aggregate([
+      make(true, "simple", 100),
+      make(false, "simple", 300),
+      make(true, "moderate", 200),
+      make(false, "moderate", null, "syntax"),
+      make(false, undefined, null, "no_sql"),
+    ]);
     expect(m.count).toBe(5);
     expect(m.ex.bird).toBeCloseTo(2 / 5);
     expect(m.syntaxErrorRate).toBeCloseTo(1 / 5);

@@ -43,12 +43,7 @@ const WRONG_B = "SELECT name FROM products WHERE price > 100";
  * voting ✘, pass@1 ✘). Question 1: right first and winning. Question 2: the decoder fails.
  */
 const CANNED: Record<number, () => Answer> = {
-  0: () =>
-    answer(
-      [candidate(0, WRONG_A, 0, 2, 2), candidate(1, "SELECT COUNT(*) FROM products", 1, 1, 3), candidate(2, WRONG_A, 0, 2, 1)],
-      0,
-      300,
-    ),
+  0: () => answer([candidate(0, WRONG_A, 0, 2, 2), candidate(1, "SELECT COUNT(*) FROM products", 1, 1, 3), candidate(2, WRONG_A, 0, 2, 1)], 0, 300),
   1: () =>
     answer(
       [

@@ -89,7 +89,11 @@ describe("example databases", () => {
         const rows = query(set.path, q.SQL);
         expect(rows.length, q.question).toBeGreaterThan(0);
         const onlyRow = rows.length === 1 ? rows[0]! : undefined;
-        if (onlyRow) expect(onlyRow.some((v) => v !== null && v !== 0), q.question).toBe(true);
+        if (onlyRow)
+          expect(
+            onlyRow.some((v) => v !== null && v !== 0),
+            q.question,
+          ).toBe(true);
       }
     }
   });
@@ -132,7 +136,7 @@ describe("example databases", () => {
     }
     const retail = exampleDbPath(dirA, "retail");
     expect(query(retail, "SELECT COUNT(*) FROM orders WHERE ship_country = 'United Kingdom'")).toEqual([[0]]);
-    expect((query(retail, "SELECT COUNT(*) FROM orders WHERE ship_country = 'GB' AND status = 'SHP'")[0]![0] as number)).toBeGreaterThan(0);
+    expect(query(retail, "SELECT COUNT(*) FROM orders WHERE ship_country = 'GB' AND status = 'SHP'")[0]![0] as number).toBeGreaterThan(0);
   });
 
   it("builds the same bytes every time", async () => {

@@ -33,7 +33,8 @@ function runScript(): Promise<LlamaTools> {
       const dir = out.trim().split("\n").at(-1) ?? "";
       const tools = { dir, server: join(dir, "bin", "llama-server"), batchedBench: join(dir, "bin", "llama-batched-bench") };
       if (code !== 0) reject(new Error(`scripts/build-llama-tools.sh failed with exit code ${code} (its output is above)`));
-      else if (!existsSync(tools.server) || !existsSync(tools.batchedBench)) reject(new Error(`scripts/build-llama-tools.sh finished but ${dir}/bin lacks the tools`));
+      else if (!existsSync(tools.server) || !existsSync(tools.batchedBench))
+        reject(new Error(`scripts/build-llama-tools.sh finished but ${dir}/bin lacks the tools`));
       else resolve(tools);
     });
   });

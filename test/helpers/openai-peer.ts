@@ -264,7 +264,13 @@ export async function startOpenAIPeer(options: OpenAIPeerOptions = {}): Promise<
       peer.disconnects++;
       return reply;
     }
-    send({ id, object: "text_completion", created, model, choices: [{ index: 0, text: "", logprobs: null, finish_reason: finish, ...(behaviour.stopStyle === "vllm" ? { stop_reason: stopReason } : {}) }] });
+    send({
+      id,
+      object: "text_completion",
+      created,
+      model,
+      choices: [{ index: 0, text: "", logprobs: null, finish_reason: finish, ...(behaviour.stopStyle === "vllm" ? { stop_reason: stopReason } : {}) }],
+    });
     if (includeUsage) send({ id, object: "text_completion", created, model, choices: [], usage });
     raw.end("data: [DONE]\n\n");
     return reply;

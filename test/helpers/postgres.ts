@@ -30,7 +30,9 @@ export interface PgServer {
 export function postgresBinDir(): string | undefined {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "postgres"))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, "bin", "postgres")))
+    .sort((a, b) => Number(b) - Number(a));
   return versions.length > 0 ? join(root, versions[0]!, "bin") : undefined;
 }
 
@@ -65,7 +67,7 @@ export async function startPostgres(): Promise<PgServer> {
   }
   chmodSync(dir, 0o700);
   const run = (cmd: string, args: string[]): void => {
-    const full = asRoot ? ["runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]] as const : [join(bin, cmd), args] as const;
+    const full = asRoot ? (["runuser", ["-u", "postgres", "--", join(bin, cmd), ...args]] as const) : ([join(bin, cmd), args] as const);
     const r = spawnSync(full[0], [...full[1]], { encoding: "utf8", cwd: dir });
     if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr || r.stdout}`);
   };

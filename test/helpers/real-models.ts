@@ -99,31 +99,78 @@ const BUILD_VERSION = 1;
 // ---- reading a GGUF's metadata (the vocab files hold no tensors) ----
 
 const SCALARS: Record<number, GgufScalarType> = {
-  0: "u8", 1: "i8", 2: "u16", 3: "i16", 4: "u32", 5: "i32", 6: "f32", 7: "bool", 8: "string", 10: "u64", 11: "i64", 12: "f64",
+  0: "u8",
+  1: "i8",
+  2: "u16",
+  3: "i16",
+  4: "u32",
+  5: "i32",
+  6: "f32",
+  7: "bool",
+  8: "string",
+  10: "u64",
+  11: "i64",
+  12: "f64",
 };
 
 class Reader {
   pos = 0;
   constructor(private readonly buf: Buffer) {}
-  u32(): number { const v = this.buf.readUInt32LE(this.pos); this.pos += 4; return v; }
-  u64(): number { const v = Number(this.buf.readBigUInt64LE(this.pos)); this.pos += 8; return v; }
-  string(): string { const n = this.u64(); const s = this.buf.toString("utf8", this.pos, this.pos + n); this.pos += n; return s; }
+  u32(): number {
+    const v = this.buf.readUInt32LE(this.pos);
+    this.pos += 4;
+    return v;
+  }
+  u64(): number {
+    const v = Number(this.buf.readBigUInt64LE(this.pos));
+    this.pos += 8;
+    return v;
+  }
+  string(): string {
+    const n = this.u64();
+    const s = this.buf.toString("utf8", this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
   scalar(type: GgufScalarType): number | bigint | boolean | string {
     const b = this.buf;
     const at = this.pos;
     switch (type) {
-      case "u8": this.pos += 1; return b.readUInt8(at);
-      case "i8": this.pos += 1; return b.readInt8(at);
-      case "u16": this.pos += 2; return b.readUInt16LE(at);
-      case "i16": this.pos += 2; return b.readInt16LE(at);
-      case "u32": this.pos += 4; return b.readUInt32LE(at);
-      case "i32": this.pos += 4; return b.readInt32LE(at);
-      case "f32": this.pos += 4; return b.readFloatLE(at);
-      case "f64": this.pos += 8; return b.readDoubleLE(at);
-      case "u64": this.pos += 8; return b.readBigUInt64LE(at);
-      case "i64": this.pos += 8; return b.readBigInt64LE(at);
-      case "bool": this.pos += 1; return b.readUInt8(at) !== 0;
-      case "string": return this.string();
+      case "u8":
+        this.pos += 1;
+        return b.readUInt8(at);
+      case "i8":
+        this.pos += 1;
+        return b.readInt8(at);
+      case "u16":
+        this.pos += 2;
+        return b.readUInt16LE(at);
+      case "i16":
+        this.pos += 2;
+        return b.readInt16LE(at);
+      case "u32":
+        this.pos += 4;
+        return b.readUInt32LE(at);
+      case "i32":
+        this.pos += 4;
+        return b.readInt32LE(at);
+      case "f32":
+        this.pos += 4;
+        return b.readFloatLE(at);
+      case "f64":
+        this.pos += 8;
+        return b.readDoubleLE(at);
+      case "u64":
+        this.pos += 8;
+        return b.readBigUInt64LE(at);
+      case "i64":
+        this.pos += 8;
+        return b.readBigInt64LE(at);
+      case "bool":
+        this.pos += 1;
+        return b.readUInt8(at) !== 0;
+      case "string":
+        return this.string();
     }
   }
 }
@@ -337,7 +384,15 @@ export async function realModelBytes(name: RealModelName, options: RealModelOpti
   ];
   const tokens = tokenizer.get("tokenizer.ggml.tokens")!.value as string[];
   const types = tokenizer.get("tokenizer.ggml.token_type")!.value as number[];
-  const tensors = architectureTensors(spec.architecture, shape, tokens, types, options.weights ?? "random", options.avoid ?? [], seededRandom(options.seed ?? 1).normal);
+  const tensors = architectureTensors(
+    spec.architecture,
+    shape,
+    tokens,
+    types,
+    options.weights ?? "random",
+    options.avoid ?? [],
+    seededRandom(options.seed ?? 1).normal,
+  );
   return encodeGguf({ metadata, tensors });
 }
 

@@ -23,7 +23,12 @@ export function fingerprint(path: string): { sha256: string; mtimeMs: number; si
 }
 
 /** Calls a tool and returns its result with `structuredContent` typed loosely. */
-export async function call(client: Client, name: string, args: Record<string, unknown>, options?: Parameters<Client["callTool"]>[2]): Promise<CallToolResult & { structuredContent?: Record<string, any> }> {
+export async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  options?: Parameters<Client["callTool"]>[2],
+): Promise<CallToolResult & { structuredContent?: Record<string, any> }> {
   return (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult & { structuredContent?: Record<string, any> };
 }
 

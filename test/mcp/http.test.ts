@@ -79,7 +79,10 @@ afterAll(async () => {
 });
 
 async function connect(key: string | undefined): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), key ? { requestInit: { headers: { authorization: `Bearer ${key}` } } } : {});
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${server.url}/mcp`),
+    key ? { requestInit: { headers: { authorization: `Bearer ${key}` } } } : {},
+  );
   const client = new Client({ name: "reex-test", version: "1.0.0" });
   clients.push(client);
   await client.connect(transport);
@@ -115,7 +118,13 @@ describe("/mcp over Streamable HTTP", () => {
     const { transport } = await connect(KEY);
     const res = await fetch(`${server.url}/mcp`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${OTHER_KEY}`, "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${OTHER_KEY}`,
+        "mcp-session-id": transport.sessionId!,
+        "mcp-protocol-version": "2025-06-18",
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list" }),
     });
     expect(res.status).toBe(404);
@@ -150,7 +159,12 @@ describe("/mcp over Streamable HTTP", () => {
     const { client } = await connect(KEY);
     const progress: Progress[] = [];
     const started = decodes.length;
-    const r = await call(client, "ask", { database: "retail", question: "How many orders are there?", strategy: "linear", candidates: 2 }, { onprogress: (p) => progress.push(p) });
+    const r = await call(
+      client,
+      "ask",
+      { database: "retail", question: "How many orders are there?", strategy: "linear", candidates: 2 },
+      { onprogress: (p) => progress.push(p) },
+    );
     expect(r.isError).toBeFalsy();
     expect(decodes.length).toBe(started + 1);
     expect(r.structuredContent!.candidates).toHaveLength(2);
@@ -165,12 +179,17 @@ describe("/mcp over Streamable HTTP", () => {
     const { client } = await connect(KEY);
     const controller = new AbortController();
     let notified = 0;
-    const pending = call(client, "ask", { database: "retail", question: "List every order with its products", strategy: "linear", candidates: 16 }, {
-      signal: controller.signal,
-      onprogress: () => {
-        notified++;
+    const pending = call(
+      client,
+      "ask",
+      { database: "retail", question: "List every order with its products", strategy: "linear", candidates: 16 },
+      {
+        signal: controller.signal,
+        onprogress: () => {
+          notified++;
+        },
       },
-    });
+    );
     await until(() => notified > 0, 30_000, "a progress notification");
     const decode = decodes.at(-1)!;
     controller.abort();
@@ -186,13 +205,21 @@ describe("/mcp over Streamable HTTP", () => {
   });
 
   it("counts MCP requests against the key's rate limit like /v1", async () => {
-    const limited = await startServer(parseConfig({ server: { host: "127.0.0.1", port: 0, apiKeys: [KEY], rateLimitPerMinute: 2, logLevel: "warn" }, sql: { dataDir: join(dir, "data") } }), {
-      registry: runtime.registry,
-      decode: runtime.decode,
-      close: async () => undefined,
-    });
+    const limited = await startServer(
+      parseConfig({ server: { host: "127.0.0.1", port: 0, apiKeys: [KEY], rateLimitPerMinute: 2, logLevel: "warn" }, sql: { dataDir: join(dir, "data") } }),
+      {
+        registry: runtime.registry,
+        decode: runtime.decode,
+        close: async () => undefined,
+      },
+    );
     try {
-      const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+      const init = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+      };
       const post = () =>
         fetch(`${limited.url}/mcp`, {
           method: "POST",

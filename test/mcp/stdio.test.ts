@@ -110,7 +110,9 @@ describe("reex mcp over stdio", () => {
     const bad = await call(client, "ask", { database: "retail", question: "", candidates: 0 });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent!.code).toBe("BAD_REQUEST");
-    expect((bad.structuredContent!.issues as { path: string[] }[]).map((i) => i.path.join("."))).toEqual(expect.arrayContaining(["arguments.question", "arguments.candidates"]));
+    expect((bad.structuredContent!.issues as { path: string[] }[]).map((i) => i.path.join("."))).toEqual(
+      expect.arrayContaining(["arguments.question", "arguments.candidates"]),
+    );
   });
 
   it("serves each database's schema as a resource", async () => {
@@ -124,7 +126,12 @@ describe("reex mcp over stdio", () => {
 
   it("answers ask with the final SQL, candidates and their votes, a trace, and progress notifications while it decodes", async () => {
     const progress: Progress[] = [];
-    const r = await call(client, "ask", { database: "retail", question: "How many customers are there?", strategy: "linear", candidates: 2 }, { onprogress: (p) => progress.push(p) });
+    const r = await call(
+      client,
+      "ask",
+      { database: "retail", question: "How many customers are there?", strategy: "linear", candidates: 2 },
+      { onprogress: (p) => progress.push(p) },
+    );
     expect(r.isError).toBeFalsy();
     const answer = r.structuredContent!;
     expect(answer.candidates).toHaveLength(2);
@@ -142,12 +149,17 @@ describe("reex mcp over stdio", () => {
   it("stops decoding when the client cancels an ask, and frees the model's sequences", async () => {
     const controller = new AbortController();
     let notified = 0;
-    const pending = call(client, "ask", { database: "retail", question: "List every order with its products", strategy: "linear", candidates: 16 }, {
-      signal: controller.signal,
-      onprogress: () => {
-        notified++;
+    const pending = call(
+      client,
+      "ask",
+      { database: "retail", question: "List every order with its products", strategy: "linear", candidates: 16 },
+      {
+        signal: controller.signal,
+        onprogress: () => {
+          notified++;
+        },
       },
-    });
+    );
     await until(() => notified > 0, 30_000, "a progress notification");
     controller.abort();
     await expect(pending).rejects.toThrow();
@@ -164,10 +176,14 @@ describe("reex mcp over stdio", () => {
       { jsonrpc: "2.0", method: "notifications/initialized" },
       { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_databases", arguments: {} } },
     ];
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli.ts", "mcp", "--no-examples", "--db", retail, "--policy.model", model, "--policy.gpu", "cpu"], {
-      env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data-raw") },
-      stdio: ["pipe", "pipe", "ignore"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/cli.ts", "mcp", "--no-examples", "--db", retail, "--policy.model", model, "--policy.gpu", "cpu"],
+      {
+        env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data-raw") },
+        stdio: ["pipe", "pipe", "ignore"],
+      },
+    );
     let stdout = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     const exited = new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));

@@ -37,8 +37,17 @@ test("gold as predictions scores 100% EX on PostgreSQL, a wrong prediction does 
   vi.spyOn(console, "log").mockImplementation(() => {});
   const out = join(dir, "out");
   const code = await run([
-    "--dataset", join(DEFAULT_EXAMPLES_DIR, QUESTIONS_FILE), "--db-root", join(DEFAULT_EXAMPLES_DIR, "databases"),
-    "--predictions", file, "--postgres", server.readerUrl("reex_{db_id}"), "--out", out, "--quiet",
+    "--dataset",
+    join(DEFAULT_EXAMPLES_DIR, QUESTIONS_FILE),
+    "--db-root",
+    join(DEFAULT_EXAMPLES_DIR, "databases"),
+    "--predictions",
+    file,
+    "--postgres",
+    server.readerUrl("reex_{db_id}"),
+    "--out",
+    out,
+    "--quiet",
   ]);
   vi.restoreAllMocks();
   expect(code, err.join("\n")).toBe(0);

@@ -48,7 +48,12 @@ async function get(path: string, init?: RequestInit): Promise<{ status: number; 
   return { status: res.status, body, text };
 }
 
-const env = (): Record<string, string> => ({ ...(process.env as Record<string, string>), REEX_POLICY_THREADS: "1", REEX_TEST_PG_PW: pgServer.readerPassword, REEX_SQL_DATA_DIR: join(dir, "data") });
+const env = (): Record<string, string> => ({
+  ...(process.env as Record<string, string>),
+  REEX_POLICY_THREADS: "1",
+  REEX_TEST_PG_PW: pgServer.readerPassword,
+  REEX_SQL_DATA_DIR: join(dir, "data"),
+});
 
 beforeAll(async () => {
   pgServer = await startPostgres();
@@ -60,7 +65,22 @@ beforeAll(async () => {
   const fromEnv = pgServer.readerUrl("reex_clinic").replace(pgServer.readerPassword, "${REEX_TEST_PG_PW}");
   serve = spawn(
     process.execPath,
-    ["--import", "tsx", "src/cli.ts", "serve", "--db", pgServer.readerUrl("reex_retail"), "--server.port", String(port), "--policy.model", model, "--policy.gpu", "cpu", "--agent.maxTokens", "64"],
+    [
+      "--import",
+      "tsx",
+      "src/cli.ts",
+      "serve",
+      "--db",
+      pgServer.readerUrl("reex_retail"),
+      "--server.port",
+      String(port),
+      "--policy.model",
+      model,
+      "--policy.gpu",
+      "cpu",
+      "--agent.maxTokens",
+      "64",
+    ],
     { env: { ...env(), REEX_SQL_POSTGRES: `clinic-pg=${fromEnv}`, REEX_SERVER_LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   serve.stdout!.on("data", (c: Buffer) => (seen += c.toString()));
@@ -106,7 +126,15 @@ describe("reex serve with PostgreSQL sources", () => {
     const { status, body } = await get("/v1/sql", {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ database: "reex_retail", question: "How many customers live in Germany?", strategy: "linear", candidates: 2, maxInteractions: 1, seed: 3, includeTrace: true }),
+      body: JSON.stringify({
+        database: "reex_retail",
+        question: "How many customers live in Germany?",
+        strategy: "linear",
+        candidates: 2,
+        maxInteractions: 1,
+        seed: 3,
+        includeTrace: true,
+      }),
     });
     expect(status).toBe(200);
     expect(body.candidates).toHaveLength(2);
@@ -125,7 +153,11 @@ describe("reex serve with PostgreSQL sources", () => {
   });
 
   it("answers a bad database with DB_NOT_FOUND and exposes metrics, and no output anywhere holds the password or the server address", async () => {
-    const missing = await get("/v1/sql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: "nope", question: "x" }) });
+    const missing = await get("/v1/sql", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ database: "nope", question: "x" }),
+    });
     expect(missing.body.code).toBe("DB_NOT_FOUND");
     await get("/metrics");
     await get("/readyz");
@@ -142,7 +174,21 @@ describe("reex mcp and reex exec with --db postgres://", () => {
     let stderr = "";
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: ["--import", "tsx", "src/cli.ts", "mcp", "--no-examples", "--db", pgServer.readerUrl("reex_music"), "--policy.model", model, "--policy.gpu", "cpu", "--agent.maxTokens", "48"],
+      args: [
+        "--import",
+        "tsx",
+        "src/cli.ts",
+        "mcp",
+        "--no-examples",
+        "--db",
+        pgServer.readerUrl("reex_music"),
+        "--policy.model",
+        model,
+        "--policy.gpu",
+        "cpu",
+        "--agent.maxTokens",
+        "48",
+      ],
       env: { ...env(), REEX_SQL_DATA_DIR: join(dir, "mcp-data") },
       stderr: "pipe",
     });
@@ -172,7 +218,22 @@ describe("reex mcp and reex exec with --db postgres://", () => {
     const result = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const p = spawn(
         process.execPath,
-        ["--import", "tsx", "src/cli.ts", "ask", "--db", pgServer.readerUrl("reex_retail"), "--model", model, "--strategy", "greedy", "--max-interactions", "1", "--json", "How many customers live in Germany?"],
+        [
+          "--import",
+          "tsx",
+          "src/cli.ts",
+          "ask",
+          "--db",
+          pgServer.readerUrl("reex_retail"),
+          "--model",
+          model,
+          "--strategy",
+          "greedy",
+          "--max-interactions",
+          "1",
+          "--json",
+          "How many customers live in Germany?",
+        ],
         { env: { ...env(), REEX_SQL_DATA_DIR: join(dir, "ask-data"), REEX_AGENT_MAX_TOKENS: "48", REEX_POLICY_GPU: "cpu" } },
       );
       let out = "";

@@ -86,10 +86,18 @@ const OUTSIDE = [
 ];
 
 async function checksums(): Promise<Record<string, string>> {
-  const tables = (await admin.query("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY relname")).rows.map((r) => r.relname as string);
+  const tables = (
+    await admin.query(
+      "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY relname",
+    )
+  ).rows.map((r) => r.relname as string);
   const out: Record<string, string> = {};
   for (const t of tables) out[t] = (await admin.query(`SELECT md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) AS h FROM "${t}" AS x`)).rows[0].h;
-  out["~schema"] = (await admin.query("SELECT md5(string_agg(table_name || '.' || column_name || ':' || data_type, ',' ORDER BY 1)) AS h FROM information_schema.columns WHERE table_schema = 'public'")).rows[0].h;
+  out["~schema"] = (
+    await admin.query(
+      "SELECT md5(string_agg(table_name || '.' || column_name || ':' || data_type, ',' ORDER BY 1)) AS h FROM information_schema.columns WHERE table_schema = 'public'",
+    )
+  ).rows[0].h;
   out["~roles"] = (await admin.query("SELECT string_agg(rolname, ',' ORDER BY rolname) AS h FROM pg_roles")).rows[0].h;
   return out;
 }
@@ -99,7 +107,14 @@ beforeAll(async () => {
   await loadExamples(server);
   admin = new pg.Client({ connectionString: server.adminUrlOf("reex_retail") });
   await admin.connect();
-  source = new PostgresSource({ url: server.adminUrlOf("reex_retail"), name: "retail", poolSize: 3, timeoutMs: 1500, maxRows: 500, maxResultBytes: 2 * 1024 * 1024 });
+  source = new PostgresSource({
+    url: server.adminUrlOf("reex_retail"),
+    name: "retail",
+    poolSize: 3,
+    timeoutMs: 1500,
+    maxRows: 500,
+    maxResultBytes: 2 * 1024 * 1024,
+  });
 });
 
 afterAll(async () => {
@@ -147,8 +162,15 @@ test("runaway queries are stopped by the timeout and huge results by the row and
     expect(r, sql).toMatchObject({ ok: false, error: { code: "SQL_TIMEOUT", category: "timeout" } });
     expect(performance.now() - started, sql).toBeLessThan(1500 + 4000);
   }
-  expect(await source.execute("SELECT a.order_id, b.order_id, c.order_id FROM orders a, orders b, orders c")).toMatchObject({ ok: true, rowCount: 500, truncated: true });
-  expect(await source.execute("SELECT repeat(md5(g::text), 2000) FROM generate_series(1, 400) AS g")).toMatchObject({ ok: false, error: { code: "SQL_RUNTIME", message: expect.stringMatching(/larger than 2 MiB/) } });
+  expect(await source.execute("SELECT a.order_id, b.order_id, c.order_id FROM orders a, orders b, orders c")).toMatchObject({
+    ok: true,
+    rowCount: 500,
+    truncated: true,
+  });
+  expect(await source.execute("SELECT repeat(md5(g::text), 2000) FROM generate_series(1, 400) AS g")).toMatchObject({
+    ok: false,
+    error: { code: "SQL_RUNTIME", message: expect.stringMatching(/larger than 2 MiB/) },
+  });
 });
 
 test("after the corpus the pool is healthy: no reex query still runs on the server and parallel reads answer", async () => {

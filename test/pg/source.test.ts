@@ -91,7 +91,9 @@ describe("the transaction layer alone (parser check skipped)", () => {
 
 describe("values compared by SQLite's rules", () => {
   test("numerics, dates, booleans, arrays and NULLs come back as the cells SQLite gives for the same data", async () => {
-    const r = await retail.execute("SELECT 1.50::numeric, 2::numeric, DATE '2024-01-02', NULL::int, true, false, ARRAY[1, 2], 9007199254740993::int8, 2.5::float8, 'x'::varchar");
+    const r = await retail.execute(
+      "SELECT 1.50::numeric, 2::numeric, DATE '2024-01-02', NULL::int, true, false, ARRAY[1, 2], 9007199254740993::int8, 2.5::float8, 'x'::varchar",
+    );
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.rows[0]).toEqual([1.5, 2, "2024-01-02", null, 1, 0, "[1,2]", 9007199254740993n, 2.5, "x"]);
@@ -108,7 +110,8 @@ describe("values compared by SQLite's rules", () => {
     const lite = new ExecutorPool({ workers: 1 });
     const sources = new Map<string, PostgresSource>([["retail", retail]]);
     try {
-      for (const db of ["clinic", "music"]) sources.set(db, await openPostgresSource({ url: server.readerUrl(`reex_${db}`), name: `${db}-pg`, snapshotDir: snapshots }));
+      for (const db of ["clinic", "music"])
+        sources.set(db, await openPostgresSource({ url: server.readerUrl(`reex_${db}`), name: `${db}-pg`, snapshotDir: snapshots }));
       let compared = 0;
       for (const q of exampleQuestions()) {
         const onPg = await sources.get(q.db_id)!.execute(q.SQL);
@@ -121,10 +124,11 @@ describe("values compared by SQLite's rules", () => {
       expect(compared).toBeGreaterThanOrEqual(35);
     } finally {
       await lite.close();
-      for (const [db, s] of sources) if (db !== "retail") {
-        await s.close();
-        unregisterSource(s.key);
-      }
+      for (const [db, s] of sources)
+        if (db !== "retail") {
+          await s.close();
+          unregisterSource(s.key);
+        }
     }
   });
 });
@@ -139,7 +143,12 @@ describe("the loop's view of the database", () => {
     expect(customers.sql).toMatch(/^-- people who signed up\nCREATE TABLE "customers"/);
     expect(customers.rowCount).toBeGreaterThan(0);
     expect(schema.foreignKeys).toContainEqual({ table: "orders", column: "customer_id", refTable: "customers", refColumn: "customer_id" });
-    expect(schema.tables.find((t) => t.name === "order_items")!.columns.filter((c) => c.primaryKey).map((c) => c.name)).toEqual(["order_id", "product_id"]);
+    expect(
+      schema.tables
+        .find((t) => t.name === "order_items")!
+        .columns.filter((c) => c.primaryKey)
+        .map((c) => c.name),
+    ).toEqual(["order_id", "product_id"]);
     expect(renderSchema(schema)).toMatch(/customers\.tier \( text \| comment : loyalty tier/);
   });
 
@@ -199,7 +208,10 @@ describe("the loop's view of the database", () => {
 describe("secrets", () => {
   test("a refused login or a missing database is DB_UNREACHABLE naming only the display name", async () => {
     const wrong = server.readerUrl("reex_retail").replace(server.readerPassword, "not-the-password-123");
-    await expect(openPostgresSource({ url: wrong, name: "shop" })).rejects.toMatchObject({ code: "DB_UNREACHABLE", message: expect.stringMatching(/"shop" is unreachable: the login was refused/) });
+    await expect(openPostgresSource({ url: wrong, name: "shop" })).rejects.toMatchObject({
+      code: "DB_UNREACHABLE",
+      message: expect.stringMatching(/"shop" is unreachable: the login was refused/),
+    });
     const missing = server.readerUrl("no_such_db");
     const err = await openPostgresSource({ url: missing, name: "gone" }).catch((e: Error) => e);
     expect(err).toMatchObject({ code: "DB_UNREACHABLE", message: expect.stringMatching(/does not exist/) });

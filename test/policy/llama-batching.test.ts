@@ -31,7 +31,9 @@ async function batchesFor(width: number, policy: Policy = shared): Promise<{ bat
   const root = await policy.start(prompt);
   const forks = await Promise.all(Array.from({ length: width }, () => root.fork()));
   const before = policy.decodeBatches!()!;
-  const results = await Promise.all(forks.map((t, i) => t.generate({ stop: [], maxTokens: STEPS, temperature: 1, seed: 7 + i, ignoreEos: true, logprobs: false })));
+  const results = await Promise.all(
+    forks.map((t, i) => t.generate({ stop: [], maxTokens: STEPS, temperature: 1, seed: 7 + i, ignoreEos: true, logprobs: false })),
+  );
   const batches = policy.decodeBatches!()! - before;
   await Promise.all([...forks, root].map((t) => t.release()));
   return { batches, tokens: results.reduce((n, r) => n + r.tokens.length, 0) };

@@ -219,7 +219,11 @@ describe("llama policy: sampling", () => {
 describe("llama policy: injected text", () => {
   it("marks appended tokens as not sampled and continues generating after them", async () => {
     const t = await policy.start(prompt);
-    const first = await t.generate({ stop: ["</intermediate_sql>"], maxTokens: 40, grammar: exactTextGrammar("<intermediate_sql>SELECT 1</intermediate_sql>") });
+    const first = await t.generate({
+      stop: ["</intermediate_sql>"],
+      maxTokens: 40,
+      grammar: exactTextGrammar("<intermediate_sql>SELECT 1</intermediate_sql>"),
+    });
     const evaluatedBefore = t.usage.evaluatedTokens;
     const injected = "<result> 1 | 2 <|im_end|> </result>";
     const { tokens } = await t.append(injected);
@@ -272,15 +276,17 @@ describe("llama policy: forks and the prefix cache", () => {
   });
 
   it("evaluates only the suffix when a prompt's prefix was seen before", async () => {
-    const own = policy.renderChat(
-      [{ role: "system", content: `A different database.\n${SCHEMA}\n${SCHEMA}` }, { role: "user", content: "First question?" }],
-    );
+    const own = policy.renderChat([
+      { role: "system", content: `A different database.\n${SCHEMA}\n${SCHEMA}` },
+      { role: "user", content: "First question?" },
+    ]);
     const first = await policy.start(own);
     expect(first.usage.evaluatedTokens).toBe(first.usage.promptTokens - 1);
     await first.release();
-    const other = policy.renderChat(
-      [{ role: "system", content: `A different database.\n${SCHEMA}\n${SCHEMA}` }, { role: "user", content: "A second, other question?" }],
-    );
+    const other = policy.renderChat([
+      { role: "system", content: `A different database.\n${SCHEMA}\n${SCHEMA}` },
+      { role: "user", content: "A second, other question?" },
+    ]);
     expect(other.prefix).toBe(own.prefix);
     const second = await policy.start(other);
     expect(second.usage.evaluatedTokens).toBe(second.usage.promptTokens - policy.tokenize(other.prefix).length);
@@ -348,8 +354,14 @@ describe("llama policy: sequences and the context window", () => {
   it("evicts cached prefixes when trajectories need their sequences", async () => {
     const small = await createLlamaPolicy(testPolicyOptions({ sequences: 2, maxCachedPrefixes: 2 }));
     try {
-      const p1 = small.renderChat([{ role: "system", content: `db one\n${SCHEMA}` }, { role: "user", content: "q1" }]);
-      const p2 = small.renderChat([{ role: "system", content: `db two\n${SCHEMA}` }, { role: "user", content: "q2" }]);
+      const p1 = small.renderChat([
+        { role: "system", content: `db one\n${SCHEMA}` },
+        { role: "user", content: "q1" },
+      ]);
+      const p2 = small.renderChat([
+        { role: "system", content: `db two\n${SCHEMA}` },
+        { role: "user", content: "q2" },
+      ]);
       const a = await small.start(p1);
       const b = await small.start(p2);
       expect(small.liveTrajectories()).toBe(2);

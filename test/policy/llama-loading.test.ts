@@ -32,9 +32,9 @@ describe("llama policy: loading", () => {
   it("fails with MODEL_NOT_FOUND for a missing file, a missing LoRA and an uncached URI when downloads are off", async () => {
     await expect(createLlamaPolicy(testPolicyOptions({ model: join(dir, "nope.gguf") }))).rejects.toSatisfy((e) => isReexError(e, "MODEL_NOT_FOUND"));
     await expect(createLlamaPolicy(testPolicyOptions({ lora: [join(dir, "nope-lora.gguf")] }))).rejects.toSatisfy((e) => isReexError(e, "MODEL_NOT_FOUND"));
-    await expect(
-      createLlamaPolicy(testPolicyOptions({ model: "hf:owner/repo/missing.gguf", modelsDir: dir, download: false })),
-    ).rejects.toSatisfy((e) => isReexError(e, "MODEL_NOT_FOUND"));
+    await expect(createLlamaPolicy(testPolicyOptions({ model: "hf:owner/repo/missing.gguf", modelsDir: dir, download: false }))).rejects.toSatisfy((e) =>
+      isReexError(e, "MODEL_NOT_FOUND"),
+    );
   });
 
   it("fails with MODEL_LOAD_FAILED for a file llama.cpp cannot load", async () => {

@@ -30,9 +30,7 @@ describe("llama policy: tokens and chat rendering", () => {
       { role: "system", content: system },
       { role: "user", content: "How many users?" },
     ]);
-    expect(spec.prefix + spec.suffix).toBe(
-      `<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\nHow many users?<|im_end|>\n<|im_start|>assistant\n`,
-    );
+    expect(spec.prefix + spec.suffix).toBe(`<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\nHow many users?<|im_end|>\n<|im_start|>assistant\n`);
     expect(spec.prefix).toBe(`<|im_start|>system\n${system}<|im_end|>\n<|im_start|>user\n`);
     expect(spec.parts!.prefix.map((p) => p.text).join("")).toBe(spec.prefix);
     expect(spec.parts!.suffix.map((p) => p.text).join("")).toBe(spec.suffix);

@@ -31,7 +31,11 @@ async function busy(base: Trajectory, n: number): Promise<{ trajectories: Trajec
     t.generate({ stop: [], maxTokens: 1500, temperature: 1, seed: 100 + i, signal: controller.signal, onText: () => void tokens++ }),
   );
   let finished = 0;
-  for (const run of runs) run.then(() => void finished++, () => void finished++);
+  for (const run of runs)
+    run.then(
+      () => void finished++,
+      () => void finished++,
+    );
   // Wait until the background is really generating.
   while (tokens < 3 * n) await sleep(5);
   return {

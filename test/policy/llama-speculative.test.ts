@@ -21,7 +21,8 @@ import { buildRealModel } from "../helpers/real-models.js";
 const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
 const options = { gpu: "cpu" as const, contextSize: 2048, sequences: 6, threads: 1 };
 /** A line of the example retail database's schema section, as the prompt spells it. */
-const SCHEMA_LINE = "table products , columns = [ products.product_id ( integer | primary key | values : 1 , 2 , 3 ) , products.sku ( text | values : SKU-00001 , SKU-00002 , SKU-00003 )";
+const SCHEMA_LINE =
+  "table products , columns = [ products.product_id ( integer | primary key | values : 1 , 2 , 3 ) , products.sku ( text | values : SKU-00001 , SKU-00002 , SKU-00003 )";
 
 let executor: ExecutorPool;
 
@@ -36,7 +37,11 @@ afterAll(async () => {
 /** Sums the drafting counters of trajectories' usage. */
 function drafted(ts: { usage: Trajectory["usage"] }[]): { drafted: number; accepted: number; saved: number } {
   return ts.reduce(
-    (s, t) => ({ drafted: s.drafted + (t.usage.draftedTokens ?? 0), accepted: s.accepted + (t.usage.acceptedTokens ?? 0), saved: s.saved + (t.usage.forwardPassesSaved ?? 0) }),
+    (s, t) => ({
+      drafted: s.drafted + (t.usage.draftedTokens ?? 0),
+      accepted: s.accepted + (t.usage.acceptedTokens ?? 0),
+      saved: s.saved + (t.usage.forwardPassesSaved ?? 0),
+    }),
     { drafted: 0, accepted: 0, saved: 0 },
   );
 }
@@ -99,7 +104,9 @@ describe("speculative decoding on the starter", () => {
       await root.generate({ stop: [], maxTokens: 60, grammar: exactTextGrammar(SCHEMA_LINE), temperature: 0 });
       const forks = [root, await root.fork(), await root.fork(), await root.fork()];
       try {
-        const results = await Promise.all(forks.map((f, i) => f.generate({ stop: [], maxTokens: 48, temperature: i === 0 ? 0 : 0.6, seed: 7 + i, ignoreEos: true })));
+        const results = await Promise.all(
+          forks.map((f, i) => f.generate({ stop: [], maxTokens: 48, temperature: i === 0 ? 0 : 0.6, seed: 7 + i, ignoreEos: true })),
+        );
         return { tokens: results.map((r) => r.tokens), logprobs: results.map((r) => r.logprobs), counts: drafted(forks) };
       } finally {
         await Promise.all(forks.map((f) => f.release()));
@@ -141,7 +148,10 @@ describe("speculative decoding on the starter", () => {
     expect(b.counts.accepted).toBeGreaterThan(0);
     expect(b.counts.accepted).toBeLessThan(b.counts.drafted);
     for (let pos = 0; pos < LEN; pos++) {
-      const { statistic, df } = chiSquare(a.out.map((t) => t[pos]!), b.out.map((t) => t[pos]!));
+      const { statistic, df } = chiSquare(
+        a.out.map((t) => t[pos]!),
+        b.out.map((t) => t[pos]!),
+      );
       // p < 0.001 would fail: six positions, so a false alarm once in about 170 runs
       expect(statistic, `position ${pos}`).toBeLessThan(chiSquareQuantile(df, 0.999));
     }
@@ -158,7 +168,9 @@ describe("speculative decoding on a real vocabulary (qwen2), scripted by a gramm
     dir = mkdtempSync(join(tmpdir(), "reex-speculative-"));
     dbPath = join(dir, "concerts.sqlite");
     const db = new Database(dbPath);
-    db.exec("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER); INSERT INTO singer VALUES (1, 'Ann', 'France', 31), (2, 'Bob', 'France', 42);");
+    db.exec(
+      "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER); INSERT INTO singer VALUES (1, 'Ann', 'France', 31), (2, 'Bob', 'France', 42);",
+    );
     db.close();
     // "longest-token" weights: under an exact-text grammar greedy decoding writes the text in the
     // longest tokens the vocabulary allows, so a text the model wrote twice is tokenised alike
@@ -178,11 +190,17 @@ describe("speculative decoding on a real vocabulary (qwen2), scripted by a gramm
     const probe = "SELECT name, age FROM singer WHERE country = 'France'";
     const final = "SELECT COUNT(*) FROM singer WHERE country = 'France'";
     const grammar: SegmentGrammars = {
-      first: exactTextGrammar(`${profile.think!.open}Which singers are French?${profile.think!.close}\n${profile.probe!.open}${probe}${profile.probe!.close}\n`),
+      first: exactTextGrammar(
+        `${profile.think!.open}Which singers are French?${profile.think!.close}\n${profile.probe!.open}${probe}${profile.probe!.close}\n`,
+      ),
       segment: exactTextGrammar(`${profile.think!.open}Two of them: ${probe}${profile.think!.close}\n${profile.answer.open}${final}${profile.answer.close}`),
       finalBody: exactTextGrammar(`${final}${profile.answer.close}`),
     };
-    const prompt = profile.buildPrompt({ family: profile.families[0]!, schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);", question: "How many singers are from France?" });
+    const prompt = profile.buildPrompt({
+      family: profile.families[0]!,
+      schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);",
+      question: "How many singers are from France?",
+    });
     const results = [];
     for (const policy of [plain, spec]) {
       const t = await policy.start(policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix }));

@@ -125,7 +125,13 @@ describe("remote policy against an OpenAI-compatible peer serving the tiny model
     const t = await policy.start(policy.renderChat(MESSAGES));
     try {
       const streamed: string[] = [];
-      const r = await t.generate({ stop: ["</intermediate_sql>"], maxTokens: 200, grammar: exactTextGrammar(PROBE + " and more"), seed: 3, onText: (s) => streamed.push(s) });
+      const r = await t.generate({
+        stop: ["</intermediate_sql>"],
+        maxTokens: 200,
+        grammar: exactTextGrammar(PROBE + " and more"),
+        seed: 3,
+        onText: (s) => streamed.push(s),
+      });
       expect(r.stopReason).toBe("stop");
       expect(r.stop).toBe("</intermediate_sql>");
       expect(r.text.startsWith(PROBE)).toBe(true);
@@ -437,11 +443,25 @@ describe("remote policy against an OpenAI-compatible peer serving the tiny model
   it("a linear-3 decode through createDecoder: three candidates executed and voted", async () => {
     const dbPath = makeShopDb(join(dir, "shop-decode.sqlite"));
     const executor = new ExecutorPool({ workers: 2 });
-    const decode = createDecoder({ policy, executor, promptOptions: { indexDir: join(dir, "indexes") }, grammarFor: () => choiceGrammars(SHOP_PROBES, SHOP_FINALS) });
+    const decode = createDecoder({
+      policy,
+      executor,
+      promptOptions: { indexDir: join(dir, "indexes") },
+      grammarFor: () => choiceGrammars(SHOP_PROBES, SHOP_FINALS),
+    });
     try {
       const log = eventLog();
       const answer = await decode(
-        { dbPath, question: "How many customers live in Lyon?", constrained: true, maxInteractions: 3, maxTokens: 400, seed: 5, strategy: "linear", candidates: 3 },
+        {
+          dbPath,
+          question: "How many customers live in Lyon?",
+          constrained: true,
+          maxInteractions: 3,
+          maxTokens: 400,
+          seed: 5,
+          strategy: "linear",
+          candidates: 3,
+        },
         { sink: log.sink },
       );
       expect(answer.candidates.length).toBe(3);

@@ -80,10 +80,19 @@ describe("ScriptedPolicy", () => {
 
   it("renders ChatML with parts and splits like the llama backend", () => {
     const policy = new ScriptedPolicy([]);
-    const p = policy.renderChat([{ role: "system", content: "S" }, { role: "user", content: "shared|Q" }], { sharedPrefix: "shared|" });
+    const p = policy.renderChat(
+      [
+        { role: "system", content: "S" },
+        { role: "user", content: "shared|Q" },
+      ],
+      { sharedPrefix: "shared|" },
+    );
     expect(p.prefix).toBe("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nshared|");
     expect(p.suffix).toBe("Q<|im_end|>\n<|im_start|>assistant\n");
-    expect(p.parts!.suffix).toEqual([{ text: "Q", special: false }, { text: "<|im_end|>\n<|im_start|>assistant\n", special: true }]);
+    expect(p.parts!.suffix).toEqual([
+      { text: "Q", special: false },
+      { text: "<|im_end|>\n<|im_start|>assistant\n", special: true },
+    ]);
   });
 
   it("invalidates trajectories on reload and records the reload", async () => {

@@ -33,18 +33,42 @@ const DATA = defaultDataDir();
 const WIKI: RealEntry[] = [
   {
     sql: ['SELECT TABLEalias0.NOTES_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.CURRENT_SLOGAN_FIELD = "var0" ;'],
-    sentences: [{ original: "Tell me what the notes are for South Australia ", text: "Tell me what the notes are for South Australia", "question-split": "train", "table-id": "1-100-1", variables: { var0: "SOUTH AUSTRALIA" } }],
+    sentences: [
+      {
+        original: "Tell me what the notes are for South Australia ",
+        text: "Tell me what the notes are for South Australia",
+        "question-split": "train",
+        "table-id": "1-100-1",
+        variables: { var0: "SOUTH AUSTRALIA" },
+      },
+    ],
   },
   {
-    sql: ["SELECT MAX TABLEalias0.CHAPTERS_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.COLLEGE/JUNIOR/CLUB_TEAM_FIELD = var0 AND TABLEalias0.2ND_FIELD > var1 ;"],
+    sql: [
+      "SELECT MAX TABLEalias0.CHAPTERS_FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.COLLEGE/JUNIOR/CLUB_TEAM_FIELD = var0 AND TABLEalias0.2ND_FIELD > var1 ;",
+    ],
     sentences: [
-      { original: "Most chapters for Fraternity with a 2nd above 3?", text: "x", "question-split": "train", "table-id": "1-100-1", variables: { var0: "Fraternity", var1: "3" } },
-      { original: "Most chapters for Sorority with a 2nd above 10.5?", text: "x", "question-split": "test", "table-id": "1-200-1", variables: { var0: "Sorority", var1: "10.5" } },
+      {
+        original: "Most chapters for Fraternity with a 2nd above 3?",
+        text: "x",
+        "question-split": "train",
+        "table-id": "1-100-1",
+        variables: { var0: "Fraternity", var1: "3" },
+      },
+      {
+        original: "Most chapters for Sorority with a 2nd above 10.5?",
+        text: "x",
+        "question-split": "test",
+        "table-id": "1-200-1",
+        variables: { var0: "Sorority", var1: "10.5" },
+      },
     ],
   },
   {
     sql: ["SELECT COUNT NO._FIELD FROM TABLE AS TABLEalias0 WHERE TABLEalias0.YEAR_FIELD < var0 AND TABLEalias0.FROM_FIELD = var1 ;"],
-    sentences: [{ original: "How many numbers before 1990 from Leeds?", text: "x", "question-split": "dev", "table-id": "1-300-1", variables: { var0: "1990" } }],
+    sentences: [
+      { original: "How many numbers before 1990 from Leeds?", text: "x", "question-split": "dev", "table-id": "1-300-1", variables: { var0: "1990" } },
+    ],
     variables: [
       { name: "var0", example: "1990", type: "unknown", location: "both" },
       { name: "var1", example: "Leeds", type: "unknown", location: "sql-only" },
@@ -107,7 +131,12 @@ describe("WikiSQL's SQL rewritten to SQLite", () => {
       db.close();
       again.close();
     }
-    const t = buildWikiTable("1-100-1", questions.filter((q) => q.tableId === "1-100-1"), pools, "seed");
+    const t = buildWikiTable(
+      "1-100-1",
+      questions.filter((q) => q.tableId === "1-100-1"),
+      pools,
+      "seed",
+    );
     const types = Object.fromEntries(t.columns.map((c) => [c.name, c.type]));
     expect(types).toMatchObject({ chapters: "INTEGER", col_2nd: "INTEGER", college_junior_club_team: "TEXT", notes: "TEXT" });
     const sqls = checkWikiTable(wikiDatabase(t), t).items.map((i) => i.SQL);
@@ -120,16 +149,24 @@ describe("Advising's SQL rewritten to SQLite", () => {
   it("fills placeholders (bare numbers, quoted text, inside LIKE), single-quotes strings and lower-cases names", () => {
     const sql =
       'SELECT DISTINCT COURSEalias0.NAME , COURSEalias0.NUMBER FROM COURSE AS COURSEalias0 , PROGRAM_COURSE AS PROGRAM_COURSEalias0 WHERE COURSEalias0.DEPARTMENT = "department0" AND COURSEalias0.NUMBER = number0 AND PROGRAM_COURSEalias0.CATEGORY LIKE "%requirement0%" AND COURSEalias0.NAME LIKE "%topic0%" ;';
-    expect(advisingSql(sql, { department0: "EECS", number0: "281", requirement0: "ULCS", topic0: "Rock 'n' Roll" }, new Set(["course", "program_course"]))).toBe(
+    expect(
+      advisingSql(sql, { department0: "EECS", number0: "281", requirement0: "ULCS", topic0: "Rock 'n' Roll" }, new Set(["course", "program_course"])),
+    ).toBe(
       "SELECT DISTINCT coursealias0.name, coursealias0.number FROM course AS coursealias0, program_course AS program_coursealias0 WHERE coursealias0.department = 'EECS' AND coursealias0.number = 281 AND program_coursealias0.category LIKE '%ULCS%' AND coursealias0.name LIKE '%Rock ''n'' Roll%'",
     );
   });
   it("counts distinct tuples as SQLite can: MySQL's COUNT(DISTINCT a, b, …) becomes one concatenated argument", () => {
     const sql = "SELECT COUNT( DISTINCT COURSEalias1.DEPARTMENT , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 , COURSE AS COURSEalias1 ;";
-    expect(advisingSql(sql, {}, new Set(["course"]))).toBe("SELECT COUNT(DISTINCT coursealias1.department || ' ' || coursealias0.number) FROM course AS coursealias0, course AS coursealias1");
-    expect(advisingSql("SELECT COUNT( DISTINCT COURSEalias0.DEPARTMENT , COURSEalias0.NAME , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 ;", {}, new Set(["course"]))).toBe(
-      "SELECT COUNT(DISTINCT coursealias0.department || ' ' || coursealias0.name || ' ' || coursealias0.number) FROM course AS coursealias0",
+    expect(advisingSql(sql, {}, new Set(["course"]))).toBe(
+      "SELECT COUNT(DISTINCT coursealias1.department || ' ' || coursealias0.number) FROM course AS coursealias0, course AS coursealias1",
     );
+    expect(
+      advisingSql(
+        "SELECT COUNT( DISTINCT COURSEalias0.DEPARTMENT , COURSEalias0.NAME , COURSEalias0.NUMBER ) FROM COURSE AS COURSEalias0 ;",
+        {},
+        new Set(["course"]),
+      ),
+    ).toBe("SELECT COUNT(DISTINCT coursealias0.department || ' ' || coursealias0.name || ' ' || coursealias0.number) FROM course AS coursealias0");
   });
 });
 
@@ -156,7 +193,15 @@ describe("template questions on a Spider schema", () => {
     const schema = {
       dbId: "tiny",
       tables: new Map([
-        ["person", [{ name: "person_id", type: "number", pk: true }, { name: "name", type: "text", pk: false }, { name: "home_town", type: "text", pk: false }, { name: "is_active", type: "boolean", pk: false }]],
+        [
+          "person",
+          [
+            { name: "person_id", type: "number", pk: true },
+            { name: "name", type: "text", pk: false },
+            { name: "home_town", type: "text", pk: false },
+            { name: "is_active", type: "boolean", pk: false },
+          ],
+        ],
       ]),
     };
     const { db } = spiderSynthDb(schema, "s");
@@ -172,7 +217,16 @@ describe("template questions on a Spider schema", () => {
 
 describe("the shipped data", () => {
   it("is in the repository with its licences and attribution", () => {
-    for (const f of ["wikisql.json.bz2", "wikisql-LICENSE.txt", "advising.json", "advising-schema.csv", "advising-LICENSE.txt", "spider-schema.csv", "spider-LICENSE.txt", "README.md"]) {
+    for (const f of [
+      "wikisql.json.bz2",
+      "wikisql-LICENSE.txt",
+      "advising.json",
+      "advising-schema.csv",
+      "advising-LICENSE.txt",
+      "spider-schema.csv",
+      "spider-LICENSE.txt",
+      "README.md",
+    ]) {
       expect(existsSync(join(DATA, f)), f).toBe(true);
     }
     const readme = readFileSync(join(DATA, "README.md"), "utf8");
@@ -205,7 +259,13 @@ describe("generateRealData", () => {
   afterAll(() => closeDirectConnections());
 
   it("writes databases on which every kept question runs and returns rows, in split files", () => {
-    expect(manifest.sources.wikisql).toMatchObject({ questions: 5, kept: 4, dropped: { "unparsed-sql": 1 }, databases: 3, splits: { train: 2, test: 1, dev: 1 } });
+    expect(manifest.sources.wikisql).toMatchObject({
+      questions: 5,
+      kept: 4,
+      dropped: { "unparsed-sql": 1 },
+      databases: 3,
+      splits: { train: 2, test: 1, dev: 1 },
+    });
     expect(manifest.sources.advising!.kept).toBeGreaterThan(0);
     expect(manifest.sources.spider!.databases).toBe(2);
     expect(manifest.sources.spider!.kept).toBeGreaterThan(5);
@@ -235,7 +295,10 @@ describe("generateRealData", () => {
   });
 
   it("writes three well-formed traces per train item and none for dev or test items", () => {
-    const lines = readFileSync(join(out, "train_sft.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { db_id: string; family: "execution-aware" | "standard" | "direct"; messages: { content: string }[]; response: string });
+    const lines = readFileSync(join(out, "train_sft.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { db_id: string; family: "execution-aware" | "standard" | "direct"; messages: { content: string }[]; response: string });
     const train = items.filter((i) => i.split === "train");
     expect(lines).toHaveLength(3 * train.length);
     expect(manifest.traces).toBe(lines.length);

@@ -16,10 +16,24 @@ import { ExecutorPool } from "../../src/sql/index.js";
 import { listen, makeApp, sqliteBytes, type TestApp } from "../server/helpers.js";
 
 const DATA = join(import.meta.dirname, "data");
-const lines = (file: string): string[] => readFileSync(join(DATA, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as string);
+const lines = (file: string): string[] =>
+  readFileSync(join(DATA, file), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as string);
 const SQL = lines("hostile-sql.jsonl");
 const HTTP = lines("malformed-http.jsonl");
-const TYPED = new Set(["SQL_REFUSED", "SQL_SYNTAX", "SQL_NO_SUCH_TABLE", "SQL_NO_SUCH_COLUMN", "SQL_FUNCTION", "SQL_RUNTIME", "SQL_TIMEOUT", "SQL_MEMORY_LIMIT", "BAD_REQUEST"]);
+const TYPED = new Set([
+  "SQL_REFUSED",
+  "SQL_SYNTAX",
+  "SQL_NO_SUCH_TABLE",
+  "SQL_NO_SUCH_COLUMN",
+  "SQL_FUNCTION",
+  "SQL_RUNTIME",
+  "SQL_TIMEOUT",
+  "SQL_MEMORY_LIMIT",
+  "BAD_REQUEST",
+]);
 const hash = (path: string): string => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 let t: TestApp;
@@ -35,7 +49,12 @@ beforeAll(async () => {
   executor = new ExecutorPool({ workers: 2, timeoutMs: 1000, maxQueryMemoryMB: 256 });
   t = await makeApp({ server: { rateLimitPerMinute: 0 }, deps: { executor } });
   ({ url, port } = await listen(t.app));
-  const up = await t.app.inject({ method: "POST", url: "/v1/databases?name=up", headers: { "content-type": "application/octet-stream" }, payload: sqliteBytes(t.dir) });
+  const up = await t.app.inject({
+    method: "POST",
+    url: "/v1/databases?name=up",
+    headers: { "content-type": "application/octet-stream" },
+    payload: sqliteBytes(t.dir),
+  });
   uploadId = up.json().id;
   files = (await t.registry.list()).map((e) => e.path);
   before = files.map(hash);
@@ -49,7 +68,12 @@ afterAll(async () => {
 async function rpc(session: string | undefined, body: unknown): Promise<{ status: number; text: string; session: string | null }> {
   const res = await fetch(`${url}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", ...(session ? { "mcp-session-id": session } : {}) },
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-06-18",
+      ...(session ? { "mcp-session-id": session } : {}),
+    },
     body: JSON.stringify(body),
   });
   return { status: res.status, text: await res.text(), session: res.headers.get("mcp-session-id") };
@@ -62,7 +86,12 @@ describe("the hostile corpus", () => {
   });
 
   it("every SQL input through MCP run_sql gets a typed refusal or a read-only answer, and no file changes", async () => {
-    const init = await rpc(undefined, { jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "corpus", version: "1" } } });
+    const init = await rpc(undefined, {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "corpus", version: "1" } },
+    });
     const session = init.session!;
     const outcomes: { sql: string; verdict: string }[] = [];
     let next = 0;
@@ -97,7 +126,10 @@ describe("the hostile corpus", () => {
     const run = promisify(execFile);
     const sample = SQL.filter((_, i) => i % 40 === 0);
     for (const sql of sample) {
-      const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "exec", "--json", "--timeout-ms", "1000", "--db", files[0]!, sql], { env: { ...process.env, REEX_SQL_DATA_DIR: join(t.dir, "cli") }, maxBuffer: 64 << 20 }).then(
+      const r = await run(process.execPath, ["--import", "tsx", "src/cli.ts", "exec", "--json", "--timeout-ms", "1000", "--db", files[0]!, sql], {
+        env: { ...process.env, REEX_SQL_DATA_DIR: join(t.dir, "cli") },
+        maxBuffer: 64 << 20,
+      }).then(
         (x) => x.stdout,
         (e: { stdout: string; stderr: string }) => e.stdout || e.stderr,
       );
@@ -130,7 +162,8 @@ describe("the hostile corpus", () => {
   }, 120_000);
 
   it("no answer of the corpus run contains the data folder's absolute path", async () => {
-    for (const path of ["/v1/databases", "/readyz", `/v1/databases/${uploadId}`, `/v1/databases/${t.dbId}`]) answers.push(await (await fetch(`${url}${path}`)).text());
+    for (const path of ["/v1/databases", "/readyz", `/v1/databases/${uploadId}`, `/v1/databases/${t.dbId}`])
+      answers.push(await (await fetch(`${url}${path}`)).text());
     expect(answers.length).toBeGreaterThan(SQL.length);
     const leaks = answers.filter((a) => a.includes(t.dir) || a.includes(t.config.sql.dataDir));
     expect(leaks.map((a) => a.slice(0, 200))).toEqual([]);

@@ -90,7 +90,10 @@ describe.skipIf(process.platform !== "linux")("memory bound of one query", () =>
     try {
       const id = ((await call(client, "list_databases", {})).structuredContent!.databases as { id: string }[])[0]!.id;
       await call(client, "run_sql", { database: id, sql: "SELECT 1" });
-      for (const [sql, withinMs] of [[ZEROBLOB_X8, 1000], [WIDE_ROW, 5000]] as const) {
+      for (const [sql, withinMs] of [
+        [ZEROBLOB_X8, 1000],
+        [WIDE_ROW, 5000],
+      ] as const) {
         const peak = watchPeak(transport.pid!);
         const t0 = performance.now();
         const r = await call(client, "run_sql", { database: id, sql });

@@ -37,7 +37,17 @@ describe("POST /v1/sql", () => {
     t = await makeApp({ decoding: { strategy: "tree-prune", candidates: 8 } });
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", evidence: "hint", seed: 7, maxInteractions: 3 } });
     const req = t.decoder.calls[0]!;
-    expect(req).toMatchObject({ question: "q", evidence: "hint", seed: 7, maxInteractions: 3, strategy: "tree-prune", candidates: 8, feedback: "full", schemaHints: true, constrained: false });
+    expect(req).toMatchObject({
+      question: "q",
+      evidence: "hint",
+      seed: 7,
+      maxInteractions: 3,
+      strategy: "tree-prune",
+      candidates: 8,
+      feedback: "full",
+      schemaHints: true,
+      constrained: false,
+    });
     expect(req.dbPath).toBe(t.registry.get(t.dbId).path);
     expect(req.deadlineMs).toBeGreaterThan(t.config.server.requestTimeoutMs - 1_000);
     expect(req.deadlineMs).toBeLessThanOrEqual(t.config.server.requestTimeoutMs);
@@ -54,13 +64,32 @@ describe("POST /v1/sql", () => {
     t = await makeApp();
     const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", includeTrace: true } });
     const trace = res.json().trace as { type: string }[];
-    expect(trace.map((e) => e.type)).toEqual(["branch", "token", "token", "token", "probe", "result", "branch", "branch", "token", "token", "prune", "candidate", "vote", "final"]);
+    expect(trace.map((e) => e.type)).toEqual([
+      "branch",
+      "token",
+      "token",
+      "token",
+      "probe",
+      "result",
+      "branch",
+      "branch",
+      "token",
+      "token",
+      "prune",
+      "candidate",
+      "vote",
+      "final",
+    ]);
     expect(trace[5]).toMatchObject({ type: "result", result: { rows: [[4]] } });
   });
 
   it("rejects invalid bodies with BAD_REQUEST and zod-style issues (path + message)", async () => {
     t = await makeApp({ decoding: { maxCandidates: 8 } });
-    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "", candidates: 9, maxInteractions: 51, strategy: "beam", extra: 1 } });
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/sql",
+      payload: { database: t.dbId, question: "", candidates: 9, maxInteractions: 51, strategy: "beam", extra: 1 },
+    });
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(body.code).toBe("BAD_REQUEST");

@@ -15,7 +15,14 @@ afterEach(async () => {
 describe("API keys", () => {
   it("requires a valid Bearer key on every /v1 route when keys are configured", async () => {
     t = await makeApp({ server: { apiKeys: [KEY_A, KEY_B] } });
-    const routes: [string, string][] = [["GET", "/v1/databases"], ["POST", "/v1/databases"], ["GET", `/v1/databases/${t.dbId}`], ["DELETE", "/v1/databases/x"], ["POST", "/v1/sql"], ["GET", "/v1/stream"]];
+    const routes: [string, string][] = [
+      ["GET", "/v1/databases"],
+      ["POST", "/v1/databases"],
+      ["GET", `/v1/databases/${t.dbId}`],
+      ["DELETE", "/v1/databases/x"],
+      ["POST", "/v1/sql"],
+      ["GET", "/v1/stream"],
+    ];
     for (const [method, url] of routes) {
       for (const headers of [{}, bearer("wrong-key-000000"), { authorization: "Basic abc" }]) {
         const res = await t.app.inject({ method: method as "GET", url, headers });
@@ -38,7 +45,12 @@ describe("API keys", () => {
 
   it("keeps key A's upload invisible and undeletable to key B, while path databases are shared", async () => {
     t = await makeApp({ server: { apiKeys: [KEY_A, KEY_B] } });
-    const up = await t.app.inject({ method: "POST", url: "/v1/databases?name=mine", headers: { ...bearer(KEY_A), "content-type": "application/octet-stream" }, payload: sqliteBytes(t.dir) });
+    const up = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases?name=mine",
+      headers: { ...bearer(KEY_A), "content-type": "application/octet-stream" },
+      payload: sqliteBytes(t.dir),
+    });
     expect(up.statusCode).toBe(201);
     const id = up.json().id as string;
     expect(t.registry.get(id).owner).toBe(keyIdentity(KEY_A));
@@ -48,7 +60,10 @@ describe("API keys", () => {
     expect(listA).toEqual(expect.arrayContaining([id, t.dbId]));
     expect(listB).toEqual([t.dbId]);
 
-    for (const [method, url] of [["GET", `/v1/databases/${id}`], ["DELETE", `/v1/databases/${id}`]] as const) {
+    for (const [method, url] of [
+      ["GET", `/v1/databases/${id}`],
+      ["DELETE", `/v1/databases/${id}`],
+    ] as const) {
       const res = await t.app.inject({ method, url, headers: bearer(KEY_B) });
       expect(res.statusCode).toBe(404);
       expect(res.json().code).toBe("DB_NOT_FOUND");

@@ -38,7 +38,8 @@ describe("failed authentication", () => {
 
   it("does not count requests with a valid key", async () => {
     t = await makeApp({ server: { apiKeys: [KEY], rateLimitPerMinute: 0, authFailuresPerMinute: 3 } });
-    for (let i = 0; i < 10; i++) expect((await t.app.inject({ method: "GET", url: "/v1/databases", headers: { authorization: `Bearer ${KEY}` } })).statusCode).toBe(200);
+    for (let i = 0; i < 10; i++)
+      expect((await t.app.inject({ method: "GET", url: "/v1/databases", headers: { authorization: `Bearer ${KEY}` } })).statusCode).toBe(200);
     for (let i = 0; i < 3; i++) expect((await t.app.inject({ method: "GET", url: "/v1/databases" })).statusCode).toBe(401);
     expect((await t.app.inject({ method: "GET", url: "/v1/databases" })).statusCode).toBe(429);
   });

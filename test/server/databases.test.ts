@@ -25,7 +25,12 @@ describe("/v1/databases", () => {
     const list = await t.app.inject({ method: "GET", url: "/v1/databases" });
     expect(list.statusCode).toBe(200);
     const names = (list.json().databases as { name: string; source: string; path?: string }[]).map((d) => [d.name, d.source, d.path !== undefined]);
-    expect(names).toEqual(expect.arrayContaining([["concerts", "upload", false], ["shared", "path", false]]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        ["concerts", "upload", false],
+        ["shared", "path", false],
+      ]),
+    );
     expect(list.body).not.toContain(t.dir);
 
     const one = await t.app.inject({ method: "GET", url: `/v1/databases/${created.id}` });
@@ -47,24 +52,44 @@ describe("/v1/databases", () => {
 
   it("accepts application/octet-stream uploads and names them from ?name=", async () => {
     t = await makeApp();
-    const up = await t.app.inject({ method: "POST", url: "/v1/databases?name=x", headers: { "content-type": "application/octet-stream" }, payload: sqliteBytes(t.dir) });
+    const up = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases?name=x",
+      headers: { "content-type": "application/octet-stream" },
+      payload: sqliteBytes(t.dir),
+    });
     expect(up.statusCode).toBe(201);
     expect(up.json().name).toBe("x");
   });
 
   it("rejects bytes that are not SQLite with DB_INVALID and empty uploads with BAD_REQUEST", async () => {
     t = await makeApp();
-    const bad = await t.app.inject({ method: "POST", url: "/v1/databases", headers: { "content-type": "application/octet-stream" }, payload: Buffer.from("definitely not a database, just text padding it out to one hundred bytes or so ........................................") });
+    const bad = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases",
+      headers: { "content-type": "application/octet-stream" },
+      payload: Buffer.from("definitely not a database, just text padding it out to one hundred bytes or so ........................................"),
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().code).toBe("DB_INVALID");
-    const empty = await t.app.inject({ method: "POST", url: "/v1/databases", headers: { "content-type": "application/octet-stream" }, payload: Buffer.alloc(0) });
+    const empty = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases",
+      headers: { "content-type": "application/octet-stream" },
+      payload: Buffer.alloc(0),
+    });
     expect(empty.statusCode).toBe(400);
     expect(empty.json().code).toBe("BAD_REQUEST");
   });
 
   it("rejects uploads over server.bodyLimitBytes with PAYLOAD_TOO_LARGE", async () => {
     t = await makeApp({ server: { bodyLimitBytes: 4096 } });
-    const res = await t.app.inject({ method: "POST", url: "/v1/databases", headers: { "content-type": "application/octet-stream" }, payload: Buffer.alloc(10_000, 1) });
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases",
+      headers: { "content-type": "application/octet-stream" },
+      payload: Buffer.alloc(10_000, 1),
+    });
     expect(res.statusCode).toBe(413);
     expect(res.json().code).toBe("PAYLOAD_TOO_LARGE");
   });
@@ -124,7 +149,12 @@ describe("/v1/databases", () => {
     const res = await t.app.inject({ method: "POST", url: "/v1/databases", payload: { path: 3, other: true } });
     expect(res.statusCode).toBe(400);
     expect((res.json().issues as { path: string[] }[]).map((i) => i.path.join("."))).toEqual(expect.arrayContaining(["body.path", "body"]));
-    const q = await t.app.inject({ method: "POST", url: "/v1/databases?bogus=1", headers: { "content-type": "application/octet-stream" }, payload: sqliteBytes(t.dir) });
+    const q = await t.app.inject({
+      method: "POST",
+      url: "/v1/databases?bogus=1",
+      headers: { "content-type": "application/octet-stream" },
+      payload: sqliteBytes(t.dir),
+    });
     expect(q.statusCode).toBe(400);
     expect(q.json().issues[0].path).toEqual(["query"]);
   });

@@ -30,8 +30,14 @@ describe("error mapping", () => {
     t = await makeApp({ server: { bodyLimitBytes: 2048 } });
     expectCatalogError(await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: "x", question: "q".repeat(5000) } }), "PAYLOAD_TOO_LARGE");
     expectCatalogError(await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/json" }, payload: "[1," }), "BAD_REQUEST");
-    expectCatalogError(await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/xml" }, payload: "<a/>" }), "UNSUPPORTED_MEDIA_TYPE");
-    expectCatalogError(await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/octet-stream" }, payload: Buffer.from("x") }), "BAD_REQUEST");
+    expectCatalogError(
+      await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/xml" }, payload: "<a/>" }),
+      "UNSUPPORTED_MEDIA_TYPE",
+    );
+    expectCatalogError(
+      await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/octet-stream" }, payload: Buffer.from("x") }),
+      "BAD_REQUEST",
+    );
     expectCatalogError(await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "content-type": "application/json" }, payload: "" }), "BAD_REQUEST");
   });
 

@@ -19,7 +19,11 @@ describe("health and readiness", () => {
     t = await makeApp();
     const res = await t.app.inject({ method: "GET", url: "/readyz" });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ status: "ready", policy: { backend: "scripted", model: "scripted-test", device: "cpu" }, queue: { running: 0, waiting: 0 } });
+    expect(res.json()).toMatchObject({
+      status: "ready",
+      policy: { backend: "scripted", model: "scripted-test", device: "cpu" },
+      queue: { running: 0, waiting: 0 },
+    });
   });
 
   it("GET /readyz says where the model came from when the runtime tells it, and nothing otherwise", async () => {

@@ -41,7 +41,10 @@ export class ScriptedDecoder {
   started = 0;
   finished = 0;
 
-  constructor(public stepMs = 5, public steps = 3) {}
+  constructor(
+    public stepMs = 5,
+    public steps = 3,
+  ) {}
 
   readonly decode = async (req: AnswerRequest, ctx: DecodeContext): Promise<Answer> => {
     this.calls.push(req);
@@ -86,8 +89,30 @@ export class ScriptedDecoder {
         answerable: true,
         result,
         candidates: [
-          { index: 0, path: "0.0", sql: "SELECT name FROM singer WHERE age > 30", answerable: true, result, group: 0, votes: 1, interactions: 1, meanLogprob: -0.2, text: "" },
-          { index: 1, path: "0.1", sql: null, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 1, meanLogprob: -1.1, text: "" },
+          {
+            index: 0,
+            path: "0.0",
+            sql: "SELECT name FROM singer WHERE age > 30",
+            answerable: true,
+            result,
+            group: 0,
+            votes: 1,
+            interactions: 1,
+            meanLogprob: -0.2,
+            text: "",
+          },
+          {
+            index: 1,
+            path: "0.1",
+            sql: null,
+            answerable: true,
+            group: null,
+            votes: 0,
+            error: "SQL_NO_SUCH_COLUMN: no such column: nme",
+            interactions: 1,
+            meanLogprob: -1.1,
+            text: "",
+          },
         ],
         winner: 0,
         decidedBy: "majority",
@@ -161,7 +186,15 @@ export interface TestApp {
 }
 
 /** Builds a test app; `server` overrides config.server, `deps` overrides the dependencies. */
-export async function makeApp(options: { server?: NonNullable<ConfigInput["server"]>; decoding?: NonNullable<ConfigInput["decoding"]>; agent?: NonNullable<ConfigInput["agent"]>; deps?: Partial<ServerDeps>; decoder?: ScriptedDecoder } = {}): Promise<TestApp> {
+export async function makeApp(
+  options: {
+    server?: NonNullable<ConfigInput["server"]>;
+    decoding?: NonNullable<ConfigInput["decoding"]>;
+    agent?: NonNullable<ConfigInput["agent"]>;
+    deps?: Partial<ServerDeps>;
+    decoder?: ScriptedDecoder;
+  } = {},
+): Promise<TestApp> {
   const dir = mkdtempSync(join(tmpdir(), "reex-server-"));
   const config = parseConfig({
     server: { logLevel: "info", port: 0, ...options.server },

@@ -92,7 +92,14 @@ describe("a 1,500-table database", () => {
       await pollerDone;
     }
     const healthMs = JSON.parse(pollerOut) as number[];
-    console.log("healthz ms: max", Math.max(...healthMs).toFixed(1), "p50", [...healthMs].sort((a, b) => a - b)[healthMs.length >> 1]!.toFixed(1), "n", healthMs.length);
+    console.log(
+      "healthz ms: max",
+      Math.max(...healthMs).toFixed(1),
+      "p50",
+      [...healthMs].sort((a, b) => a - b)[healthMs.length >> 1]!.toFixed(1),
+      "n",
+      healthMs.length,
+    );
     healthMs.sort((a, b) => a - b);
     expect(healthMs.length).toBeGreaterThan(10);
     // Target 100 ms (issue #31). On the shared 2-core development machine at load ~10 the slowest

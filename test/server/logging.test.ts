@@ -13,7 +13,12 @@ const SQL = "SELECT name FROM singer WHERE age > 30";
 describe("structured logs", () => {
   it("log request ids, codes and lengths, but no questions, SQL or cell values by default", async () => {
     t = await makeApp();
-    await t.app.inject({ method: "POST", url: "/v1/sql", headers: { "x-request-id": "req-42" }, payload: { database: t.dbId, question: QUESTION, evidence: "hint-text-xyz" } });
+    await t.app.inject({
+      method: "POST",
+      url: "/v1/sql",
+      headers: { "x-request-id": "req-42" },
+      payload: { database: t.dbId, question: QUESTION, evidence: "hint-text-xyz" },
+    });
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: "missing", question: QUESTION } });
     const lines = t.logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
     const answered = lines.find((l) => l.msg === "answered");

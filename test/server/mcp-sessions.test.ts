@@ -16,7 +16,12 @@ afterEach(async () => {
   t = undefined;
 });
 
-const INIT = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+const INIT = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+});
 
 async function openRaw(url: string, key: string | undefined): Promise<string> {
   const res = await fetch(`${url}/mcp`, {
@@ -33,7 +38,13 @@ async function openRaw(url: string, key: string | undefined): Promise<string> {
 async function listTools(url: string, key: string | undefined, session: string): Promise<number> {
   const res = await fetch(`${url}/mcp`, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-06-18",
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
   });
   await res.arrayBuffer();

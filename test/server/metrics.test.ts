@@ -86,8 +86,22 @@ describe("metrics", () => {
       deps: {
         decode: async (_req, ctx) => {
           ctx.sink?.({ type: "probe", path: "0", step: 1, sql: "WITH RECURSIVE ..." });
-          ctx.sink?.({ type: "result", path: "0", step: 1, result: { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "stopped" }, elapsedMs: 5000 }, feedback: "timeout" });
-          return { sql: null, answerable: false, candidates: [], winner: null, decidedBy: "none", usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
+          ctx.sink?.({
+            type: "result",
+            path: "0",
+            step: 1,
+            result: { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "stopped" }, elapsedMs: 5000 },
+            feedback: "timeout",
+          });
+          return {
+            sql: null,
+            answerable: false,
+            candidates: [],
+            winner: null,
+            decidedBy: "none",
+            usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 },
+            timings: { totalMs: 1 },
+          };
         },
       },
     });
@@ -100,9 +114,35 @@ describe("metrics", () => {
     t = await makeApp({
       deps: {
         decode: async (_req, ctx) => {
-          ctx.sink?.({ type: "candidate", path: "0", index: 0, sql: "SELECT 1", ok: false, error: "SQL_TIMEOUT: stopped after 5000 ms", errorCode: "SQL_TIMEOUT", answerable: true });
-          ctx.sink?.({ type: "candidate", path: "1", index: 1, sql: "SELECT 2", ok: false, error: "SQL_ERROR: no such column: SQL_TIMEOUT", errorCode: "SQL_ERROR", answerable: true });
-          return { sql: null, answerable: false, candidates: [], winner: null, decidedBy: "none", usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 }, timings: { totalMs: 1 } };
+          ctx.sink?.({
+            type: "candidate",
+            path: "0",
+            index: 0,
+            sql: "SELECT 1",
+            ok: false,
+            error: "SQL_TIMEOUT: stopped after 5000 ms",
+            errorCode: "SQL_TIMEOUT",
+            answerable: true,
+          });
+          ctx.sink?.({
+            type: "candidate",
+            path: "1",
+            index: 1,
+            sql: "SELECT 2",
+            ok: false,
+            error: "SQL_ERROR: no such column: SQL_TIMEOUT",
+            errorCode: "SQL_ERROR",
+            answerable: true,
+          });
+          return {
+            sql: null,
+            answerable: false,
+            candidates: [],
+            winner: null,
+            decidedBy: "none",
+            usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 },
+            timings: { totalMs: 1 },
+          };
         },
       },
     });

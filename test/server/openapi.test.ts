@@ -14,7 +14,9 @@ describe("GET /openapi.json", () => {
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/databases", "/v1/databases/{id}", "/v1/sql", "/v1/stream", "/healthz", "/readyz", "/metrics"]));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/databases", "/v1/databases/{id}", "/v1/sql", "/v1/stream", "/healthz", "/readyz", "/metrics"]),
+    );
     const req = doc.components.schemas.SqlRequest;
     expect(req.required).toEqual(["database", "question"]);
     expect(req.properties.candidates.maximum).toBe(12);

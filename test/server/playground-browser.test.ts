@@ -10,7 +10,15 @@ import { listen, makeApp, sleep, sqliteBytes, type TestApp } from "./helpers.js"
 const CHROMIUM = "/usr/bin/chromium";
 const OUTPUT = fileURLToPath(new URL("../.output/", import.meta.url));
 
-const ok = (columns: string[], rows: (string | number)[][]): ExecSuccess => ({ ok: true, columns, rows, rowCount: rows.length, truncated: false, empty: rows.length === 0, elapsedMs: 0.6 });
+const ok = (columns: string[], rows: (string | number)[][]): ExecSuccess => ({
+  ok: true,
+  columns,
+  rows,
+  rowCount: rows.length,
+  truncated: false,
+  empty: rows.length === 0,
+  elapsedMs: 0.6,
+});
 
 /** A tree-prune decode with realistic text: one root, three branches, one pruned, two agreeing candidates. */
 async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answer> {
@@ -22,14 +30,37 @@ async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answ
     }
   };
   emit({ type: "branch", path: "0", parent: null, depth: 0 });
-  await say("0", "<think>The question asks for singers older than 30; the age is in singer.age. Let me check the values first.</think>\n<probe>SELECT name, age FROM singer ORDER BY age DESC</probe>");
+  await say(
+    "0",
+    "<think>The question asks for singers older than 30; the age is in singer.age. Let me check the values first.</think>\n<probe>SELECT name, age FROM singer ORDER BY age DESC</probe>",
+  );
   emit({ type: "probe", path: "0", step: 1, sql: "SELECT name, age FROM singer ORDER BY age DESC" });
-  emit({ type: "result", path: "0", step: 1, result: ok(["name", "age"], [["Joe Sharp", 52], ["Rose White", 41], ["Timbaland", 32], ["Justin Brown", 29]]), feedback: "" });
+  emit({
+    type: "result",
+    path: "0",
+    step: 1,
+    result: ok(
+      ["name", "age"],
+      [
+        ["Joe Sharp", 52],
+        ["Rose White", 41],
+        ["Timbaland", 32],
+        ["Justin Brown", 29],
+      ],
+    ),
+    feedback: "",
+  });
   for (const p of ["0.0", "0.1", "0.2"]) emit({ type: "branch", path: p, parent: "0", depth: 1 });
   await say("0.0", "<think>Three singers are above 30.</think>\n<answer>SELECT name FROM singer WHERE age > 30</answer>");
   await say("0.1", "<probe>SELECT nme FROM singer</probe>");
   emit({ type: "probe", path: "0.1", step: 2, sql: "SELECT nme FROM singer" });
-  emit({ type: "result", path: "0.1", step: 2, result: { ok: false, error: { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message: "no such column: nme" }, elapsedMs: 0.2 }, feedback: "" });
+  emit({
+    type: "result",
+    path: "0.1",
+    step: 2,
+    result: { ok: false, error: { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message: "no such column: nme" }, elapsedMs: 0.2 },
+    feedback: "",
+  });
   emit({ type: "prune", path: "0.1", reason: "probe_error" });
   await say("0.2", "<answer>SELECT name FROM singer WHERE age >= 31</answer>");
   const winner = "SELECT name FROM singer WHERE age > 30";
@@ -44,7 +75,18 @@ async function treeDecode(_req: AnswerRequest, ctx: DecodeContext): Promise<Answ
     result,
     candidates: [
       { index: 0, path: "0.0", sql: winner, answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.1, text: "" },
-      { index: 1, path: "0.2", sql: "SELECT name FROM singer WHERE age >= 31", answerable: true, result, group: 0, votes: 2, interactions: 1, meanLogprob: -0.3, text: "" },
+      {
+        index: 1,
+        path: "0.2",
+        sql: "SELECT name FROM singer WHERE age >= 31",
+        answerable: true,
+        result,
+        group: 0,
+        votes: 2,
+        interactions: 1,
+        meanLogprob: -0.3,
+        text: "",
+      },
     ],
     winner: 0,
     decidedBy: "majority",
@@ -60,7 +102,16 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package`);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 afterAll(async () => {
@@ -133,7 +184,7 @@ describe("the playground page", () => {
     await page.close();
   });
 
-  it("with API keys on, says a key is needed in the database list and when asking, not \"pick a database\"", async () => {
+  it('with API keys on, says a key is needed in the database list and when asking, not "pick a database"', async () => {
     t = await makeApp({ server: { apiKeys: ["browser-key-0123"] }, deps: { decode: treeDecode } });
     const { url } = await listen(t.app);
     const page = await browser!.newPage();
@@ -161,7 +212,9 @@ describe("the playground page", () => {
 
   it("names the model and the server's profile in the header, never the model's path, and sends the chosen profile", async () => {
     const seen: (string | undefined)[] = [];
-    t = await makeApp({ deps: { decode: (req, ctx) => (seen.push(req.profile), treeDecode(req, ctx)), profile: { id: "omnisql", reason: "set by policy.profile" } } });
+    t = await makeApp({
+      deps: { decode: (req, ctx) => (seen.push(req.profile), treeDecode(req, ctx)), profile: { id: "omnisql", reason: "set by policy.profile" } },
+    });
     t.policy.info = { ...t.policy.info, model: "/srv/private/models/omnisql-7b.gguf", metadata: { name: "OmniSQL 7B" } };
     const { url } = await listen(t.app);
     const page = await browser!.newPage();
@@ -191,7 +244,20 @@ describe("the playground page", () => {
       return {
         sql: failing,
         answerable: true,
-        candidates: [{ index: 0, path: "0", sql: failing, answerable: true, group: null, votes: 0, error: "SQL_NO_SUCH_COLUMN: no such column: nme", interactions: 0, meanLogprob: -0.4, text: "" }],
+        candidates: [
+          {
+            index: 0,
+            path: "0",
+            sql: failing,
+            answerable: true,
+            group: null,
+            votes: 0,
+            error: "SQL_NO_SUCH_COLUMN: no such column: nme",
+            interactions: 0,
+            meanLogprob: -0.4,
+            text: "",
+          },
+        ],
         winner: 0,
         decidedBy: "fallback-logprob",
         usage: { promptTokens: 10, evaluatedTokens: 10, generatedTokens: 5 },
@@ -215,7 +281,11 @@ describe("the playground page", () => {
   });
 
   it("says when the server answers with the starter or the placeholder model, and not for a configured one", async () => {
-    for (const [origin, expected] of [["starter", "starter model"], ["placeholder", "random-weight placeholder"], ["configured", null]] as const) {
+    for (const [origin, expected] of [
+      ["starter", "starter model"],
+      ["placeholder", "random-weight placeholder"],
+      ["configured", null],
+    ] as const) {
       t = await makeApp({ deps: { decode: treeDecode, model: { origin } } });
       const { url } = await listen(t.app);
       const page = await browser!.newPage();

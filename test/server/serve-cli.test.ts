@@ -3,7 +3,9 @@ import { parseServeArgs, run } from "../../src/cli/serve.js";
 
 describe("reex serve", () => {
   it("parses --config, --section.key value, --section.key=value and bare boolean flags", () => {
-    expect(parseServeArgs(["--config", "reex.json", "--server.port", "9000", "--server.host=0.0.0.0", "--server.logSql", "--server.allowPathRegistration", "false"])).toEqual({
+    expect(
+      parseServeArgs(["--config", "reex.json", "--server.port", "9000", "--server.host=0.0.0.0", "--server.logSql", "--server.allowPathRegistration", "false"]),
+    ).toEqual({
       help: false,
       file: "reex.json",
       flags: { "server.port": "9000", "server.host": "0.0.0.0", "server.logSql": "true", "server.allowPathRegistration": "false" },

@@ -23,12 +23,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function post(agent: Agent, port: number, path: string, body: unknown): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = httpRequest({ host: "127.0.0.1", port, path, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => (text += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = httpRequest(
+      { host: "127.0.0.1", port, path, method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on("error", reject);
     req.end(data);
   });
@@ -39,14 +42,35 @@ describe("reex serve stopping past its grace period", () => {
     const model = await ensureTestModel();
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "src/cli.ts", "serve", "--server.port", "0", "--server.shutdownGraceMs", String(GRACE_MS), "--policy.model", model, "--policy.gpu", "cpu", "--policy.threads", "1", "--server.maxConcurrent", "2"],
+      [
+        "--import",
+        "tsx",
+        "src/cli.ts",
+        "serve",
+        "--server.port",
+        "0",
+        "--server.shutdownGraceMs",
+        String(GRACE_MS),
+        "--policy.model",
+        model,
+        "--policy.gpu",
+        "cpu",
+        "--policy.threads",
+        "1",
+        "--server.maxConcurrent",
+        "2",
+      ],
       { env: { ...process.env, REEX_SQL_DATA_DIR: join(dir, "data") }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c));
     child.stderr.on("data", (c: Buffer) => (out += c));
     const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)));
-    const lines = (): Record<string, any>[] => out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = (): Record<string, any>[] =>
+      out
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, any>);
     try {
       const deadline = Date.now() + 90_000;
       while (!lines().some((l) => l.msg === "reex is listening")) {
@@ -82,10 +106,15 @@ describe("reex serve stopping past its grace period", () => {
       expect(stopMs).toBeLessThan(GRACE_MS + 5000);
       for (const a of answers) expect([200, 503]).toContain(a.status);
       expect(answers.filter((a) => a.status === 503).every((a) => JSON.parse(a.body).code === "SHUTTING_DOWN")).toBe(true);
-      expect(answers.some((a) => a.status === 503), "the work outlasted the grace period").toBe(true);
+      expect(
+        answers.some((a) => a.status === 503),
+        "the work outlasted the grace period",
+      ).toBe(true);
       const logged = lines();
       expect(logged.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
-      expect(logged.map((l) => l.msg)).toEqual(expect.arrayContaining(["shutdown grace period over; aborting in-flight work", "mcp sessions closed", "runtime closed"]));
+      expect(logged.map((l) => l.msg)).toEqual(
+        expect.arrayContaining(["shutdown grace period over; aborting in-flight work", "mcp sessions closed", "runtime closed"]),
+      );
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }

@@ -17,7 +17,11 @@ const run = promisify(execFile);
 
 function cli(args: string[]): Promise<{ stdout: string; stderr: string; code: number; ms: number }> {
   const t0 = performance.now();
-  return run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], { cwd: ROOT, timeout: 120_000, env: { ...process.env, REEX_POLICY_THREADS: "1" } }).then(
+  return run(process.execPath, ["--import", "tsx", "src/cli.ts", ...args], {
+    cwd: ROOT,
+    timeout: 120_000,
+    env: { ...process.env, REEX_POLICY_THREADS: "1" },
+  }).then(
     (r) => ({ ...r, code: 0, ms: performance.now() - t0 }),
     (e: { stdout: string; stderr: string; code: number }) => ({ stdout: e.stdout, stderr: e.stderr, code: e.code, ms: performance.now() - t0 }),
   );
@@ -88,7 +92,11 @@ describe("npm start", () => {
     const builtAt = statSync(entry).mtimeMs;
     const port = await freePort();
     const t0 = performance.now();
-    const npm = spawn("npm", ["start", "--", "--server.port", String(port), "--policy.threads", "1"], { cwd: ROOT, env: { ...process.env }, stdio: ["ignore", "pipe", "pipe"] });
+    const npm = spawn("npm", ["start", "--", "--server.port", String(port), "--policy.threads", "1"], {
+      cwd: ROOT,
+      env: { ...process.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     npm.stdout.on("data", (c: Buffer) => (out += c.toString()));
     npm.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -139,7 +147,10 @@ describe("bin/reex.js", () => {
       // a stand-in for tsc that writes what a build of the new source would
       mkdirSync(join(root, "node_modules", "typescript", "bin"), { recursive: true });
       const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
-      writeFileSync(tsc, `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(join(root, "dist", "src", "cli.js"))}, 'console.log("new build");\\n');\n`);
+      writeFileSync(
+        tsc,
+        `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(join(root, "dist", "src", "cli.js"))}, 'console.log("new build");\\n');\n`,
+      );
       chmodSync(tsc, 0o755);
       const old = new Date(Date.now() - 60_000);
       utimesSync(join(root, "dist", "src", "cli.js"), old, old);

@@ -23,7 +23,23 @@ describe("GET /v1/stream", () => {
     const closed = await c.closed;
     expect(closed.code).toBe(1000);
     const types = c.messages.map((m) => m.type);
-    expect(types).toEqual(["branch", "token", "token", "token", "probe", "result", "branch", "branch", "token", "token", "prune", "candidate", "vote", "final", "done"]);
+    expect(types).toEqual([
+      "branch",
+      "token",
+      "token",
+      "token",
+      "probe",
+      "result",
+      "branch",
+      "branch",
+      "token",
+      "token",
+      "prune",
+      "candidate",
+      "vote",
+      "final",
+      "done",
+    ]);
     expect(c.messages[5]).toMatchObject({ type: "result", step: 1, result: { ok: true, rows: [[4]] } });
     const done = c.messages.at(-1) as { answer: Record<string, unknown> };
     expect(done.answer).toMatchObject({ sql: "SELECT name FROM singer WHERE age > 30", winner: 0, result: { rowCount: 2 } });
@@ -44,7 +60,11 @@ describe("GET /v1/stream", () => {
     const bad = connect(url);
     await bad.opened;
     bad.ws.send(JSON.stringify({ database: t.dbId, candidates: 0 }));
-    expect(await bad.next("error")).toMatchObject({ code: "BAD_REQUEST", terminal: true, issues: expect.arrayContaining([expect.objectContaining({ path: ["message", "question"] })]) });
+    expect(await bad.next("error")).toMatchObject({
+      code: "BAD_REQUEST",
+      terminal: true,
+      issues: expect.arrayContaining([expect.objectContaining({ path: ["message", "question"] })]),
+    });
     expect((await bad.closed).code).toBe(1008);
     const junk = connect(url);
     await junk.opened;

@@ -21,7 +21,11 @@ describe("uploads over a real port", () => {
   it("answers curl's default content type with 415 UNSUPPORTED_MEDIA_TYPE naming the accepted types", async () => {
     const { t, url } = await listening();
     // what `curl --data-binary @file.sqlite URL` sends without -H
-    const res = await fetch(`${url}/v1/databases?name=shop`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: sqliteBytes(t.dir) });
+    const res = await fetch(`${url}/v1/databases?name=shop`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: sqliteBytes(t.dir),
+    });
     expect(res.status).toBe(415);
     const body = (await res.json()) as { code: string; message: string; details: { accepted: string[] } };
     expect(body.code).toBe("UNSUPPORTED_MEDIA_TYPE");
@@ -34,7 +38,11 @@ describe("uploads over a real port", () => {
     const { t, url } = await listening();
     const bytes = sqliteBytes(t.dir);
     const up = async (name?: string): Promise<{ id: string; name: string }> => {
-      const res = await fetch(`${url}/v1/databases${name ? `?name=${name}` : ""}`, { method: "POST", headers: { "content-type": "application/octet-stream" }, body: bytes });
+      const res = await fetch(`${url}/v1/databases${name ? `?name=${name}` : ""}`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream" },
+        body: bytes,
+      });
       expect(res.status).toBe(201);
       return (await res.json()) as { id: string; name: string };
     };
@@ -43,7 +51,11 @@ describe("uploads over a real port", () => {
     expect(second.id).not.toBe(first.id);
     expect(second.name).toBe("store");
     for (const name of ["shop", "store"]) {
-      const res = await fetch(`${url}/v1/sql`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ database: name, question: "How many singers?" }) });
+      const res = await fetch(`${url}/v1/sql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ database: name, question: "How many singers?" }),
+      });
       expect(res.status, name).toBe(200);
     }
     // the same bytes again, unnamed or under their name, are the same entry
@@ -61,7 +73,11 @@ describe("uploads over a real port", () => {
       const db = new Database(path);
       db.pragma("user_version = 1");
       db.close();
-      const res = await fetch(`${url}/v1/databases?name=empty`, { method: "POST", headers: { "content-type": "application/vnd.sqlite3" }, body: (await import("node:fs")).readFileSync(path) });
+      const res = await fetch(`${url}/v1/databases?name=empty`, {
+        method: "POST",
+        headers: { "content-type": "application/vnd.sqlite3" },
+        body: (await import("node:fs")).readFileSync(path),
+      });
       expect(res.status).toBe(201);
       const body = (await res.json()) as { tables: string[]; warning?: string };
       expect(body.tables).toEqual([]);

@@ -50,11 +50,33 @@ describe("exBird", () => {
 
 describe("exSpider", () => {
   it("allows a permutation of the predicted columns", () => {
-    expect(exSpider([[1, "a"], [2, "b"]], [["a", 1], ["b", 2]])).toBe(true);
+    expect(
+      exSpider(
+        [
+          [1, "a"],
+          [2, "b"],
+        ],
+        [
+          ["a", 1],
+          ["b", 2],
+        ],
+      ),
+    ).toBe(true);
   });
 
   it("keeps rows together when permuting columns", () => {
-    expect(exSpider([[1, "a"], [2, "b"]], [["b", 1], ["a", 2]])).toBe(false);
+    expect(
+      exSpider(
+        [
+          [1, "a"],
+          [2, "b"],
+        ],
+        [
+          ["b", 1],
+          ["a", 2],
+        ],
+      ),
+    ).toBe(false);
   });
 
   it("uses bag semantics: duplicate counts matter", () => {
@@ -65,7 +87,19 @@ describe("exSpider", () => {
   it("checks row order only when asked to", () => {
     expect(exSpider([[1], [2]], [[2], [1]])).toBe(true);
     expect(exSpider([[1], [2]], [[2], [1]], { orderMatters: true })).toBe(false);
-    expect(exSpider([[1, "x"], [2, "y"]], [["x", 1], ["y", 2]], { orderMatters: true })).toBe(true);
+    expect(
+      exSpider(
+        [
+          [1, "x"],
+          [2, "y"],
+        ],
+        [
+          ["x", 1],
+          ["y", 2],
+        ],
+        { orderMatters: true },
+      ),
+    ).toBe(true);
   });
 
   it("fails on different column counts", () => {
@@ -109,14 +143,30 @@ describe("exSpider", () => {
     const pred = gold.map((r) => [r[12]!, ...r.slice(0, 12)]);
     const started = Date.now();
     expect(exSpider(pred, gold)).toBe(true);
-    expect(exSpider(pred, gold.map((r) => [...r.slice(0, 12), r[12]! + 1]))).toBe(false);
+    expect(
+      exSpider(
+        pred,
+        gold.map((r) => [...r.slice(0, 12), r[12]! + 1]),
+      ),
+    ).toBe(false);
     expect(Date.now() - started).toBeLessThan(1000);
   });
 });
 
 describe("exRefined", () => {
   it("sorts values within rows and rows, but needs the same row count", () => {
-    expect(exRefined([["a", 1], ["b", 2]], [[2, "b"], [1, "a"]])).toBe(true);
+    expect(
+      exRefined(
+        [
+          ["a", 1],
+          ["b", 2],
+        ],
+        [
+          [2, "b"],
+          [1, "a"],
+        ],
+      ),
+    ).toBe(true);
     expect(exRefined([[1], [1]], [[1]])).toBe(false);
     expect(exRefined([], [])).toBe(true);
   });
@@ -124,7 +174,18 @@ describe("exRefined", () => {
 
 describe("resultKey", () => {
   it("is equal for results equal under BIRD and different otherwise", () => {
-    expect(resultKey([[1, "a"], [2, "b"], [1, "a"]])).toBe(resultKey([[2n, "b"], [1.0, "a"]]));
+    expect(
+      resultKey([
+        [1, "a"],
+        [2, "b"],
+        [1, "a"],
+      ]),
+    ).toBe(
+      resultKey([
+        [2n, "b"],
+        [1.0, "a"],
+      ]),
+    );
     expect(resultKey([[1, "a"]])).not.toBe(resultKey([["a", 1]]));
     expect(resultKey([[1]])).not.toBe(resultKey([["1"]]));
     expect(resultKey([])).toBe(resultKey([]));

@@ -58,19 +58,39 @@ function rowsOf(result: ExecResult): unknown[][] {
 /** Queries with double quotes, each with the rows stock SQLite gives (worked out by hand). */
 const DOUBLE_QUOTED: [sql: string, rows: unknown[][], why: string][] = [
   [`SELECT Code FROM country WHERE Name = "Aruba"`, [["ABW"]], "names no column of country: a string"],
-  [`SELECT T2.Language FROM country AS T1 JOIN countrylanguage AS T2 ON T1.Code = T2.CountryCode WHERE T1.Name  =  "Aruba" ORDER BY T2.Percentage DESC LIMIT 1`, [["Papiamento"]], "Spider's style, in a join with aliases"],
+  [
+    `SELECT T2.Language FROM country AS T1 JOIN countrylanguage AS T2 ON T1.Code = T2.CountryCode WHERE T1.Name  =  "Aruba" ORDER BY T2.Percentage DESC LIMIT 1`,
+    [["Papiamento"]],
+    "Spider's style, in a join with aliases",
+  ],
   [`SELECT "nope" FROM country WHERE Code = 'NLD'`, [["nope"]], "a string in the select list"],
   [`SELECT "a""b"`, [['a"b']], "a doubled quote inside"],
   [`SELECT Code FROM country WHERE Name IN ("Chile", "Japan") ORDER BY Code`, [["CHL"], ["JPN"]], "strings in an IN list"],
   [`SELECT "Name" FROM country WHERE Code = 'CHL'`, [["Chile"]], "names a column: the column"],
   [`SELECT "Name" FROM country WHERE "Name" = "Nepal"`, [["Nepal"]], "the same quotes as column and as string"],
-  [`SELECT Name FROM country WHERE Code IN (SELECT CountryCode FROM countrylanguage WHERE Language = "Dutch") ORDER BY Name`, [["Aruba"], ["Netherlands"]], "a string in a subquery"],
-  [`SELECT Name FROM country WHERE EXISTS (SELECT 1 FROM countrylanguage WHERE CountryCode = Code AND "Name" = 'Japan')`, [["Japan"]], "names a column of the outer query: still that column"],
-  [`SELECT (SELECT count(*) FROM countrylanguage AS l WHERE l.CountryCode = c."Code") FROM country AS c WHERE c.Name = "Netherlands"`, [[2]], "a qualified quoted column in a correlated subquery"],
+  [
+    `SELECT Name FROM country WHERE Code IN (SELECT CountryCode FROM countrylanguage WHERE Language = "Dutch") ORDER BY Name`,
+    [["Aruba"], ["Netherlands"]],
+    "a string in a subquery",
+  ],
+  [
+    `SELECT Name FROM country WHERE EXISTS (SELECT 1 FROM countrylanguage WHERE CountryCode = Code AND "Name" = 'Japan')`,
+    [["Japan"]],
+    "names a column of the outer query: still that column",
+  ],
+  [
+    `SELECT (SELECT count(*) FROM countrylanguage AS l WHERE l.CountryCode = c."Code") FROM country AS c WHERE c.Name = "Netherlands"`,
+    [[2]],
+    "a qualified quoted column in a correlated subquery",
+  ],
   [`SELECT Name AS label FROM country WHERE "label" = "Chile"`, [["Chile"]], "names a result alias: the alias"],
   [`WITH x AS (SELECT Name AS n FROM country) SELECT n FROM x WHERE "n" = "Japan"`, [["Japan"]], "a CTE column and a string"],
   [`SELECT Continent, count(*) FROM country GROUP BY "Continent" HAVING "Continent" = "Asia"`, [["Asia", 2]], "GROUP BY and HAVING"],
-  [`SELECT c.Name FROM country AS c JOIN quirk AS q ON c.Code = q.code WHERE c.Name = "Aruba" ORDER BY c.Name`, [["Aruba"], ["Chile"]], "names quirk.Aruba in this join: the column, not a string"],
+  [
+    `SELECT c.Name FROM country AS c JOIN quirk AS q ON c.Code = q.code WHERE c.Name = "Aruba" ORDER BY c.Name`,
+    [["Aruba"], ["Chile"]],
+    "names quirk.Aruba in this join: the column, not a string",
+  ],
   [`SELECT "Aruba" FROM quirk ORDER BY code`, [["Aruba"], ["Chile"], ["Holland"]], "a column literally named Aruba"],
 ];
 
@@ -84,7 +104,10 @@ describe("double-quoted strings behave as in stock SQLite", () => {
 
   it("still fails a quoted name that is qualified, or that names two columns", async () => {
     expect(await pool.execute(db, `SELECT country."nope" FROM country`)).toMatchObject({ ok: false, error: { code: "SQL_NO_SUCH_COLUMN" } });
-    expect(await pool.execute(db, `SELECT "code" FROM country JOIN quirk ON 1`)).toMatchObject({ ok: false, error: { code: "SQL_NO_SUCH_COLUMN", message: expect.stringMatching(/ambiguous/) } });
+    expect(await pool.execute(db, `SELECT "code" FROM country JOIN quirk ON 1`)).toMatchObject({
+      ok: false,
+      error: { code: "SQL_NO_SUCH_COLUMN", message: expect.stringMatching(/ambiguous/) },
+    });
   });
 
   it("reads a view that the user's stock SQLite wrote with a double-quoted string", async () => {
@@ -105,7 +128,12 @@ describe("double-quoted strings behave as in stock SQLite", () => {
   });
 
   it.skipIf(!existsSync(PYTHON))("gives the rows or the failure that stock SQLite (Python's sqlite3) gives", async () => {
-    const sqls = [...DOUBLE_QUOTED.map(([sql]) => sql), `SELECT country."nope" FROM country`, `SELECT "code" FROM country JOIN quirk ON 1`, `SELECT Name FROM country WHERE Name = "Peru"`];
+    const sqls = [
+      ...DOUBLE_QUOTED.map(([sql]) => sql),
+      `SELECT country."nope" FROM country`,
+      `SELECT "code" FROM country JOIN quirk ON 1`,
+      `SELECT Name FROM country WHERE Name = "Peru"`,
+    ];
     const script = [
       "import json, sqlite3, sys",
       "con = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True)",
@@ -115,7 +143,10 @@ describe("double-quoted strings behave as in stock SQLite", () => {
       "    except sqlite3.Error as e: out.append({'ok': False, 'message': str(e)})",
       "print(json.dumps(out))",
     ].join("\n");
-    const stock = JSON.parse(execFileSync(PYTHON, ["-c", script, db], { input: JSON.stringify(sqls), encoding: "utf8" })) as { ok: boolean; rows?: unknown[][] }[];
+    const stock = JSON.parse(execFileSync(PYTHON, ["-c", script, db], { input: JSON.stringify(sqls), encoding: "utf8" })) as {
+      ok: boolean;
+      rows?: unknown[][];
+    }[];
     for (const [i, sql] of sqls.entries()) {
       const ours = await pool.execute(db, sql);
       expect(ours.ok, sql).toBe(stock[i]!.ok);
@@ -233,7 +264,9 @@ describe("the extension's build script (run by npm install and the Dockerfile)",
 
   it("fails, leaving no file behind, when there is no C compiler", () => {
     const root = bareRoot();
-    expect(() => execFileSync("bash", [join(root, "scripts", "build-sqlite-dqs.sh")], { cwd: root, stdio: "pipe", env: { ...process.env, CC: "/nonexistent/cc" } })).toThrow();
+    expect(() =>
+      execFileSync("bash", [join(root, "scripts", "build-sqlite-dqs.sh")], { cwd: root, stdio: "pipe", env: { ...process.env, CC: "/nonexistent/cc" } }),
+    ).toThrow();
     const cache = join(root, "node_modules", ".cache", "reex-sqlite");
     expect(existsSync(cache) ? readdirSync(cache) : []).toEqual([]);
   });

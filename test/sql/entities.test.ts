@@ -75,7 +75,9 @@ describe("extractEntities", () => {
   });
 
   it("does not count CTE names as tables and walks CTE bodies", () => {
-    const e = entities("WITH big AS (SELECT stadium_id, name FROM stadium WHERE capacity > 50000) SELECT big.name, c.year FROM big JOIN concert c ON c.stadium_id = big.stadium_id");
+    const e = entities(
+      "WITH big AS (SELECT stadium_id, name FROM stadium WHERE capacity > 50000) SELECT big.name, c.year FROM big JOIN concert c ON c.stadium_id = big.stadium_id",
+    );
     expect(e.tables).toEqual(["concert", "stadium"]);
     expect(e.columns).toEqual(["concert.stadium_id", "concert.year", "stadium.capacity", "stadium.name", "stadium.stadium_id"]);
   });
@@ -91,9 +93,7 @@ describe("extractEntities", () => {
   });
 
   it("handles compound selects, USING joins, CAST and output aliases", () => {
-    const e = entities(
-      "SELECT CAST(age AS TEXT) AS year FROM singer UNION SELECT year FROM concert JOIN singer_in_concert USING (concert_id) ORDER BY year",
-    );
+    const e = entities("SELECT CAST(age AS TEXT) AS year FROM singer UNION SELECT year FROM concert JOIN singer_in_concert USING (concert_id) ORDER BY year");
     expect(e.tables).toEqual(["concert", "singer", "singer_in_concert"]);
     expect(e.columns).toEqual(["concert.concert_id", "concert.year", "singer.age", "singer_in_concert.concert_id"]);
   });

@@ -28,7 +28,18 @@ function rowsOf(result: ExecResult): unknown[][] {
 describe("executor pool answers queries off the event loop", () => {
   it("returns columns, rows and flags in the ExecResult shape", async () => {
     const r = await pool.execute(db, "SELECT id, name FROM t WHERE id <= 3 ORDER BY id");
-    expect(r).toMatchObject({ ok: true, columns: ["id", "name"], rows: [[1, "name1"], [2, ""], [3, "name3"]], rowCount: 3, truncated: false, empty: false });
+    expect(r).toMatchObject({
+      ok: true,
+      columns: ["id", "name"],
+      rows: [
+        [1, "name1"],
+        [2, ""],
+        [3, "name3"],
+      ],
+      rowCount: 3,
+      truncated: false,
+      empty: false,
+    });
     expect(r.elapsedMs).toBeGreaterThanOrEqual(0);
   });
 
@@ -159,7 +170,9 @@ describe("executor limits the size of what crosses the process boundary", () => 
     try {
       const big = await small.execute(db, "SELECT zeroblob(2 * 1024 * 1024)");
       expect(big).toMatchObject({ ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: expect.stringMatching(/larger than 1 MiB/) } });
-      const many = await small.execute(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 2000) SELECT printf('%01000d', x) FROM c", { maxRows: 5000 });
+      const many = await small.execute(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 2000) SELECT printf('%01000d', x) FROM c", {
+        maxRows: 5000,
+      });
       expect(many).toMatchObject({ ok: false, error: { code: "SQL_RUNTIME" } });
       expect(await small.execute(db, "SELECT length(zeroblob(2 * 1024 * 1024))")).toMatchObject({ ok: true, rows: [[2097152]] });
     } finally {

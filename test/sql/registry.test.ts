@@ -127,11 +127,21 @@ describe("DatabaseRegistry", () => {
     const kept = await first.registerPath(db);
     const gone = await first.registerPath(other);
     const upload = await first.registerBytes(readFileSync(db), { owner: "key-a" });
-    expect(new DatabaseRegistry({ dataDir }).list().map((e) => e.id).sort()).toEqual([kept.id, gone.id, upload.id].sort());
+    expect(
+      new DatabaseRegistry({ dataDir })
+        .list()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([kept.id, gone.id, upload.id].sort());
     rmSync(other);
     const seen: string[] = [];
     const second = new DatabaseRegistry({ dataDir, onWarning: (m) => seen.push(m) });
-    expect(second.list().map((e) => e.id).sort()).toEqual([kept.id, upload.id].sort());
+    expect(
+      second
+        .list()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([kept.id, upload.id].sort());
     expect(second.get(upload.id)).toEqual(upload);
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatch(new RegExp(gone.id));
@@ -172,14 +182,29 @@ describe("DatabaseRegistry", () => {
     const theirs = await registry.registerBytes(bytes, { owner: "key-b" });
     const shared = await registry.registerBytes(Buffer.concat([bytes]), { name: "shared" });
     expect(new Set([mine.id, theirs.id, shared.id]).size).toBe(3);
-    expect(registry.list("key-a").map((e) => e.id).sort()).toEqual([mine.id, shared.id].sort());
-    expect(registry.list().map((e) => e.id).sort()).toEqual([mine.id, theirs.id, shared.id].sort());
+    expect(
+      registry
+        .list("key-a")
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([mine.id, shared.id].sort());
+    expect(
+      registry
+        .list()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([mine.id, theirs.id, shared.id].sort());
     expect(() => registry.get(theirs.id, "key-a")).toThrow(expect.objectContaining({ code: "DB_NOT_FOUND" }));
     expect(registry.get(mine.id, "key-a").owner).toBe("key-a");
     await expect(registry.remove(theirs.id, "key-a")).rejects.toMatchObject({ code: "DB_NOT_FOUND" });
     await expect(registry.remove(shared.id, "key-a")).rejects.toMatchObject({ code: "FORBIDDEN" });
     await registry.remove(mine.id, "key-a");
-    expect(registry.list("key-b").map((e) => e.id).sort()).toEqual([theirs.id, shared.id].sort());
+    expect(
+      registry
+        .list("key-b")
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([theirs.id, shared.id].sort());
   });
 
   it("confines path registration to allowedRoots, following symlinks", async () => {

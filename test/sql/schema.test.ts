@@ -149,7 +149,9 @@ describe("schema text", () => {
     expect(text.split("\n\n")).toEqual([
       "CREATE TABLE stadium (stadium_id INTEGER PRIMARY KEY, name TEXT NOT NULL, capacity INT);",
       'CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, "Birth Place" TEXT, bio TEXT);',
-      expect.stringMatching(/^CREATE TABLE concert \(concert_id INTEGER PRIMARY KEY, stadium_id INTEGER REFERENCES stadium \(stadium_id\), year TEXT,\s+FOREIGN KEY \(concert_id\) REFERENCES singer\);$/),
+      expect.stringMatching(
+        /^CREATE TABLE concert \(concert_id INTEGER PRIMARY KEY, stadium_id INTEGER REFERENCES stadium \(stadium_id\), year TEXT,\s+FOREIGN KEY \(concert_id\) REFERENCES singer\);$/,
+      ),
     ]);
   });
 });
@@ -159,7 +161,12 @@ describe("schemaPrompt", () => {
     const s = loadSchema(concerts);
     const full = renderSchema(s);
     expect(schemaPrompt(s).text).toBe(full);
-    expect(schemaPrompt(s, { question: "singers", tokenBudget: 10_000 })).toEqual({ text: full, tables: ["stadium", "singer", "concert"], omittedTables: [], omittedColumns: [] });
+    expect(schemaPrompt(s, { question: "singers", tokenBudget: 10_000 })).toEqual({
+      text: full,
+      tables: ["stadium", "singer", "concert"],
+      omittedTables: [],
+      omittedColumns: [],
+    });
   });
 
   it("keeps the tables a question needs out of 300, with the join path between them, within the budget", () => {

@@ -7,7 +7,8 @@ const RUNS = join(import.meta.dirname, "../../models/starter-eval.json");
 describe("the model card's eval runs (models/starter-eval.json)", () => {
   it("is a valid --runs file with the issue's rows: three SFT families, GRPO greedy and voting, the ablations", () => {
     const runs = readRunSpecs(RUNS);
-    const row = (family: string, strategy: string, model: RegExp) => runs.some((r) => r.promptFamily === family && r.strategy === strategy && model.test(r.model ?? ""));
+    const row = (family: string, strategy: string, model: RegExp) =>
+      runs.some((r) => r.promptFamily === family && r.strategy === strategy && model.test(r.model ?? ""));
     expect(row("direct", "greedy", /sft\.gguf$/)).toBe(true);
     expect(row("standard", "greedy", /sft\.gguf$/)).toBe(true);
     expect(row("execution-aware", "greedy", /sft\.gguf$/)).toBe(true);

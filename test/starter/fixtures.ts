@@ -31,7 +31,10 @@ export function microFixture(name: string): Promise<MicroFixture> {
     const sftPath = join(synthDir, "train_sft.jsonl");
     const vocab = trainTokenizer(corpusTexts(sftPath), { vocabSize: 800 });
     const modelPath = join(dir, "micro.gguf");
-    await writeFileAtomic(modelPath, buildStarterModel(vocab, { layers: 1, embedding: 32, heads: 2, kvHeads: 2, feedForward: 64, contextLength: 1024 }, { seed: 5 }));
+    await writeFileAtomic(
+      modelPath,
+      buildStarterModel(vocab, { layers: 1, embedding: 32, heads: 2, kvHeads: 2, feedForward: 64, contextLength: 1024 }, { seed: 5 }),
+    );
     return { dir, sftPath, modelPath, vocab };
   })();
   return fixture;

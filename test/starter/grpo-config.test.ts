@@ -58,7 +58,16 @@ describe("which GRPO checkpoint the starter ships", () => {
     expect(pickStep(curve, [10, 20, 30, 40], "best-or-start")).toEqual({ step: 0, ex: 0.4 });
     const better = [...curve, { step: 50, ex: 0.45 }];
     expect(pickStep(better, [10, 20, 30, 40, 50], "best-or-start")).toEqual({ step: 50, ex: 0.45 });
-    expect(pickStep([{ step: 0, ex: 0.3 }, { step: 10, ex: 0.3 }], [10], "best-or-start")).toEqual({ step: 0, ex: 0.3 });
+    expect(
+      pickStep(
+        [
+          { step: 0, ex: 0.3 },
+          { step: 10, ex: 0.3 },
+        ],
+        [10],
+        "best-or-start",
+      ),
+    ).toEqual({ step: 0, ex: 0.3 });
   });
 
   it("falls back to the last step when nothing was evaluated, or when asked for the last step", () => {

@@ -65,10 +65,18 @@ describe("tokenizeRecord on a real trace", () => {
     expect(t.tokens.at(-1)).toBe(fx.vocab.special["<|im_end|>"]);
     expect(t.mask.at(-1)).toBe(1);
     const injected = t.tokens.filter((_, i) => t.mask[i] === 0);
-    const blocks = splitResponse(rec.response).filter((p) => p.injected).map((p) => p.text).join("");
+    const blocks = splitResponse(rec.response)
+      .filter((p) => p.injected)
+      .map((p) => p.text)
+      .join("");
     expect(tok.detokenize(injected)).toBe(blocks);
     // the model-written text is every other token, in order
     const written = t.tokens.slice(0, -1).filter((_, i) => t.mask[i] === 1);
-    expect(tok.detokenize(written)).toBe(splitResponse(rec.response).filter((p) => !p.injected).map((p) => p.text).join(""));
+    expect(tok.detokenize(written)).toBe(
+      splitResponse(rec.response)
+        .filter((p) => !p.injected)
+        .map((p) => p.text)
+        .join(""),
+    );
   });
 });

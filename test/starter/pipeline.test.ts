@@ -89,7 +89,11 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     expect(existsSync(join(dir, "sft.gguf"))).toBe(false);
 
     const report = await makeStarterModel({ ...opts, from: join(src, "shipped.gguf"), sftMore: { minutes: 0, steps: 1, lr: 1e-3 }, command: "from" });
-    expect(report.from).toEqual({ path: join(src, "shipped.gguf"), sha256: sha(join(src, "shipped.gguf")), bytes: readFileSync(join(src, "shipped.gguf")).length });
+    expect(report.from).toEqual({
+      path: join(src, "shipped.gguf"),
+      sha256: sha(join(src, "shipped.gguf")),
+      bytes: readFileSync(join(src, "shipped.gguf")).length,
+    });
     expect(report.sft).toBeNull();
     expect(report.shape).toMatchObject({ layers: 1, embedding: 32, heads: 2, feedForward: 64 });
     expect(report.vocabSize).toBe(earlier.vocabSize);
@@ -116,7 +120,16 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     await makeStarterModel({ ...opts, command: "first" });
     // what a GPU machine without Node runs: the trainer alone, on the work folder's records
     const log = join(dir, "elsewhere.jsonl");
-    await runSft({ model: join(dir, "sft.gguf"), data: join(dir, "sft_tokens.jsonl"), out: join(dir, "elsewhere.gguf"), steps: 2, lr: 5e-4, evalFrac: 0, threads: 1, log });
+    await runSft({
+      model: join(dir, "sft.gguf"),
+      data: join(dir, "sft_tokens.jsonl"),
+      out: join(dir, "elsewhere.gguf"),
+      steps: 2,
+      lr: 5e-4,
+      evalFrac: 0,
+      threads: 1,
+      log,
+    });
     const before = sha(join(dir, "sft.gguf"));
 
     const report = await makeStarterModel({ ...opts, importSft: { model: join(dir, "elsewhere.gguf"), log }, command: "import" });
@@ -141,7 +154,13 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
   it("mixes real questions into the tokenizer's text and the SFT records, and with prepareOnly stops at the initial model for a stage trained elsewhere", async () => {
     const dir = join(STARTER_OUT, "pipeline-real");
     rmSync(dir, { recursive: true, force: true });
-    const opts: StarterOptions = { ...base, workDir: dir, out: join(dir, "shipped.gguf"), dbs: 2, real: { sources: ["wikisql", "spider"], wikisqlTables: 12, spiderDatabases: 2 } };
+    const opts: StarterOptions = {
+      ...base,
+      workDir: dir,
+      out: join(dir, "shipped.gguf"),
+      dbs: 2,
+      real: { sources: ["wikisql", "spider"], wikisqlTables: 12, spiderDatabases: 2 },
+    };
     const prepared = await makeStarterModel({ ...opts, prepareOnly: true, command: "prepare" });
     const lines = (path: string): string[] => readFileSync(path, "utf8").split("\n").filter(Boolean);
     const mixed = lines(prepared.real!.trainSft);

@@ -17,13 +17,15 @@ const hasTorch = ((): boolean => {
   }
 })();
 
-const hasCuda = hasTorch && ((): boolean => {
-  try {
-    return execFileSync(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], { encoding: "utf8" }).trim() === "True";
-  } catch {
-    return false;
-  }
-})();
+const hasCuda =
+  hasTorch &&
+  ((): boolean => {
+    try {
+      return execFileSync(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], { encoding: "utf8" }).trim() === "True";
+    } catch {
+      return false;
+    }
+  })();
 
 describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
   let fx: MicroFixture;
@@ -48,7 +50,9 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       "packs = make_packs(recs, 100000, True)",
       "print(len(recs), len(packs), max(len(p.suffixes) for p in packs), packing_max_diff(m, recs))",
     ].join("\n");
-    const out = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    const out = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" })
+      .trim()
+      .split(" ");
     const [n, packs, most, diff] = out.map(Number);
     expect(n).toBe(records);
     expect(packs).toBe(3); // one database × 3 families, one row each
@@ -66,7 +70,9 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       `a, b, c = read_records(${JSON.stringify(tokens)}), read_records(${JSON.stringify(gz)}), read_records(${JSON.stringify(xz)})`,
       "print(len(a), len(b), len(c), a == b and a == c)",
     ].join("\n");
-    const [plain, zipped, xzed, same] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    const [plain, zipped, xzed, same] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" })
+      .trim()
+      .split(" ");
     expect(Number(plain)).toBe(records);
     expect(Number(zipped)).toBe(records);
     expect(Number(xzed)).toBe(records);
@@ -75,7 +81,22 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
 
   it("lowers the loss under bf16 autocast, keeping f32 weights, and takes the reference attention off CUDA", async () => {
     const events: SftEvent[] = [];
-    await runSft({ model: fx.modelPath, data: tokens, out: join(fx.dir, "amp.gguf"), steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1, amp: "bf16", attention: "auto", onEvent: (e) => events.push(e) });
+    await runSft({
+      model: fx.modelPath,
+      data: tokens,
+      out: join(fx.dir, "amp.gguf"),
+      steps: 3,
+      lr: 3e-3,
+      warmup: 0,
+      schedule: "constant",
+      batchTokens: 100_000,
+      evalFrac: 0,
+      logEvery: 1,
+      threads: 1,
+      amp: "bf16",
+      attention: "auto",
+      onEvent: (e) => events.push(e),
+    });
     const start = events.find((e) => e.event === "start")!;
     expect(start.amp).toBe("bf16");
     expect((start.attention as { impl: string }).impl).toBe(hasCuda ? "sdpa" : "eager");
@@ -95,7 +116,22 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     execFileSync(PYTHON, ["-c", zero], { env: { ...process.env, PYTHONPATH: learnerDir() } });
     const out = join(fx.dir, "reinit.gguf");
     const events: SftEvent[] = [];
-    await runSft({ model: zeroed, data: tokens, out, steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1, reinit: 0.02, outType: "f32", onEvent: (e) => events.push(e) });
+    await runSft({
+      model: zeroed,
+      data: tokens,
+      out,
+      steps: 3,
+      lr: 3e-3,
+      warmup: 0,
+      schedule: "constant",
+      batchTokens: 100_000,
+      evalFrac: 0,
+      logEvery: 1,
+      threads: 1,
+      reinit: 0.02,
+      outType: "f32",
+      onEvent: (e) => events.push(e),
+    });
     const losses = events.filter((e) => e.event === "step").map((e) => Number(e.loss));
     expect(losses[2]!).toBeLessThan(losses[0]!);
     const stats = [
@@ -104,7 +140,10 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       "w = m.layers[0].attn_q.weight",
       "print(float(w.std()), float(m.output_norm.weight.mean()))",
     ].join("\n");
-    const [std, norm] = execFileSync(PYTHON, ["-c", stats], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ").map(Number);
+    const [std, norm] = execFileSync(PYTHON, ["-c", stats], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" })
+      .trim()
+      .split(" ")
+      .map(Number);
     expect(std).toBeGreaterThan(0.015);
     expect(std).toBeLessThan(0.03);
     expect(norm).toBeGreaterThan(0.9);
@@ -117,7 +156,9 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       "db = recs[0].db",
       "print(db, len(weighted(recs, {}, [(db[:3], 3.0)])), len(weighted(recs, {}, [('zzz', 3.0)])), len(weighted(recs, {'direct': 0.0}, [('zzz', 5.0), (db, 2.0)])))",
     ].join("\n");
-    const [db, tripled, untouched, mixed] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" }).trim().split(" ");
+    const [db, tripled, untouched, mixed] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" })
+      .trim()
+      .split(" ");
     expect(db!.length).toBeGreaterThan(3);
     expect(Number(tripled)).toBe(3 * records);
     expect(Number(untouched)).toBe(records);
@@ -156,12 +197,23 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
 
   it.skipIf(hasCuda)("refuses a CUDA device when PyTorch sees none, writing nothing", async () => {
     const out = join(fx.dir, "never.gguf");
-    await expect(runSft({ model: fx.modelPath, data: tokens, out, steps: 1, threads: 1, device: "cuda" })).rejects.toThrow(/--device cuda: PyTorch sees no CUDA device/);
+    await expect(runSft({ model: fx.modelPath, data: tokens, out, steps: 1, threads: 1, device: "cuda" })).rejects.toThrow(
+      /--device cuda: PyTorch sees no CUDA device/,
+    );
     expect(existsSync(out)).toBe(false);
   });
 
   it("builds the trainer's command line", () => {
-    const a = sftArgs({ model: "m.gguf", data: "d.jsonl", out: "o.gguf", minutes: 5, sharePrefix: false, familyWeights: { direct: 0.2 }, dbWeights: { retail_like: 3 }, device: "auto" });
+    const a = sftArgs({
+      model: "m.gguf",
+      data: "d.jsonl",
+      out: "o.gguf",
+      minutes: 5,
+      sharePrefix: false,
+      familyWeights: { direct: 0.2 },
+      dbWeights: { retail_like: 3 },
+      device: "auto",
+    });
     expect(a.join(" ")).toContain("--db-weight retail_like=3");
     expect(a.join(" ")).toContain("--device auto");
     expect(a.slice(0, 2)).toEqual(["-m", "reex_learner.sft_train"]);

@@ -79,7 +79,10 @@ describe("synthetic data: layout and determinism", () => {
   });
 
   it("writes the BIRD layout with exactly BIRD's fields", () => {
-    for (const [file, items] of [[SYNTH_FILES.train, a.train], [SYNTH_FILES.dev, a.dev]] as const) {
+    for (const [file, items] of [
+      [SYNTH_FILES.train, a.train],
+      [SYNTH_FILES.dev, a.dev],
+    ] as const) {
       const rows = JSON.parse(readFileSync(join(dirA, file), "utf8")) as Record<string, unknown>[];
       expect(rows.length).toBe(items.length);
       expect(rows.length).toBeGreaterThan(0);
@@ -110,7 +113,9 @@ describe("synthetic data: layout and determinism", () => {
           expect(n).toBeLessThanOrEqual(200);
         }
         const fks = tables.flatMap((t) => db.prepare(`SELECT * FROM pragma_foreign_key_list('${t}')`).all());
-        const refs = DOMAINS.find((d) => d.name === info.domain)!.tables.flatMap((t) => t.columns).filter((c) => c.kind === "ref").length;
+        const refs = DOMAINS.find((d) => d.name === info.domain)!
+          .tables.flatMap((t) => t.columns)
+          .filter((c) => c.kind === "ref").length;
         expect(fks.length).toBe(refs);
         expect(refs).toBeGreaterThanOrEqual(tables.length - 1);
         expect(db.pragma("foreign_key_check")).toEqual([]);
@@ -141,7 +146,9 @@ describe("synthetic data: layout and determinism", () => {
     try {
       const r = generateSynth(dir, { seed: SEED, dbs: 24, devEvery: 5, traces: false });
       const held = r.databases.filter((d) => d.split === "dev" && !d.heldOutDomain);
-      expect(held.map((d) => d.dbId)).toEqual(r.databases.filter((_, i) => i % 5 === 4 && !DEFAULT_DEV_DOMAINS.includes(r.databases[i]!.domain)).map((d) => d.dbId));
+      expect(held.map((d) => d.dbId)).toEqual(
+        r.databases.filter((_, i) => i % 5 === 4 && !DEFAULT_DEV_DOMAINS.includes(r.databases[i]!.domain)).map((d) => d.dbId),
+      );
       expect(held.length).toBeGreaterThan(0);
       for (const d of held) expect(DEFAULT_DEV_DOMAINS).not.toContain(d.domain);
       const trainDbs = new Set(r.train.map((q) => q.db_id));
@@ -188,7 +195,8 @@ describe("synthetic data: questions", () => {
       if (q.encoded) flagged++;
       // a value stored differently from how the question names it always changes the answer
       const hidden = q.lookups.filter(
-        (l) => (l.kind === "value" && l.literal !== sqlString(l.text)) || (l.kind === "flag" && l.encoding !== "10") || (l.kind === "date" && l.encoding !== "iso"),
+        (l) =>
+          (l.kind === "value" && l.literal !== sqlString(l.text)) || (l.kind === "flag" && l.encoding !== "10") || (l.kind === "date" && l.encoding !== "iso"),
       );
       if (hidden.length > 0) expect(q.encoded, `${q.question} | ${q.SQL}`).toBe(true);
     }
@@ -211,7 +219,10 @@ describe("synthetic data: questions", () => {
   it("uses the templates' SQL shapes: joins, GROUP BY, HAVING, nesting, ORDER BY LIMIT", () => {
     const sqls = all().map((q) => q.SQL);
     for (const re of [/INNER JOIN/, /GROUP BY/, /HAVING COUNT/, /\(SELECT/, /ORDER BY .* LIMIT 1/, /CAST\(SUM\(CASE WHEN/]) {
-      expect(sqls.some((s) => re.test(s)), String(re)).toBe(true);
+      expect(
+        sqls.some((s) => re.test(s)),
+        String(re),
+      ).toBe(true);
     }
   });
 });

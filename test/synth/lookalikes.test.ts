@@ -84,9 +84,7 @@ describe("synthetic data: example look-alikes", () => {
   it("names look-alikes exactly as the examples on request, with the same rows and nothing else changed", () => {
     expect(exact.manifest.lookalikeExact).toBe(1);
     for (const d of plain.databases) expect(sha(synthDbPath(exact.outDir, d.dbId))).toBe(sha(d.path));
-    const exampleTables = new Map(
-      EXAMPLE_DATABASES.map((e) => [`${e.dbId}_like`, new Set([...e.ddl.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]!))]),
-    );
+    const exampleTables = new Map(EXAMPLE_DATABASES.map((e) => [`${e.dbId}_like`, new Set([...e.ddl.matchAll(/CREATE TABLE (\w+)/g)].map((m) => m[1]!))]));
     for (const [k, d] of exact.databases.slice(DBS).entries()) {
       const varied = withLookalikes.databases[DBS + k]!;
       const tables = d.signature.split(";").map((t) => t.slice(0, t.indexOf("(")));

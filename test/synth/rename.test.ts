@@ -75,7 +75,10 @@ describe("synthetic data: renamed identifiers", () => {
     for (const d of plain.databases.filter((x) => x.split === "train")) {
       const before = tablesOf(d.path).flatMap((t) => [t.name, ...t.columns]);
       const after = tablesOf(synthDbPath(renamed.outDir, d.dbId)).flatMap((t) => [t.name, ...t.columns]);
-      renamedNames.set(d.dbId, after.filter((n, j) => n !== before[j]));
+      renamedNames.set(
+        d.dbId,
+        after.filter((n, j) => n !== before[j]),
+      );
     }
     const items = renamed.train.filter((i) => (renamedNames.get(i.db_id) ?? []).some((n) => new RegExp(`\\b${n}\\b`).test(i.SQL)));
     expect(items.length).toBeGreaterThan(5);

@@ -4,7 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, buildSegmentGrammars, checkIdentifiers, extractFinal, formatCheck, formatFeedback, normalizeSql, runRollout, segments, type SchemaNames } from "../../src/agent/index.js";
+import {
+  buildPrompt,
+  buildSegmentGrammars,
+  checkIdentifiers,
+  extractFinal,
+  formatCheck,
+  formatFeedback,
+  normalizeSql,
+  runRollout,
+  segments,
+  type SchemaNames,
+} from "../../src/agent/index.js";
 import { unwrapSql } from "../../src/agent/testing.js";
 import type { PromptFamily } from "../../src/decoding/types.js";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
@@ -168,7 +179,11 @@ describe("SFT traces", () => {
     for (const r of sample) {
       const response = r.response;
       const policy = new ScriptedPolicy((ctx) => (response.startsWith(ctx.text) ? response.slice(ctx.text.length) : ""));
-      const out = await runRollout(policy, { messages: r.messages, sharedPrefix: "" }, { executor, dbPath: synthDbPath(dir, r.db_id), family: r.family, maxTokens: 100_000 });
+      const out = await runRollout(
+        policy,
+        { messages: r.messages, sharedPrefix: "" },
+        { executor, dbPath: synthDbPath(dir, r.db_id), family: r.family, maxTokens: 100_000 },
+      );
       expect(out.text).toBe(response);
       expect(out.stopReason).toBe("final");
       expect(out.interactions).toBe(r.family === "execution-aware" ? probeRounds(response).length : 0);
@@ -199,7 +214,11 @@ describe("SFT traces under the constrained-decoding grammars", () => {
       let g = byDb.get(r.db_id);
       if (!g) {
         const n = names(path);
-        g = { "execution-aware": buildSegmentGrammars(n, "execution-aware"), standard: buildSegmentGrammars(n, "standard"), direct: buildSegmentGrammars(n, "direct") };
+        g = {
+          "execution-aware": buildSegmentGrammars(n, "execution-aware"),
+          standard: buildSegmentGrammars(n, "standard"),
+          direct: buildSegmentGrammars(n, "direct"),
+        };
         byDb.set(r.db_id, g);
       }
       const grammars = g[r.family];

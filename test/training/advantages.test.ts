@@ -5,7 +5,13 @@ const EPS = 1e-6;
 
 describe("group advantages", () => {
   it("standardises each group by its own mean and population std", () => {
-    const { advantages, zeroVarianceGroups, groupMeans, groupStds } = computeAdvantages([[1, 3], [0, 0, 6]], "group");
+    const { advantages, zeroVarianceGroups, groupMeans, groupStds } = computeAdvantages(
+      [
+        [1, 3],
+        [0, 0, 6],
+      ],
+      "group",
+    );
     expect(groupMeans).toEqual([2, 2]);
     expect(groupStds[0]).toBe(1);
     expect(groupStds[1]).toBeCloseTo(Math.sqrt(8), 12);
@@ -25,7 +31,14 @@ describe("group advantages", () => {
 
 describe("batch advantages", () => {
   it("centres on the group mean and scales by the std of all centred rewards of the batch", () => {
-    const r = computeAdvantages([[1, 3], [0, 4], [7, 7]], "batch");
+    const r = computeAdvantages(
+      [
+        [1, 3],
+        [0, 4],
+        [7, 7],
+      ],
+      "batch",
+    );
     // centred: [-1, 1], [-2, 2], [0, 0]; batch std = sqrt((1 + 1 + 4 + 4 + 0 + 0) / 6)
     const std = Math.sqrt(10 / 6);
     expect(r.advantages[0]![1]).toBeCloseTo(1 / (std + EPS), 12);
@@ -35,7 +48,13 @@ describe("batch advantages", () => {
   });
 
   it("is all zeros when every group has zero variance", () => {
-    const r = computeAdvantages([[2, 2], [3, 3]], "batch");
+    const r = computeAdvantages(
+      [
+        [2, 2],
+        [3, 3],
+      ],
+      "batch",
+    );
     expect(r.advantages.flat()).toEqual([0, 0, 0, 0]);
     expect(r.zeroVarianceGroups).toBe(2);
   });
@@ -43,7 +62,13 @@ describe("batch advantages", () => {
 
 describe("no scaling (Dr.GRPO)", () => {
   it("only subtracts the group mean", () => {
-    const r = computeAdvantages([[1, 3, 8], [4, 4]], "none");
+    const r = computeAdvantages(
+      [
+        [1, 3, 8],
+        [4, 4],
+      ],
+      "none",
+    );
     expect(r.advantages[0]).toEqual([-3, -1, 4]);
     expect(r.advantages[1]).toEqual([0, 0]);
     expect(r.zeroVarianceGroups).toBe(1);

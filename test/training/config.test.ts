@@ -13,16 +13,32 @@ describe("training config", () => {
     expect(c.model).toBe("/base/m.gguf");
     expect(c.runDir).toBe("/base/run");
     expect(c.data).toMatchObject({ dataset: "/base/q.json", dbRoot: "/base/dbs", offset: 0, layout: "auto" });
-    expect(c).toMatchObject({ steps: 50, groupSize: 8, temperature: 1, maxInteractions: 10, learningRate: 2e-6, clip: 0.2, klBeta: 0.001, advantage: "group", checkpointEvery: 10 });
+    expect(c).toMatchObject({
+      steps: 50,
+      groupSize: 8,
+      temperature: 1,
+      maxInteractions: 10,
+      learningRate: 2e-6,
+      clip: 0.2,
+      klBeta: 0.001,
+      advantage: "group",
+      checkpointEvery: 10,
+    });
     expect(c.reward).toMatchObject({ preset: "maxtune", exploration: true, exRule: "bird" });
   });
 
   it("rejects unknown keys, bad presets and a missing section for the mode, with issue paths", () => {
     const base = { model: "m.gguf", runDir: "run", data: { dataset: "q.json", dbRoot: "dbs" } };
-    expect(() => parseTrainConfig({ ...base, stpes: 3 }, "grpo")).toThrow(expect.objectContaining({ code: "CONFIG_INVALID", issues: [expect.objectContaining({ path: [] })] }));
-    expect(() => parseTrainConfig({ ...base, reward: { preset: "best" } }, "grpo")).toThrow(expect.objectContaining({ issues: [expect.objectContaining({ path: ["reward", "preset"] })] }));
+    expect(() => parseTrainConfig({ ...base, stpes: 3 }, "grpo")).toThrow(
+      expect.objectContaining({ code: "CONFIG_INVALID", issues: [expect.objectContaining({ path: [] })] }),
+    );
+    expect(() => parseTrainConfig({ ...base, reward: { preset: "best" } }, "grpo")).toThrow(
+      expect.objectContaining({ issues: [expect.objectContaining({ path: ["reward", "preset"] })] }),
+    );
     expect(() => parseTrainConfig({ ...base, reward: { weights: { speed: 1 } } }, "grpo")).toThrow(expect.objectContaining({ code: "CONFIG_INVALID" }));
-    expect(() => parseTrainConfig({ ...base, temperature: 0 }, "grpo")).toThrow(expect.objectContaining({ issues: [expect.objectContaining({ path: ["temperature"] })] }));
+    expect(() => parseTrainConfig({ ...base, temperature: 0 }, "grpo")).toThrow(
+      expect.objectContaining({ issues: [expect.objectContaining({ path: ["temperature"] })] }),
+    );
     expect(() => parseTrainConfig(base, "sft")).toThrow(/sft\.traces/);
     expect(() => parseTrainConfig({ model: "m", runDir: "r" }, "grpo")).toThrow(/needs `data`/);
   });

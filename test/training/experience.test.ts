@@ -35,7 +35,18 @@ describe("experience files", () => {
     const lines = readFileSync(file, "utf8").trim().split("\n");
     expect(lines).toHaveLength(2);
     expect(Object.keys(JSON.parse(lines[0]!))).toEqual(
-      expect.arrayContaining(["prompt_tokens", "tokens", "mask", "old_logprobs", "advantage", "reward", "components", "truncated", "interactions", "question_id"]),
+      expect.arrayContaining([
+        "prompt_tokens",
+        "tokens",
+        "mask",
+        "old_logprobs",
+        "advantage",
+        "reward",
+        "components",
+        "truncated",
+        "interactions",
+        "question_id",
+      ]),
     );
     expect(await readExperience(file)).toEqual(records);
   });

@@ -17,9 +17,23 @@ export interface TrainingFixture {
 export const GOLD = "SELECT name FROM singer WHERE country = 'France'";
 
 export const QUESTIONS = [
-  { question_id: 1, db_id: "concerts", question: "Names of the singers from France?", evidence: "France refers to country = 'France'", SQL: GOLD, difficulty: "simple" },
+  {
+    question_id: 1,
+    db_id: "concerts",
+    question: "Names of the singers from France?",
+    evidence: "France refers to country = 'France'",
+    SQL: GOLD,
+    difficulty: "simple",
+  },
   { question_id: 2, db_id: "concerts", question: "How many singers are there?", evidence: "", SQL: "SELECT COUNT(*) FROM singer", difficulty: "simple" },
-  { question_id: 3, db_id: "concerts", question: "Names of concerts in 2015?", evidence: "", SQL: "SELECT concert_name FROM concert WHERE year = 2015", difficulty: "simple" },
+  {
+    question_id: 3,
+    db_id: "concerts",
+    question: "Names of concerts in 2015?",
+    evidence: "",
+    SQL: "SELECT concert_name FROM concert WHERE year = 2015",
+    difficulty: "simple",
+  },
 ];
 
 /** Writes the concerts database (BIRD layout) and a questions file. */

@@ -28,8 +28,15 @@ const PROBE = "SELECT DISTINCT country FROM singer";
 /** What each rollout of a group writes, by the order its trajectory first generates: turn i is written after i results. */
 const VARIANTS: string[][] = [
   [`<think>check the countries</think>\n<intermediate_sql>${PROBE}</intermediate_sql>`, `<think>France it is</think>\n<final_sql>${GOLD}</final_sql>`],
-  [`<think>check</think>\n<intermediate_sql>${PROBE}</intermediate_sql>`, `<think>Spain?</think>\n<final_sql>SELECT name FROM singer WHERE country = 'Spain'</final_sql>`],
-  [`<think>a</think>\n<intermediate_sql>${PROBE}</intermediate_sql>`, `<think>again</think>\n<intermediate_sql>${PROBE.toLowerCase()};</intermediate_sql>`, `<think>ok</think>\n<final_sql>${GOLD}</final_sql>`],
+  [
+    `<think>check</think>\n<intermediate_sql>${PROBE}</intermediate_sql>`,
+    `<think>Spain?</think>\n<final_sql>SELECT name FROM singer WHERE country = 'Spain'</final_sql>`,
+  ],
+  [
+    `<think>a</think>\n<intermediate_sql>${PROBE}</intermediate_sql>`,
+    `<think>again</think>\n<intermediate_sql>${PROBE.toLowerCase()};</intermediate_sql>`,
+    `<think>ok</think>\n<final_sql>${GOLD}</final_sql>`,
+  ],
   [`<think>no need to look</think>\n<final_sql>SELECT name FROM singer WHERE</final_sql>`],
 ];
 
@@ -52,12 +59,21 @@ function expectedMask(text: string): (0 | 1)[] {
   return mask;
 }
 
-const question: TrainingQuestion = { questionId: 1, dbPath: "", question: "Names of the singers from France?", evidence: "France refers to country = 'France'", goldSql: GOLD };
+const question: TrainingQuestion = {
+  questionId: 1,
+  dbPath: "",
+  question: "Names of the singers from France?",
+  evidence: "France refers to country = 'France'",
+  goldSql: GOLD,
+};
 
 describe("rollout groups", () => {
   it("samples G rollouts through the agent, masks injected <result> tokens, and scores each", async () => {
     const policy = scripted();
-    const group = await runGroup({ ...question, dbPath: fx.dbPath }, { policy, executor: pool, promptFor: prompts.promptFor, groupSize: 4, maxInteractions: 5, maxTokens: 600 });
+    const group = await runGroup(
+      { ...question, dbPath: fx.dbPath },
+      { policy, executor: pool, promptFor: prompts.promptFor, groupSize: 4, maxInteractions: 5, maxTokens: 600 },
+    );
     expect(group.rollouts).toHaveLength(4);
     const byFinal = group.rollouts.map((r) => r.rollout.finalSql);
     expect(byFinal).toEqual([GOLD, "SELECT name FROM singer WHERE country = 'Spain'", GOLD, "SELECT name FROM singer WHERE"]);
@@ -87,7 +103,14 @@ describe("rollout groups", () => {
 
   it("assigns group-scaled advantages and writes learner records with mask, log-probs and prompt tokens", async () => {
     const policy = scripted();
-    const batch = await collectStep([{ ...question, dbPath: fx.dbPath }], { policy, executor: pool, promptFor: prompts.promptFor, groupSize: 4, maxTokens: 600, scaling: "group" });
+    const batch = await collectStep([{ ...question, dbPath: fx.dbPath }], {
+      policy,
+      executor: pool,
+      promptFor: prompts.promptFor,
+      groupSize: 4,
+      maxTokens: 600,
+      scaling: "group",
+    });
     expect(batch.zeroVarianceGroups).toBe(0);
     const rollouts = batch.groups[0]!.rollouts;
     const rewards = rollouts.map((r) => r.reward.total);

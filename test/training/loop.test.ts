@@ -3,7 +3,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { parseTrainConfig, runTraining, type TrainConfig, type TrainMode } from "../../src/training/index.js";
-import { latestCheckpoint, learnerArgs, createLearnerStep, readExperience, readMetrics, scheduleFor, sftRecord, splitInjected, type LearnerRequest, type LearnerStep } from "../../src/training/testing.js";
+import {
+  latestCheckpoint,
+  learnerArgs,
+  createLearnerStep,
+  readExperience,
+  readMetrics,
+  scheduleFor,
+  sftRecord,
+  splitInjected,
+  type LearnerRequest,
+  type LearnerStep,
+} from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;
@@ -104,7 +115,12 @@ describe("the training loop (scripted policy, fake learner)", () => {
     expect(rows[3]!.heldout_ex).not.toBeNull();
 
     expect(readdirSync(join(runDir, "checkpoints")).sort()).toEqual([
-      "step-000002.gguf", "step-000002.json", "step-000002.optim", "step-000003.gguf", "step-000003.json", "step-000003.optim",
+      "step-000002.gguf",
+      "step-000002.json",
+      "step-000002.optim",
+      "step-000003.gguf",
+      "step-000003.json",
+      "step-000003.optim",
     ]);
     expect(readFileSync(join(runDir, "checkpoints", "step-000002.gguf"), "utf8")).toBe("weights-2");
     expect(readdirSync(join(runDir, "models"))).toEqual(["step-000003.gguf"]);
@@ -148,7 +164,15 @@ describe("the training loop (scripted policy, fake learner)", () => {
     const runDir = join(fx.dir, "run-sft");
     const traces = join(fx.dir, "traces.jsonl");
     const resp = "<think>t</think>\n<intermediate_sql>SELECT 1</intermediate_sql><result>\n1\n</result>\n<final_sql>SELECT 1</final_sql>";
-    writeFileSync(traces, [{ prompt: "Q: one?\n", response: resp, question_id: "a" }, { messages: [{ role: "user", content: "two?" }], response: "<final_sql>SELECT 2</final_sql>" }].map((t) => JSON.stringify(t)).join("\n"));
+    writeFileSync(
+      traces,
+      [
+        { prompt: "Q: one?\n", response: resp, question_id: "a" },
+        { messages: [{ role: "user", content: "two?" }], response: "<final_sql>SELECT 2</final_sql>" },
+      ]
+        .map((t) => JSON.stringify(t))
+        .join("\n"),
+    );
     const requests: LearnerRequest[] = [];
     const result = await runTraining(config(runDir, { data: undefined, eval: undefined, sft: { traces, endOfTurn: "<E>" }, steps: 2 }, "sft"), {
       mode: "sft",
@@ -198,7 +222,18 @@ describe("training helpers", () => {
 
   it("passes the loop's settings to the learner command line", () => {
     const c = config(join(fx.dir, "x"), { klBeta: 0.01, maskTruncated: true, learner: { device: "cpu", extraArgs: ["--shuffle"] } });
-    const args = learnerArgs({ mode: "grpo", step: 5, model: "a.gguf", experience: "e.jsonl", out: "b.gguf", ref: "r.gguf", metricsFile: "m.json", logFile: "l", optimizerState: "o.pt", config: c });
+    const args = learnerArgs({
+      mode: "grpo",
+      step: 5,
+      model: "a.gguf",
+      experience: "e.jsonl",
+      out: "b.gguf",
+      ref: "r.gguf",
+      metricsFile: "m.json",
+      logFile: "l",
+      optimizerState: "o.pt",
+      config: c,
+    });
     expect(args.slice(0, 3)).toEqual(["-m", "reex_learner", "step"]);
     const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
     expect(flag("--model")).toBe("a.gguf");
@@ -216,7 +251,9 @@ describe("training helpers", () => {
     mkdirSync(root, { recursive: true });
     const step = createLearnerStep({ root });
     const c = config(join(fx.dir, "y"));
-    await expect(step({ mode: "grpo", step: 1, model, experience: "e", out: "o", metricsFile: "m", logFile: join(fx.dir, "l"), optimizerState: "o.pt", config: c })).rejects.toMatchObject({
+    await expect(
+      step({ mode: "grpo", step: 1, model, experience: "e", out: "o", metricsFile: "m", logFile: join(fx.dir, "l"), optimizerState: "o.pt", config: c }),
+    ).rejects.toMatchObject({
       code: "LEARNER_FAILED",
       message: expect.stringContaining("bash scripts/install-learner-deps.sh"),
     });
@@ -229,7 +266,9 @@ describe("training helpers", () => {
     writeFileSync(join(root, "src", "training", "learner", "reex_learner", "__init__.py"), "import reex_missing_dependency_xyz\n");
     const step = createLearnerStep({ root });
     const c = config(join(fx.dir, "z"), { learner: { python: "python3" } });
-    await expect(step({ mode: "grpo", step: 1, model, experience: "e", out: "o", metricsFile: "m", logFile: join(fx.dir, "l2"), optimizerState: "o.pt", config: c })).rejects.toMatchObject({
+    await expect(
+      step({ mode: "grpo", step: 1, model, experience: "e", out: "o", metricsFile: "m", logFile: join(fx.dir, "l2"), optimizerState: "o.pt", config: c }),
+    ).rejects.toMatchObject({
       code: "LEARNER_FAILED",
       message: expect.stringMatching(/reex_missing_dependency_xyz[\s\S]*install-learner-deps/),
     });

@@ -40,13 +40,24 @@ function skyrl(probes: string[], final: string): string {
 }
 
 async function score(text: string, profile: typeof reexProfile, spec: RewardSpec = { preset: "maxtune" }, family?: "execution-aware" | "standard" | "direct") {
-  return scoreResponse({ response: text, profile, ...(family ? { family } : {}), goldSql: GOLD, dbPath: fx.dbPath }, spec, { executor, goldCache: new GoldCache() });
+  return scoreResponse({ response: text, profile, ...(family ? { family } : {}), goldSql: GOLD, dbPath: fx.dbPath }, spec, {
+    executor,
+    goldCache: new GoldCache(),
+  });
 }
 
 describe("rewards under a model profile", () => {
   it("gives a well-formed SkyRL-SQL response format 1 under skyrl-sql and a ReEx-tag response 0", async () => {
     const own = await score(skyrl([PROBE], GOLD), skyrlSqlProfile);
-    expect(own.facts).toMatchObject({ profile: "skyrl-sql", family: "execution-aware", formatOk: true, softFormatOk: true, finalSql: GOLD, correct: true, interactions: 1 });
+    expect(own.facts).toMatchObject({
+      profile: "skyrl-sql",
+      family: "execution-aware",
+      formatOk: true,
+      softFormatOk: true,
+      finalSql: GOLD,
+      correct: true,
+      interactions: 1,
+    });
     expect(own.reward.components).toEqual({ format: 1, em: 1, exec: 2, entity: 1, exploration: 1 });
     expect(own.reward.total).toBe(12);
 
@@ -103,7 +114,10 @@ describe("rewards under a model profile", () => {
   });
 
   it("refuses a prompt family the profile does not support", async () => {
-    await expect(score(skyrl([], GOLD), skyrlSqlProfile, {}, "direct")).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family') });
+    await expect(score(skyrl([], GOLD), skyrlSqlProfile, {}, "direct")).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      message: expect.stringContaining('profile "skyrl-sql" does not support the direct prompt family'),
+    });
   });
 });
 
@@ -193,7 +207,9 @@ describe("training in the skyrl-sql profile", () => {
     expect(records).toHaveLength(4);
     for (const r of records) {
       const text = String.fromCodePoint(...r.tokens);
-      expect(text).toMatch(/^<think>look<\/think>\n<sql>SELECT DISTINCT country FROM singer<\/sql><observation>\n[\s\S]+\n<\/observation>\n<think>ok<\/think>\n<solution>/);
+      expect(text).toMatch(
+        /^<think>look<\/think>\n<sql>SELECT DISTINCT country FROM singer<\/sql><observation>\n[\s\S]+\n<\/observation>\n<think>ok<\/think>\n<solution>/,
+      );
       expect(r.mask).toEqual(observationMask(text));
       expect(r.mask.filter((m) => m === 0).length).toBeGreaterThan(20);
       expect(r.components.format).toBe(1);
@@ -233,29 +249,70 @@ describe("training in the skyrl-sql profile", () => {
     }
     const named = (): ScriptedPolicy => new NamedSkyrl(skyrlScript());
     const runDir = join(fx.dir, "run-auto");
-    const base = { model: model(), runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 }, questionsPerStep: 1, groupSize: 2, maxTokens: 400, checkpointEvery: 1 };
+    const base = {
+      model: model(),
+      runDir,
+      data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 },
+      questionsPerStep: 1,
+      groupSize: 2,
+      maxTokens: 400,
+      checkpointEvery: 1,
+    };
     const logs: string[] = [];
-    await runTraining(parseTrainConfig({ ...base, steps: 1 }, "grpo"), { mode: "grpo", createPolicy: async () => named(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    await runTraining(parseTrainConfig({ ...base, steps: 1 }, "grpo"), {
+      mode: "grpo",
+      createPolicy: async () => named(),
+      learner: fakeLearner,
+      progress: null,
+      log: (l) => logs.push(l),
+    });
     expect(logs.join("\n")).toContain('profile skyrl-sql (general.name "SkyRL-SQL-7B" names SkyRL-SQL)');
-    expect(JSON.parse(readFileSync(join(runDir, "run.json"), "utf8")).profile).toEqual({ id: "skyrl-sql", reason: 'general.name "SkyRL-SQL-7B" names SkyRL-SQL' });
+    expect(JSON.parse(readFileSync(join(runDir, "run.json"), "utf8")).profile).toEqual({
+      id: "skyrl-sql",
+      reason: 'general.name "SkyRL-SQL-7B" names SkyRL-SQL',
+    });
 
     // The checkpoint says nothing about itself (a renamed file): the resumed run keeps the recorded profile.
     logs.length = 0;
-    await runTraining(parseTrainConfig({ ...base, steps: 2 }, "grpo"), { mode: "grpo", resume: true, createPolicy: async () => skyrlModel(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    await runTraining(parseTrainConfig({ ...base, steps: 2 }, "grpo"), {
+      mode: "grpo",
+      resume: true,
+      createPolicy: async () => skyrlModel(),
+      learner: fakeLearner,
+      progress: null,
+      log: (l) => logs.push(l),
+    });
     expect(logs.join("\n")).toContain("profile skyrl-sql (set by the run being resumed)");
     const records = await readExperience(join(runDir, "experience", "step-000002.jsonl"));
     expect(records.map((r) => r.components.format)).toEqual([1, 1]);
     // An explicit profile still wins over the recorded one.
     logs.length = 0;
-    await runTraining(parseTrainConfig({ ...base, steps: 3, profile: "reex" }, "grpo"), { mode: "grpo", resume: true, createPolicy: async () => skyrlModel(), learner: fakeLearner, progress: null, log: (l) => logs.push(l) });
+    await runTraining(parseTrainConfig({ ...base, steps: 3, profile: "reex" }, "grpo"), {
+      mode: "grpo",
+      resume: true,
+      createPolicy: async () => skyrlModel(),
+      learner: fakeLearner,
+      progress: null,
+      log: (l) => logs.push(l),
+    });
     expect(logs.join("\n")).toContain("profile reex (set by the training config's profile)");
   });
 
   it("refuses a training config whose profile is unknown or does not support its prompt family", () => {
     const base = { model: "m.gguf", runDir: "run", data: { dataset: "q.json", dbRoot: "dbs" } };
-    expect(() => parseTrainConfig({ ...base, profile: "sqlcoder" }, "grpo")).toThrow(expect.objectContaining({ code: "CONFIG_INVALID", issues: [expect.objectContaining({ path: ["profile"] })] }));
+    expect(() => parseTrainConfig({ ...base, profile: "sqlcoder" }, "grpo")).toThrow(
+      expect.objectContaining({ code: "CONFIG_INVALID", issues: [expect.objectContaining({ path: ["profile"] })] }),
+    );
     expect(() => parseTrainConfig({ ...base, profile: "omnisql", promptFamily: "execution-aware" }, "grpo")).toThrow(
-      expect.objectContaining({ code: "CONFIG_INVALID", issues: [expect.objectContaining({ path: ["promptFamily"], message: expect.stringContaining('profile "omnisql" does not support the execution-aware prompt family') })] }),
+      expect.objectContaining({
+        code: "CONFIG_INVALID",
+        issues: [
+          expect.objectContaining({
+            path: ["promptFamily"],
+            message: expect.stringContaining('profile "omnisql" does not support the execution-aware prompt family'),
+          }),
+        ],
+      }),
     );
     expect(parseTrainConfig(base, "grpo")).toMatchObject({ profile: "auto" });
     expect(parseTrainConfig(base, "grpo").promptFamily).toBeUndefined();

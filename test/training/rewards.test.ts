@@ -2,7 +2,22 @@ import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
 import { GoldCache, resolveRewardSpec, rewardFromFacts, type RewardFacts } from "../../src/training/index.js";
-import { REEX_WEIGHT_PRESETS, cellPrecision, cellRecall, columnMatchShare, emReward, entityReward, explorationReward, gatedQatch, qatchScore, scoreResponse, sigmoid, softFormat, strictFormat, tupleCardinality } from "../../src/training/testing.js";
+import {
+  REEX_WEIGHT_PRESETS,
+  cellPrecision,
+  cellRecall,
+  columnMatchShare,
+  emReward,
+  entityReward,
+  explorationReward,
+  gatedQatch,
+  qatchScore,
+  scoreResponse,
+  sigmoid,
+  softFormat,
+  strictFormat,
+  tupleCardinality,
+} from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, response, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;
@@ -65,7 +80,10 @@ function facts(over: Partial<RewardFacts> = {}): RewardFacts {
 describe("Think2SQL cell metrics", () => {
   it("gives cell precision 0.5 when the prediction adds a column of other values (the paper's example)", () => {
     const gold = [["Ann"], ["Bob"]];
-    const pred = [["Ann", 31], ["Bob", 42]];
+    const pred = [
+      ["Ann", 31],
+      ["Bob", 42],
+    ];
     expect(cellPrecision(pred, gold)).toBe(0.5);
     expect(cellRecall(pred, gold)).toBe(1);
     expect(tupleCardinality(pred, gold)).toBe(1);
@@ -113,7 +131,17 @@ describe("ReEx components", () => {
 
   it("exploration is 1 for a correct final result and σ(n) of the raw interaction count otherwise", () => {
     expect(explorationReward([], true, 0)).toBe(1);
-    expect(explorationReward([{ sql: "a", repeated: false }, { sql: "b", repeated: false }, { sql: "c", repeated: false }], false, 3)).toBeCloseTo(1 / (1 + Math.exp(-3)), 12);
+    expect(
+      explorationReward(
+        [
+          { sql: "a", repeated: false },
+          { sql: "b", repeated: false },
+          { sql: "c", repeated: false },
+        ],
+        false,
+        3,
+      ),
+    ).toBeCloseTo(1 / (1 + Math.exp(-3)), 12);
     expect(explorationReward([], false, 0)).toBe(0.5);
     expect(sigmoid(2)).toBeCloseTo(0.8807970779778823, 12);
   });
@@ -162,7 +190,17 @@ describe("ReEx presets", () => {
   });
 
   it("weighs a wrong but valid answer with two probes: exec 1, exploration σ(2)", () => {
-    const f = facts({ finalSql: "SELECT name FROM singer WHERE country = 'Spain'", finalResult: ok(["name"], [["Cid"]]), correct: false, em: 0, interactions: 2, probes: [{ sql: "a", repeated: false }, { sql: "b", repeated: false }] });
+    const f = facts({
+      finalSql: "SELECT name FROM singer WHERE country = 'Spain'",
+      finalResult: ok(["name"], [["Cid"]]),
+      correct: false,
+      em: 0,
+      interactions: 2,
+      probes: [
+        { sql: "a", repeated: false },
+        { sql: "b", repeated: false },
+      ],
+    });
     const r = rewardFromFacts(f, resolveRewardSpec());
     expect(r.preset).toBe("maxtune");
     expect(r.components.exec).toBe(1);
@@ -190,12 +228,25 @@ describe("ReEx presets", () => {
 
 describe("other papers' rewards", () => {
   it("Think2SQL mixes 0.95 gated QATCH with 0.05 format", () => {
-    const f = facts({ finalResult: ok(["name", "age"], [["Ann", 31], ["Bob", 42], ["Dee", 55]]), correct: false });
+    const f = facts({
+      finalResult: ok(
+        ["name", "age"],
+        [
+          ["Ann", 31],
+          ["Bob", 42],
+          ["Dee", 55],
+        ],
+      ),
+      correct: false,
+    });
     const r = rewardFromFacts(f, resolveRewardSpec({ preset: "think2sql" }));
     expect(r.details.cell_precision).toBe(0.5);
     expect(r.components.qatch).toBeCloseTo(2.5 / 3, 12);
     expect(r.total).toBeCloseTo(0.95 * (2.5 / 3) + 0.05, 12);
-    const broken = rewardFromFacts(facts({ finalResult: failed, executable: false, correct: false, formatOk: false }), resolveRewardSpec({ preset: "think2sql" }));
+    const broken = rewardFromFacts(
+      facts({ finalResult: failed, executable: false, correct: false, formatOk: false }),
+      resolveRewardSpec({ preset: "think2sql" }),
+    );
     expect(broken.total).toBe(0);
     const numbers = Array.from({ length: 30 }, (_, k) => [1000 + k]);
     const floor = rewardFromFacts(facts({ finalResult: ok(["x"], numbers), correct: false }), resolveRewardSpec({ preset: "think2sql" }));
@@ -221,10 +272,39 @@ describe("other papers' rewards", () => {
 
   it("PaVeRL: 10 when correct, 10·EXf for matched gold columns, 0.5 runs-but-wrong, 0 on error", () => {
     const spec = resolveRewardSpec({ preset: "paverl" });
-    const gold = ok(["name", "age"], [["Ann", 31], ["Bob", 42]]);
+    const gold = ok(
+      ["name", "age"],
+      [
+        ["Ann", 31],
+        ["Bob", 42],
+      ],
+    );
     expect(rewardFromFacts(facts({ goldResult: gold, finalResult: gold }), spec).total).toBe(10);
-    expect(columnMatchShare([["Bob", "France"], ["Ann", "France"]], gold.ok ? gold.rows : [])).toBe(0.5);
-    expect(rewardFromFacts(facts({ goldResult: gold, finalResult: ok(["name", "country"], [["Bob", "France"], ["Ann", "France"]]), correct: false }), spec).total).toBe(5);
+    expect(
+      columnMatchShare(
+        [
+          ["Bob", "France"],
+          ["Ann", "France"],
+        ],
+        gold.ok ? gold.rows : [],
+      ),
+    ).toBe(0.5);
+    expect(
+      rewardFromFacts(
+        facts({
+          goldResult: gold,
+          finalResult: ok(
+            ["name", "country"],
+            [
+              ["Bob", "France"],
+              ["Ann", "France"],
+            ],
+          ),
+          correct: false,
+        }),
+        spec,
+      ).total,
+    ).toBe(5);
     expect(rewardFromFacts(facts({ goldResult: gold, finalResult: ok(["x"], [[7]]), correct: false }), spec).total).toBe(0.5);
     expect(rewardFromFacts(facts({ goldResult: gold, finalResult: failed, executable: false, correct: false }), spec).total).toBe(0);
   });
@@ -242,7 +322,10 @@ describe("scoreResponse over a real SQLite file", () => {
   it("executes final and gold SQL, reads probes and repeats from the response, and scores every component", async () => {
     const executor = new CountingExecutor();
     const goldCache = new GoldCache();
-    const text = response(["SELECT DISTINCT country FROM singer", "SELECT name, country FROM singer"], "SELECT T1.name FROM singer AS T1 WHERE T1.country = 'France'");
+    const text = response(
+      ["SELECT DISTINCT country FROM singer", "SELECT name, country FROM singer"],
+      "SELECT T1.name FROM singer AS T1 WHERE T1.country = 'France'",
+    );
     const { reward, facts: f } = await scoreResponse({ response: text, goldSql: GOLD, dbPath: fx.dbPath }, { preset: "maxtune" }, { executor, goldCache });
     expect(f.correct).toBe(true);
     expect(f.interactions).toBe(2);

@@ -8,7 +8,16 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { parseTrainConfig, runTraining } from "../../src/training/index.js";
-import { advantageDiagnostics, computeAdvantages, correctnessFirst, learnerArgs, readExperience, readMetrics, type LearnerRequest, type LearnerStep } from "../../src/training/testing.js";
+import {
+  advantageDiagnostics,
+  computeAdvantages,
+  correctnessFirst,
+  learnerArgs,
+  readExperience,
+  readMetrics,
+  type LearnerRequest,
+  type LearnerStep,
+} from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, type TrainingFixture } from "./fixtures.js";
 
 let fx: TrainingFixture;
@@ -23,7 +32,13 @@ afterAll(() => rmSync(fx.dir, { recursive: true, force: true }));
 describe("correctness-first rewards", () => {
   it("rank every right rollout above every wrong one, whatever the shaping (the MaxTune case of issue #28)", () => {
     // right 12.0; wrong 7.5 (runs), 4.1 (fails), 2.5 (repeated probe); a right one with less shaping, 9.0
-    const g = [{ total: 12, correct: true }, { total: 9, correct: true }, { total: 7.5, correct: false }, { total: 4.1, correct: false }, { total: 2.5, correct: false }];
+    const g = [
+      { total: 12, correct: true },
+      { total: 9, correct: true },
+      { total: 7.5, correct: false },
+      { total: 4.1, correct: false },
+      { total: 2.5, correct: false },
+    ];
     const [s] = correctnessFirst([g], 0.1);
     expect(s![0]).toBeCloseTo(1.1, 12);
     expect(s![1]).toBeCloseTo(1.0, 12);
@@ -35,17 +50,37 @@ describe("correctness-first rewards", () => {
   });
 
   it("leave a group whose rollouts tie within each correctness class with pure 0/1 signals", () => {
-    expect(correctnessFirst([[{ total: 5, correct: true }, { total: 5, correct: true }, { total: 1, correct: false }]])).toEqual([[1, 1, 0]]);
+    expect(
+      correctnessFirst([
+        [
+          { total: 5, correct: true },
+          { total: 5, correct: true },
+          { total: 1, correct: false },
+        ],
+      ]),
+    ).toEqual([[1, 1, 0]]);
   });
 });
 
 describe("advantage diagnostics", () => {
   it("attribute a correct-vs-wrong group's advantage to correctness and a shaping-only group's to shaping", () => {
-    const contrast = [{ total: 1, correct: true }, { total: 0, correct: false }];
-    const shaping = [{ total: 7.5, correct: false }, { total: 4.1, correct: false }];
-    const flat = [{ total: 3, correct: false }, { total: 3, correct: false }];
+    const contrast = [
+      { total: 1, correct: true },
+      { total: 0, correct: false },
+    ];
+    const shaping = [
+      { total: 7.5, correct: false },
+      { total: 4.1, correct: false },
+    ];
+    const flat = [
+      { total: 3, correct: false },
+      { total: 3, correct: false },
+    ];
     const groups = [contrast, shaping, flat];
-    const adv = computeAdvantages(groups.map((g) => g.map((r) => r.total)), "group").advantages;
+    const adv = computeAdvantages(
+      groups.map((g) => g.map((r) => r.total)),
+      "group",
+    ).advantages;
     const d = advantageDiagnostics(groups, adv);
     expect(d.informativeShare).toBeCloseTo(2 / 3, 12);
     expect(d.contrastShare).toBeCloseTo(1 / 3, 12);
@@ -146,7 +181,13 @@ describe("the training loop's signal options", () => {
       "grpo",
     );
     const lines: string[] = [];
-    await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner(requests), progress: null, log: (l) => lines.push(l) });
+    await runTraining(config, {
+      mode: "grpo",
+      createPolicy: async () => policyFor(),
+      learner: fakeLearner(requests),
+      progress: null,
+      log: (l) => lines.push(l),
+    });
     const screened = JSON.parse(readFileSync(join(runDir, "curriculum.json"), "utf8")) as { passRates: Record<string, number>; kept: number[] };
     expect(screened.passRates).toEqual({ "1": 0.5, "2": 0, "3": 0 });
     expect(screened.kept).toEqual([1]);
@@ -157,10 +198,20 @@ describe("the training loop's signal options", () => {
 
   it("refuses a curriculum that keeps no question", async () => {
     const config = parseTrainConfig(
-      { model, runDir: join(fx.dir, "run-none"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, offset: 1 }, steps: 1, groupSize: 2, maxTokens: 400, curriculum: { samples: 2 } },
+      {
+        model,
+        runDir: join(fx.dir, "run-none"),
+        data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, offset: 1 },
+        steps: 1,
+        groupSize: 2,
+        maxTokens: 400,
+        curriculum: { samples: 2 },
+      },
       "grpo",
     );
-    await expect(runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined })).rejects.toMatchObject({ code: "DATASET_INVALID" });
+    await expect(
+      runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined }),
+    ).rejects.toMatchObject({ code: "DATASET_INVALID" });
   });
 
   it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
@@ -168,7 +219,17 @@ describe("the training loop's signal options", () => {
     for (const shuffle of [false, true]) {
       const runDir = join(fx.dir, `run-shuffle-${shuffle}`);
       const config = parseTrainConfig(
-        { model, runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 }, steps: 1, questionsPerStep: 2, groupSize: 4, maxTokens: 400, klBeta: 0, shuffleAdvantages: shuffle },
+        {
+          model,
+          runDir,
+          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, limit: 1 },
+          steps: 1,
+          questionsPerStep: 2,
+          groupSize: 4,
+          maxTokens: 400,
+          klBeta: 0,
+          shuffleAdvantages: shuffle,
+        },
         "grpo",
       );
       await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined });
@@ -184,7 +245,18 @@ describe("the training loop's signal options", () => {
       { model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot }, learner: { miniBatch: 16, warmupSteps: 10, splitHalf: 3 } },
       "grpo",
     );
-    const args = learnerArgs({ mode: "grpo", step: 1, model: "a.gguf", experience: "e.jsonl", out: "b.gguf", metricsFile: "m", logFile: "l", optimizerState: "o", master: "w.pt", config: c });
+    const args = learnerArgs({
+      mode: "grpo",
+      step: 1,
+      model: "a.gguf",
+      experience: "e.jsonl",
+      out: "b.gguf",
+      metricsFile: "m",
+      logFile: "l",
+      optimizerState: "o",
+      master: "w.pt",
+      config: c,
+    });
     const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
     expect(flag("--mini-batch")).toBe("16");
     expect(flag("--warmup-steps")).toBe("10");

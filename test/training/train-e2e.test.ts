@@ -66,7 +66,11 @@ describe("reex train (end to end)", () => {
     expect(await run(["grpo", "--config", configFile, "--quiet"])).toBe(0);
     const runDir = join(dir, "run");
     expect(out.join("\n")).toContain(`wrote ${join(runDir, "report.html")}`);
-    expect(readdirSync(join(runDir, "checkpoints")).filter((f) => f.endsWith(".gguf")).sort()).toEqual(["step-000001.gguf", "step-000002.gguf"]);
+    expect(
+      readdirSync(join(runDir, "checkpoints"))
+        .filter((f) => f.endsWith(".gguf"))
+        .sort(),
+    ).toEqual(["step-000001.gguf", "step-000002.gguf"]);
     const records = [1, 2].flatMap((s) => parseExperience(readFileSync(join(runDir, "experience", `step-00000${s}.jsonl`), "utf8")));
     expect(records).toHaveLength(8);
     for (const r of records) {
@@ -112,41 +116,51 @@ describe("reex train (end to end)", () => {
     expect(learnerLog).toContain(join(runDir, "checkpoints", "step-000002.gguf"));
   });
 
-  it.skipIf(skip)(skip ? name.replace("grpo", "sft") : "reex train sft: the learner's new weights differ from the initial ones and the next step starts from them", { timeout: 600_000 }, async () => {
-    const model = await ensureTestModel();
-    const traces = join(dir, "traces.jsonl");
-    writeFileSync(
-      traces,
-      [
-        { messages: [{ role: "user", content: "How many singers?" }], response: "<think>count</think>\n<intermediate_sql>SELECT COUNT(*) FROM singer</intermediate_sql><result>\nCOUNT(*)\n5\n</result>\n<final_sql>SELECT COUNT(*) FROM singer</final_sql>" },
-        { prompt: "<|im_start|>user\nNames?<|im_end|>\n<|im_start|>assistant\n", response: "<final_sql>SELECT name FROM singer</final_sql>" },
-      ].map((t) => JSON.stringify(t)).join("\n"),
-    );
-    const configFile = join(dir, "sft.json");
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        model,
-        runDir: "run-sft",
-        sft: { traces },
-        steps: 2,
-        questionsPerStep: 2,
-        learningRate: 1e-3,
-        checkpointEvery: 2,
-        policy: { gpu: "cpu", contextSize: 2048, sequences: 2, threads: 1 },
-        learner: { python: PYTHON, device: "cpu", timeoutMs: 300_000 },
-      }),
-    );
-    vi.spyOn(console, "log").mockImplementation(() => undefined);
-    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-    expect(await run(["sft", "--config", configFile, "--quiet"])).toBe(0);
-    const runDir = join(dir, "run-sft");
-    expect(readFileSync(join(runDir, "checkpoints", "step-000002.gguf")).equals(readFileSync(model))).toBe(false);
-    expect(readFileSync(join(runDir, "learner", "step-000002.log"), "utf8")).toContain(join(runDir, "models", "step-000001.gguf"));
-    const rows = readMetrics(join(runDir, "metrics.jsonl"));
-    expect(rows.map((r) => r.step)).toEqual([1, 2]);
-    expect(rows[1]!.loss).toBeLessThan(rows[0]!.loss!);
-    const records = parseExperience(readFileSync(join(runDir, "experience", "step-000001.jsonl"), "utf8"));
-    expect(records.some((r) => r.mask.includes(0))).toBe(true);
-  });
+  it.skipIf(skip)(
+    skip ? name.replace("grpo", "sft") : "reex train sft: the learner's new weights differ from the initial ones and the next step starts from them",
+    { timeout: 600_000 },
+    async () => {
+      const model = await ensureTestModel();
+      const traces = join(dir, "traces.jsonl");
+      writeFileSync(
+        traces,
+        [
+          {
+            messages: [{ role: "user", content: "How many singers?" }],
+            response:
+              "<think>count</think>\n<intermediate_sql>SELECT COUNT(*) FROM singer</intermediate_sql><result>\nCOUNT(*)\n5\n</result>\n<final_sql>SELECT COUNT(*) FROM singer</final_sql>",
+          },
+          { prompt: "<|im_start|>user\nNames?<|im_end|>\n<|im_start|>assistant\n", response: "<final_sql>SELECT name FROM singer</final_sql>" },
+        ]
+          .map((t) => JSON.stringify(t))
+          .join("\n"),
+      );
+      const configFile = join(dir, "sft.json");
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          model,
+          runDir: "run-sft",
+          sft: { traces },
+          steps: 2,
+          questionsPerStep: 2,
+          learningRate: 1e-3,
+          checkpointEvery: 2,
+          policy: { gpu: "cpu", contextSize: 2048, sequences: 2, threads: 1 },
+          learner: { python: PYTHON, device: "cpu", timeoutMs: 300_000 },
+        }),
+      );
+      vi.spyOn(console, "log").mockImplementation(() => undefined);
+      vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+      expect(await run(["sft", "--config", configFile, "--quiet"])).toBe(0);
+      const runDir = join(dir, "run-sft");
+      expect(readFileSync(join(runDir, "checkpoints", "step-000002.gguf")).equals(readFileSync(model))).toBe(false);
+      expect(readFileSync(join(runDir, "learner", "step-000002.log"), "utf8")).toContain(join(runDir, "models", "step-000001.gguf"));
+      const rows = readMetrics(join(runDir, "metrics.jsonl"));
+      expect(rows.map((r) => r.step)).toEqual([1, 2]);
+      expect(rows[1]!.loss).toBeLessThan(rows[0]!.loss!);
+      const records = parseExperience(readFileSync(join(runDir, "experience", "step-000001.jsonl"), "utf8"));
+      expect(records.some((r) => r.mask.includes(0))).toBe(true);
+    },
+  );
 });

@@ -9,10 +9,7 @@ import type { PromptFamily } from "../types.js";
 import { tagFormat, wrappersOf } from "./common.js";
 import type { ModelProfile } from "./types.js";
 
-const EXAMPLE_HEAD = [
-  "Example, on a database with the table singer (singer_id, name, country, age):",
-  "Question: How many singers are from France?",
-];
+const EXAMPLE_HEAD = ["Example, on a database with the table singer (singer_id, name, country, age):", "Question: How many singers are from France?"];
 
 /** The worked example of each family, in the ReEx tags. */
 const EXAMPLES: Readonly<Record<PromptFamily, string>> = {

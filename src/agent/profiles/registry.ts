@@ -34,7 +34,9 @@ export const KNOWN_TAGS: readonly string[] = [...new Set(PROFILES.flatMap((p) =>
 export function getProfile(id: string): ModelProfile {
   const found = PROFILES.find((p) => p.id === id);
   if (!found) {
-    throw new ReexError("BAD_REQUEST", `unknown profile "${id}" (known: ${PROFILE_IDS.join(", ")})`, { issues: [{ path: ["profile"], message: `must be one of ${PROFILE_IDS.join(", ")}` }] });
+    throw new ReexError("BAD_REQUEST", `unknown profile "${id}" (known: ${PROFILE_IDS.join(", ")})`, {
+      issues: [{ path: ["profile"], message: `must be one of ${PROFILE_IDS.join(", ")}` }],
+    });
   }
   return found;
 }
@@ -83,7 +85,10 @@ export function detectProfile(meta: ModelMetadata): ProfileChoice {
   const template = meta.chatTemplate ?? "";
   if (/<solution>/.test(template) && /<sql>/.test(template)) return { profile: skyrlSqlProfile, reason: "the chat template uses <sql> and <solution>" };
   const seen = FIELDS.filter((f) => meta[f]).map((f) => `${FIELD_LABEL[f]} "${meta[f]}"`);
-  return { profile: genericProfile, reason: seen.length ? `no known text-to-SQL model in ${seen.join(", ")}: generic` : "the model names itself nowhere: generic" };
+  return {
+    profile: genericProfile,
+    reason: seen.length ? `no known text-to-SQL model in ${seen.join(", ")}: generic` : "the model names itself nowhere: generic",
+  };
 }
 
 /**

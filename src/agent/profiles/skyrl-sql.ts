@@ -73,7 +73,13 @@ function buildSkyrlPrompt(input: ProfilePromptInput): BuiltPrompt {
   const user = `${details}${values};\n {external_knowledge}: ${input.evidence?.trim() ?? ""};\n {question}: ${input.question.trim()}`;
   // the cached part ends after the schema's last line break: a BPE merges the schema's last characters with the ";" after them (Qwen: ");;\n")
   const system = input.dialect && input.dialect !== "SQLite" ? SYSTEM.replace("Database Engine:\nSQLite\n", `Database Engine:\n${input.dialect}\n`) : SYSTEM;
-  return { messages: [{ role: "system", content: system }, { role: "user", content: user }], sharedPrefix: details.slice(0, details.lastIndexOf("\n") + 1) };
+  return {
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: user },
+    ],
+    sharedPrefix: details.slice(0, details.lastIndexOf("\n") + 1),
+  };
 }
 
 function commented(text: string): string {

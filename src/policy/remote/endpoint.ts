@@ -52,8 +52,6 @@ export function setPath(target: Record<string, unknown>, path: string, value: un
   at[keys.at(-1)!] = value;
 }
 
-
-
 /** A response body read as JSON (undefined when it is not JSON). */
 export interface JsonReply {
   status: number;
@@ -163,7 +161,11 @@ export class Endpoint {
    * A JSON request. Statuses in `accept` (besides 2xx) are returned to the caller; any other
    * failure throws POLICY_ERROR. A caller abort throws CANCELLED.
    */
-  async json(url: string, body: unknown, options: { method?: "GET" | "POST"; accept?: number[]; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<JsonReply> {
+  async json(
+    url: string,
+    body: unknown,
+    options: { method?: "GET" | "POST"; accept?: number[]; signal?: AbortSignal; timeoutMs?: number } = {},
+  ): Promise<JsonReply> {
     const call = this.open(url, { method: options.method ?? "POST", body }, options.signal, options.timeoutMs);
     try {
       const res = await call.response;
@@ -189,7 +191,6 @@ export class Endpoint {
     for (const h of [...this.inflight]) h.abort("closed");
   }
 }
-
 
 const SYNC_WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -260,4 +261,3 @@ export class SyncPoster {
     this.worker = undefined;
   }
 }
-

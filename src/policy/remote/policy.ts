@@ -80,7 +80,6 @@ export interface RemotePolicyOptions {
   log?: (message: string) => void;
 }
 
-
 const DEFAULT_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_SEQUENCES = 64;
 const TOKEN_CACHE_ENTRIES = 512;
@@ -292,7 +291,8 @@ class RemotePolicy implements Policy, TrajectoryHost {
   /** @internal Takes a slot now or fails with CONTEXT_EXHAUSTED (forks must not wait). */
   reserveNow(): void {
     if (this.closed) throw new ReexError("POLICY_ERROR", "the policy is closed");
-    if (this.held >= this.info.maxSequences) throw new ReexError("CONTEXT_EXHAUSTED", `all ${this.info.maxSequences} remote sequences are held by live trajectories`);
+    if (this.held >= this.info.maxSequences)
+      throw new ReexError("CONTEXT_EXHAUSTED", `all ${this.info.maxSequences} remote sequences are held by live trajectories`);
     this.held++;
   }
 
@@ -365,7 +365,8 @@ export async function createRemotePolicy(options: RemotePolicyOptions): Promise<
   } catch {
     throw new ReexError("CONFIG_INVALID", `the remote policy URL is not a URL: ${options.url}`);
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new ReexError("CONFIG_INVALID", `the remote policy URL must be http(s): ${options.url}`);
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    throw new ReexError("CONFIG_INVALID", `the remote policy URL must be http(s): ${options.url}`);
   if (options.chatTemplate !== undefined && !options.chatTemplate.includes("{user}")) {
     throw new ReexError("CONFIG_INVALID", "the remote chat template must contain a {user} placeholder");
   }

@@ -95,10 +95,14 @@ export async function serverTemplate(endpoint: Endpoint, bosToken: string | unde
     { role: "user", content: USER_SENTINEL },
   ];
   try {
-    const reply = await endpoint.json(`${endpoint.root}/apply-template`, { messages }, {
-      accept: [400, 404, 405, 500, 501],
-      timeoutMs: Math.min(endpoint.timeoutMs, PROBE_TIMEOUT_MS),
-    });
+    const reply = await endpoint.json(
+      `${endpoint.root}/apply-template`,
+      { messages },
+      {
+        accept: [400, 404, 405, 500, 501],
+        timeoutMs: Math.min(endpoint.timeoutMs, PROBE_TIMEOUT_MS),
+      },
+    );
     const rendered = reply.status < 300 && isRecord(reply.json) ? text(reply.json.prompt) : undefined;
     return rendered === undefined ? undefined : templateFromRendered(rendered, bosToken);
   } catch {

@@ -44,7 +44,6 @@ export function tokenEntries(logprobs: unknown): TokenEntry[] {
   return [];
 }
 
-
 /**
  * The data payloads of a server-sent-event stream, parsed as JSON; `state.done` tells whether the
  * `[DONE]` sentinel arrived. A plain JSON body (a server that ignored `stream`) is one chunk.
@@ -101,4 +100,3 @@ export async function* completionChunks(res: Response, call: Call, state: { done
     reader.cancel().catch(() => undefined);
   }
 }
-

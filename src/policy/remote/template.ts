@@ -22,7 +22,10 @@ export function renderTemplate(template: string, messages: ChatMessage[]): Promp
       "the remote policy's chat template renders one system and one user message (and a final assistant message to continue); use the default ChatML rendering for other conversations",
     );
   }
-  const system = body.filter((m) => m.role === "system").map((m) => m.content).join("\n\n");
+  const system = body
+    .filter((m) => m.role === "system")
+    .map((m) => m.content)
+    .join("\n\n");
   const parts: PromptPart[] = [];
   for (const piece of template.split(/(\{system\}|\{user\})/)) {
     if (piece === "{system}") parts.push({ text: system, special: false });

@@ -10,7 +10,6 @@ import type { GenerateOptions, GenerateResult, PolicyInfo, StopReason, TokenReco
 import { finite, isRecord, setPath, type Endpoint } from "./endpoint.js";
 import { completionChunks, tokenEntries, type TokenEntry } from "./sse.js";
 
-
 /** What a trajectory carries; a fork copies it. */
 export interface TrajectoryState {
   /** Everything after the prompt: sampled and appended text. */

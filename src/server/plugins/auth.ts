@@ -26,7 +26,9 @@ const auth: FastifyPluginAsync = async (app) => {
     const address = `ip:${request.ip}`;
     const blocked = state.authFailures.exhausted(address);
     if (!blocked.allowed) {
-      throw new ReexError("RATE_LIMITED", `more than ${sc.authFailuresPerMinute} failed authentications this minute from this address`, { details: { retryAfterSeconds: blocked.retryAfterSeconds } });
+      throw new ReexError("RATE_LIMITED", `more than ${sc.authFailuresPerMinute} failed authentications this minute from this address`, {
+        details: { retryAfterSeconds: blocked.retryAfterSeconds },
+      });
     }
     const queryKey = request.routeOptions.url === "/v1/stream" ? (request.query as Record<string, unknown>)?.key : undefined;
     try {
@@ -42,7 +44,9 @@ const auth: FastifyPluginAsync = async (app) => {
     app.authenticate(request);
     const decision = state.limiter.take(request.reexOwner ?? `ip:${request.ip}`);
     if (!decision.allowed) {
-      throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
+      throw new ReexError("RATE_LIMITED", `more than ${sc.rateLimitPerMinute} requests this minute`, {
+        details: { retryAfterSeconds: decision.retryAfterSeconds },
+      });
     }
   });
 };

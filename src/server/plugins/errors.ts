@@ -16,7 +16,12 @@ const errors: FastifyPluginAsync = async (app) => {
     if (e.status >= 500 && !EXPECTED_5XX.has(e.code)) {
       const cause = e.code === "INTERNAL" ? (e.cause ?? err) : err;
       request.log.error(
-        { code: e.code, errName: (cause as Error)?.name, messageChars: (cause as Error)?.message?.length, ...(logSql ? { err: cause } : { stack: stackFrames(cause) }) },
+        {
+          code: e.code,
+          errName: (cause as Error)?.name,
+          messageChars: (cause as Error)?.message?.length,
+          ...(logSql ? { err: cause } : { stack: stackFrames(cause) }),
+        },
         "request failed",
       );
     } else {
@@ -37,7 +42,11 @@ const errors: FastifyPluginAsync = async (app) => {
 
 function stackFrames(err: unknown): string | undefined {
   const stack = (err as Error)?.stack;
-  return stack?.split("\n").filter((line) => line.trimStart().startsWith("at ")).slice(0, 8).join("\n");
+  return stack
+    ?.split("\n")
+    .filter((line) => line.trimStart().startsWith("at "))
+    .slice(0, 8)
+    .join("\n");
 }
 
 /** The error handler and the not-found handler (which authenticates API paths first). */

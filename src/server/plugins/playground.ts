@@ -2,10 +2,13 @@
 import type { FastifyPluginAsync } from "fastify";
 import { PLAYGROUND_HTML } from "../public/playground.js";
 
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'";
+const CSP =
+  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'";
 
 /** Serves GET / and GET /favicon.ico. */
 export const playgroundPlugin: FastifyPluginAsync = async (app) => {
-  app.get("/", async (_request, reply) => reply.type("text/html; charset=utf-8").header("cache-control", "no-store").header("content-security-policy", CSP).send(PLAYGROUND_HTML));
+  app.get("/", async (_request, reply) =>
+    reply.type("text/html; charset=utf-8").header("cache-control", "no-store").header("content-security-policy", CSP).send(PLAYGROUND_HTML),
+  );
   app.get("/favicon.ico", { logLevel: "warn" }, async (_request, reply) => reply.code(204).send());
 };

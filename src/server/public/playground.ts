@@ -9,7 +9,9 @@ import { STRATEGIES } from "../../config/index.js";
 const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 
 /** The page opens on the pruned tree: it shows the most of what the playground is for. */
-const STRATEGY_OPTIONS = STRATEGIES.map((s) => `<option value="${s}"${s === "tree-prune" ? " selected" : ""}>${s === "tree-prune" ? "tree + prune" : s}</option>`).join("");
+const STRATEGY_OPTIONS = STRATEGIES.map(
+  (s) => `<option value="${s}"${s === "tree-prune" ? " selected" : ""}>${s === "tree-prune" ? "tree + prune" : s}</option>`,
+).join("");
 const PROFILE_OPTIONS = PROFILES.map((p) => `<option value="${p.id}" title="${escapeHtml(p.title)}">${p.id}</option>`).join("");
 
 const CSS = /* css */ `

@@ -31,7 +31,8 @@ async function allowedPath(requested: string, config: Config): Promise<string> {
   if (!config.server.allowPathRegistration) {
     throw new ReexError("DB_PATH_NOT_ALLOWED", "registering server-side paths is disabled (server.allowPathRegistration)");
   }
-  if (config.server.allowedRoots.length === 0) throw new ReexError("DB_PATH_NOT_ALLOWED", "no folder is open to path registration (server.allowedRoots is empty)");
+  if (config.server.allowedRoots.length === 0)
+    throw new ReexError("DB_PATH_NOT_ALLOWED", "no folder is open to path registration (server.allowedRoots is empty)");
   const lexical = resolve(requested);
   const roots = await Promise.all(config.server.allowedRoots.map((r) => realOrResolved(r)));
   const lexicalRoots = config.server.allowedRoots.map((r) => resolve(r));
@@ -85,7 +86,10 @@ export const databaseRoutes: FastifyPluginAsync = async (instance) => {
     if (Buffer.isBuffer(request.body)) {
       const query = parseWith(uploadQuerySchema, request.query, "query");
       if (request.body.length === 0) throw new ReexError("BAD_REQUEST", "the upload is empty; send the SQLite file as the request body");
-      entry = await registry.registerBytes(request.body, { ...(owner !== undefined ? { owner } : {}), ...(query.name !== undefined ? { name: query.name } : {}) });
+      entry = await registry.registerBytes(request.body, {
+        ...(owner !== undefined ? { owner } : {}),
+        ...(query.name !== undefined ? { name: query.name } : {}),
+      });
       request.log.info({ database: entry.id, sizeBytes: entry.sizeBytes, tables: entry.tables.length }, "database uploaded");
     } else {
       const body = parseWith(registerPathSchema, request.body, "body");

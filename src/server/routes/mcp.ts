@@ -41,7 +41,13 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });
   let ownExecutor: ExecutorPool | undefined;
   const executor: Executor = state.deps.executor ?? {
-    execute: (...args) => (ownExecutor ??= new ExecutorPool({ workers: config.sql.workers, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows, maxQueryMemoryMB: config.sql.maxQueryMemoryMB })).execute(...args),
+    execute: (...args) =>
+      (ownExecutor ??= new ExecutorPool({
+        workers: config.sql.workers,
+        timeoutMs: config.sql.timeoutMs,
+        maxRows: config.sql.maxRows,
+        maxQueryMemoryMB: config.sql.maxQueryMemoryMB,
+      })).execute(...args),
     close: async () => ownExecutor?.close(),
   };
 
@@ -66,7 +72,9 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     return session;
   };
   const close = (id: string): void => {
-    forget(id)?.transport.close().catch(() => undefined);
+    forget(id)
+      ?.transport.close()
+      .catch(() => undefined);
   };
   /** The least recently used session of `tenant` (sessions are kept in use order). */
   const oldestOf = (tenant: string): string | undefined => {

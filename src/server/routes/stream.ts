@@ -59,7 +59,8 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
     };
     const fail = (err: unknown): void => {
       const e = toApiError(err);
-      if (e.code === "INTERNAL") log.error({ errName: (err as Error)?.name, stack: state.config.server.logSql ? (err as Error)?.stack : undefined }, "stream failed");
+      if (e.code === "INTERNAL")
+        log.error({ errName: (err as Error)?.name, stack: state.config.server.logSql ? (err as Error)?.stack : undefined }, "stream failed");
       end({ type: "error", code: e.code, message: e.message, ...(e.issues ? { issues: e.issues } : {}), terminal: true }, closeCodeFor(e.code), e.code);
     };
 
