@@ -347,10 +347,20 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     r.from
       ? `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model, continued from an earlier model of this pipeline, on`
       : `The project's own starter policy: a ${(r.parameters / 1e6).toFixed(1)}M-parameter llama-architecture model trained from scratch on`,
-    `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU: SFT on cold-start`,
-    `traces whose probes were really executed, then GRPO with the database in the loop. It knows only the synthetic`,
-    `domains' style of schema and question; it is a working default that exercises the whole execution-aware loop`,
-    `(probes, injected results, final SQL), not a general text-to-SQL model.`,
+    ...(r.real
+      ? [
+          `real questions people wrote (WikiSQL, Advising; Spider's schemas with template questions: \`src/realdata\`, docs/real-data.md) and the`,
+          `synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md): SFT on cold-start traces whose probes were really`,
+          `executed${r.sftMore.some((m) => m.device?.startsWith("cuda")) ? " (the SFT stage on a GPU, imported; the rest on CPU)" : ", on CPU"}${r.grpo ? ", then GRPO with the database in the loop" : ""}. It is a small model: it copies table and column names`,
+          `from the schema it is given, answers single-table questions best, and is weak on joins; a working default that exercises the whole`,
+          `execution-aware loop (probes, injected results, final SQL), not a general text-to-SQL model.`,
+        ]
+      : [
+          `the synthetic text-to-SQL data of \`src/synth\` (docs/synthetic-data.md), on CPU: SFT on cold-start`,
+          `traces whose probes were really executed, then GRPO with the database in the loop. It knows only the synthetic`,
+          `domains' style of schema and question; it is a working default that exercises the whole execution-aware loop`,
+          `(probes, injected results, final SQL), not a general text-to-SQL model.`,
+        ]),
     ``,
     ...(notes ? [notes.trimEnd(), ``] : []),
     `## How it was made`,
@@ -367,6 +377,15 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     `| step | what |`,
     `|---|---|`,
     `| data | \`generateSynth\` seed ${r.seed}: ${m.dbs} databases over 12 domains${m.lookalikes ? `, plus ${m.lookalikes} train-only look-alikes of the example databases' schemas (\`--lookalikes\`; none of the examples' questions)${m.lookalikeExact ? `, ${m.lookalikeExact * 100}% of them under the examples' exact table and column names (\`--lookalike-exact\`)` : ""}` : ""}${m.renameShare ? `; ${m.renameShare * 100}% of train table and column names given a random prefix (\`--rename-share\`)` : ""}; ${r.synth.train} train / ${r.synth.dev} dev items. Dev = every ${m.devEvery}th database of the 10 training domains (held-out databases: their own table/column naming, value encodings and rows; ${m.devSchemasSeenInTrain} of them share a schema with a train database) plus all databases of the held-out domains ${m.devDomains.join(", ")}. ${r.synth.traces} SFT records (3 families per train item)${r.sftDbs !== m.dbs ? `; the generator is prefix-stable (database i depends only on the seed and i), so the first SFT stage's ${r.sftDbs} databases are the first ${r.sftDbs} of these, with the same split` : ""} |`,
+    ...(r.real
+      ? [
+          `| real questions | \`generateRealData\` seed ${r.seed} into \`${r.real.dir}\`: ${Object.entries(r.real.manifest.sources)
+            .map(([k, v]) => `${k}: ${v.kept} of ${v.questions} questions kept on ${v.databases} databases (splits ${JSON.stringify(v.splits)})`)
+            .join(
+              "; ",
+            )}; ${r.real.manifest.traces} SFT records of their train splits (3 families per item), mixed with the synthetic ones in \`${r.real.trainSft}\`; the tokenizer learned on the mixed text; held-out evaluation files \`eval_wikisql_test.json\` and \`eval_advising_test.json\` from the sources' own test splits |`,
+        ]
+      : []),
     ...(r.from
       ? [
           `| start | \`${r.from.path}\` (${r.from.bytes} bytes, sha256 \`${r.from.sha256.slice(0, 16)}…\`), an earlier model of this pipeline: its tokenizer, shape and weights are the start; the text above (or, for an earlier default, the git history of models/MODEL_CARD.md) says how it was made |`,
@@ -377,7 +396,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     `| tokens | prompts rendered by the llama policy's \`renderChat\`, tokenised by llama.cpp; ${r.tokens.records} records; prompt ${r.tokens.prompt.mean} tokens mean (p95 ${r.tokens.prompt.p95}), response ${r.tokens.response.mean} (p95 ${r.tokens.response.p95}, max ${r.tokens.response.max}); loss mask 1 on model-written text and \`<|im_end|>\`, 0 on prompt and injected \`<result>\` blocks |`,
     o
       ? `| SFT${r.sftMore.length ? " stage 1" : ""} | \`reex_learner.sft_train\`: one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), lr ${String(o.lr)} warmup ${String(o.warmup)} then cosine to 10%, ${String(o.batchTokens)} tokens per batch, prefix-shared packing (rows ≤ ${String(o.packTokens)} tokens), family weights ${JSON.stringify(o.familyWeights)} (share of the questions each family's record is trained on per epoch) |`
-      : `| SFT | \`reex_learner.sft_train\` stages from the start model (below, with their commands above): one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), warmup then cosine to 10%, prefix-shared packing |`,
+      : `| SFT | \`reex_learner.sft_train\` stages from the ${r.from ? "start" : "initial"} model (below, with their commands above): one model for the three prompt families (the system prompt says which), AdamW (β 0.9/0.95, wd 0.1), warmup then cosine to 10%, prefix-shared packing |`,
     g
       ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min${g.picked ? `; shipped: step ${g.picked.step} of ${g.steps}, ${g.picked.rule === "best-heldout" ? "the checkpoint with the highest greedy EX on `val_seen.json` (the ablation's model is chosen the same way)" : g.picked.rule === "best-or-start" ? "the model with the highest greedy EX on `val_seen.json`, the SFT start included" : "the last"}` : ""} |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
@@ -399,7 +418,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
       : []),
     ...r.sftMore.map(
       (m, k) =>
-        `| SFT stage ${k + first} (from ${k + first === 1 ? "the start model's" : `stage ${k + first - 1}'s`} weights, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${m.lookalikes ? ` and ${m.lookalikes} look-alikes${m.lookalikeExact ? ` (${m.lookalikeExact * 100}% named exactly as the examples)` : ""}` : ""}${m.dbWeights ? `, repeated by database ${JSON.stringify(m.dbWeights)}` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
+        `| SFT stage ${k + first} (from ${k + first === 1 ? (r.from ? "the start model's weights" : "the initial model: its shape and tokenizer, weights redrawn where the command says --reinit") : `stage ${k + first - 1}'s weights`}, ${m.device ?? "cpu"}, fresh AdamW, lr ${m.lr}, warmup then cosine; records of databases 0–${m.dbs - 1}${r.real ? ", the real questions' train splits" : ""}${m.lookalikes ? ` and ${m.lookalikes} look-alikes${m.lookalikeExact ? ` (${m.lookalikeExact * 100}% named exactly as the examples)` : ""}` : ""}${m.dbWeights ? `, repeated by database ${JSON.stringify(m.dbWeights)}` : ""}: ${m.data.records} records, ${m.data.lossTokens} loss tokens) | ${m.steps} steps, ${m.epochs_done} epochs, ${(m.train_s / 60).toFixed(1)} min at ${m.tokens_per_s} packed tokens/s; train loss ${m.first_loss?.toFixed(3)} → ${m.last_loss}; held-out loss ${m.eval_loss?.toFixed(4)} (its own held-out records) |`,
     ),
     ``,
   ];

@@ -1,8 +1,10 @@
 /**
  * The README's showcase question on the shipped starter model, through the real runtime, the real
  * server on a real port and a real browser: "How many doctors specialise in dermatology?" on
- * clinic. Under tree-prune with 4 candidates (the playground's default) three misspelt specialties
- * used to count 0 and outvote the one candidate that counted 11.
+ * clinic. Under tree-prune with 4 candidates (the playground's default) the starter writes the right
+ * column in some candidates and a recalled one (`specialty_name`) in others: the failing ones must lose
+ * the vote, not empty the answer. (With the previous starter, misspelt specialties counted 0 and used to
+ * outvote the one candidate that counted 11; test/decoding covers that rule.)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,8 +18,8 @@ import { startServer, type RunningServer } from "../../src/server/index.js";
 
 const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
 const QUESTION = "How many doctors specialise in dermatology?";
-/** A seed under which tree-prune-4 samples the right candidate once and three misspelt ones. */
-const SEED = 2;
+/** A seed under which tree-prune-4 samples the right candidate once and failing ones beside it. */
+const SEED = 3;
 
 let runtime: Runtime;
 let server: RunningServer;
@@ -43,7 +45,7 @@ afterAll(async () => {
 });
 
 describe("the clinic dermatology question on the starter model", () => {
-  it("answers 11 with tree-prune-4 over REST, with the misspelt zeros in the losing group", async () => {
+  it("answers 11 with tree-prune-4 over REST, the candidates whose SQL failed out of the vote", async () => {
     const res = await fetch(`${server.url}/v1/sql`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -54,8 +56,10 @@ describe("the clinic dermatology question on the starter model", () => {
     expect(body.result.rows).toEqual([[11]]);
     expect(body.sql).toContain("'Dermatology'");
     expect(body.answerable).toBe(true);
-    // the vote this replaced would have chosen the larger group of zeros
-    expect(Math.max(...body.candidates.map((c) => c.votes))).toBeGreaterThan(1);
+    const winners = body.candidates.filter((c) => c.votes > 0);
+    expect(winners.length).toBeGreaterThan(0);
+    expect(winners.every((c) => c.sql === body.sql)).toBe(true);
+    expect(body.candidates.length).toBeGreaterThan(winners.length); // others were sampled, and lost
   }, 120_000);
 
   it("answers 11 in the playground with its default strategy and candidates", async () => {

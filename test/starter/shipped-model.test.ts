@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCheck, preparePrompt, runRollout } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
-import { ExecutorPool, executeDirect, exBird } from "../../src/sql/index.js";
-import { generateSynth, synthDbPath } from "../../src/synth/index.js";
+import { copyCount } from "../../src/eval/index.js";
+import { generateRealData, realDbPath } from "../../src/realdata/index.js";
+import { ExecutorPool, executeDirect, exBird, loadSchema } from "../../src/sql/index.js";
 
 const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");
 let dir: string;
@@ -18,9 +19,7 @@ const executor = new ExecutorPool({ workers: 1 });
 describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "reex-shipped-"));
-    // database 48 of the starter build (seed 1): a held-out library database (48 % 7 = 6)
-    generateSynth(dir, { seed: 1, dbs: 49, devEvery: 7, traces: false });
-    policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 1024, sequences: 1, threads: 1 });
+    policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 2048, sequences: 1, threads: 1 });
   }, 120_000);
 
   afterAll(async () => {
@@ -29,19 +28,36 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("probes a held-out database for the stored form of a yes/no flag and answers correctly", async () => {
-    const dbPath = synthDbPath(dir, "library_0048");
-    const question = "How many loans that were not returned are there?";
-    const prompt = preparePrompt(dbPath, { family: "execution-aware", question, evidence: "returned refers to loans.returned" });
-    const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 });
-    expect(formatCheck(r.text, "execution-aware").ok).toBe(true);
-    expect(r.probes.length).toBeGreaterThanOrEqual(1);
-    expect(r.finalSql).not.toBeNull();
-    const gold = executeDirect(dbPath, "SELECT COUNT(*) FROM loans WHERE returned = 'no'");
-    const pred = executeDirect(dbPath, r.finalSql!);
-    if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${r.finalSql}`);
-    expect(exBird(pred.rows, gold.rows)).toBe(true);
-  }, 60_000);
+  it("answers held-out WikiSQL questions on tables it never saw, with the schema's own column names", async () => {
+    // the first 40 WikiSQL tables rebuilt as in training; their test-split questions were never trained on
+    const real = join(dir, "real");
+    generateRealData(real, { seed: 1, sources: ["wikisql"], wikisqlTables: 40, traces: false });
+    const items = JSON.parse(readFileSync(join(real, "wikisql_test.json"), "utf8")) as { db_id: string; question: string; SQL: string }[];
+    expect(items.length).toBe(14);
+    let wellFormed = 0;
+    let correct = 0;
+    let identifiers = 0;
+    let copied = 0;
+    for (const it of items) {
+      const dbPath = realDbPath(real, it.db_id);
+      const prompt = preparePrompt(dbPath, { family: "execution-aware", question: it.question });
+      const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 });
+      if (formatCheck(r.text, "execution-aware").ok) wellFormed++;
+      if (!r.finalSql) continue;
+      const names = copyCount(r.finalSql, { tables: loadSchema(dbPath).tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) });
+      identifiers += names.identifiers;
+      copied += names.inSchema;
+      const gold = executeDirect(dbPath, it.SQL);
+      const pred = executeDirect(dbPath, r.finalSql);
+      if (gold.ok && pred.ok && exBird(pred.rows, gold.rows)) correct++;
+    }
+    // the previous starter, trained on synthetic schemas only, copied 3.5% of its names and answered none (models/MODEL_CARD.md)
+    // measured on this model: 13 of 14 well-formed, 4 of 14 right (multi-condition questions are its weak spot)
+    const seen = `${wellFormed} well-formed, ${copied}/${identifiers} names copied, ${correct} right of ${items.length}`;
+    expect(wellFormed, seen).toBeGreaterThanOrEqual(12);
+    expect(copied / identifiers, seen).toBeGreaterThanOrEqual(0.9);
+    expect(correct, seen).toBeGreaterThanOrEqual(3);
+  }, 240_000);
 
   it("answers the README's example question through `reex ask` at its defaults", async () => {
     const clinic = (await buildExamples(join(dir, "examples"))).find((e) => e.dbId === "clinic")!;
