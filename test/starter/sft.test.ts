@@ -27,6 +27,9 @@ const hasCuda =
     }
   })();
 
+/** Three steps at a constant lr over one batch that holds every record: each step sees the same data. */
+const THREE_STEPS = { steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1 } as const;
+
 describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
   let fx: MicroFixture;
   let tokens: string;
@@ -85,14 +88,7 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       model: fx.modelPath,
       data: tokens,
       out: join(fx.dir, "amp.gguf"),
-      steps: 3,
-      lr: 3e-3,
-      warmup: 0,
-      schedule: "constant",
-      batchTokens: 100_000,
-      evalFrac: 0,
-      logEvery: 1,
-      threads: 1,
+      ...THREE_STEPS,
       amp: "bf16",
       attention: "auto",
       onEvent: (e) => events.push(e),
@@ -120,14 +116,7 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       model: zeroed,
       data: tokens,
       out,
-      steps: 3,
-      lr: 3e-3,
-      warmup: 0,
-      schedule: "constant",
-      batchTokens: 100_000,
-      evalFrac: 0,
-      logEvery: 1,
-      threads: 1,
+      ...THREE_STEPS,
       reinit: 0.02,
       outType: "f32",
       onEvent: (e) => events.push(e),
@@ -172,14 +161,7 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       model: fx.modelPath,
       data: tokens,
       out,
-      steps: 3,
-      lr: 3e-3,
-      warmup: 0,
-      schedule: "constant",
-      batchTokens: 100_000, // one batch holds everything: every step sees the same data
-      evalFrac: 0,
-      logEvery: 1,
-      threads: 1,
+      ...THREE_STEPS,
       onEvent: (e) => events.push(e),
     });
     const losses = events.filter((e) => e.event === "step").map((e) => Number(e.loss));
