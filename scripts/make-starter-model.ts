@@ -372,7 +372,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     "```",
     ``,
     `Seed ${r.seed}; work folder \`${r.workDir}\` (data, ${r.from ? "tokens, SFT stage loss logs" : "tokenizer, init model, tokens, SFT loss log `sft_loss.jsonl`"}, GRPO run folders, \`report.json\`).`,
-    `${r.commands.length > 1 ? "The last invocation took" : "Total wall time"} ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (PyTorch on CPU for SFT and the learner; llama.cpp through node-llama-cpp for rollouts).`,
+    `${r.commands.length > 1 ? "The last invocation took" : "Total wall time"} ${(r.seconds / 60).toFixed(1)} min on ${r.cpus ?? 2} CPU cores (${r.sftMore.some((m) => m.device?.startsWith("cuda")) ? "the imported SFT stage ran on a GPU elsewhere; here PyTorch on CPU" : "PyTorch on CPU for SFT and the learner"}; llama.cpp through node-llama-cpp for rollouts).`,
     ``,
     `| step | what |`,
     `|---|---|`,
@@ -477,16 +477,22 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
   lines.push(
     `## Limits`,
     ``,
-    ...(r.synth.manifest.lookalikes
+    ...(r.real
       ? [
-          `- Trained only on synthetic schemas of 10 domains and look-alikes of the 3 example databases, at most 1024 tokens of`,
-          `  context. Held-out databases of the 10 domains are the evaluation set; the unseen domains (\`eval_unseen.json\`) are far`,
-          `  outside what it learned, and the example databases, whose schemas it has seen in look-alike form, are in-schema, not transfer.`,
+          `- Trained on WikiSQL's one-table questions, Advising's one schema, Spider's schemas with template questions and synthetic`,
+          `  schemas of 10 domains${r.synth.manifest.lookalikes ? " with look-alikes of the 3 example databases" : ""}, at most ${r.shape.contextLength} tokens of context (longer records were dropped).`,
+          `  It copies names on one-table schemas; joins over several tables and long schemas are where it fails (the figures above).`,
         ]
-      : [
-          `- Trained only on synthetic schemas of 10 domains, at most 1024 tokens of context. Held-out databases of those domains`,
-          `  are the evaluation set; the unseen domains (\`eval_unseen.json\`) and the example databases are far outside what it learned.`,
-        ]),
+      : r.synth.manifest.lookalikes
+        ? [
+            `- Trained only on synthetic schemas of 10 domains and look-alikes of the 3 example databases, at most 1024 tokens of`,
+            `  context. Held-out databases of the 10 domains are the evaluation set; the unseen domains (\`eval_unseen.json\`) are far`,
+            `  outside what it learned, and the example databases, whose schemas it has seen in look-alike form, are in-schema, not transfer.`,
+          ]
+        : [
+            `- Trained only on synthetic schemas of 10 domains, at most 1024 tokens of context. Held-out databases of those domains`,
+            `  are the evaluation set; the unseen domains (\`eval_unseen.json\`) and the example databases are far outside what it learned.`,
+          ]),
     `- The file is regenerated, not versioned by hand: rerun the command above (same seed → same data, tokenizer, initial`,
     `  weights and GRPO schedule; the SFT result depends on how many steps fit the time budget unless \`--steps\` is given).`,
     ``,
