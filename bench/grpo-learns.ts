@@ -1,12 +1,14 @@
 /**
- * "It learns what it is trained on" (issue #28): from a start model, screen train questions of the
- * starter's synthetic data for a pass rate between 0.2 and 0.8 over 8 samples, keep 32, then run the
+ * "It learns what it is trained on" (issue #28): from a start model, screen train questions (the
+ * starter's synthetic data, or a BIRD-format `--dataset` with its `--db-root`, such as the real-data
+ * pipeline's wikisql_train.json) for a pass rate between 0.2 and 0.8 over 8 samples, keep 32, then run the
  * recipe (examples/training/grpo-recipe.json) on exactly those questions twice — real advantages and
  * shuffled ones (`shuffleAdvantages`) — and compare each question's pass rate over 16 samples (T 1.0,
  * fixed seeds) before and after, with a paired-by-question bootstrap interval.
  *
  *   npx tsx bench/grpo-learns.ts [--model .reex/starter/sft.gguf] [--work .reex/grpo-learns] [--dbs 60]
  *       [--candidates 200] [--questions 32] [--steps 20] [--threads 2] [--seed 1]
+ *       [--dataset DIR/wikisql_train.json --db-root DIR/databases] [--context 1024]
  *
  * Everything goes under --work (ignored by git): synth/, screen.json, train-32.json, real/ and shuffled/
  * (run folders with checkpoints), result.json. Progress on stderr; the last line is
@@ -32,21 +34,38 @@ const { values } = parseArgs({
     steps: { type: "string", default: "20" },
     threads: { type: "string", default: "2" },
     seed: { type: "string", default: "1" },
+    dataset: { type: "string" },
+    "db-root": { type: "string" },
+    context: { type: "string", default: "1024" },
   },
 });
 const work = resolve(values.work!);
 const model = resolve(values.model!);
 const threads = Number(values.threads);
+const contextSize = Number(values.context);
 const log = (l: string): void => void process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${l}\n`);
 mkdirSync(work, { recursive: true });
 
-const synthDir = join(work, "synth");
-const synth = generateSynth(synthDir, { seed: Number(values.seed), dbs: Number(values.dbs), devEvery: 7 });
-const dbRoot = join(synthDir, "databases");
-const all = synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k }));
+interface Bird {
+  question_id: number;
+  db_id: string;
+  question: string;
+  evidence?: string;
+  SQL: string;
+}
+function loadQuestions(): { all: Bird[]; dbRoot: string } {
+  if (values.dataset !== undefined) {
+    if (values["db-root"] === undefined) throw new Error("--dataset needs --db-root");
+    return { all: JSON.parse(readFileSync(resolve(values.dataset), "utf8")) as Bird[], dbRoot: resolve(values["db-root"]) };
+  }
+  const synthDir = join(work, "synth");
+  const synth = generateSynth(synthDir, { seed: Number(values.seed), dbs: Number(values.dbs), devEvery: 7 });
+  return { all: synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k })), dbRoot: join(synthDir, "databases") };
+}
+const { all, dbRoot } = loadQuestions();
 const step = Math.max(1, Math.floor(all.length / Number(values.candidates)));
 const candidates = all.filter((_, k) => k % step === 0).slice(0, Number(values.candidates));
-const asQuestion = (r: (typeof all)[number]): TrainingQuestion => ({
+const asQuestion = (r: Bird): TrainingQuestion => ({
   questionId: r.question_id,
   dbPath: join(dbRoot, r.db_id, `${r.db_id}.sqlite`),
   question: r.question,
@@ -56,7 +75,7 @@ const asQuestion = (r: (typeof all)[number]): TrainingQuestion => ({
 
 /** Pass rate of each question over `samples` rollouts of `gguf` at T 1.0 (seeds fixed by question and `salt`). */
 async function passRates(gguf: string, qs: TrainingQuestion[], samples: number, salt: number): Promise<Map<string | number, number>> {
-  const policy = await createLlamaPolicy({ model: gguf, gpu: "cpu", contextSize: 1024, sequences: 16, threads });
+  const policy = await createLlamaPolicy({ model: gguf, gpu: "cpu", contextSize, sequences: 16, threads });
   const executor = new ExecutorPool({ workers: 2, timeoutMs: 5000, maxRows: 1000 });
   const prompts = createPromptBuilder({ indexDir: join(work, "indexes") });
   const spec = resolveRewardSpec({ preset: "outcome" });
@@ -119,7 +138,7 @@ for (const arm of ["real", "shuffled"] as const) {
       steps: Number(values.steps),
       shuffleAdvantages: arm === "shuffled",
       checkpointEvery: 5,
-      policy: { gpu: "cpu", contextSize: 1024, sequences: 16, threads },
+      policy: { gpu: "cpu", contextSize, sequences: 16, threads },
       learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] },
     },
     "grpo",
