@@ -17,12 +17,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { reexProfile } from "../src/agent/index.js";
-import { createPromptBuilder } from "../src/decoding/index.js";
-import { createLlamaPolicy } from "../src/policy/index.js";
-import { ExecutorPool } from "../src/sql/index.js";
-import { birdRecord, generateSynth } from "../src/synth/index.js";
-import { GoldCache, parseTrainConfig, resolveRewardSpec, runGroup, runTraining, type TrainingQuestion } from "../src/training/index.js";
+import { parseTrainConfig, runTraining } from "../src/training/index.js";
+import { asQuestion as toQuestion, type Bird, bootstrap, loadQuestions, log, passRates as sampledPassRates, spread } from "./grpo-common.js";
 
 const { values } = parseArgs({
   options: {
@@ -43,69 +39,13 @@ const work = resolve(values.work!);
 const model = resolve(values.model!);
 const threads = Number(values.threads);
 const contextSize = Number(values.context);
-const log = (l: string): void => void process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${l}\n`);
 mkdirSync(work, { recursive: true });
 
-interface Bird {
-  question_id: number;
-  db_id: string;
-  question: string;
-  evidence?: string;
-  SQL: string;
-}
-function loadQuestions(): { all: Bird[]; dbRoot: string } {
-  if (values.dataset !== undefined) {
-    if (values["db-root"] === undefined) throw new Error("--dataset needs --db-root");
-    return { all: JSON.parse(readFileSync(resolve(values.dataset), "utf8")) as Bird[], dbRoot: resolve(values["db-root"]) };
-  }
-  const synthDir = join(work, "synth");
-  const synth = generateSynth(synthDir, { seed: Number(values.seed), dbs: Number(values.dbs), devEvery: 7 });
-  return { all: synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k })), dbRoot: join(synthDir, "databases") };
-}
-const { all, dbRoot } = loadQuestions();
-const step = Math.max(1, Math.floor(all.length / Number(values.candidates)));
-const candidates = all.filter((_, k) => k % step === 0).slice(0, Number(values.candidates));
-const asQuestion = (r: Bird): TrainingQuestion => ({
-  questionId: r.question_id,
-  dbPath: join(dbRoot, r.db_id, `${r.db_id}.sqlite`),
-  question: r.question,
-  ...(r.evidence ? { evidence: r.evidence } : {}),
-  goldSql: r.SQL,
-});
-
-/** Pass rate of each question over `samples` rollouts of `gguf` at T 1.0 (seeds fixed by question and `salt`). */
-async function passRates(gguf: string, qs: TrainingQuestion[], samples: number, salt: number): Promise<Map<string | number, number>> {
-  const policy = await createLlamaPolicy({ model: gguf, gpu: "cpu", contextSize, sequences: 16, threads });
-  const executor = new ExecutorPool({ workers: 2, timeoutMs: 5000, maxRows: 1000 });
-  const prompts = createPromptBuilder({ indexDir: join(work, "indexes") });
-  const spec = resolveRewardSpec({ preset: "outcome" });
-  const out = new Map<string | number, number>();
-  try {
-    for (const [i, q] of qs.entries()) {
-      const g = await runGroup(q, {
-        policy,
-        executor,
-        promptFor: prompts.promptFor,
-        profile: reexProfile,
-        groupSize: samples,
-        temperature: 1,
-        maxInteractions: 4,
-        maxTokens: 400,
-        concurrency: 16,
-        seed: salt * 100_000 + Number(q.questionId) * 64,
-        reward: spec,
-        rewardEnv: { executor, goldCache: new GoldCache() },
-      });
-      out.set(q.questionId, g.rollouts.filter((r) => r.reward.correct).length / samples);
-      if ((i + 1) % 10 === 0) log(`  ${i + 1}/${qs.length} questions`);
-    }
-  } finally {
-    prompts.close();
-    await policy.close();
-    await executor.close();
-  }
-  return out;
-}
+const { all, dbRoot } = loadQuestions({ work, dataset: values.dataset, dbRoot: values["db-root"], seed: Number(values.seed), dbs: Number(values.dbs) });
+const candidates = spread(all, Number(values.candidates));
+const asQuestion = (r: Bird) => toQuestion(r, dbRoot);
+const passRates = (gguf: string, qs: ReturnType<typeof asQuestion>[], samples: number, salt: number) =>
+  sampledPassRates(gguf, qs, samples, salt, { contextSize, threads, indexDir: join(work, "indexes"), log });
 
 const screenFile = join(work, "screen.json");
 let screen: Record<string, number>;
@@ -149,18 +89,6 @@ for (const arm of ["real", "shuffled"] as const) {
   ends[arm] = await passRates(result.model, qs, 16, 2);
 }
 
-function bootstrap(diffs: number[], n = 10_000): [number, number] {
-  let s = 12345;
-  const rnd = (): number => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296;
-  const means: number[] = [];
-  for (let b = 0; b < n; b++) {
-    let t = 0;
-    for (let i = 0; i < diffs.length; i++) t += diffs[Math.floor(rnd() * diffs.length)]!;
-    means.push(t / diffs.length);
-  }
-  means.sort((a, b) => a - b);
-  return [means[Math.floor(0.025 * n)]!, means[Math.floor(0.975 * n)]!];
-}
 const ids = qs.map((q) => q.questionId);
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const dReal = ids.map((id) => ends.real!.get(id)! - start.get(id)!);
