@@ -1,5 +1,5 @@
 /** Shared by bench/grpo-learns.ts and bench/grpo-generalises.ts: the question loader, the pass-rate sampler and the paired bootstrap. */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { reexProfile } from "../src/agent/index.js";
 import { createPromptBuilder } from "../src/decoding/index.js";
@@ -17,13 +17,18 @@ export interface Bird {
   SQL: string;
 }
 
-/** Train questions from a BIRD-format `dataset` with its `dbRoot`, or else the starter's synthetic data generated under `<work>/synth`. */
+/**
+ * Train questions from a BIRD-format `dataset` with its `dbRoot`, or else the starter's synthetic data, generated once
+ * under `<work>/synth` (a later run, or a second arm beside the first, reads it back instead of rewriting databases in use).
+ */
 export function loadQuestions(o: { work: string; dataset?: string; dbRoot?: string; seed: number; dbs: number }): { all: Bird[]; dbRoot: string } {
   if (o.dataset !== undefined) {
     if (o.dbRoot === undefined) throw new Error("--dataset needs --db-root");
     return { all: JSON.parse(readFileSync(resolve(o.dataset), "utf8")) as Bird[], dbRoot: resolve(o.dbRoot) };
   }
   const synthDir = join(o.work, "synth");
+  const saved = join(synthDir, "train.json");
+  if (existsSync(saved)) return { all: JSON.parse(readFileSync(saved, "utf8")) as Bird[], dbRoot: join(synthDir, "databases") };
   const synth = generateSynth(synthDir, { seed: o.seed, dbs: o.dbs, devEvery: 7 });
   return { all: synth.train.map((it, k) => ({ ...birdRecord(it), question_id: k })), dbRoot: join(synthDir, "databases") };
 }
