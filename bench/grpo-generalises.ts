@@ -13,7 +13,8 @@
  * stop them when time is up, then `--report`: it scores the highest checkpoint step both arms reached (or
  * --at-step). Everything goes under --work (ignored by git): screen.json, train-N.json, real/ and shuffled/ run
  * folders (a checkpoint every step; a rerun resumes), heldout-<name>/ eval reports, result.json. The last line is
- * `held-out greedy EX start X real +D (p P) shuffled +D (p P)`.
+ * `held-out greedy EX start X real +D (p P) shuffled +D (p P) at step N; on trained families real +D (p P) shuffled +D (p P)`
+ * (the second pair: held-out questions on databases of a family the train questions cover, db_id less its _NNNN).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -129,17 +130,39 @@ if (values.arm === undefined && !values["screen-only"]) {
   const ckpt = (arm: string): string => join(work, arm, "checkpoints", `step-${String(at).padStart(6, "0")}.gguf`);
   const start = evaluate("start", model);
   const ex = (items: ItemScore[]): number => items.filter((i) => i.ex.bird).length / items.length;
-  const result: Record<string, unknown> = { model, heldout, questions: start.length, step: at, start: ex(start) };
+  // A secondary split: held-out questions on databases of a family (db_id less its trailing _NNNN, the synthetic
+  // data's domain) that the train questions also cover, against those of families they never show.
+  const family = (dbId: string): string => dbId.replace(/_\d+$/, "");
+  const trainFile = readdirSync(work).find((f) => /^train-\d+\.json$/.test(f));
+  const trained = new Set(trainFile ? (JSON.parse(readFileSync(join(work, trainFile), "utf8")) as { db_id: string }[]).map((r) => family(r.db_id)) : []);
+  const seen = (i: ItemScore): boolean => trained.has(family(i.dbId));
+  const part = (items: ItemScore[], keep: (i: ItemScore) => boolean): ItemScore[] => items.filter(keep);
+  const result: Record<string, unknown> = {
+    model,
+    heldout,
+    questions: start.length,
+    step: at,
+    start: ex(start),
+    trainFamilies: [...trained].sort(),
+    seenFamilies: { questions: part(start, seen).length, start: ex(part(start, seen)) },
+  };
   for (const arm of ["real", "shuffled"] as const) {
     const items = evaluate(`${arm}-${at}`, ckpt(arm));
-    result[arm] = { ex: ex(items), vsStart: pairedDifference(start, items) };
+    const bySeen = (keep: (i: ItemScore) => boolean) =>
+      part(start, keep).length === 0 ? null : { ex: ex(part(items, keep)), vsStart: pairedDifference(part(start, keep), part(items, keep)) };
+    result[arm] = { ex: ex(items), vsStart: pairedDifference(start, items), seenFamilies: bySeen(seen), unseenFamilies: bySeen((i) => !seen(i)) };
   }
   writeFileSync(join(work, "result.json"), JSON.stringify(result, null, 2));
   console.log(JSON.stringify(result, null, 2));
-  const line = (arm: string): string => {
-    const r = result[arm] as { vsStart: { delta: number; pValue: number } };
+  const gain = (r: { vsStart: { delta: number; pValue: number } } | null): string => {
+    if (r === null) return "n/a";
     const d = -100 * r.vsStart.delta;
-    return `${arm} ${d >= 0 ? "+" : ""}${d.toFixed(2)} (p ${r.vsStart.pValue.toFixed(3)})`;
+    return `${d >= 0 ? "+" : ""}${d.toFixed(2)} (p ${r.vsStart.pValue.toFixed(3)})`;
   };
-  console.log(`held-out greedy EX start ${(100 * ex(start)).toFixed(2)} ${line("real")} ${line("shuffled")} at step ${at}`);
+  type ArmResult = { vsStart: { delta: number; pValue: number }; seenFamilies: { vsStart: { delta: number; pValue: number } } | null };
+  const [real, shuffled] = [result.real as ArmResult, result.shuffled as ArmResult];
+  console.log(
+    `held-out greedy EX start ${(100 * ex(start)).toFixed(2)} real ${gain(real)} shuffled ${gain(shuffled)} at step ${at}; ` +
+      `on trained families real ${gain(real.seenFamilies)} shuffled ${gain(shuffled.seenFamilies)}`,
+  );
 }
