@@ -6,7 +6,7 @@ import { createPromptBuilder } from "../src/decoding/index.js";
 import { createLlamaPolicy } from "../src/policy/index.js";
 import { ExecutorPool } from "../src/sql/index.js";
 import { birdRecord, generateSynth } from "../src/synth/index.js";
-import { GoldCache, resolveRewardSpec, runGroup, type TrainingQuestion } from "../src/training/index.js";
+import { GoldCache, parseTrainConfig, resolveRewardSpec, runGroup, runTraining, type TrainingQuestion, type TrainResult } from "../src/training/index.js";
 
 /** One BIRD-format record. */
 export interface Bird {
@@ -106,3 +106,37 @@ export function bootstrap(diffs: number[], n = 10_000): [number, number] {
 
 /** Progress line on stderr with the wall-clock time. */
 export const log = (l: string): void => void process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${l}\n`);
+
+/**
+ * Runs one arm of the recipe (examples/training/grpo-recipe.json, less its eval and curriculum) on CPU: `shuffled` gives it
+ * shuffled advantages. Resumes a run folder that already has a run.json.
+ */
+export async function runRecipeArm(o: {
+  model: string;
+  runDir: string;
+  trainFile: string;
+  dbRoot: string;
+  steps: number;
+  shuffled: boolean;
+  checkpointEvery: number;
+  contextSize: number;
+  threads: number;
+}): Promise<TrainResult> {
+  const recipe = JSON.parse(readFileSync("examples/training/grpo-recipe.json", "utf8")) as Record<string, unknown>;
+  const { eval: _eval, curriculum: _c, description: _d, ...rest } = recipe;
+  const config = parseTrainConfig(
+    {
+      ...rest,
+      model: o.model,
+      runDir: o.runDir,
+      data: { dataset: o.trainFile, dbRoot: o.dbRoot },
+      steps: o.steps,
+      shuffleAdvantages: o.shuffled,
+      checkpointEvery: o.checkpointEvery,
+      policy: { gpu: "cpu", contextSize: o.contextSize, sequences: 16, threads: o.threads },
+      learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(o.threads)] },
+    },
+    "grpo",
+  );
+  return runTraining(config, { mode: "grpo", resume: existsSync(join(o.runDir, "run.json")), progress: null, log });
+}

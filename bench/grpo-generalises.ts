@@ -21,8 +21,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ItemScore, pairedDifference } from "../src/eval/index.js";
-import { parseTrainConfig, runTraining } from "../src/training/index.js";
-import { asQuestion, loadQuestions, log, passRates, spread } from "./grpo-common.js";
+import { asQuestion, loadQuestions, log, passRates, runRecipeArm, spread } from "./grpo-common.js";
 
 const { values } = parseArgs({
   options: {
@@ -78,26 +77,11 @@ if (arms.length > 0 || values["screen-only"]) {
   const trainFile = join(work, `train-${picked.length}.json`);
   writeFileSync(trainFile, JSON.stringify(picked, null, 2));
 
-  const recipe = JSON.parse(readFileSync("examples/training/grpo-recipe.json", "utf8")) as Record<string, unknown>;
-  const { eval: _eval, curriculum: _c, description: _d, ...rest } = recipe;
   for (const arm of values["screen-only"] ? [] : arms) {
     const runDir = join(work, arm);
-    const config = parseTrainConfig(
-      {
-        ...rest,
-        model,
-        runDir,
-        data: { dataset: trainFile, dbRoot },
-        steps: Number(values.steps),
-        shuffleAdvantages: arm === "shuffled",
-        checkpointEvery: 1,
-        policy: { gpu: "cpu", contextSize, sequences: 16, threads },
-        learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] },
-      },
-      "grpo",
-    );
-    log(`${arm} arm: ${config.steps} steps over ${picked.length} questions → ${runDir}`);
-    await runTraining(config, { mode: "grpo", resume: existsSync(join(runDir, "run.json")), progress: null, log });
+    log(`${arm} arm: ${values.steps} steps over ${picked.length} questions → ${runDir}`);
+    const shuffled = arm === "shuffled";
+    await runRecipeArm({ model, runDir, trainFile, dbRoot, steps: Number(values.steps), shuffled, checkpointEvery: 1, contextSize, threads });
     log(`${arm} arm done`);
   }
 }

@@ -17,8 +17,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { parseTrainConfig, runTraining } from "../src/training/index.js";
-import { asQuestion as toQuestion, type Bird, bootstrap, loadQuestions, log, passRates as sampledPassRates, spread } from "./grpo-common.js";
+import { asQuestion as toQuestion, type Bird, bootstrap, loadQuestions, log, passRates as sampledPassRates, runRecipeArm, spread } from "./grpo-common.js";
 
 const { values } = parseArgs({
   options: {
@@ -64,27 +63,12 @@ const qs = picked.map(asQuestion);
 
 log(`start pass rates over 16 samples`);
 const start = await passRates(model, qs, 16, 2);
-const recipe = JSON.parse(readFileSync("examples/training/grpo-recipe.json", "utf8")) as Record<string, unknown>;
 const ends: Record<string, Map<string | number, number>> = {};
 for (const arm of ["real", "shuffled"] as const) {
   const runDir = join(work, arm);
-  const { eval: _eval, curriculum: _c, description: _d, ...rest } = recipe;
-  const config = parseTrainConfig(
-    {
-      ...rest,
-      model,
-      runDir,
-      data: { dataset: trainFile, dbRoot },
-      steps: Number(values.steps),
-      shuffleAdvantages: arm === "shuffled",
-      checkpointEvery: 5,
-      policy: { gpu: "cpu", contextSize, sequences: 16, threads },
-      learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(threads)] },
-    },
-    "grpo",
-  );
-  log(`${arm} arm: ${config.steps} steps → ${runDir}`);
-  const result = await runTraining(config, { mode: "grpo", resume: existsSync(join(runDir, "run.json")), progress: null, log });
+  log(`${arm} arm: ${values.steps} steps → ${runDir}`);
+  const shuffled = arm === "shuffled";
+  const result = await runRecipeArm({ model, runDir, trainFile, dbRoot, steps: Number(values.steps), shuffled, checkpointEvery: 5, contextSize, threads });
   log(`${arm} arm done; end pass rates over 16 samples`);
   ends[arm] = await passRates(result.model, qs, 16, 2);
 }
