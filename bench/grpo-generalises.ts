@@ -120,7 +120,6 @@ if (values.arm === undefined && !values["screen-only"]) {
   const trainFile = readdirSync(work).find((f) => /^train-\d+\.json$/.test(f));
   const trained = new Set(trainFile ? (JSON.parse(readFileSync(join(work, trainFile), "utf8")) as { db_id: string }[]).map((r) => family(r.db_id)) : []);
   const seen = (i: ItemScore): boolean => trained.has(family(i.dbId));
-  const part = (items: ItemScore[], keep: (i: ItemScore) => boolean): ItemScore[] => items.filter(keep);
   const result: Record<string, unknown> = {
     model,
     heldout,
@@ -128,12 +127,12 @@ if (values.arm === undefined && !values["screen-only"]) {
     step: at,
     start: ex(start),
     trainFamilies: [...trained].sort(),
-    seenFamilies: { questions: part(start, seen).length, start: ex(part(start, seen)) },
+    seenFamilies: { questions: start.filter(seen).length, start: ex(start.filter(seen)) },
   };
   for (const arm of ["real", "shuffled"] as const) {
     const items = evaluate(`${arm}-${at}`, ckpt(arm));
     const bySeen = (keep: (i: ItemScore) => boolean) =>
-      part(start, keep).length === 0 ? null : { ex: ex(part(items, keep)), vsStart: pairedDifference(part(start, keep), part(items, keep)) };
+      start.some(keep) ? { ex: ex(items.filter(keep)), vsStart: pairedDifference(start.filter(keep), items.filter(keep)) } : null;
     result[arm] = { ex: ex(items), vsStart: pairedDifference(start, items), seenFamilies: bySeen(seen), unseenFamilies: bySeen((i) => !seen(i)) };
   }
   writeFileSync(join(work, "result.json"), JSON.stringify(result, null, 2));
