@@ -2,7 +2,7 @@
  * Regenerates the project's own starter policy from scratch, deterministic for a seed:
  *
  *   npx tsx scripts/make-starter-model.ts [--seed 1] [--minutes 40] [--steps 0] [--grpo-steps 50] [--grpo-pick best-heldout|best-or-start|last] [--ablation]
- *       [--out models/reex-starter.gguf] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--lookalike-exact 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
+ *       [--out models/reex-starter.gguf] [--out-type q8_0|f16] [--work .reex/starter] [--dbs 300] [--lookalikes 0] [--lookalike-exact 0] [--rename-share 0] [--dev-every 7] [--eval-items 120]
  *       [--vocab 3072] [--layers 4] [--width 256] [--heads 4] [--ff 704] [--lr 1.5e-3] [--batch-tokens 4096]
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
@@ -64,6 +64,7 @@ const OPTIONS = {
   notes: { type: "string" },
   steps: { type: "string", default: "0" },
   out: { type: "string", default: "models/reex-starter.gguf" },
+  "out-type": { type: "string", default: "q8_0" },
   work: { type: "string", default: ".reex/starter" },
   dbs: { type: "string", default: "300" },
   lookalikes: { type: "string", default: "0" },
@@ -166,10 +167,16 @@ if (Boolean(values["import-sft"]) !== Boolean(values["import-sft-log"])) {
   process.exit(2);
 }
 
+if (values["out-type"] !== "q8_0" && values["out-type"] !== "f16") {
+  console.error(`--out-type must be q8_0 or f16, not ${values["out-type"]}`);
+  process.exit(2);
+}
+
 const options: StarterOptions = {
   seed: num("seed"),
   workDir: String(values.work),
   out: String(values.out),
+  outType: values["out-type"],
   dbs: num("dbs"),
   lookalikes: num("lookalikes"),
   lookalikeExact: num("lookalike-exact"),
@@ -365,7 +372,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     ...(notes ? [notes.trimEnd(), ``] : []),
     `## How it was made`,
     ``,
-    r.commands.length > 1 ? `In ${r.commands.length} invocations on one work folder, each continuing from the SFT model the one before left:` : `One command:`,
+    r.commands.length > 1 ? `In ${r.commands.length} invocations on one work folder, each continuing from what the one before left:` : `One command:`,
     ``,
     "```",
     ...r.commands,
@@ -400,7 +407,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     g
       ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min${g.picked ? `; shipped: step ${g.picked.step} of ${g.steps}, ${g.picked.rule === "best-heldout" ? "the checkpoint with the highest greedy EX on `val_seen.json` (the ablation's model is chosen the same way)" : g.picked.rule === "best-or-start" ? "the model with the highest greedy EX on `val_seen.json`, the SFT start included" : "the last"}` : ""} |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
-    `| export | GGUF, f16 matrices: ${mb(r.outBytes)} |`,
+    `| export | GGUF, ${r.outType === "q8_0" ? "Q8_0 matrices (`reex_learner export --out-type q8_0`: the tensors llama-quantize writes)" : "f16 matrices"}: ${mb(r.outBytes)} |`,
     ``,
     `## Measured`,
     ``,

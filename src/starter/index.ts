@@ -20,7 +20,7 @@ import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResul
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
 import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
-import { ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
+import { exportGguf, ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 
 export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
@@ -178,6 +178,8 @@ export interface StarterOptions {
   workDir?: string;
   /** Final GGUF. Default "models/reex-starter.gguf". */
   out?: string;
+  /** Type of the final GGUF's matrices: "q8_0" (half the file of f16; faster on a CPU) or "f16" (as trained). Default "q8_0". */
+  outType?: "f16" | "q8_0";
   /** Synthetic databases. Default 300. */
   dbs?: number;
   /** Every Nth database of the training domains is held out for evaluation (`generateSynth`'s devEvery). Default 7. */
@@ -272,6 +274,8 @@ export interface StarterReport {
   workDir: string;
   out: string;
   outBytes: number;
+  /** Type of `out`'s matrices (absent in reports written before the export step: f16). */
+  outType?: "f16" | "q8_0";
   /** `val`: items of `val_seen.json` (absent in reports written before it existed). */
   synth: Pick<SynthResult, "manifest" | "traces" | "traceTokens"> & { train: number; dev: number; val?: number };
   /** The real-question data mixed in (absent when the run used synthetic data only). */
@@ -366,7 +370,10 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
   }
 
   const { grpo, ablation } = await grpoStage(options, work, sftModel, out, log);
+  const outType = options.outType ?? "q8_0";
+  exportGguf(out, out, outType);
   const outBytes = statSync(out).size;
+  log(`      ${out}: ${outType} matrices, ${(outBytes / 1e6).toFixed(1)} MB`);
 
   const { check, loads } = await checkStage(out, synthDir, seenItems, options.checkItems ?? 20, log);
   const report: StarterReport = {
@@ -375,6 +382,7 @@ export async function makeStarterModel(options: StarterOptions = {}): Promise<St
     workDir: work,
     out,
     outBytes,
+    outType,
     synth: {
       manifest: synth.manifest,
       traces: synth.traces,

@@ -173,6 +173,19 @@ export interface GgufHparams {
   tied_output: boolean;
 }
 
+/** Rewrites `model`'s matrices as `type` into `out` (may be `model` itself; written atomically) through the learner's `export`. */
+export function exportGguf(model: string, out: string, type: "f16" | "q8_0", python = "/usr/bin/python3"): void {
+  try {
+    execFileSync(python, ["-m", "reex_learner", "export", "--model", model, "--out", out, "--out-type", type], {
+      env: learnerEnv(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  } catch (err) {
+    const stderr = String((err as { stderr?: Buffer | string }).stderr ?? "").trim();
+    throw new Error(`exporting ${model} as ${type} failed${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);
+  }
+}
+
 /** Reads `model`'s hyperparameters and the type of its token embedding through the learner; throws with its message on a file it cannot read. */
 export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
   let out: string;

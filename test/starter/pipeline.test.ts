@@ -3,7 +3,16 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EVAL_FILES, makeStarterModel, REAL_EVAL_FILES, REPORT_FILE, runSft, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
+import {
+  EVAL_FILES,
+  ggufInfo,
+  makeStarterModel,
+  REAL_EVAL_FILES,
+  REPORT_FILE,
+  runSft,
+  type StarterOptions,
+  type StarterReport,
+} from "../../src/starter/index.js";
 import { STARTER_OUT } from "./fixtures.js";
 
 const hasTorch = ((): boolean => {
@@ -32,11 +41,14 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     checkItems: 0,
   };
 
-  it("continues a reused SFT model on a larger data set and keeps every stage and command in report.json", async () => {
+  it("continues a reused SFT model on a larger data set, keeps every stage and command in report.json, and ships Q8_0 unless asked for f16", async () => {
     rmSync(work, { recursive: true, force: true });
     const first = await makeStarterModel({ ...base, dbs: 2, command: "first" });
     expect(first.sftDbs).toBe(2);
     expect(first.sftMore).toEqual([]);
+    expect(first.outType).toBe("q8_0");
+    expect(ggufInfo(base.out!).embeddingType).toBe("q8_0");
+    expect(ggufInfo(join(work, "sft.gguf")).embeddingType).toBe("f16"); // the work folder's model keeps what training wrote
     const afterFirst = sha(join(work, "sft.gguf"));
 
     const second = await makeStarterModel({ ...base, dbs: 3, reuseSft: true, sftMore: { minutes: 0, steps: 1, lr: 1e-3 }, command: "second" });
@@ -50,7 +62,8 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     expect(second.synth.traces).toBeGreaterThan(first.synth.traces);
     expect(sha(join(work, "sft.gguf"))).not.toBe(afterFirst);
 
-    const third = await makeStarterModel({ ...base, dbs: 3, reuseSft: true, sftMore: { minutes: 0, steps: 1 }, command: "third" });
+    const third = await makeStarterModel({ ...base, dbs: 3, reuseSft: true, sftMore: { minutes: 0, steps: 1 }, outType: "f16", command: "third" });
+    expect(ggufInfo(base.out!).embeddingType).toBe("f16");
     expect(third.sftMore.map((m) => m.lr)).toEqual([1e-3, 8e-4]);
     const saved = JSON.parse(readFileSync(join(work, REPORT_FILE), "utf8")) as StarterReport;
     expect(saved.commands).toEqual(["first", "second", "third"]);
@@ -180,6 +193,7 @@ describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
     await runSft({ model: join(dir, "sft.gguf"), data: join(dir, "sft_tokens.jsonl"), out: join(dir, "gpu.gguf"), steps: 1, evalFrac: 0, threads: 1, log });
     const report = await makeStarterModel({ ...opts, importSft: { model: join(dir, "gpu.gguf"), log }, command: "import" });
     expect(report.commands).toEqual(["prepare", expect.stringMatching(/^python3 -m reex_learner\.sft_train /), "import"]);
-    expect(sha(join(dir, "shipped.gguf"))).toBe(sha(join(dir, "gpu.gguf")));
+    expect(sha(join(dir, "sft.gguf"))).toBe(sha(join(dir, "gpu.gguf")));
+    expect(ggufInfo(join(dir, "shipped.gguf")).embeddingType).toBe("q8_0"); // the imported stage, exported
   }, 300_000);
 });

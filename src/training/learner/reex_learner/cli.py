@@ -36,7 +36,7 @@ def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
 def cmd_step(args: argparse.Namespace) -> int:
     torch, device, dtype = _torch_setup(args)
     from .grpo import read_experience, step_config_from_args, train_step
-    from .gguf_io import write_gguf
+    from .gguf_io import quantized_matrices, write_gguf
     from .model import load_master, load_model, save_master, state_for_gguf
 
     t0 = time.time()
@@ -57,7 +57,10 @@ def cmd_step(args: argparse.Namespace) -> int:
     load_s = time.time() - t0
     metrics: Dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()
-    write_gguf(args.out, g, state_for_gguf(policy), out_type=args.out_type)
+    out_type = args.out_type
+    if out_type == "keep" and quantized_matrices(g):
+        out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
+    write_gguf(args.out, g, state_for_gguf(policy), out_type=out_type)
     if args.master:
         save_master(policy, args.master)
     metrics.update(
@@ -109,6 +112,16 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Rewrites a GGUF with its 2-D weights in another type (metadata unchanged, atomically)."""
+    from .gguf_io import read_gguf, write_gguf
+
+    g = read_gguf(args.model)
+    write_gguf(args.out, g, {}, out_type=args.out_type)
+    print(json.dumps({"out": args.out, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
     return 0
 
 
@@ -222,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--optimizer-state", help="AdamW state file: loaded if present, saved after the step")
     s.add_argument("--share-prefix", action="store_true", help="rollouts with the same prompt share one copy of it in a packed row (token-mean loss only; same gradients, fewer tokens)")
     s.add_argument("--pack-tokens", type=int, default=2048, help="row length limit with --share-prefix (default 2048)")
-    s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16"], help="tensor type of the written GGUF")
+    s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16", "q8_0"], help="tensor type of the written GGUF (keep: the input's, except that quantised matrices are written as f16)")
     s.add_argument("--grad-checkpoint", action="store_true", help="recompute block activations in backward (less memory)")
     s.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention kernel (sdpa needs torch >= 2.0)")
     s.add_argument("--master", help="float32 master weights carried across steps: loaded instead of --model's (rounded) weights if the file exists and --model is their export, saved after the step")
@@ -237,6 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     lp.add_argument("--experience", required=True)
     lp.add_argument("--out", help="JSONL output (default stdout)")
     lp.set_defaults(func=cmd_logprobs)
+
+    ex = sub.add_parser("export", help="rewrite a GGUF's 2-D weights as f32, f16 or q8_0 (1-D tensors stay f32; Q8_0 as llama-quantize writes it)")
+    ex.add_argument("--model", required=True)
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--out-type", required=True, choices=["f32", "f16", "q8_0"])
+    ex.set_defaults(func=cmd_export)
 
     inf = sub.add_parser("info", help="print hyperparameters and tensors of a GGUF")
     inf.add_argument("--model", required=True)

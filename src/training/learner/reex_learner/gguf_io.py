@@ -236,6 +236,15 @@ def _encode(gguf, name: str, data: np.ndarray, qtype) -> Tuple[np.ndarray, Any]:
         return data.astype(np.float16), None
 
 
+def quantized_matrices(model: GGUFModel) -> List[str]:
+    """Names of the 2-D tensors stored quantised (neither F32, F16 nor BF16): weights an update
+    smaller than the quantisation step cannot move, so a trainer exports such a model as f16."""
+    gguf = gguf_module()
+    Q = gguf.GGMLQuantizationType
+    plain = {Q.F32, Q.F16, Q.BF16}
+    return [n for n, a in model.tensors.items() if a.ndim > 1 and model.tensor_types[n] not in plain]
+
+
 def write_gguf(
     path: str | os.PathLike[str],
     model: GGUFModel,
@@ -245,8 +254,9 @@ def write_gguf(
 ) -> None:
     """Writes ``model``'s metadata unchanged plus its tensors, replacing those given in ``tensors``
     (GGUF names -> numpy arrays or torch tensors, gguf-py layout). ``out_type``: "keep" stores each
-    tensor in the type it was read as; "f32"/"f16" force 2-D weights to that type (1-D tensors such
-    as norms stay f32, as llama.cpp's converter does). Written atomically (temp file + rename)."""
+    tensor in the type it was read as; "f32"/"f16"/"q8_0" force 2-D weights to that type (1-D tensors
+    such as norms stay f32, as llama.cpp's converter and llama-quantize do). Written atomically
+    (temp file + rename)."""
     gguf = gguf_module()
     Q = gguf.GGMLQuantizationType
     final: Dict[str, np.ndarray] = {}
@@ -270,15 +280,14 @@ def write_gguf(
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(str(tmp), arch=model.arch)
     writer.data_alignment = model.alignment
-    if out_type not in ("keep", "f32", "f16"):
-        raise ValueError(f"out_type must be keep|f32|f16, got {out_type!r}")
+    forced = {"f32": Q.F32, "f16": Q.F16, "q8_0": Q.Q8_0}
+    if out_type != "keep" and out_type not in forced:
+        raise ValueError(f"out_type must be keep|f32|f16|q8_0, got {out_type!r}")
     qtypes: Dict[str, Any] = {}
     for name, arr in final.items():
         qtype = model.tensor_types[name]
-        if out_type == "f32" and arr.ndim > 1:
-            qtype = Q.F32
-        elif out_type == "f16" and arr.ndim > 1:
-            qtype = Q.F16
+        if out_type in forced and arr.ndim > 1:
+            qtype = forced[out_type]
         qtypes[name] = qtype
     types_changed = any(qtypes[n] != model.tensor_types[n] for n in final)
     for f in model.fields:
@@ -288,8 +297,10 @@ def write_gguf(
         if f.name == "general.name" and name_suffix:
             value = f"{value}{name_suffix}"
         if f.name == "general.file_type" and types_changed:
-            value = 0 if out_type == "f32" else 1  # LLAMA_FTYPE_ALL_F32 / MOSTLY_F16
+            value = {"f32": 0, "f16": 1, "q8_0": 7}[out_type]  # LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0
         writer.add_key_value(f.name, value, f.type, sub_type=f.sub_type)
+    if out_type == "q8_0" and types_changed and model.field("general.quantization_version") is None:
+        writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for name, arr in final.items():
         data, raw = _encode(gguf, name, arr, qtypes[name])
         writer.add_tensor(name, data, raw_dtype=raw)

@@ -94,3 +94,25 @@ def test_q8_0_is_dequantised_and_requantised(tiny_f32, tmp_path):
     again = tmp_path / "q8-again.gguf"
     write_gguf(again, g8, state_for_gguf(model))
     assert again.read_bytes() == q8.read_bytes()  # Q8_0 -> f32 -> Q8_0 is a fixed point
+
+
+def test_export_writes_q8_0_matrices_within_about_half_a_quantisation_step(tiny_f32, tmp_path):
+    from reex_learner.cli import main
+    from reex_learner.gguf_io import gguf_module, quantized_matrices
+
+    Q = gguf_module().GGMLQuantizationType
+    out = tmp_path / "q8.gguf"
+    assert main(["export", "--model", str(tiny_f32), "--out", str(out), "--out-type", "q8_0"]) == 0
+    g, g8 = read_gguf(tiny_f32), read_gguf(out)
+    matrices = [n for n, a in g.tensors.items() if a.ndim > 1]
+    assert sorted(quantized_matrices(g8)) == sorted(matrices) and not quantized_matrices(g)
+    assert all(g8.tensor_types[n] == Q.F32 for n, a in g8.tensors.items() if a.ndim == 1)
+    fields = dict((f.name, f.value) for f in g8.fields)
+    assert fields["general.file_type"] == 7 and fields["general.quantization_version"] == 2
+    assert fields["general.name"] == dict((f.name, f.value) for f in g.fields)["general.name"]
+    for n in matrices:
+        w, dq = g.tensors[n].astype(np.float32), g8.tensors[n].astype(np.float32)
+        step = np.abs(w.reshape(-1, 32)).max(axis=1, keepdims=True) / 127  # one scale per 32 weights
+        err = np.abs((w - dq).reshape(-1, 32))
+        assert (err <= step * (0.5 + 127 * 2**-11) + 1e-7).all(), n  # half a step, plus the scale's f16 rounding
+    assert 0 < out.stat().st_size < tiny_f32.stat().st_size / 3

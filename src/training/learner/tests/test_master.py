@@ -150,3 +150,23 @@ def test_split_half_agreement_is_reported(tiny_f32):
     sh = m["split_half"]
     assert sh["splits"] == 3 and sh["groups"] == 4 and len(sh["cosine"]) == 3
     assert all(-1.0 <= c <= 1.0 for c in sh["cosine"]) and 0.0 <= sh["sign_agreement_mean"] <= 1.0
+
+
+def test_a_step_from_a_q8_0_model_writes_f16_so_small_updates_reach_the_rollouts(tiny_f32, tmp_path):
+    """Re-quantising to Q8_0 would round away an lr-1e-5 update (a Q8_0 step is about 1/254 of a
+    block's largest weight); the step writes the update as f16 instead, and the next step's masters
+    accept that export."""
+    from reex_learner.cli import main
+    from reex_learner.gguf_io import quantized_matrices, read_gguf
+
+    q8 = tmp_path / "q8.gguf"
+    assert main(["export", "--model", str(tiny_f32), "--out", str(q8), "--out-type", "q8_0"]) == 0
+    V = read_gguf(q8).hparams.n_vocab
+    master = str(tmp_path / "master.pt")
+    out1, out2 = tmp_path / "s1.gguf", tmp_path / "s2.gguf"
+    _step(q8, _write(tmp_path / "e1.jsonl", _rollouts(1, V)), out1, tmp_path, "--master", master)
+    g1 = read_gguf(out1)
+    assert not quantized_matrices(g1)
+    assert {g1.tensor_types[n].name for n, a in g1.tensors.items() if a.ndim > 1} == {"F16"}
+    m2 = _step(out1, _write(tmp_path / "e2.jsonl", _rollouts(2, V)), out2, tmp_path, "--master", master)
+    assert m2["master_loaded"] is True
