@@ -6,7 +6,7 @@
  *
  *   npx tsx bench/grpo-generalises.ts --heldout FILE --heldout-db-root DIR [--model .reex/starter/sft.gguf]
  *       [--work .reex/grpo-generalises] [--dataset FILE --db-root DIR | --dbs 60 --seed 1] [--candidates 320]
- *       [--steps 40] [--threads 2] [--context 1024] [--screen-only | --arm real|shuffled | --report] [--at-step N]
+ *       [--steps 40] [--threads 2 (the arms' and the screening's; the held-out evaluations take reex's default, cores − 1)] [--context 1024] [--screen-only | --arm real|shuffled | --report] [--at-step N]
  *
  * With neither --arm nor --report it does everything in turn. To use both cores for both arms at once, run
  * `--screen-only`, then `--arm real --threads 1` and `--arm shuffled --threads 1` side by side (each screens from the same cache),
@@ -104,7 +104,8 @@ if (values.arm === undefined && !values["screen-only"]) {
     if (!existsSync(join(out, "report.json"))) {
       log(`held-out greedy eval of ${name} (${gguf})`);
       const args = ["reex", "eval", "--dataset", heldout, "--db-root", resolve(values["heldout-db-root"]!), "--strategy", "greedy"];
-      args.push("--model", gguf, "--agent.maxTokens", "400", "--policy.contextSize", "2048", "--policy.threads", String(threads), "--out", out, "--quiet");
+      // reex's default llama.cpp threads (cores − 1): on 2 cores, 2 threads made these evaluations 1.5–4.5× slower (spin-wait stalls)
+      args.push("--model", gguf, "--agent.maxTokens", "400", "--policy.contextSize", "2048", "--out", out, "--quiet");
       const r = spawnSync("npx", args, { stdio: ["ignore", "inherit", "inherit"] });
       if (r.status !== 0) throw new Error(`reex eval of ${name} exited ${r.status}`);
     }
