@@ -407,7 +407,7 @@ function modelCard(r: StarterReport, evalReport: EvalReportFile | null, notes: s
     g
       ? `| GRPO | \`runTraining\` (= \`reex train grpo --config examples/training/starter-grpo.json\` with the work folder's paths): ReEx MaxTune reward (format, exact match, execution, entity, exploration), group advantages, ${g.steps} steps × ${g.config.questionsPerStep} questions × ${g.config.groupSize} rollouts at T ${g.config.temperature}, ≤ ${g.config.maxInteractions} probes and ${g.config.maxTokens} tokens per rollout, lr ${g.config.learningRate}, clip ${g.config.clip}, KL β ${g.config.klBeta}; learner packs each group's rollouts over one copy of the prompt; ${(g.seconds / 60).toFixed(1)} min${g.picked ? `; shipped: step ${g.picked.step} of ${g.steps}, ${g.picked.rule === "best-heldout" ? "the checkpoint with the highest greedy EX on `val_seen.json` (the ablation's model is chosen the same way)" : g.picked.rule === "best-or-start" ? "the model with the highest greedy EX on `val_seen.json`, the SFT start included" : "the last"}` : ""} |`
       : `| GRPO | skipped (the SFT model is shipped) |`,
-    `| export | GGUF, ${r.outType === "q8_0" ? "Q8_0 matrices (`reex_learner export --out-type q8_0`: the tensors llama-quantize writes)" : "f16 matrices"}: ${mb(r.outBytes)} |`,
+    `| export | GGUF, ${r.outType === "q8_0" ? "Q8_0 matrices (`reex_learner export --out-type q8_0`)" : "f16 matrices"}: ${mb(r.outBytes)} |`,
     ``,
     `## Measured`,
     ``,

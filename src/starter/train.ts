@@ -173,33 +173,29 @@ export interface GgufHparams {
   tied_output: boolean;
 }
 
-/** Rewrites `model`'s matrices as `type` into `out` (may be `model` itself; written atomically) through the learner's `export`. */
-export function exportGguf(model: string, out: string, type: "f16" | "q8_0", python = "/usr/bin/python3"): void {
+/** Runs `python -m reex_learner ARGS` and returns its stdout; throws "`what`: MESSAGE" with the last line of its stderr. */
+function learner(args: string[], what: string, python: string): string {
   try {
-    execFileSync(python, ["-m", "reex_learner", "export", "--model", model, "--out", out, "--out-type", type], {
-      env: learnerEnv(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-  } catch (err) {
-    const stderr = String((err as { stderr?: Buffer | string }).stderr ?? "").trim();
-    throw new Error(`exporting ${model} as ${type} failed${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);
-  }
-}
-
-/** Reads `model`'s hyperparameters and the type of its token embedding through the learner; throws with its message on a file it cannot read. */
-export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
-  let out: string;
-  try {
-    out = execFileSync(python, ["-m", "reex_learner", "info", "--model", model], {
+    return execFileSync(python, ["-m", "reex_learner", ...args], {
       env: learnerEnv(),
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],
       maxBuffer: 16 << 20,
     });
   } catch (err) {
-    const stderr = (err as { stderr?: string }).stderr?.trim();
-    throw new Error(`${model}: not a model the learner can read${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);
+    const stderr = String((err as { stderr?: string }).stderr ?? "").trim();
+    throw new Error(`${what}${stderr ? `: ${stderr.split("\n").at(-1)}` : ""}`);
   }
+}
+
+/** Rewrites `model`'s matrices as `type` into `out` (may be `model` itself; written atomically) through the learner's `export`. */
+export function exportGguf(model: string, out: string, type: "f16" | "q8_0", python = "/usr/bin/python3"): void {
+  learner(["export", "--model", model, "--out", out, "--out-type", type], `exporting ${model} as ${type} failed`, python);
+}
+
+/** Reads `model`'s hyperparameters and the type of its token embedding through the learner; throws with its message on a file it cannot read. */
+export function ggufInfo(model: string, python = "/usr/bin/python3"): { hparams: GgufHparams; embeddingType: string } {
+  const out = learner(["info", "--model", model], `${model}: not a model the learner can read`, python);
   const info = JSON.parse(out) as { hparams: GgufHparams; tensors: Record<string, [number[], string]> };
   return { hparams: info.hparams, embeddingType: (info.tensors["token_embd.weight"]?.[1] ?? "F32").toLowerCase() };
 }
