@@ -16,6 +16,11 @@
  * that reaches the reserve without a final SQL is closed by the server (the open tag's closing tag,
  * then `<final_sql>`, both injected) and the model writes its answer within the reserve; a final SQL
  * the model had already opened just goes on. Off by default (training measures truncation as is).
+ *
+ * Final retries (`finalRetries`): a closed final SQL is run, and when it fails the trajectory is
+ * rewound to the segment's start, the segment written back (injected, marked 0) with that SQL in
+ * the probe tags, and the probe answered with its error; the model then answers again. Off by
+ * default (training rollouts see the model's own answers); the server's decoder turns it on.
  */
 import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
@@ -24,7 +29,7 @@ import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/inde
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { SegmentGrammars } from "./grammar.js";
-import { extractFinal, normalizeSql, segments, unwrapSql, type Segment } from "./parse.js";
+import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
@@ -64,6 +69,12 @@ export interface RolloutOptions {
   maxTokens?: number;
   /** Tokens of `maxTokens` kept for a server-opened `<final_sql>` (see the module doc); at most half the budget is kept. Default 0 (off). */
   finalReserve?: number;
+  /**
+   * Times a final SQL that fails to run is taken back and answered as a probe instead (its segment is
+   * rewound and rewritten with the profile's probe tags, so the model reads the error and answers
+   * again); needs the execution-aware family and a trajectory that can rewind. Default 0 (off).
+   */
+  finalRetries?: number;
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -126,6 +137,8 @@ export interface RolloutState {
   generatedTokens: number;
   /** The server has opened `<final_sql>` (interaction limit or token reserve), or the reserve let an open one go on. */
   forcedFinal: boolean;
+  /** Failed final SQL taken back as probes so far (see `finalRetries`). */
+  finalRetries?: number;
   done: boolean;
   stopReason: RolloutStopReason | null;
   error?: { code: string; message: string };
@@ -209,6 +222,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const grammars = options.grammar;
   const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
 
+  const start = { tokens: trajectory.record.tokens.length, text: state.text.length };
   let generated;
   try {
     generated = await trajectory.generate({
@@ -233,7 +247,10 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const blocks = segments(generated.text, profile.syntax);
   const finalClosed =
     blocks.some((b) => b.role === "final" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(profile.answer.close.toLowerCase()));
-  if (finalClosed) return end(state, "final");
+  if (finalClosed) {
+    const retried = probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) ? await retryFinal(trajectory, state, options, start, path) : undefined;
+    return retried ?? end(state, "final");
+  }
   const probe = probing ? closingProbe(blocks, generated.stop !== undefined && generated.stop === profile.probe?.close) : undefined;
   if (!probe && generated.stopReason === "maxTokens" && reserve > 0) return forceFinal(trajectory, state, options, path);
   if (!probe) return end(state, generated.stopReason === "maxTokens" ? "maxTokens" : "end");
@@ -265,6 +282,54 @@ async function forceFinal(trajectory: Trajectory, state: RolloutState, options: 
 }
 
 /**
+ * Runs the final SQL the segment since `start` closed; when it fails, rewinds the segment, writes it
+ * back (as injected text) with the final SQL inside the profile's probe tags and answers that probe
+ * with the error. Undefined when the final SQL runs, is unanswerable, or cannot be taken back.
+ */
+async function retryFinal(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: RolloutOptions,
+  start: { tokens: number; text: number },
+  path: string,
+): Promise<StepOutcome | undefined> {
+  const profile = options.profile ?? reexProfile;
+  const probeTags = profile.probe;
+  if (!probeTags || !trajectory.rewind || state.interactions >= (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions)) return undefined;
+  const segment = state.text.slice(start.text);
+  const final = segments(segment, profile.syntax).find((b) => b.role === "final" && b.closed);
+  if (!final || unanswerableReason(final.content) !== null) return undefined;
+  const sql = unwrapSql(final.content);
+  if (sql.length === 0) return undefined;
+  let result: ExecResult;
+  try {
+    result = await execute(options, sql);
+  } catch (error) {
+    return fail(state, error, guardSink(options.sink), path);
+  }
+  if (result.ok || options.signal?.aborted) return undefined;
+  const rewritten = `${segment.slice(0, final.start)}${probeTags.open}${final.content}${probeTags.close}`;
+  try {
+    await trajectory.rewind(start.tokens);
+    state.text = state.text.slice(0, start.text);
+    await trajectory.append(rewritten);
+  } catch (error) {
+    return fail(state, error, guardSink(options.sink), path);
+  }
+  state.text += rewritten;
+  state.finalRetries = (state.finalRetries ?? 0) + 1;
+  return answerProbe(trajectory, state, options, sql, path, result);
+}
+
+function execute(options: RolloutOptions, sql: string): Promise<ExecResult> {
+  return options.executor.execute(options.dbPath, sql, {
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    ...(options.maxRows !== undefined ? { maxRows: options.maxRows } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
+/**
  * The probe that ended a segment: the last block when it is a closed probe (trailing whitespace
  * allowed), or, when the policy reports the probe stop string, the last closed probe even if the
  * final token ran on past the tag.
@@ -276,7 +341,15 @@ function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | und
   return [...blocks].reverse().find((b) => b.role === "probe" && b.closed);
 }
 
-async function answerProbe(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, sql: string, path: string): Promise<StepOutcome> {
+/** Executes a probe (or takes `executed`, its result already run) and appends its feedback. */
+async function answerProbe(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: RolloutOptions,
+  sql: string,
+  path: string,
+  executed?: ExecResult,
+): Promise<StepOutcome> {
   const sink = guardSink(options.sink);
   const profile = options.profile ?? reexProfile;
   const maxInteractions = options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions;
@@ -306,14 +379,7 @@ async function answerProbe(trajectory: Trajectory, state: RolloutState, options:
     feedback = REPEATED_PROBE_FEEDBACK;
   } else {
     try {
-      result =
-        sql.length === 0
-          ? emptyQuery()
-          : await options.executor.execute(options.dbPath, sql, {
-              ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-              ...(options.maxRows !== undefined ? { maxRows: options.maxRows } : {}),
-              ...(options.signal ? { signal: options.signal } : {}),
-            });
+      result = executed ?? (sql.length === 0 ? emptyQuery() : await execute(options, sql));
     } catch (error) {
       return fail(state, error, sink, path);
     }

@@ -169,6 +169,8 @@ const agentSchema = z
     schemaHints: z.boolean().default(true),
     /** Tokens of maxTokens kept for the answer: past them the server closes the open segment and opens `<final_sql>`. 0 = off. Default 0. */
     finalReserve: z.number().int().min(0).default(0),
+    /** Times a final SQL that fails to run goes back to the model as a probe with its error (execution-aware family; tree-prune prunes it instead). 0 = off. Default 1. */
+    finalRetries: z.number().int().min(0).max(10).default(1),
   })
   .strict();
 

@@ -249,12 +249,16 @@ export class RequestControl {
 /** A policy trajectory that counts its sampled tokens against the request budget and gives its slot back on release. */
 export class TrackedTrajectory implements Trajectory {
   private released: Promise<void> | undefined;
+  /** The inner trajectory's rewind, where it has one. */
+  readonly rewind?: (length: number) => Promise<void>;
 
   constructor(
     readonly inner: Trajectory,
     private readonly control: RequestControl,
     private readonly started: boolean,
-  ) {}
+  ) {
+    if (inner.rewind) this.rewind = (length) => inner.rewind!(length);
+  }
 
   get id(): string {
     return this.inner.id;

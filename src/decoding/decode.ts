@@ -39,6 +39,8 @@ export interface DecoderDefaults {
   schemaHints: boolean;
   /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
   finalReserve: number;
+  /** Times a failing final SQL is answered as a probe instead (the rollout's `finalRetries`; not under tree-prune, which prunes it). Default 1. */
+  finalRetries: number;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -74,6 +76,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     feedbackRows: config.agent.feedbackRows,
     schemaHints: config.agent.schemaHints,
     finalReserve: config.agent.finalReserve,
+    finalRetries: config.agent.finalRetries,
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -215,6 +218,8 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           feedbackRows: defaults.feedbackRows,
           schemaHints: req.schemaHints ?? defaults.schemaHints,
           finalReserve: defaults.finalReserve,
+          // tree-prune drops a branch whose SQL fails and samples another in its place
+          finalRetries: o.strategy === "tree-prune" ? 0 : defaults.finalRetries,
           // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
           logprobs: o.candidates > 1,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),

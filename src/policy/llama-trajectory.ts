@@ -388,6 +388,30 @@ export class LlamaTrajectory implements Trajectory {
     });
   }
 
+  rewind(length: number): Promise<void> {
+    return this.run(async () => {
+      const n = this.record.tokens.length;
+      if (!Number.isInteger(length) || length < 0 || length > n)
+        throw new ReexError("INTERNAL", `cannot rewind trajectory ${this.id} to ${length} of ${n} tokens`);
+      if (length === n) return;
+      const all = [...this.promptTokens, ...this.record.tokens];
+      const keep = this.promptTokens.length + length;
+      // the last kept token stays pending, as after any call (see the class doc)
+      const evaluated = this.seq.nextTokenIndex;
+      const from = Math.min(keep - 1, evaluated);
+      try {
+        if (from < evaluated) await this.seq.eraseContextTokenRanges([{ start: from, end: evaluated }]);
+      } catch (err) {
+        throw this.fail(err);
+      }
+      this.pending = all.slice(from, keep);
+      this.record.tokens.length = length;
+      this.record.sampled.length = length;
+      this.record.logprobs.length = length;
+      if (this.drafterState) this.drafterState = this.drafterState.fork(this.record.tokens);
+    });
+  }
+
   /**
    * With the scheduled KV copy (see internals.ts) the child is returned before its copy has run: the
    * copy is ordered before any later decode, so this trajectory may go on at once, and the child's

@@ -183,6 +183,18 @@ class ScriptedTrajectory implements Trajectory {
     });
   }
 
+  rewind(length: number): Promise<void> {
+    return this.run(async () => {
+      const n = this.record.tokens.length;
+      if (!Number.isInteger(length) || length < 0 || length > n)
+        throw new ReexError("INTERNAL", `cannot rewind trajectory ${this.id} to ${length} of ${n} tokens`);
+      this.record.tokens.length = length;
+      this.record.sampled.length = length;
+      this.record.logprobs.length = length;
+      this.text = decode(this.record.tokens);
+    });
+  }
+
   fork(): Promise<Trajectory> {
     return this.run(async () => {
       await this.policy.reserve("now");

@@ -108,6 +108,11 @@ export interface Trajectory {
    * CONTEXT_EXHAUSTED when no sequence is free (waiting could deadlock a caller holding them all).
    */
   fork(): Promise<Trajectory>;
+  /**
+   * Drops everything after the first `length` tokens of the record (KV state included), so the
+   * trajectory continues as if they had never been written. Absent where the backend cannot (remote).
+   */
+  rewind?(length: number): Promise<void>;
   /** Everything appended or sampled after the prompt. */
   readonly record: TokenRecord;
   /** The prompt token ids this trajectory started from. */

@@ -821,6 +821,8 @@ function heldoutEvaluator(
           promptFamily: deps.family,
           feedback: config.feedback,
           feedbackRows: config.feedbackRows,
+          // the policy's own answers, as the runs recorded before serving retried failing finals
+          finalRetries: 0,
         },
       });
       const run = await runEval({

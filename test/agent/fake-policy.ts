@@ -114,6 +114,13 @@ class FakeTrajectory implements Trajectory {
     return { tokens };
   }
 
+  async rewind(length: number): Promise<void> {
+    this.record.tokens.length = length;
+    this.record.sampled.length = length;
+    this.record.logprobs.length = length;
+    this.text = String.fromCodePoint(...this.record.tokens);
+  }
+
   async fork(): Promise<Trajectory> {
     this.policy.live++;
     const record = { tokens: this.record.tokens.slice(), sampled: this.record.sampled.slice(), logprobs: this.record.logprobs.slice() };

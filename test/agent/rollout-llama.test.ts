@@ -101,6 +101,25 @@ describe("rollout through llama.cpp", () => {
     expect(r.finalSql).toBe("SELECT 1");
   });
 
+  it("takes back a final SQL that fails to run: the KV state is rewound, the segment written back as a probe, and the model answers after its error", async () => {
+    const wrong = "<think>Count them.</think>\n<final_sql>SELECT count(*) FROM clients</final_sql>";
+    const retry = { first: exactTextGrammar(wrong), segment: exactTextGrammar(FINAL) };
+    const r = await runRollout(policy, prompt(), { executor, dbPath, grammar: retry, maxTokens: 300, seed: 5, finalRetries: 1 });
+    expect(r.probes).toHaveLength(1);
+    expect(r.probes[0]!.sql).toBe("SELECT count(*) FROM clients");
+    expect(r.probes[0]!.result?.ok).toBe(false);
+    expect(r.finalSql).toBe("SELECT count(*) FROM customers WHERE city = 'LYON'");
+    const rewritten = "<think>Count them.</think>\n<intermediate_sql>SELECT count(*) FROM clients</intermediate_sql>";
+    expect(r.text.startsWith(rewritten + resultBlock(r.probes[0]!.feedback))).toBe(true);
+    expect(policy.detokenize(r.record.tokens)).toBe(r.text);
+    // the rewound segment and the result are injected; only the answer after them was sampled
+    const injected = policy.tokenize(rewritten + resultBlock(r.probes[0]!.feedback)).length;
+    expect(r.record.sampled.slice(0, injected).every((s) => s === 0)).toBe(true);
+    expect(r.record.sampled.slice(injected).every((s) => s === 1)).toBe(true);
+    expect(formatCheck(r.text, "execution-aware").ok).toBe(true);
+    expect(policy.liveTrajectories()).toBe(0);
+  });
+
   it("respects the token budget and reports truncation", async () => {
     const r = await runRollout(policy, prompt(), { executor, dbPath, grammar, maxTokens: 5, seed: 4 });
     expect(r.usage.generatedTokens).toBeLessThanOrEqual(5);

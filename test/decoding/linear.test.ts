@@ -34,7 +34,8 @@ describe("greedy decoding", () => {
 
   it("names a failed final SQL's error code on its candidate event", async () => {
     const timeout: ExecResult = { ok: false, error: { code: "SQL_TIMEOUT", category: "timeout", message: "interrupted after 5000 ms" }, elapsedMs: 5000 };
-    const s = scripted([final("SELECT MAX(a) FROM t JOIN t")], { "SELECT MAX(a) FROM t JOIN t": timeout });
+    // retries off: the failing final is the answer (final-retries.test.ts covers the retry)
+    const s = scripted([final("SELECT MAX(a) FROM t JOIN t")], { "SELECT MAX(a) FROM t JOIN t": timeout }, { deps: { defaults: { finalRetries: 0 } } });
     const log = eventLog();
     await s.decode({ dbPath: "/db", question: "max?", strategy: "greedy" }, { sink: log.sink });
     expect(log.of("candidate")[0]).toMatchObject({ ok: false, errorCode: "SQL_TIMEOUT", error: "SQL_TIMEOUT: interrupted after 5000 ms" });

@@ -99,6 +99,7 @@ describe("tree decoder: finish a leaf", () => {
     const s = scripted(
       byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${1 + n}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))),
       ANSWERS,
+      { deps: { defaults: { finalRetries: 0 } } },
     );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 6, branching: 3 }, { sink: log.sink });
