@@ -16,21 +16,13 @@ import {
 import { detectProfile } from "../../src/agent/testing.js";
 import { configSchema } from "../../src/config/index.js";
 import { ReexError } from "../../src/errors/index.js";
-import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
+import { ExecutorPool } from "../../src/sql/index.js";
 import { FakePolicy, type Responder } from "./fake-policy.js";
+import { CountingExecutor } from "../helpers/executor.js";
 
 let dir: string;
 let dbPath: string;
 let pool: ExecutorPool;
-
-class CountingExecutor implements Executor {
-  calls: string[] = [];
-  async execute(path: string, sql: string, options?: ExecuteOptions): Promise<ExecResult> {
-    this.calls.push(sql);
-    return pool.execute(path, sql, options);
-  }
-  async close(): Promise<void> {}
-}
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "reex-profiles-"));
@@ -56,7 +48,7 @@ function turnsAfter(feedbackClose: string, turns: string[]): Responder {
 
 async function run(profile: ModelProfile, responder: Responder, options: Partial<RolloutOptions> = {}) {
   const policy = new FakePolicy(responder);
-  const executor = new CountingExecutor();
+  const executor = new CountingExecutor(pool);
   const family = options.family ?? profile.families[0]!;
   const prompt = profile.buildPrompt({
     family,

@@ -10,8 +10,9 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildPrompt, formatCheck, runRollout, type RolloutOptions } from "../../src/agent/index.js";
 import type { ReexEvent } from "../../src/events/index.js";
-import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
+import { ExecutorPool } from "../../src/sql/index.js";
 import { FakePolicy, type Responder } from "./fake-policy.js";
+import { CountingExecutor } from "../helpers/executor.js";
 
 const BAD = "SELECT COUNT(*) FROM singers WHERE country = 'France'";
 const GOOD = "SELECT COUNT(*) FROM singer WHERE country = 'France'";
@@ -20,15 +21,6 @@ const FIRST = `<think>Count the singers from France.</think>\n<final_sql>${BAD}<
 let dir: string;
 let dbPath: string;
 let pool: ExecutorPool;
-
-class CountingExecutor implements Executor {
-  calls: string[] = [];
-  async execute(path: string, sql: string, options?: ExecuteOptions): Promise<ExecResult> {
-    this.calls.push(sql);
-    return pool.execute(path, sql, options);
-  }
-  async close(): Promise<void> {}
-}
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "reex-final-retries-"));
@@ -46,7 +38,7 @@ afterAll(async () => {
 
 async function run(responder: Responder, options: Partial<RolloutOptions> = {}) {
   const policy = new FakePolicy(responder);
-  const executor = new CountingExecutor();
+  const executor = new CountingExecutor(pool);
   const events: ReexEvent[] = [];
   const prompt = buildPrompt({
     family: "execution-aware",

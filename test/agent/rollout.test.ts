@@ -17,22 +17,13 @@ import {
 } from "../../src/agent/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
 import type { ReexEvent } from "../../src/events/index.js";
-import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
+import { ExecutorPool, type Executor } from "../../src/sql/index.js";
 import { FakePolicy, SAMPLED_LOGPROB, byTurn, type Responder } from "./fake-policy.js";
+import { CountingExecutor } from "../helpers/executor.js";
 
 let dir: string;
 let dbPath: string;
 let pool: ExecutorPool;
-
-/** Counts the queries that reach the real executor. */
-class CountingExecutor implements Executor {
-  calls: string[] = [];
-  async execute(path: string, sql: string, options?: ExecuteOptions): Promise<ExecResult> {
-    this.calls.push(sql);
-    return pool.execute(path, sql, options);
-  }
-  async close(): Promise<void> {}
-}
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reex-agent-"));
@@ -63,7 +54,7 @@ function prompt() {
 
 async function run(responder: Responder, options: Partial<RolloutOptions> = {}, policyOptions: { delayMs?: number; runOn?: string } = {}) {
   const policy = new FakePolicy(responder, policyOptions);
-  const executor = options.executor instanceof CountingExecutor ? options.executor : new CountingExecutor();
+  const executor = options.executor instanceof CountingExecutor ? options.executor : new CountingExecutor(pool);
   const events: ReexEvent[] = [];
   const result = await runRollout(policy, prompt(), { executor, dbPath, sink: (e) => events.push(e), ...options });
   return { result, events, executor, policy };
@@ -367,7 +358,7 @@ describe("resuming a rollout from a fork", () => {
       return `<think>branch ${id}</think><final_sql>SELECT '${id}'</final_sql>`;
     };
     const policy = new FakePolicy(responder);
-    const executor = new CountingExecutor();
+    const executor = new CountingExecutor(pool);
     const options: RolloutOptions = { executor, dbPath };
     const parent = await policy.start(policy.renderChat(prompt().messages, { sharedPrefix: prompt().sharedPrefix }));
     const state = createRolloutState();
@@ -394,7 +385,7 @@ describe("resuming a rollout from a fork", () => {
   it("rollout() on a started trajectory equals runRollout", async () => {
     const policy = new FakePolicy(probeThenFinal);
     const trajectory = await policy.start(policy.renderChat(prompt().messages));
-    const result = await rollout(trajectory, { executor: new CountingExecutor(), dbPath });
+    const result = await rollout(trajectory, { executor: new CountingExecutor(pool), dbPath });
     await trajectory.release();
     const { result: other } = await run(probeThenFinal);
     expect(result.text).toBe(other.text);

@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExecutorPool, type ExecResult, type ExecuteOptions, type Executor } from "../../src/sql/index.js";
+import { ExecutorPool, type ExecResult } from "../../src/sql/index.js";
 import { GoldCache, resolveRewardSpec, rewardFromFacts, type RewardFacts } from "../../src/training/index.js";
 import {
   REEX_WEIGHT_PRESETS,
@@ -19,18 +19,10 @@ import {
   tupleCardinality,
 } from "../../src/training/testing.js";
 import { GOLD, makeTrainingFixture, response, type TrainingFixture } from "./fixtures.js";
+import { CountingExecutor } from "../helpers/executor.js";
 
 let fx: TrainingFixture;
 let pool: ExecutorPool;
-
-class CountingExecutor implements Executor {
-  calls: string[] = [];
-  async execute(path: string, sql: string, options?: ExecuteOptions): Promise<ExecResult> {
-    this.calls.push(sql);
-    return pool.execute(path, sql, options);
-  }
-  async close(): Promise<void> {}
-}
 
 beforeAll(() => {
   fx = makeTrainingFixture();
@@ -320,7 +312,7 @@ describe("other papers' rewards", () => {
 
 describe("scoreResponse over a real SQLite file", () => {
   it("executes final and gold SQL, reads probes and repeats from the response, and scores every component", async () => {
-    const executor = new CountingExecutor();
+    const executor = new CountingExecutor(pool);
     const goldCache = new GoldCache();
     const text = response(
       ["SELECT DISTINCT country FROM singer", "SELECT name, country FROM singer"],
@@ -343,7 +335,7 @@ describe("scoreResponse over a real SQLite file", () => {
   });
 
   it("treats a missing final SQL as not executable and a syntax error as invalid", async () => {
-    const executor = new CountingExecutor();
+    const executor = new CountingExecutor(pool);
     const none = await scoreResponse({ response: "<think>hmm</think>", goldSql: GOLD, dbPath: fx.dbPath }, {}, { executor });
     expect(none.facts.finalSql).toBeNull();
     expect(none.reward.components.exec).toBe(0);
