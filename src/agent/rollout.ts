@@ -318,7 +318,7 @@ async function retryFinal(
   }
   state.text += rewritten;
   state.finalRetries = (state.finalRetries ?? 0) + 1;
-  return answerProbe(trajectory, state, options, sql, path, result);
+  return answerProbe(trajectory, state, options, sql, path, result, true);
 }
 
 function execute(options: RolloutOptions, sql: string): Promise<ExecResult> {
@@ -341,7 +341,7 @@ function closingProbe(blocks: Segment[], stoppedAtProbe: boolean): Segment | und
   return [...blocks].reverse().find((b) => b.role === "probe" && b.closed);
 }
 
-/** Executes a probe (or takes `executed`, its result already run) and appends its feedback. */
+/** Executes a probe (or takes `executed`, its result already run; `retried`: a taken-back final SQL) and appends its feedback. */
 async function answerProbe(
   trajectory: Trajectory,
   state: RolloutState,
@@ -349,6 +349,7 @@ async function answerProbe(
   sql: string,
   path: string,
   executed?: ExecResult,
+  retried?: boolean,
 ): Promise<StepOutcome> {
   const sink = guardSink(options.sink);
   const profile = options.profile ?? reexProfile;
@@ -370,7 +371,7 @@ async function answerProbe(
   const step = state.interactions + 1;
   const key = normalizeSql(sql);
   const earlier = state.probes.find((p) => p.result !== null && normalizeSql(p.sql) === key);
-  sink?.({ type: "probe", path, step, sql });
+  sink?.({ type: "probe", path, step, sql, ...(retried ? { retried: true as const } : {}) });
   if (options.signal?.aborted) return end(state, "aborted");
   let result: ExecResult;
   let feedback: string;

@@ -52,7 +52,7 @@ function int(flag: string, raw: string | undefined): number | undefined {
 function printEvent(event: ReexEvent, out: (s: string) => void): void {
   switch (event.type) {
     case "probe":
-      out(`\n[${event.path}] probe ${event.step}: ${event.sql}\n`);
+      out(`\n[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${event.sql}\n`);
       break;
     case "result":
       out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);

@@ -16,6 +16,8 @@ export interface ProbeEvent {
   path: string;
   step: number;
   sql: string;
+  /** The model's final SQL, which failed to run, taken back and answered as this probe (`agent.finalRetries`); absent otherwise. */
+  retried?: true;
 }
 /** The executor answered a probe; `feedback` is the exact text injected as `<result>`. */
 export interface ResultEvent {

@@ -73,7 +73,7 @@ function clip(text: string, max = 300): string {
 export function traceLine(event: ReexEvent): string | undefined {
   switch (event.type) {
     case "probe":
-      return `[${event.path}] probe ${event.step}: ${clip(event.sql)}`;
+      return `[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${clip(event.sql)}`;
     case "result":
       return event.result.ok
         ? `[${event.path}] result ${event.step}: ${event.result.rowCount} ${event.result.rowCount === 1 ? "row" : "rows"}${event.result.truncated ? " (truncated)" : ""}`

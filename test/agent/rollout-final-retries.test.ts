@@ -72,7 +72,7 @@ describe("rollout: a failing final SQL answered as a probe (finalRetries)", () =
     expect(result.record.sampled.at(-1)).toBe(1);
     // the failing final ran once (not again as its probe); with the one retry spent, the corrected final is left to the caller
     expect(executor.calls.filter((q) => q === BAD)).toHaveLength(1);
-    expect(events.filter((e) => e.type === "probe").map((e) => (e as { sql: string }).sql)).toEqual([BAD]);
+    expect(events.filter((e) => e.type === "probe")).toEqual([{ type: "probe", path: expect.any(String), step: 1, sql: BAD, retried: true }]);
     expect(events.some((e) => e.type === "result")).toBe(true);
     expect(policy.liveTrajectories()).toBe(0);
   });

@@ -81,6 +81,30 @@ describe("metrics", () => {
     expect(text).toContain("reex_forward_passes_saved_total 8");
   });
 
+  it("counts final SQL that failed and went back to the model as probes, apart from the other probes", async () => {
+    t = await makeApp({
+      deps: {
+        decode: async (_req, ctx) => {
+          ctx.sink?.({ type: "probe", path: "0", step: 1, sql: "SELECT 1" });
+          ctx.sink?.({ type: "probe", path: "0", step: 2, sql: "SELECT nope FROM t", retried: true });
+          return {
+            sql: null,
+            answerable: false,
+            candidates: [],
+            winner: null,
+            decidedBy: "none",
+            usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 },
+            timings: { totalMs: 1 },
+          };
+        },
+      },
+    });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    const text = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
+    expect(text).toContain("reex_probes_total 2");
+    expect(text).toContain("reex_final_retries_total 1");
+  });
+
   it("counts SQL timeouts seen in probe results", async () => {
     t = await makeApp({
       deps: {

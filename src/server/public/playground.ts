@@ -216,7 +216,7 @@ function onEvent(ev) {
     case "token": { const n = node(ev.path); n.tnode.appendData(ev.text); n.tokens++; n.count.textContent = n.tokens + " tok"; n.text.scrollTop = n.text.scrollHeight; break; }
     case "probe": {
       const n = node(ev.path); const p = el("div", "probe");
-      const h = el("div", "probe-head"); h.appendChild(el("strong", null, "probe " + ev.step)); p.appendChild(h);
+      const h = el("div", "probe-head"); h.appendChild(el("strong", null, (ev.retried ? "final SQL failed, asked again as probe " : "probe ") + ev.step)); p.appendChild(h);
       p.appendChild(el("pre", null, ev.sql)); n.probes.appendChild(p); n.steps.set(ev.step, p); break;
     }
     case "result": {
