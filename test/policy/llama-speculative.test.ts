@@ -16,6 +16,7 @@ import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../../src/sql/index.js";
+import type { ReexEvent } from "../../src/events/index.js";
 import { buildRealModel } from "../helpers/real-models.js";
 
 const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
@@ -23,6 +24,12 @@ const options = { gpu: "cpu" as const, contextSize: 2048, sequences: 6, threads:
 /** A line of the example retail database's schema section, as the prompt spells it. */
 const SCHEMA_LINE =
   "table products , columns = [ products.product_id ( integer | primary key | values : 1 , 2 , 3 ) , products.sku ( text | values : SKU-00001 , SKU-00002 , SKU-00003 )";
+
+/** The start of a rollout for "How many customers live in Germany?" that ends inside a final SQL repeating its probe. */
+const COPY_CONTEXT =
+  "<think>Goal: count customers live in Germany. Tables: customers. First check how customers.country stores Germany.</think>\n" +
+  "<intermediate_sql>SELECT COUNT(*) FROM customers WHERE country = 'DE'</intermediate_sql><result>\nCOUNT(*)\n0\n</result>\n" +
+  "<think>No rows.</think>\n<final_sql>SELECT COUNT(*) FROM customers WHERE";
 
 let executor: ExecutorPool;
 
@@ -97,6 +104,31 @@ describe("speculative decoding on the starter", () => {
     expect(total.accepted).toBeLessThanOrEqual(total.drafted);
   });
 
+  it("after a failing final SQL is rewound and asked again (finalRetries), still writes what plain decoding writes", async () => {
+    let retried = 0;
+    for (const [i, prompt] of prompts.entries()) {
+      const run = async (policy: Policy) => {
+        const t = await policy.start(prompt);
+        try {
+          const sink = (e: ReexEvent) => {
+            if (e.type === "probe" && e.retried && policy === spec) retried++;
+          };
+          const r = await rollout(t, { executor, dbPath, maxTokens: 300, temperature: 0, path: String(i), maxInteractions: 4, finalRetries: 2, sink });
+          return { record: r.record, text: r.text };
+        } finally {
+          await t.release();
+        }
+      };
+      const a = await run(plain);
+      const b = await run(spec);
+      expect(b.record.tokens).toEqual(a.record.tokens);
+      expect(b.record.sampled).toEqual(a.record.sampled);
+      expect(b.text).toBe(a.text);
+    }
+    // the starter's final SQL fails on these questions, so the path under test ran
+    expect(retried).toBeGreaterThan(0);
+  });
+
   it("verifies the drafts of several forks in one step: the greedy one writes what plain decoding writes", async () => {
     const run = async (policy: Policy) => {
       const root = await policy.start(prompts[0]!);
@@ -122,12 +154,13 @@ describe("speculative decoding on the starter", () => {
   });
 
   it("samples each token with plain decoding's frequencies (two-sample chi-square, independent seeds)", async () => {
-    // a context the model copies from: the prompt's schema line, begun again, so that drafts are proposed and judged at T 1
+    // a context the model copies from: a final SQL begun as the probe before it, so that drafts are proposed and judged at
+    // T 1 (the starter accepts most of the probe's condition and writes its own ending)
     const N = 240;
     const LEN = 6;
     const sample = async (policy: Policy, seed0: number) => {
       const root = await policy.start(prompts[1]!);
-      await root.append("<think>customers.city ( text | values :");
+      await root.append(COPY_CONTEXT);
       const out: number[][] = [];
       const used: Trajectory[] = [];
       try {
