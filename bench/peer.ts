@@ -25,7 +25,7 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
- *                         [--speculative] [--temperature T]
+ *                         [--speculative] [--temperature T] [--gpu cpu|cuda]
  *
  * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
  * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
@@ -34,6 +34,9 @@
  * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
  * does not sample.
  *
+ * `--gpu cuda` (default cpu) puts every layer on the CUDA device in every row (llama-batched-bench
+ * `-ngl 99`); on the lent GPU machine, which has no Node, scripts/device-bench.sh packs and runs it.
+ *
  * Without --model it uses the starter model (models/reex-starter.gguf); `--real NAME` builds a
  * random-weight GGUF of a real architecture with that family's real tokenizer
  * (test/helpers/real-models.ts), whose 128k–262k vocabulary shows what sampling costs a real model. llama-batched-bench is built
@@ -41,6 +44,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
@@ -49,6 +53,7 @@ import type { ReexEvent } from "../src/events/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
 import { WHOLE_VOCABULARY_TOP_K } from "../src/policy/internals.js";
+import { packageRoot } from "../src/paths/index.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
 
 const { values } = parseArgs({
@@ -63,13 +68,14 @@ const { values } = parseArgs({
     "no-llama": { type: "boolean", default: false },
     speculative: { type: "boolean", default: false },
     temperature: { type: "string", default: "1" },
+    gpu: { type: "string", default: "cpu" },
   },
 });
 
 /** The GGUF every row runs. */
 async function modelPath(): Promise<string> {
   if (values.model) return values.model;
-  if (!values.real) return fileURLToPath(new URL("../models/reex-starter.gguf", import.meta.url));
+  if (!values.real) return join(packageRoot(), "models", "reex-starter.gguf");
   const { buildRealModel, REAL_MODEL_NAMES } = await import("../test/helpers/real-models.js");
   if (!(REAL_MODEL_NAMES as string[]).includes(values.real)) throw new Error(`--real must be one of ${REAL_MODEL_NAMES.join(", ")}`);
   return buildRealModel(values.real as (typeof REAL_MODEL_NAMES)[number]);
@@ -84,6 +90,9 @@ const REPEAT = Number(values.repeat);
 const MAX_WIDTH = Math.max(...WIDTHS);
 const SPECULATIVE = values.speculative;
 const TEMPERATURE = Number(values.temperature);
+if (values.gpu !== "cpu" && values.gpu !== "cuda") throw new Error(`--gpu must be cpu or cuda, got ${values.gpu}`);
+/** Where every row runs: all layers on the CUDA device, or none. */
+const GPU: "cpu" | "cuda" = values.gpu;
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
 const CONTEXT = PROMPT_TOKENS + 4 * GEN + 512;
 
@@ -175,6 +184,8 @@ async function batchedBench(): Promise<string | undefined> {
       String(THREADS),
       "-fa",
       "off",
+      "-ngl",
+      GPU === "cuda" ? "99" : "0",
       "-pps",
       "-npp",
       String(PROMPT_TOKENS),
@@ -208,7 +219,7 @@ async function batchedBench(): Promise<string | undefined> {
 
 /** node-llama-cpp alone: each sequence holds all but the prompt's last token, then samples `GEN` tokens. */
 async function rawRunner(promptTokens: readonly number[]): Promise<{ run: (width: number) => Promise<void>; close: () => Promise<void> }> {
-  const llama = await getLlama({ gpu: false, build: "never" });
+  const llama = await getLlama({ gpu: GPU === "cuda" ? "cuda" : false, build: "never" });
   const model = await llama.loadModel({ modelPath: MODEL });
   const context = await model.createContext({ contextSize: CONTEXT, sequences: MAX_WIDTH, threads: THREADS, flashAttention: false });
   const head = promptTokens.slice(0, -1) as Token[];
@@ -319,14 +330,14 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const policy = await createLlamaPolicy({ model: MODEL, gpu: "cpu", threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2 });
+  const policy = await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2 });
   const { spec, dbPath, tokens } = await peerPrompt(policy, PROMPT_TOKENS);
   const root = await policy.start(spec);
   const executor = new ExecutorPool({ workers: 1 });
   const raw = await rawRunner(root.promptTokens);
   // the same model, prompt and settings with n-gram drafting on (--speculative)
   const drafter = SPECULATIVE
-    ? await createLlamaPolicy({ model: MODEL, gpu: "cpu", threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2, speculative: "ngram" })
+    ? await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2, speculative: "ngram" })
     : undefined;
   const draftRoot = drafter ? await drafter.start(spec) : undefined;
   let skipped: string | undefined;
@@ -354,9 +365,9 @@ async function main(): Promise<void> {
   }
 
   const [load1] = (await import("node:os")).loadavg();
-  console.log(`\npeer benchmark — ${MODEL}`);
+  console.log(`\npeer benchmark — ${MODEL} (reex policy on ${policy.info.device})`);
   console.log(
-    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), T ${TEMPERATURE}, median of ${REPEAT}; ` +
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), ${GPU === "cuda" ? "all layers on CUDA" : "CPU"}, T ${TEMPERATURE}, median of ${REPEAT}; ` +
       `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");
