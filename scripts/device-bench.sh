@@ -37,13 +37,22 @@ usage() {
   exit 2
 }
 
-# Every package bench/peer.ts reaches at run time, as node_modules paths: node-llama-cpp, better-sqlite3 and
-# zod with their dependencies (nested copies too), and node-llama-cpp's CUDA prebuilt (its other prebuilts are not
-# loaded with --gpu cuda, or with --gpu cpu where the CUDA one loads).
+# Every package the benches reach at run time, as node_modules paths: the packages their code (and the
+# SQL children reex forks) imports, found by esbuild, with their dependencies (nested copies too), and
+# node-llama-cpp's CUDA prebuilt (its other prebuilts are not loaded with --gpu cuda).
 closure() {
+  local meta
+  meta="$(mktemp)"
+  npx --no-install esbuild bench/peer.ts bench/decoding.ts src/sql/executor-child.ts src/sql/offload-child.ts \
+    --bundle --platform=node --format=esm --packages=external --metafile="$meta" --outdir="$(mktemp -d)" --log-level=warning
   node -e '
     const fs = require("fs"), path = require("path");
     const root = process.cwd();
+    const meta = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const roots = new Set(["@node-llama-cpp/linux-x64-cuda"]);
+    for (const input of Object.values(meta.inputs))
+      for (const i of input.imports ?? [])
+        if (i.external && !i.path.startsWith("node:")) roots.add(i.path.split("/").slice(0, i.path.startsWith("@") ? 2 : 1).join("/"));
     const seen = new Set();
     const find = (name, from) => {
       for (let d = from; ; d = path.dirname(d)) {
@@ -52,7 +61,7 @@ closure() {
         if (path.dirname(d) === d) return null;
       }
     };
-    const stack = ["node-llama-cpp", "better-sqlite3", "zod", "@node-llama-cpp/linux-x64-cuda"].map((n) => [n, root]);
+    const stack = [...roots].map((n) => [n, root]);
     while (stack.length) {
       const [name, from] = stack.pop();
       const p = find(name, from);
@@ -63,7 +72,8 @@ closure() {
       for (const d of Object.keys(pj.optionalDependencies ?? {})) if (!d.startsWith("@node-llama-cpp/")) stack.push([d, p]);
     }
     console.log([...seen].map((p) => path.relative(root, p)).sort().join("\n"));
-  '
+  ' "$meta"
+  rm -f "$meta"
 }
 
 do_pack() {
