@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, PROFILES, rollout, type SegmentGrammars } from "../../src/agent/index.js";
+import { buildPrompt, PROFILES, type RolloutOptions, rollout, type SegmentGrammars } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/tooling.js";
@@ -76,20 +76,22 @@ describe("speculative decoding on the starter", () => {
     await spec?.close();
   });
 
+  /** A greedy rollout of example question `i` on `policy`, with the trajectory's usage after it. */
+  const greedyRollout = async (policy: Policy, i: number, options: Partial<RolloutOptions> = {}) => {
+    const t = await policy.start(prompts[i]!);
+    try {
+      const r = await rollout(t, { executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4, ...options });
+      return { record: r.record, text: r.text, usage: t.usage };
+    } finally {
+      await t.release();
+    }
+  };
+
   it("writes greedy rollouts (probes and injected results included) token for token as plain decoding, with drafts accepted", async () => {
     const counts = [];
-    for (const [i, prompt] of prompts.entries()) {
-      const run = async (policy: Policy) => {
-        const t = await policy.start(prompt);
-        try {
-          const r = await rollout(t, { executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4 });
-          return { record: r.record, text: r.text, usage: t.usage };
-        } finally {
-          await t.release();
-        }
-      };
-      const a = await run(plain);
-      const b = await run(spec);
+    for (const i of prompts.keys()) {
+      const a = await greedyRollout(plain, i);
+      const b = await greedyRollout(spec, i);
       expect(b.record.tokens).toEqual(a.record.tokens);
       expect(b.record.sampled).toEqual(a.record.sampled);
       expect(b.text).toBe(a.text);
@@ -106,21 +108,12 @@ describe("speculative decoding on the starter", () => {
 
   it("after a failing final SQL is rewound and asked again (finalRetries), still writes what plain decoding writes", async () => {
     let retried = 0;
-    for (const [i, prompt] of prompts.entries()) {
-      const run = async (policy: Policy) => {
-        const t = await policy.start(prompt);
-        try {
-          const sink = (e: ReexEvent) => {
-            if (e.type === "probe" && e.retried && policy === spec) retried++;
-          };
-          const r = await rollout(t, { executor, dbPath, maxTokens: 300, temperature: 0, path: String(i), maxInteractions: 4, finalRetries: 2, sink });
-          return { record: r.record, text: r.text };
-        } finally {
-          await t.release();
-        }
-      };
-      const a = await run(plain);
-      const b = await run(spec);
+    const sink = (e: ReexEvent) => {
+      if (e.type === "probe" && e.retried) retried++;
+    };
+    for (const i of prompts.keys()) {
+      const a = await greedyRollout(plain, i, { maxTokens: 300, finalRetries: 2 });
+      const b = await greedyRollout(spec, i, { maxTokens: 300, finalRetries: 2, sink });
       expect(b.record.tokens).toEqual(a.record.tokens);
       expect(b.record.sampled).toEqual(a.record.sampled);
       expect(b.text).toBe(a.text);
