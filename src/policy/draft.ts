@@ -1,14 +1,29 @@
 /**
  * Prompt-lookup drafting for speculative decoding: the tokens that followed the latest earlier
- * occurrence of a trajectory's last few tokens, looked up in its prompt (schema, matched values,
- * question) and in everything appended or sampled since (its own text, probes and their results).
- * The decode step verifies a draft against the model (internals.ts); this module only proposes.
+ * occurrence of a trajectory's last tokens (the longest such match, up to eight tokens), looked up
+ * in its own text (what it sampled and what was appended: probes and their results) and in its
+ * prompt (schema, matched values, question). The decode step verifies a draft against the model
+ * (internals.ts); this module proposes drafts and sizes them.
+ *
+ * A draft's size comes from two measurements, not a fixed rule: how many drafted tokens matches of
+ * the same kind (own text or prompt, by match length) had accepted lately, per policy, and what a
+ * decode step of so many tokens costs on this machine (the decode step times itself). On the
+ * starter's rollouts of the example questions, a match of six or more tokens in the trajectory's
+ * own text had its first drafted token accepted 92% of the time (8.2 tokens a run on average),
+ * a two-to-five-token match in the prompt 23–56% (0.6–1.0): one acceptance rate for all drafts
+ * would draft too much of the second and too little of the first. And on these CPUs a step of two
+ * tokens costs 1.7–2× a step of one, eight 2.8–3.4× (llama-bench at 300–1,800 tokens of context,
+ * one thread; 1.25× and 1.8× at two threads), so a short draft rarely pays where a long one can.
  */
 
 /** The longest n-gram looked up; longer matches are tried first. */
-const MAX_NGRAM = 3;
+const MAX_NGRAM = 8;
 /** The shortest n-gram looked up: single tokens match too often to be worth a drafted token's cost. */
 const MIN_NGRAM = 2;
+/** Matches of this many tokens or more share one record of acceptance. */
+const LONG_MATCH = 6;
+/** Drafts remembered per kind of match. */
+const WINDOW = 32;
 
 /** For each n-gram (n from MIN_NGRAM to MAX_NGRAM), the position right after its latest occurrence. */
 type NgramIndex = Map<string, number>;
@@ -34,74 +49,155 @@ function indexOf(tokens: readonly number[]): NgramIndex {
   return index;
 }
 
-/**
- * Expected tokens a step yields when `k` tokens are drafted, each accepted with probability `alpha`
- * independently, and one more is sampled after the last accepted one.
- */
-function expectedYield(alpha: number, k: number): number {
-  return alpha >= 1 ? k + 1 : (1 - alpha ** (k + 1)) / (1 - alpha);
-}
-
-/** How a drafter sizes its drafts. */
+/** How a policy drafts. */
 export interface DraftOptions {
   /** Most tokens drafted in one step. Default 8. */
   draftMax?: number;
   /**
-   * What one drafted token adds to the cost of a one-sequence decode step, as a share of that
-   * step's cost with none (a step costs a fixed part plus a part per token, so the share grows with
-   * the tokens already in the batch: see {@link NgramDrafter.length}). Default 0.4: on the starter
-   * on CPU a batch of 4 tokens of one sequence took 2.2–4× one token's step (under load).
+   * What one more token adds to a decode step's cost, as a share of a one-token step, assumed for
+   * step sizes not yet measured (see {@link StepCosts}). Default 0.4 (CPU; the policy passes 0.1 on a GPU).
    */
   tokenCost?: number;
 }
 
 /**
- * Proposes drafts for one trajectory whose history is `prompt` followed by `record`, and adapts
- * their length to the acceptance it observes.
+ * Wall time of a context's decode steps by the number of tokens a step evaluates (a moving average
+ * per size, in milliseconds), recorded by the decode step itself.
  */
-export class NgramDrafter {
-  private readonly own: NgramIndex = new Map();
-  private indexed = 0;
-  /** Running estimate of the chance that a drafted token is accepted. */
-  private alpha: number;
-  private readonly draftMax: number;
-  private readonly tokenCost: number;
+export class StepCosts {
+  private readonly ms = new Map<number, number>();
 
-  constructor(
-    private readonly prompt: readonly number[],
-    private readonly record: readonly number[],
-    options: DraftOptions = {},
-    alpha = 0.6,
-  ) {
-    this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
-    this.tokenCost = Math.min(0.95, Math.max(0.01, options.tokenCost ?? 0.4));
-    this.alpha = alpha;
-  }
-
-  /** A drafter for a fork whose record starts as a copy of this one's, keeping what was learned of acceptance. */
-  fork(record: readonly number[]): NgramDrafter {
-    return new NgramDrafter(this.prompt, record, { draftMax: this.draftMax, tokenCost: this.tokenCost }, this.alpha);
+  /** Records a step of `tokens` tokens that took `ms` milliseconds (decode and sampling). */
+  observe(tokens: number, ms: number): void {
+    if (!(Number.isInteger(tokens) && tokens >= 1 && Number.isFinite(ms) && ms >= 0)) return;
+    const old = this.ms.get(tokens);
+    // one step slowed by something else (another process, a KV copy) moves the average by at most 20%
+    this.ms.set(tokens, old === undefined ? ms : 0.8 * old + 0.2 * Math.min(2 * old, Math.max(old / 2, ms)));
   }
 
   /**
-   * The draft length that maximises expected tokens per unit of step cost when `width` sequences
-   * share the step (0: do not draft). With a step costing F + c per token, a drafted token costs
-   * c against the (F + c × width) / width a plain step spends per sequence, so the wider the
-   * step, the surer a draft must be to pay.
+   * The cost of a step of `n` tokens: measured where it was; else between the nearest measured
+   * sizes, or scaled from the nearest one by `1 + tokenCost × (n − 1)`; that alone where nothing is measured.
    */
-  length(width = 1): number {
-    const x = this.tokenCost / (1 - this.tokenCost);
-    const cost = (Math.max(1, width) * x) / (1 + Math.max(1, width) * x);
+  cost(n: number, tokenCost: number): number {
+    const measured = this.ms.get(n);
+    if (measured !== undefined) return measured;
+    const prior = (k: number): number => 1 + tokenCost * (k - 1);
+    let below: number | undefined;
+    let above: number | undefined;
+    for (const size of this.ms.keys()) {
+      if (size < n && (below === undefined || size > below)) below = size;
+      if (size > n && (above === undefined || size < above)) above = size;
+    }
+    if (below !== undefined && above !== undefined) {
+      const a = this.ms.get(below)!;
+      const b = this.ms.get(above)!;
+      return a + ((b - a) * (n - below)) / (above - below);
+    }
+    const near = below ?? above;
+    return near === undefined ? prior(n) : (this.ms.get(near)! * prior(n)) / prior(near);
+  }
+}
+
+/** A verified draft: how many of its tokens were compared with a sample, and how many were accepted. */
+interface Run {
+  compared: number;
+  accepted: number;
+}
+
+/** Pseudo-drafts at each position, at the prior's rate, before a kind's own drafts are counted. */
+const PRIOR_WEIGHT = 2;
+
+/**
+ * A policy's drafting: its options and, per kind of match (own text or prompt, by match length),
+ * the drafts of its trajectories lately verified.
+ */
+export class DraftingState {
+  readonly draftMax: number;
+  readonly tokenCost: number;
+  private readonly runs = new Map<string, Run[]>();
+
+  constructor(options: DraftOptions = {}) {
+    this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
+    this.tokenCost = Math.min(0.95, Math.max(0.01, options.tokenCost ?? 0.4));
+  }
+
+  /** Records that a draft of `kind` had `accepted` of its first `compared` tokens accepted. */
+  observe(kind: string, compared: number, accepted: number): void {
+    if (compared <= 0) return;
+    const runs = this.runs.get(kind) ?? [];
+    runs.push({ compared, accepted });
+    if (runs.length > WINDOW) runs.shift();
+    this.runs.set(kind, runs);
+  }
+
+  /**
+   * Expected accepted tokens of a draft of `k` tokens of a kind whose match was `n` tokens long:
+   * the sum over positions j ≤ k of the chance that the first j are all accepted, each position's
+   * chance of a rejection estimated from the recent drafts that reached it (a draft that ran out
+   * first says nothing of the positions after it), starting from 1/n for a kind not yet seen.
+   */
+  expectedAccepted(kind: string, n: number, k: number): number {
+    const runs = this.runs.get(kind) ?? [];
+    const prior = 1 / Math.max(2, n);
+    let survive = 1;
+    let sum = 0;
+    for (let j = 1; j <= k; j++) {
+      let reached = 0;
+      let rejected = 0;
+      for (const r of runs) {
+        if (r.compared < j || r.accepted < j - 1) continue;
+        reached++;
+        if (r.accepted === j - 1) rejected++;
+      }
+      survive *= 1 - (rejected + prior * PRIOR_WEIGHT) / (reached + PRIOR_WEIGHT);
+      sum += survive;
+    }
+    return sum;
+  }
+
+  /**
+   * The draft length (0: none) that maximises tokens per unit of step cost when `width` sequences
+   * share the step, for a match of `kind` (`n` tokens long) with `available` tokens after it. A plain
+   * step yields one token a sequence for cost(width); with every sequence taken to draft alike (the
+   * others' drafts are not known yet, and on a wide step they make it dear), drafting k yields
+   * 1 + E[accepted] a sequence for cost(width × (1 + k)).
+   */
+  length(kind: string, n: number, available: number, width: number, costs: StepCosts | undefined): number {
+    const w = Math.max(1, width);
+    const cost = (size: number): number => (costs ? costs.cost(size, this.tokenCost) : 1 + this.tokenCost * (size - 1));
     let best = 0;
-    let bestRate = 1;
-    for (let k = 1; k <= this.draftMax; k++) {
-      const rate = expectedYield(this.alpha, k) / (1 + cost * k);
+    let bestRate = 1 / cost(w);
+    for (let k = 1; k <= Math.min(this.draftMax, available); k++) {
+      const rate = (1 + this.expectedAccepted(kind, n, k)) / cost(w * (1 + k));
       if (rate > bestRate) {
         best = k;
         bestRate = rate;
       }
     }
     return best;
+  }
+}
+
+/**
+ * Proposes drafts for one trajectory whose history is `prompt` followed by `record`, sized by its
+ * policy's {@link DraftingState} and the step costs of its context.
+ */
+export class NgramDrafter {
+  private readonly own: NgramIndex = new Map();
+  private indexed = 0;
+  /** The kind of match the last draft came from, for {@link observe}. */
+  private lastKind = "";
+
+  constructor(
+    private readonly prompt: readonly number[],
+    private readonly record: readonly number[],
+    private readonly state: DraftingState,
+  ) {}
+
+  /** A drafter for a fork whose record starts as a copy of this one's. */
+  fork(record: readonly number[]): NgramDrafter {
+    return new NgramDrafter(this.prompt, record, this.state);
   }
 
   private at(i: number): number {
@@ -120,36 +216,34 @@ export class NgramDrafter {
   }
 
   /**
-   * Up to `max` tokens (and at most the adaptive length for a step of `width` sequences) that followed the latest earlier
-   * occurrence of the history's last n tokens, longest n first, the trajectory's own text before
-   * the prompt; [] when nothing matches.
+   * Up to `max` tokens that followed the latest earlier occurrence of the history's last n tokens,
+   * longest n first, the trajectory's own text before the prompt, as many as pay for a step of
+   * `width` sequences with these `costs`; [] when nothing matches or nothing pays.
    */
-  draft(max = Infinity, width = 1): number[] {
-    const k = Math.min(max, this.length(width));
+  draft(max = Infinity, width = 1, costs?: StepCosts): number[] {
     const total = this.prompt.length + this.record.length;
-    if (k <= 0 || total < MIN_NGRAM) return [];
+    if (max <= 0 || this.state.draftMax <= 0 || total < MIN_NGRAM) return [];
     this.sync();
     const at = (i: number): number => this.at(i);
     const promptIndex = indexOf(this.prompt);
     for (let n = Math.min(MAX_NGRAM, total); n >= MIN_NGRAM; n--) {
       const ngram = key(at, total, n);
-      const from = this.own.get(ngram) ?? promptIndex.get(ngram);
+      const own = this.own.get(ngram);
+      const from = own ?? promptIndex.get(ngram);
       if (from === undefined) continue;
+      const kind = `${own !== undefined ? "own" : "prompt"}${Math.min(n, LONG_MATCH)}`;
+      const k = this.state.length(kind, n, Math.min(max, total - from), width, costs);
+      if (k <= 0) return [];
+      this.lastKind = kind;
       const out: number[] = [];
-      for (let i = from; i < total && out.length < k; i++) out.push(this.at(i));
-      if (out.length > 0) return out;
+      for (let i = from; i < from + k; i++) out.push(this.at(i));
+      return out;
     }
     return [];
   }
 
   /** Records a verified draft: `accepted` of its first `compared` tokens matched what the model sampled. */
   observe(compared: number, accepted: number): void {
-    if (compared <= 0) return;
-    // one draft is a run of trials ending at the first miss: the maximum-likelihood per-token rate
-    // of this run is accepted / (accepted + misses); blended into a running estimate
-    const misses = compared - accepted;
-    const rate = accepted / (accepted + misses);
-    const weight = Math.min(0.5, 0.15 * compared);
-    this.alpha = Math.min(0.98, Math.max(0.02, (1 - weight) * this.alpha + weight * rate));
+    this.state.observe(this.lastKind, compared, accepted);
   }
 }

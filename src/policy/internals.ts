@@ -26,6 +26,7 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { getModuleVersion, type LlamaContext, type LlamaContextSequence, type Token } from "node-llama-cpp";
+import { StepCosts } from "./draft.js";
 
 /** The node-llama-cpp version this module was verified against. */
 export const VERIFIED_NODE_LLAMA_CPP_VERSION = "3.22.1";
@@ -502,6 +503,8 @@ export interface DirectSampling {
   next(token: number, draft?: Draft): Promise<StepTokens>;
   /** Frees the native sampler once the last request has settled. */
   dispose(): void;
+  /** What the context's decode steps have cost, by the tokens they evaluated (for sizing drafts). */
+  readonly costs: StepCosts;
 }
 
 /** The sampling options {@link directSampling} passes to node-llama-cpp's own sampler config. */
@@ -565,6 +568,8 @@ interface DirectRequest {
  * five interleaved rounds at 1 and 16 sequences; bench/peer.ts compares the two paths end to end).
  */
 class DirectDecoder {
+  /** The steps' wall time (decode and sampling) by the tokens they evaluated. */
+  readonly costs = new StepCosts();
   private queue: DirectRequest[] = [];
   private running = false;
   private scheduled = false;
@@ -654,7 +659,9 @@ class DirectDecoder {
         }
         return [req.token, ...req.draft.slice(0, extra)];
       });
-      native.initBatch(evals.reduce((n, e) => n + e.length, 0));
+      const size = evals.reduce((n, e) => n + e.length, 0);
+      const t0 = performance.now();
+      native.initBatch(size);
       const indexes = live.map((req, i) =>
         native.addToBatch(
           req.seq._sequenceId,
@@ -678,6 +685,7 @@ class DirectDecoder {
           }
         }),
       );
+      this.costs.observe(size, performance.now() - t0);
     } finally {
       guard.dispose();
     }
@@ -787,6 +795,7 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   let pending = Promise.resolve();
   let disposed = false;
   return {
+    costs: decoder.costs,
     next(token, draft) {
       const result = new Promise<StepTokens>((resolve, reject) => {
         if (disposed) throw new Error("the sampler was disposed");

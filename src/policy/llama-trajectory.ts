@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { NgramDrafter, type DraftOptions } from "./draft.js";
+import { type DraftingState, NgramDrafter } from "./draft.js";
 import {
   asTokens,
   beginSequenceCopy,
@@ -34,7 +34,7 @@ export interface TrajectoryHost {
   nextTrajectoryId(): string;
   isCurrent(loaded: unknown): boolean;
   /** How generated tokens are drafted (speculative decoding); undefined: they are not. */
-  readonly drafting: DraftOptions | undefined;
+  readonly drafting: DraftingState | undefined;
 }
 
 /** The state a trajectory starts with. */
@@ -207,7 +207,7 @@ export class LlamaTrajectory implements Trajectory {
     /** A draft that ends where this call must stop: at a stop string's last token, or an end-of-turn token. */
     const draftNow = (): Draft | undefined => {
       if (!drafter) return undefined;
-      const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating);
+      const draft = drafter.draft(Math.min(limit - tokens.length - 1, this.room()), steps.generating, direct.costs);
       if (draft.length === 0) return undefined;
       let seen = longestStop > 1 ? text.text.slice(-(longestStop - 1)) : "";
       for (let i = 0; i < draft.length; i++) {

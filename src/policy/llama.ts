@@ -23,7 +23,7 @@ import { availableParallelism } from "node:os";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
-import type { DraftOptions } from "./draft.js";
+import { DraftingState } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
 import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport, preferSequenceIds } from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
@@ -232,7 +232,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
   private reloading: Promise<void> | undefined;
   private closed = false;
   private nextId = 1;
-  readonly drafting: DraftOptions | undefined;
+  readonly drafting: DraftingState | undefined;
 
   constructor(
     private readonly llama: Llama,
@@ -241,9 +241,10 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     readonly kvCopy: boolean,
   ) {
     this.loaded = loaded;
-    // a drafted token's share of a one-sequence step: measured on CPU (draft.ts); on a GPU, where a
-    // step costs about the same for a few more tokens, assumed small (not measured here)
-    this.drafting = options.speculative === "ngram" ? { draftMax: options.draftMax ?? 8, tokenCost: loaded.device === "cpu" ? 0.4 : 0.1 } : undefined;
+    // a token's share of a one-token step until the decode step has measured it (draft.ts): on a
+    // GPU, where a step costs about the same for a few more tokens, assumed small
+    this.drafting =
+      options.speculative === "ngram" ? new DraftingState({ draftMax: options.draftMax ?? 8, tokenCost: loaded.device === "cpu" ? 0.4 : 0.1 }) : undefined;
   }
 
   get info(): PolicyInfo {

