@@ -132,17 +132,19 @@ export class DraftingState {
   }
 
   /**
-   * Expected accepted tokens of a draft of `k` tokens of a kind whose match was `n` tokens long:
-   * the sum over positions j ≤ k of the chance that the first j are all accepted, each position's
-   * chance of a rejection estimated from the recent drafts that reached it (a draft that ran out
-   * first says nothing of the positions after it), starting from 1/n for a kind not yet seen.
+   * Expected accepted tokens of drafts of 1, 2, …, `kMax` tokens of a kind whose match was `n` tokens
+   * long (element k − 1 for k tokens): the sum over positions j ≤ k of the chance that the first j are
+   * all accepted, each position's chance of a rejection estimated from the recent drafts that reached
+   * it (a draft that ran out first says nothing of the positions after it), starting from 1/n for a
+   * kind not yet seen.
    */
-  expectedAccepted(kind: string, n: number, k: number): number {
+  expectedAccepted(kind: string, n: number, kMax: number): number[] {
     const runs = this.runs.get(kind) ?? [];
     const prior = 1 / Math.max(2, n);
+    const out: number[] = [];
     let survive = 1;
     let sum = 0;
-    for (let j = 1; j <= k; j++) {
+    for (let j = 1; j <= kMax; j++) {
       let reached = 0;
       let rejected = 0;
       for (const r of runs) {
@@ -152,8 +154,9 @@ export class DraftingState {
       }
       survive *= 1 - (rejected + prior * PRIOR_WEIGHT) / (reached + PRIOR_WEIGHT);
       sum += survive;
+      out.push(sum);
     }
-    return sum;
+    return out;
   }
 
   /**
@@ -166,10 +169,11 @@ export class DraftingState {
   length(kind: string, n: number, available: number, width: number, costs: StepCosts | undefined): number {
     const w = Math.max(1, width);
     const cost = (size: number): number => (costs ? costs.cost(size, this.tokenCost) : 1 + this.tokenCost * (size - 1));
+    const expected = this.expectedAccepted(kind, n, Math.min(this.draftMax, available));
     let best = 0;
     let bestRate = 1 / cost(w);
-    for (let k = 1; k <= Math.min(this.draftMax, available); k++) {
-      const rate = (1 + this.expectedAccepted(kind, n, k)) / cost(w * (1 + k));
+    for (let k = 1; k <= expected.length; k++) {
+      const rate = (1 + expected[k - 1]!) / cost(w * (1 + k));
       if (rate > bestRate) {
         best = k;
         bestRate = rate;
