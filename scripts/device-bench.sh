@@ -33,7 +33,7 @@ bins=node_modules/@node-llama-cpp/linux-x64-cuda/bins/linux-x64-cuda
 log() { echo "device-bench: $*" >&2; }
 
 usage() {
-  sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
