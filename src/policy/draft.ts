@@ -58,6 +58,11 @@ export interface DraftOptions {
    * step sizes not yet measured (see {@link StepCosts}). Default 0.4 (CPU; the policy passes 0.1 on a GPU).
    */
   tokenCost?: number;
+  /**
+   * "measured": step costs as the decode step timed them ({@link StepCosts}); "assumed": always
+   * `1 + tokenCost × (n − 1)`, so drafting decisions depend on the tokens alone. Default "measured".
+   */
+  stepCosts?: "measured" | "assumed";
 }
 
 /**
@@ -115,11 +120,13 @@ const PRIOR_WEIGHT = 2;
 export class DraftingState {
   readonly draftMax: number;
   readonly tokenCost: number;
+  private readonly measured: boolean;
   private readonly runs = new Map<string, Run[]>();
 
   constructor(options: DraftOptions = {}) {
     this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
     this.tokenCost = Math.min(0.95, Math.max(0.01, options.tokenCost ?? 0.4));
+    this.measured = options.stepCosts !== "assumed";
   }
 
   /** Records that a draft of `kind` had `accepted` of its first `compared` tokens accepted. */
@@ -168,7 +175,7 @@ export class DraftingState {
    */
   length(kind: string, n: number, available: number, width: number, costs: StepCosts | undefined): number {
     const w = Math.max(1, width);
-    const cost = (size: number): number => (costs ? costs.cost(size, this.tokenCost) : 1 + this.tokenCost * (size - 1));
+    const cost = (size: number): number => (costs && this.measured ? costs.cost(size, this.tokenCost) : 1 + this.tokenCost * (size - 1));
     const expected = this.expectedAccepted(kind, n, Math.min(this.draftMax, available));
     let best = 0;
     let bestRate = 1 / cost(w);

@@ -90,6 +90,12 @@ export interface LlamaPolicyOptions {
   speculative?: "off" | "ngram";
   /** Most tokens drafted in one step; the length adapts below it to the acceptance seen. Default 8. */
   draftMax?: number;
+  /**
+   * What a decode step of several tokens is taken to cost when drafts are sized: "measured" (the
+   * step's own timings) or "assumed" (a fixed share of a one-token step a token, so that whether a
+   * trajectory drafts depends on its tokens alone: reproducible runs, tests). Default "measured".
+   */
+  draftCosts?: "measured" | "assumed";
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
   maxCachedPrefixes?: number;
   /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
@@ -244,7 +250,13 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     // a token's share of a one-token step until the decode step has measured it (draft.ts): on a
     // GPU, where a step costs about the same for a few more tokens, assumed small
     this.drafting =
-      options.speculative === "ngram" ? new DraftingState({ draftMax: options.draftMax ?? 8, tokenCost: loaded.device === "cpu" ? 0.4 : 0.1 }) : undefined;
+      options.speculative === "ngram"
+        ? new DraftingState({
+            draftMax: options.draftMax ?? 8,
+            tokenCost: loaded.device === "cpu" ? 0.4 : 0.1,
+            stepCosts: options.draftCosts ?? "measured",
+          })
+        : undefined;
   }
 
   get info(): PolicyInfo {

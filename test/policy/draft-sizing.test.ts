@@ -41,6 +41,10 @@ describe("draft sizing", () => {
     // always accepted, but one drafted token yields 2 tokens for 2× the cost
     expect(state.length("own2", 2, 1, 1, dear)).toBe(0);
     expect(state.length("own2", 2, 1, 1, linearCosts(0.3))).toBe(1);
+    // with assumed costs (0.4 of a step a token) the timings are not consulted
+    const assumed = new DraftingState({ draftMax: 8, stepCosts: "assumed" });
+    for (let i = 0; i < 32; i++) assumed.observe("own2", 1, 1);
+    expect(assumed.length("own2", 2, 1, 1, dear)).toBe(1);
   });
 
   it("does not draft on a wide step where a batch costs in proportion to its tokens, as it does on one sequence", () => {
