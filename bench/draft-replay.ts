@@ -18,7 +18,7 @@
  *                                 [--threads-label TEXT] [--max-tokens 400]
  *
  * --costs: a step's cost by its tokens, relative to one token, linear in between (default: v3 Q8_0
- * on this repository's 2-core CI machine by llama-bench at 1,200 tokens of context, one thread:
+ * on the 2-core development machine (AMD EPYC) by llama-bench at 1,200 tokens of context, one thread:
  * `llama-bench -m models/reex-starter.gguf -t 1 -p 1,2,3,4,6,8 -n 0 -d 1200 -fa 0`; at two threads
  * it measured "1:1,2:1.25,4:1.41,8:1.82,16:2.6"). Last line: `replay oracle X× reex Y×`.
  */
