@@ -2,8 +2,8 @@
  * What prompt-lookup drafting could save at most, and what reex's draft sizing saves, on a model's
  * own greedy rollouts: decodes the 45 example questions greedily (execution-aware, probes executed),
  * then replays each rollout step by step against a table of step costs, drafting what src/policy's
- * NgramDrafter would look up (the longest match, up to 8 tokens, own text before prompt; a draft
- * never runs into injected text) and counting a step of n tokens at its cost:
+ * NgramDrafter looks up (its own `match()`: the longest match, up to 8 tokens, own text before
+ * prompt; a draft never runs into injected text) and counting a step of n tokens at its cost:
  *
  *   - oracle: at each step the draft length that pays best given how many drafted tokens the model
  *     will accept (known from the rollout): the most any sizing of these drafts can save;
@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import { buildPrompt, rollout } from "../src/agent/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { createLlamaPolicy } from "../src/policy/index.js";
-import { DraftingState, StepCosts } from "../src/policy/draft.js";
+import { DraftingState, NgramDrafter, StepCosts } from "../src/policy/draft.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
 
 const { values } = parseArgs({
@@ -99,38 +99,21 @@ interface Step {
   n: number;
 }
 
-/** Where the n tokens before `h` occurred last, ending at a position in [lo, hi] (the position after it); -1 if nowhere. */
-function latest(history: readonly number[], h: number, n: number, lo: number, hi: number): number {
-  for (let e = hi; e >= Math.max(lo, n); e--) {
-    let same = true;
-    for (let j = 0; j < n && same; j++) same = history[e - n + j] === history[h - n + j];
-    if (same) return e;
-  }
-  return -1;
-}
-
-/** The steps of a rollout, each with the longest match's continuation, as NgramDrafter looks it up. */
+/** The steps of a rollout, each with the continuation NgramDrafter's own lookup finds at it. */
 function stepsOf(r: Rollout): Step[] {
-  const history = [...r.prompt];
-  const promptEnd = r.prompt.length;
+  const record: number[] = [];
+  const drafter = new NgramDrafter(r.prompt, record, new DraftingState());
   const steps: Step[] = [];
   for (let p = 0; p < r.tokens.length; p++) {
     if (r.sampled[p] === 1) {
-      const h = history.length;
-      let step: Step = { available: 0, accepted: 0, kind: "", n: 0 };
-      for (let n = Math.min(8, h - 1); n >= 2; n--) {
-        const own = latest(history, h, n, promptEnd, h - 1);
-        const from = own >= 0 ? own : latest(history, h, n, n, promptEnd - 1);
-        if (from < 0) continue;
-        const available = Math.min(16, h - from);
-        let accepted = 0;
-        while (accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === history[from + accepted]) accepted++;
-        step = { available, accepted, kind: `${own >= 0 ? "own" : "prompt"}${Math.min(n, 6)}`, n };
-        break;
-      }
-      steps.push(step);
+      const m = drafter.match();
+      let accepted = 0;
+      const available = Math.min(16, m?.available ?? 0);
+      // a drafted token is accepted where the rollout wrote it; a draft never runs into injected text
+      while (m && accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === drafter.tokenAt(m.from + accepted)) accepted++;
+      steps.push({ available, accepted, kind: m?.kind ?? "", n: m?.n ?? 0 });
     }
-    history.push(r.tokens[p]!);
+    record.push(r.tokens[p]!);
   }
   return steps;
 }

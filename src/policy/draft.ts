@@ -49,6 +49,11 @@ function indexOf(tokens: readonly number[]): NgramIndex {
   return index;
 }
 
+/** A step of `n` tokens' cost, in one-token steps, when each token beyond the first adds `tokenCost` of one. */
+function assumedCost(n: number, tokenCost: number): number {
+  return 1 + tokenCost * (n - 1);
+}
+
 /** How a policy drafts. */
 export interface DraftOptions {
   /** Most tokens drafted in one step. Default 8. */
@@ -87,7 +92,7 @@ export class StepCosts {
   cost(n: number, tokenCost: number): number {
     const measured = this.ms.get(n);
     if (measured !== undefined) return measured;
-    const prior = (k: number): number => 1 + tokenCost * (k - 1);
+    const prior = (k: number): number => assumedCost(k, tokenCost);
     let below: number | undefined;
     let above: number | undefined;
     for (const size of this.ms.keys()) {
@@ -175,7 +180,7 @@ export class DraftingState {
    */
   length(kind: string, n: number, available: number, width: number, costs: StepCosts | undefined): number {
     const w = Math.max(1, width);
-    const cost = (size: number): number => (costs && this.measured ? costs.cost(size, this.tokenCost) : 1 + this.tokenCost * (size - 1));
+    const cost = (size: number): number => (costs && this.measured ? costs.cost(size, this.tokenCost) : assumedCost(size, this.tokenCost));
     const expected = this.expectedAccepted(kind, n, Math.min(this.draftMax, available));
     let best = 0;
     let bestRate = 1 / cost(w);
@@ -211,15 +216,11 @@ export class NgramDrafter {
     return new NgramDrafter(this.prompt, record, this.state);
   }
 
-  private at(i: number): number {
-    return i < this.prompt.length ? this.prompt[i]! : this.record[i - this.prompt.length]!;
-  }
-
   /** Indexes the n-grams of the record whose continuation is now known. */
   private sync(): void {
     const total = this.prompt.length + this.record.length;
     const from = Math.max(this.prompt.length, this.indexed, MIN_NGRAM);
-    const at = (i: number): number => this.at(i);
+    const at = (i: number): number => this.tokenAt(i);
     for (let end = from; end < total; end++) {
       for (let n = MIN_NGRAM; n <= MAX_NGRAM && n <= end; n++) this.own.set(key(at, end, n), end);
     }
@@ -227,30 +228,45 @@ export class NgramDrafter {
   }
 
   /**
-   * Up to `max` tokens that followed the latest earlier occurrence of the history's last n tokens,
-   * longest n first, the trajectory's own text before the prompt, as many as pay for a step of
-   * `width` sequences with these `costs`; [] when nothing matches or nothing pays.
+   * The latest earlier occurrence of the history's last n tokens, longest n first (up to 8), the
+   * trajectory's own text before the prompt: where its continuation starts, how many tokens follow,
+   * and the kind of match; undefined when nothing matches.
    */
-  draft(max = Infinity, width = 1, costs?: StepCosts): number[] {
+  match(): { from: number; available: number; n: number; kind: string } | undefined {
     const total = this.prompt.length + this.record.length;
-    if (max <= 0 || this.state.draftMax <= 0 || total < MIN_NGRAM) return [];
+    if (total < MIN_NGRAM) return undefined;
     this.sync();
-    const at = (i: number): number => this.at(i);
+    const at = (i: number): number => this.tokenAt(i);
     const promptIndex = indexOf(this.prompt);
     for (let n = Math.min(MAX_NGRAM, total); n >= MIN_NGRAM; n--) {
       const ngram = key(at, total, n);
       const own = this.own.get(ngram);
       const from = own ?? promptIndex.get(ngram);
       if (from === undefined) continue;
-      const kind = `${own !== undefined ? "own" : "prompt"}${Math.min(n, LONG_MATCH)}`;
-      const k = this.state.length(kind, n, Math.min(max, total - from), width, costs);
-      if (k <= 0) return [];
-      this.lastKind = kind;
-      const out: number[] = [];
-      for (let i = from; i < from + k; i++) out.push(this.at(i));
-      return out;
+      return { from, available: total - from, n, kind: `${own !== undefined ? "own" : "prompt"}${Math.min(n, LONG_MATCH)}` };
     }
-    return [];
+    return undefined;
+  }
+
+  /** The history's token at position `i` (the prompt's, then the record's). */
+  tokenAt(i: number): number {
+    return i < this.prompt.length ? this.prompt[i]! : this.record[i - this.prompt.length]!;
+  }
+
+  /**
+   * Up to `max` tokens that continue the {@link match}, as many as pay for a step of `width`
+   * sequences with these `costs`; [] when nothing matches or nothing pays.
+   */
+  draft(max = Infinity, width = 1, costs?: StepCosts): number[] {
+    if (max <= 0 || this.state.draftMax <= 0) return [];
+    const m = this.match();
+    if (!m) return [];
+    const k = this.state.length(m.kind, m.n, Math.min(max, m.available), width, costs);
+    if (k <= 0) return [];
+    this.lastKind = m.kind;
+    const out: number[] = [];
+    for (let i = m.from; i < m.from + k; i++) out.push(this.tokenAt(i));
+    return out;
   }
 
   /** Records a verified draft: `accepted` of its first `compared` tokens matched what the model sampled. */

@@ -83,12 +83,12 @@ export interface LlamaPolicyOptions {
   flashAttention?: "auto" | boolean;
   /**
    * Speculative decoding on the direct decode path: "ngram" drafts the tokens that followed the
-   * latest earlier occurrence of a trajectory's last tokens (in its prompt, its own text and the
-   * probe results injected into it) and verifies them in the step's batch, keeping exactly the
+   * latest earlier occurrence of a trajectory's longest matching last tokens (in its own text, the
+   * probe results injected into it included, then its prompt) and verifies them in the step's batch, keeping exactly the
    * tokens plain decoding samples (src/policy/draft.ts). Default "off".
    */
   speculative?: "off" | "ngram";
-  /** Most tokens drafted in one step; the length adapts below it to the acceptance seen. Default 8. */
+  /** Most tokens drafted in one step; below it the length follows the acceptance seen and the step costs. Default 8. */
   draftMax?: number;
   /**
    * What a decode step of several tokens is taken to cost when drafts are sized: "measured" (the
