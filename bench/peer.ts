@@ -25,7 +25,7 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
- *                         [--speculative] [--temperature T] [--gpu cpu|cuda]
+ *                         [--speculative] [--draft-costs measured|assumed] [--temperature T] [--gpu cpu|cuda]
  *
  * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
  * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
@@ -69,6 +69,7 @@ const { values } = parseArgs({
     speculative: { type: "boolean", default: false },
     temperature: { type: "string", default: "1" },
     gpu: { type: "string", default: "cpu" },
+    "draft-costs": { type: "string", default: "measured" },
   },
 });
 
@@ -91,6 +92,10 @@ const MAX_WIDTH = Math.max(...WIDTHS);
 const SPECULATIVE = values.speculative;
 const TEMPERATURE = Number(values.temperature);
 if (values.gpu !== "cpu" && values.gpu !== "cuda") throw new Error(`--gpu must be cpu or cuda, got ${values.gpu}`);
+if (values["draft-costs"] !== "measured" && values["draft-costs"] !== "assumed")
+  throw new Error(`--draft-costs must be measured or assumed, got ${values["draft-costs"]}`);
+/** How the drafting policy sizes its drafts (createLlamaPolicy's draftCosts). */
+const DRAFT_COSTS: "measured" | "assumed" = values["draft-costs"];
 /** Where every row runs: all layers on the CUDA device, or none. */
 const GPU: "cpu" | "cuda" = values.gpu;
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
@@ -337,10 +342,19 @@ async function main(): Promise<void> {
   const raw = await rawRunner(root.promptTokens);
   // the same model, prompt and settings with n-gram drafting on (--speculative)
   const drafter = SPECULATIVE
-    ? await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2, speculative: "ngram" })
+    ? await createLlamaPolicy({
+        model: MODEL,
+        gpu: GPU,
+        threads: THREADS,
+        contextSize: CONTEXT,
+        sequences: MAX_WIDTH + 2,
+        speculative: "ngram",
+        draftCosts: DRAFT_COSTS,
+      })
     : undefined;
   const draftRoot = drafter ? await drafter.start(spec) : undefined;
   let skipped: string | undefined;
+  let stepCosts: Record<"plain" | "drafting", ReturnType<NonNullable<typeof policy.decodeStepCosts>>> = { plain: undefined, drafting: undefined };
   try {
     for (let r = 0; r < REPEAT; r++) {
       if (r === 0 || !skipped) skipped = await batchedBench();
@@ -356,6 +370,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
+    stepCosts = { plain: policy.decodeStepCosts?.(), drafting: drafter?.decodeStepCosts?.() };
     await raw.close();
     await draftRoot?.release();
     await drafter?.close();
@@ -423,6 +438,17 @@ async function main(): Promise<void> {
           `CPU a token: generate ${fmt(cpuPerToken("reex generate", w), cpuPerToken("reex generate+draft", w))} less with drafting, rollout ${fmt(cpuPerToken("reex rollout", w), cpuPerToken("reex rollout+draft", w))}`,
       );
     }
+    // what the decode steps cost by size, as the drafting policy sized its drafts by (--draft-costs measured)
+    for (const [name, table] of Object.entries(stepCosts)) {
+      if (!table?.length) continue;
+      const one = table.find((t) => t.tokens === 1)?.ms;
+      const shown = table.filter((t) => t.tokens <= 12 || t.tokens % 16 === 0);
+      console.log(
+        `  ${name} policy's decode step, ms by tokens (× a 1-token step; steps): ` +
+          shown.map((t) => `${t.tokens}: ${t.ms.toFixed(2)}${one ? ` (${(t.ms / one).toFixed(2)}×)` : ""} n${t.steps}`).join(", "),
+      );
+    }
+    console.log(`  drafts sized by ${DRAFT_COSTS} step costs (--draft-costs)`);
     // decode speed at 1 sequence (generate: the same tokens every row decodes), against reex without drafting and llama.cpp's plain decode
     const drafted = rate("reex generate+draft", w1);
     console.log(`drafting ${w1}seq ${fmt(drafted, rate("reex generate", w1))} plain ${fmt(drafted, rate("llama-batched-bench", w1))} llama-batched-bench`);

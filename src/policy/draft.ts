@@ -71,18 +71,33 @@ export interface DraftOptions {
 }
 
 /**
- * Wall time of a context's decode steps by the number of tokens a step evaluates (a moving average
- * per size, in milliseconds), recorded by the decode step itself.
+ * Wall time of a context's decode steps by the number of tokens a step evaluates (the lower median
+ * of the last 15 steps of each size, in milliseconds), recorded by the decode step itself. A median,
+ * not an average: the first step of a size, or the first after the size changed, can carry one-off
+ * work (a compute buffer grown, a CUDA graph captured) many times a plain step's cost; on an H100 an
+ * average that let one step move it by at most 20% held an 8-token step at 8.0× a 1-token step after
+ * 26 steps (2.2× at two tokens), against 1.4× (1.2×) in a run that drafted more (bench/peer.ts).
  */
 export class StepCosts {
-  private readonly ms = new Map<number, number>();
+  private readonly recent = new Map<number, number[]>();
+  private readonly seen = new Map<number, number>();
 
   /** Records a step of `tokens` tokens that took `ms` milliseconds (decode and sampling). */
   observe(tokens: number, ms: number): void {
     if (!(Number.isInteger(tokens) && tokens >= 1 && Number.isFinite(ms) && ms >= 0)) return;
-    const old = this.ms.get(tokens);
-    // one step slowed by something else (another process, a KV copy) moves the average by at most 20%
-    this.ms.set(tokens, old === undefined ? ms : 0.8 * old + 0.2 * Math.min(2 * old, Math.max(old / 2, ms)));
+    const recent = this.recent.get(tokens) ?? [];
+    recent.push(ms);
+    if (recent.length > STEP_WINDOW) recent.shift();
+    this.recent.set(tokens, recent);
+    this.seen.set(tokens, (this.seen.get(tokens) ?? 0) + 1);
+  }
+
+  /** The lower median of a measured size's recent steps; undefined where none was measured. */
+  private measured(n: number): number | undefined {
+    const recent = this.recent.get(n);
+    if (!recent?.length) return undefined;
+    const sorted = [...recent].sort((a, b) => a - b);
+    return sorted[(sorted.length - 1) >> 1];
   }
 
   /**
@@ -90,24 +105,32 @@ export class StepCosts {
    * sizes, or scaled from the nearest one by `1 + tokenCost × (n − 1)`; that alone where nothing is measured.
    */
   cost(n: number, tokenCost: number): number {
-    const measured = this.ms.get(n);
+    const measured = this.measured(n);
     if (measured !== undefined) return measured;
     const prior = (k: number): number => assumedCost(k, tokenCost);
     let below: number | undefined;
     let above: number | undefined;
-    for (const size of this.ms.keys()) {
+    for (const size of this.recent.keys()) {
       if (size < n && (below === undefined || size > below)) below = size;
       if (size > n && (above === undefined || size < above)) above = size;
     }
     if (below !== undefined && above !== undefined) {
-      const a = this.ms.get(below)!;
-      const b = this.ms.get(above)!;
+      const a = this.measured(below)!;
+      const b = this.measured(above)!;
       return a + ((b - a) * (n - below)) / (above - below);
     }
     const near = below ?? above;
-    return near === undefined ? prior(n) : (this.ms.get(near)! * prior(n)) / prior(near);
+    return near === undefined ? prior(n) : (this.measured(near)! * prior(n)) / prior(near);
+  }
+
+  /** The measured sizes, each with its cost in milliseconds and the steps seen, smallest size first. */
+  table(): Array<{ tokens: number; ms: number; steps: number }> {
+    return [...this.recent.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.measured(tokens)!, steps: this.seen.get(tokens)! }));
   }
 }
+
+/** Steps of one size whose median is its cost. */
+const STEP_WINDOW = 15;
 
 /** A verified draft: how many of its tokens were compared with a sample, and how many were accepted. */
 interface Run {
@@ -127,6 +150,7 @@ export class DraftingState {
   readonly tokenCost: number;
   private readonly measured: boolean;
   private readonly runs = new Map<string, Run[]>();
+  private refusals = 0;
 
   constructor(options: DraftOptions = {}) {
     this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
@@ -179,20 +203,35 @@ export class DraftingState {
    * 1 + E[accepted] a sequence for cost(width × (1 + k)).
    */
   length(kind: string, n: number, available: number, width: number, costs: StepCosts | undefined): number {
-    const w = Math.max(1, width);
-    const cost = (size: number): number => (costs && this.measured ? costs.cost(size, this.tokenCost) : assumedCost(size, this.tokenCost));
     const expected = this.expectedAccepted(kind, n, Math.min(this.draftMax, available));
-    let best = 0;
-    let bestRate = 1 / cost(w);
-    for (let k = 1; k <= expected.length; k++) {
-      const rate = (1 + expected[k - 1]!) / cost(w * (1 + k));
-      if (rate > bestRate) {
-        best = k;
-        bestRate = rate;
-      }
-    }
-    return best;
+    const assumed = (size: number): number => assumedCost(size, this.tokenCost);
+    if (!(costs && this.measured)) return bestLength(expected, width, assumed);
+    const best = bestLength(expected, width, (size) => costs.cost(size, this.tokenCost));
+    if (best > 0) return best;
+    // a refusal that rests on measured costs is overruled now and then, so that a size measured
+    // once when it was dear (a one-off, another process) is measured again instead of never
+    const hoped = bestLength(expected, width, assumed);
+    if (hoped > 0 && ++this.refusals % REMEASURE_EVERY === 0) return hoped;
+    return 0;
   }
+}
+
+/** Every how many refusals based on measured costs a draft is made anyway, sized by the assumed costs. */
+const REMEASURE_EVERY = 32;
+
+/** The draft length (0: none) with the most tokens per unit of `cost` for `width` sequences drafting alike. */
+function bestLength(expected: readonly number[], width: number, cost: (size: number) => number): number {
+  const w = Math.max(1, width);
+  let best = 0;
+  let bestRate = 1 / cost(w);
+  for (let k = 1; k <= expected.length; k++) {
+    const rate = (1 + expected[k - 1]!) / cost(w * (1 + k));
+    if (rate > bestRate) {
+      best = k;
+      bestRate = rate;
+    }
+  }
+  return best;
 }
 
 /**

@@ -750,6 +750,11 @@ function directSequence(seq: LlamaContextSequence): DirectSequence | undefined {
  * step starts as soon as all of them have asked. Only where {@link enableScheduledKvOps} is on (the
  * verified node-llama-cpp version, its lock shared); returns whether it is on.
  */
+/** The direct decode step's measured wall time by step size (see {@link StepCosts}); undefined where that path is off. */
+export function decodeStepCosts(context: LlamaContext): ReturnType<StepCosts["table"]> | undefined {
+  return decoders.get(context)?.costs.table();
+}
+
 export function enableDirectDecode(context: LlamaContext, generating: () => number): boolean {
   if (decoders.has(context)) return true;
   const scheduler = schedulers.get(context);

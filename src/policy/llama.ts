@@ -25,7 +25,16 @@ import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { DraftingState } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
-import { asTokens, copySequenceState, decodeBatchCount, enableDirectDecode, enableScheduledKvOps, kvCopySupport, preferSequenceIds } from "./internals.js";
+import {
+  asTokens,
+  copySequenceState,
+  decodeBatchCount,
+  decodeStepCosts,
+  enableDirectDecode,
+  enableScheduledKvOps,
+  kvCopySupport,
+  preferSequenceIds,
+} from "./internals.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
@@ -285,6 +294,10 @@ class LlamaPolicy implements Policy, TrajectoryHost {
 
   decodeBatches(): number | undefined {
     return decodeBatchCount(this.loaded.context);
+  }
+
+  decodeStepCosts(): Array<{ tokens: number; ms: number; steps: number }> | undefined {
+    return decodeStepCosts(this.loaded.context);
   }
 
   renderChat(messages: ChatMessage[], options: { sharedPrefix?: string } = {}): PromptSpec {

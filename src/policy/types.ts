@@ -210,6 +210,11 @@ export interface Policy {
    */
   decodeBatches?(): number | undefined;
   /**
+   * The decode step's wall time by the tokens a step evaluated (average ms, steps seen), as drafting
+   * sizes its drafts by, for benchmarks; undefined where not measured.
+   */
+  decodeStepCosts?(): Array<{ tokens: number; ms: number; steps: number }> | undefined;
+  /**
    * Loads new weights or LoRA adapters without restarting the process (omitted fields keep their
    * value; `lora: []` removes adapters). Live trajectories become unusable (POLICY_ERROR); starts
    * made during the reload wait for it; the prefix cache is cleared.

@@ -65,7 +65,7 @@ describe("draft sizing", () => {
     expect(state.length("own4", 4, 8, 16, costs)).toBe(0);
   });
 
-  it("estimates unmeasured step sizes between measured ones, and a slow outlier moves a size by at most 20%", () => {
+  it("estimates unmeasured step sizes between measured ones, ignores a slow outlier and follows a lasting change", () => {
     const costs = new StepCosts();
     costs.observe(1, 10);
     costs.observe(5, 30);
@@ -73,7 +73,26 @@ describe("draft sizing", () => {
     // beyond the largest measured size: scaled by the prior 1 + 0.4 (n − 1)
     expect(costs.cost(6, 0.4)).toBeCloseTo((30 * 3) / 2.6, 6);
     costs.observe(1, 1000);
-    expect(costs.cost(1, 0.4)).toBeCloseTo(12, 6);
+    expect(costs.cost(1, 0.4)).toBe(10);
+    // a first step of a size that carried one-off work is forgotten once steady steps follow
+    const warm = new StepCosts();
+    warm.observe(8, 500);
+    warm.observe(8, 14);
+    expect(warm.cost(8, 0.4)).toBe(14);
+    for (let i = 0; i < 15; i++) warm.observe(8, 20);
+    expect(warm.cost(8, 0.4)).toBe(20);
+    expect(warm.table()).toEqual([{ tokens: 8, ms: 20, steps: 17 }]);
+  });
+
+  it("drafts now and then where measured costs say no, so that a size measured when it was dear is measured again", () => {
+    const state = new DraftingState({ draftMax: 4 });
+    for (let i = 0; i < 32; i++) state.observe("own6", 4, 4);
+    const dear = new StepCosts();
+    dear.observe(1, 10);
+    for (let n = 2; n <= 5; n++) dear.observe(n, 100);
+    const lengths = Array.from({ length: 64 }, () => state.length("own6", 6, 4, 1, dear));
+    expect(lengths.filter((k) => k > 0)).toEqual([4, 4]);
+    expect(lengths.indexOf(4)).toBe(31);
   });
 
   it("drafts the continuation of the longest earlier match in the trajectory's own text, then learns from its verification", () => {
