@@ -80,6 +80,7 @@ export interface DraftOptions {
  */
 export class StepCosts {
   private readonly recent = new Map<number, number[]>();
+  private readonly median = new Map<number, number>();
   private readonly seen = new Map<number, number>();
 
   /** Records a step of `tokens` tokens that took `ms` milliseconds (decode and sampling). */
@@ -89,15 +90,14 @@ export class StepCosts {
     recent.push(ms);
     if (recent.length > STEP_WINDOW) recent.shift();
     this.recent.set(tokens, recent);
+    const sorted = [...recent].sort((a, b) => a - b);
+    this.median.set(tokens, sorted[(sorted.length - 1) >> 1]!);
     this.seen.set(tokens, (this.seen.get(tokens) ?? 0) + 1);
   }
 
   /** The lower median of a measured size's recent steps; undefined where none was measured. */
   private measured(n: number): number | undefined {
-    const recent = this.recent.get(n);
-    if (!recent?.length) return undefined;
-    const sorted = [...recent].sort((a, b) => a - b);
-    return sorted[(sorted.length - 1) >> 1];
+    return this.median.get(n);
   }
 
   /**
@@ -110,7 +110,7 @@ export class StepCosts {
     const prior = (k: number): number => assumedCost(k, tokenCost);
     let below: number | undefined;
     let above: number | undefined;
-    for (const size of this.recent.keys()) {
+    for (const size of this.median.keys()) {
       if (size < n && (below === undefined || size > below)) below = size;
       if (size > n && (above === undefined || size < above)) above = size;
     }
@@ -125,7 +125,7 @@ export class StepCosts {
 
   /** The measured sizes, each with its cost in milliseconds and the steps seen, smallest size first. */
   table(): Array<{ tokens: number; ms: number; steps: number }> {
-    return [...this.recent.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.measured(tokens)!, steps: this.seen.get(tokens)! }));
+    return [...this.median.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.measured(tokens)!, steps: this.seen.get(tokens)! }));
   }
 }
 
