@@ -75,8 +75,9 @@ export interface DraftOptions {
  * of the last 15 steps of each size, in milliseconds), recorded by the decode step itself. A median,
  * not an average: the first step of a size, or the first after the size changed, can carry one-off
  * work (a compute buffer grown, a CUDA graph captured) many times a plain step's cost; on an H100 an
- * average that let one step move it by at most 20% held an 8-token step at 8.0× a 1-token step after
- * 26 steps (2.2× at two tokens), against 1.4× (1.2×) in a run that drafted more (bench/peer.ts).
+ * average that one step moved by at most 20% (a faster second step replacing the first) held an
+ * 8-token step at 8.0× a 1-token step after 26 steps, against 1.4× in a run that drafted more
+ * (bench/runs/2026-11-27-h100).
  */
 export class StepCosts {
   private readonly recent = new Map<number, number[]>();
@@ -95,17 +96,12 @@ export class StepCosts {
     this.seen.set(tokens, (this.seen.get(tokens) ?? 0) + 1);
   }
 
-  /** The lower median of a measured size's recent steps; undefined where none was measured. */
-  private measured(n: number): number | undefined {
-    return this.median.get(n);
-  }
-
   /**
    * The cost of a step of `n` tokens: measured where it was; else between the nearest measured
    * sizes, or scaled from the nearest one by `1 + tokenCost × (n − 1)`; that alone where nothing is measured.
    */
   cost(n: number, tokenCost: number): number {
-    const measured = this.measured(n);
+    const measured = this.median.get(n);
     if (measured !== undefined) return measured;
     const prior = (k: number): number => assumedCost(k, tokenCost);
     let below: number | undefined;
@@ -115,17 +111,17 @@ export class StepCosts {
       if (size > n && (above === undefined || size < above)) above = size;
     }
     if (below !== undefined && above !== undefined) {
-      const a = this.measured(below)!;
-      const b = this.measured(above)!;
+      const a = this.median.get(below)!;
+      const b = this.median.get(above)!;
       return a + ((b - a) * (n - below)) / (above - below);
     }
     const near = below ?? above;
-    return near === undefined ? prior(n) : (this.measured(near)! * prior(n)) / prior(near);
+    return near === undefined ? prior(n) : (this.median.get(near)! * prior(n)) / prior(near);
   }
 
   /** The measured sizes, each with its cost in milliseconds and the steps seen, smallest size first. */
   table(): Array<{ tokens: number; ms: number; steps: number }> {
-    return [...this.median.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.measured(tokens)!, steps: this.seen.get(tokens)! }));
+    return [...this.median.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.median.get(tokens)!, steps: this.seen.get(tokens)! }));
   }
 }
 
