@@ -139,10 +139,11 @@ describe("reex mcp over stdio", () => {
     expect(Array.isArray(answer.trace)).toBe(true);
     expect(answer.trace.at(-1)).toMatch(/^vote: /);
     expect(answer.usage.generatedTokens).toBeGreaterThan(0);
-    expect(progress.length).toBeGreaterThan(1);
     expect(progress.some((p) => p.message?.startsWith("generating: "))).toBe(true);
-    // the vote's own notification is not asserted: the SDK client handles a notification a microtask after
-    // reading it but a response at once, so when one read holds both, the client drops that progress
+    // the later notifications (the candidates' final lines, the vote's) are not asserted: the SDK client
+    // handles a notification a microtask after reading it but a response at once, so when one read holds
+    // both, the client drops that progress (a clean-clone CI run got only the "generating" one, the
+    // two candidates having finished together in a 323 ms answer)
     for (let i = 1; i < progress.length; i++) expect(progress[i]!.progress).toBeGreaterThan(progress[i - 1]!.progress);
   });
 
