@@ -51,7 +51,7 @@ import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp"
 import { buildPrompt, rollout, type RolloutResult } from "../src/agent/index.js";
 import type { ReexEvent } from "../src/events/index.js";
 import { buildExamples } from "../src/examples/index.js";
-import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../src/policy/index.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type StepCost, type Trajectory } from "../src/policy/index.js";
 import { WHOLE_VOCABULARY_TOP_K } from "../src/policy/internals.js";
 import { packageRoot } from "../src/paths/index.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
@@ -354,7 +354,7 @@ async function main(): Promise<void> {
     : undefined;
   const draftRoot = drafter ? await drafter.start(spec) : undefined;
   let skipped: string | undefined;
-  let stepCosts: Record<"plain" | "drafting", ReturnType<NonNullable<typeof policy.decodeStepCosts>>> = { plain: undefined, drafting: undefined };
+  let stepCosts: Record<"plain" | "drafting", StepCost[] | undefined> = { plain: undefined, drafting: undefined };
   try {
     for (let r = 0; r < REPEAT; r++) {
       if (r === 0 || !skipped) skipped = await batchedBench();

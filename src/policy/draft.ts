@@ -16,6 +16,8 @@
  * one thread; 1.25× and 1.8× at two threads), so a short draft rarely pays where a long one can.
  */
 
+import type { StepCost } from "./types.js";
+
 /** The longest n-gram looked up; longer matches are tried first. */
 const MAX_NGRAM = 8;
 /** The shortest n-gram looked up: single tokens match too often to be worth a drafted token's cost. */
@@ -120,7 +122,7 @@ export class StepCosts {
   }
 
   /** The measured sizes, each with its cost in milliseconds and the steps seen, smallest size first. */
-  table(): Array<{ tokens: number; ms: number; steps: number }> {
+  table(): StepCost[] {
     return [...this.median.keys()].sort((a, b) => a - b).map((tokens) => ({ tokens, ms: this.median.get(tokens)!, steps: this.seen.get(tokens)! }));
   }
 }

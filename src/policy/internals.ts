@@ -27,6 +27,7 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { getModuleVersion, type LlamaContext, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import { StepCosts } from "./draft.js";
+import type { StepCost } from "./types.js";
 
 /** The node-llama-cpp version this module was verified against. */
 export const VERIFIED_NODE_LLAMA_CPP_VERSION = "3.22.1";
@@ -744,17 +745,17 @@ function directSequence(seq: LlamaContextSequence): DirectSequence | undefined {
   return s as DirectSequence;
 }
 
+/** The direct decode step's measured wall time by step size (see {@link StepCosts}); undefined where that path is off. */
+export function decodeStepCosts(context: LlamaContext): StepCost[] | undefined {
+  return decoders.get(context)?.costs.table();
+}
+
 /**
  * Lets `context`'s generating sequences be decoded by reex's own batch step (see {@link DirectDecoder})
  * instead of node-llama-cpp's `evaluate`. `generating` counts the sequences generating now, so a
  * step starts as soon as all of them have asked. Only where {@link enableScheduledKvOps} is on (the
  * verified node-llama-cpp version, its lock shared); returns whether it is on.
  */
-/** The direct decode step's measured wall time by step size (see {@link StepCosts}); undefined where that path is off. */
-export function decodeStepCosts(context: LlamaContext): ReturnType<StepCosts["table"]> | undefined {
-  return decoders.get(context)?.costs.table();
-}
-
 export function enableDirectDecode(context: LlamaContext, generating: () => number): boolean {
   if (decoders.has(context)) return true;
   const scheduler = schedulers.get(context);

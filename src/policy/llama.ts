@@ -39,7 +39,7 @@ import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
-import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, Trajectory } from "./types.js";
+import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, StepCost, Trajectory } from "./types.js";
 
 /** How to load the llama.cpp policy. */
 export interface LlamaPolicyOptions {
@@ -296,7 +296,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     return decodeBatchCount(this.loaded.context);
   }
 
-  decodeStepCosts(): Array<{ tokens: number; ms: number; steps: number }> | undefined {
+  decodeStepCosts(): StepCost[] | undefined {
     return decodeStepCosts(this.loaded.context);
   }
 

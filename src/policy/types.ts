@@ -184,6 +184,13 @@ export interface PolicyInfo {
 }
 
 /** A language model that trajectories can be started from. */
+/** A decode step size's cost: the lower median wall time of its last 15 steps, and the steps seen. */
+export interface StepCost {
+  tokens: number;
+  ms: number;
+  steps: number;
+}
+
 export interface Policy {
   readonly info: PolicyInfo;
   /**
@@ -210,10 +217,10 @@ export interface Policy {
    */
   decodeBatches?(): number | undefined;
   /**
-   * The decode step's wall time by the tokens a step evaluated (average ms, steps seen), as drafting
-   * sizes its drafts by, for benchmarks; undefined where not measured.
+   * The decode step's cost by the tokens a step evaluated, as drafting sizes its drafts by, smallest
+   * size first, for benchmarks; undefined where not measured.
    */
-  decodeStepCosts?(): Array<{ tokens: number; ms: number; steps: number }> | undefined;
+  decodeStepCosts?(): StepCost[] | undefined;
   /**
    * Loads new weights or LoRA adapters without restarting the process (omitted fields keep their
    * value; `lora: []` removes adapters). Live trajectories become unusable (POLICY_ERROR); starts

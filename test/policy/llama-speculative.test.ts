@@ -114,6 +114,12 @@ describe("speculative decoding on the starter", () => {
     expect(total.accepted).toBeGreaterThan(0);
     expect(total.saved).toBeGreaterThan(0);
     expect(total.accepted).toBeLessThanOrEqual(total.drafted);
+    // the decode step timed its steps by size, drafted ones (wider than one token) among them
+    const costs = spec.decodeStepCosts?.() ?? [];
+    expect(costs[0]).toMatchObject({ tokens: 1 });
+    expect(costs.some((c) => c.tokens > 1)).toBe(true);
+    expect(costs.map((c) => c.tokens)).toEqual([...costs.map((c) => c.tokens)].sort((x, y) => x - y));
+    for (const c of costs) expect(c.ms > 0 && c.steps > 0).toBe(true);
   });
 
   it("after a failing final SQL is rewound and asked again (finalRetries), still writes what plain decoding writes", async () => {
