@@ -15,7 +15,10 @@
  * is the real drafting's savings at those step costs; reex's own per-step overhead is not in it.
  *
  *   npx tsx bench/draft-replay.ts [--model PATH] [--costs "1:1,2:1.95,3:2.17,4:2.54,6:3.1,8:3.38,16:4.5"]
- *                                 [--threads-label TEXT] [--max-tokens 400]
+ *                                 [--max-tokens 400] [--history]
+ *
+ * --history: drafts from the earlier rollouts' text on the same database too (the policy's draft
+ * history, `draftHistory`), the rollouts replayed in the order a server would have answered them.
  *
  * --costs: a step's cost by its tokens, relative to one token, linear in between (default: v3 Q8_0
  * on the 2-core development machine (AMD EPYC) by llama-bench at 1,200 tokens of context, one thread:
@@ -34,6 +37,7 @@ const { values } = parseArgs({
     model: { type: "string", default: "models/reex-starter.gguf" },
     costs: { type: "string", default: "1:1,2:1.95,3:2.17,4:2.54,6:3.1,8:3.38,16:4.5" },
     "max-tokens": { type: "string", default: "400" },
+    history: { type: "boolean", default: false },
   },
 });
 
@@ -52,6 +56,8 @@ function cost(n: number): number {
 }
 
 interface Rollout {
+  /** The draft history's scope: the prompt's shared prefix (its database). */
+  scope: string;
   prompt: readonly number[];
   tokens: number[];
   sampled: number[];
@@ -78,7 +84,7 @@ async function rollouts(): Promise<Rollout[]> {
             maxInteractions: 4,
             finalRetries: 0,
           });
-          out.push({ prompt: t.promptTokens, tokens: r.record.tokens, sampled: r.record.sampled });
+          out.push({ scope: set.path, prompt: t.promptTokens, tokens: r.record.tokens, sampled: r.record.sampled });
         } finally {
           await t.release();
         }
@@ -100,21 +106,22 @@ interface Step {
 }
 
 /** The steps of a rollout, each with the continuation NgramDrafter's own lookup finds at it. */
-function stepsOf(r: Rollout): Step[] {
+function stepsOf(r: Rollout, history: DraftingState): Step[] {
   const record: number[] = [];
-  const drafter = new NgramDrafter(r.prompt, record, new DraftingState());
+  const drafter = new NgramDrafter(r.prompt, record, history, { scope: r.scope });
   const steps: Step[] = [];
   for (let p = 0; p < r.tokens.length; p++) {
     if (r.sampled[p] === 1) {
-      const m = drafter.match();
+      const m = drafter.match(16);
       let accepted = 0;
-      const available = Math.min(16, m?.available ?? 0);
+      const available = m?.tokens.length ?? 0;
       // a drafted token is accepted where the rollout wrote it; a draft never runs into injected text
-      while (m && accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === drafter.tokenAt(m.from + accepted)) accepted++;
+      while (m && accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === m.tokens[accepted]) accepted++;
       steps.push({ available, accepted, kind: m?.kind ?? "", n: m?.n ?? 0 });
     }
     record.push(r.tokens[p]!);
   }
+  drafter.remember();
   return steps;
 }
 
@@ -146,7 +153,9 @@ function replay(
 
 const t0 = performance.now();
 const data = await rollouts();
-const all = data.map(stepsOf);
+// rollouts are replayed in the order served; with --history each drafts from the earlier ones on its database
+const history = new DraftingState({ historyTokens: values.history ? 32768 : 0 });
+const all = data.map((r) => stepsOf(r, history));
 const generated = all.reduce((n, s) => n + s.length, 0);
 console.log(
   `${data.length} greedy rollouts of ${values.model}, ${generated} generated tokens (${((performance.now() - t0) / 1000).toFixed(0)} s); step costs ${values.costs}`,

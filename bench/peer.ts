@@ -25,12 +25,16 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
- *                         [--speculative] [--draft-costs measured|assumed] [--temperature T] [--gpu cpu|cuda]
+ *                         [--speculative] [--draft-costs measured|assumed] [--history N] [--temperature T] [--gpu cpu|cuda]
  *
  * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
  * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
  * `drafting 1seq X× plain Y× llama-batched-bench`: reex generate with drafting against reex generate
- * without it and against llama-batched-bench, at 1 sequence. `--temperature` (default 1) sets every
+ * without it and against llama-batched-bench, at 1 sequence. Before measuring, the drafting policy
+ * answers `--history` (default 14) other questions of the prompt's database greedily on the same
+ * schema section, as a server would have before, and drafts from their text (its draft history);
+ * the measured rows are never remembered, so a repeat cannot draft from an earlier repeat.
+ * `--history 0` turns the history off. `--temperature` (default 1) sets every
  * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
  * does not sample.
  *
@@ -70,6 +74,7 @@ const { values } = parseArgs({
     temperature: { type: "string", default: "1" },
     gpu: { type: "string", default: "cpu" },
     "draft-costs": { type: "string", default: "measured" },
+    history: { type: "string", default: "14" },
   },
 });
 
@@ -96,6 +101,9 @@ if (values["draft-costs"] !== "measured" && values["draft-costs"] !== "assumed")
   throw new Error(`--draft-costs must be measured or assumed, got ${values["draft-costs"]}`);
 /** How the drafting policy sizes its drafts (createLlamaPolicy's draftCosts). */
 const DRAFT_COSTS: "measured" | "assumed" = values["draft-costs"];
+/** Other example questions answered on the drafting policy before measuring, for its draft history (0: history off). */
+const HISTORY = Number(values.history);
+if (!(Number.isInteger(HISTORY) && HISTORY >= 0)) throw new Error(`--history must be a whole number, got ${values.history}`);
 /** Where every row runs: all layers on the CUDA device, or none. */
 const GPU: "cpu" | "cuda" = values.gpu;
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
@@ -140,12 +148,11 @@ const cpuSeconds = (c0: NodeJS.CpuUsage): number => {
  * The example retail question's execution-aware prompt, its schema section padded with more
  * tables of the same form until the rendered prompt has about `target` tokens.
  */
-async function peerPrompt(policy: Policy, target: number): Promise<{ spec: PromptSpec; dbPath: string; tokens: number }> {
+async function peerPrompt(policy: Policy, target: number): Promise<{ spec: PromptSpec; others: PromptSpec[]; dbPath: string; tokens: number }> {
   const sets = await buildExamples();
   const set = sets[0]!;
-  const q = set.questions[0]!;
   const base = schemaPrompt(loadSchema(set.path)).text;
-  const build = (extra: string[]): PromptSpec => {
+  const build = (extra: string[], q = set.questions[0]!): PromptSpec => {
     const schema = [base, ...extra].join("\n");
     const built = buildPrompt({ family: "execution-aware", schema, question: q.question, evidence: q.evidence });
     return policy.renderChat(built.messages, { sharedPrefix: built.sharedPrefix });
@@ -158,7 +165,28 @@ async function peerPrompt(policy: Policy, target: number): Promise<{ spec: Promp
     extra.push(`${table}.column_${i} (INTEGER | comment : measure ${i} of ${table} | values : ${i * 3}, ${i * 7})`);
     spec = build(extra);
   }
-  return { spec, dbPath: set.path, tokens: count(spec) };
+  const others = set.questions.slice(1).map((q) => build(extra, q));
+  return { spec, others, dbPath: set.path, tokens: count(spec) };
+}
+
+/**
+ * What a server that had answered the database's other example questions would remember to draft
+ * from: greedy rollouts of up to `count` of them on the same schema section (the same prompt
+ * prefix), on the drafting policy. The measured trajectories start with `remember: false`, so no
+ * repeat drafts from an earlier repeat's text. Returns the tokens remembered.
+ */
+async function warmHistory(policy: Policy, others: PromptSpec[], count: number, executor: ExecutorPool, dbPath: string): Promise<number> {
+  let tokens = 0;
+  for (const spec of others.slice(0, count)) {
+    const t = await policy.start(spec);
+    try {
+      const r = await rollout(t, { executor, dbPath, maxTokens: 400, temperature: 0, path: "warm", maxInteractions: 4, finalRetries: 0, logprobs: false });
+      tokens += r.record.tokens.length;
+    } finally {
+      await t.release();
+    }
+  }
+  return tokens;
 }
 
 /** llama-batched-bench's token-generation speed per width, or why it did not run. */
@@ -336,7 +364,7 @@ function median(xs: number[]): number {
 
 async function main(): Promise<void> {
   const policy = await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2 });
-  const { spec, dbPath, tokens } = await peerPrompt(policy, PROMPT_TOKENS);
+  const { spec, others, dbPath, tokens } = await peerPrompt(policy, PROMPT_TOKENS);
   const root = await policy.start(spec);
   const executor = new ExecutorPool({ workers: 1 });
   const raw = await rawRunner(root.promptTokens);
@@ -350,9 +378,11 @@ async function main(): Promise<void> {
         sequences: MAX_WIDTH + 2,
         speculative: "ngram",
         draftCosts: DRAFT_COSTS,
+        draftHistory: HISTORY > 0 ? 32768 : 0,
       })
     : undefined;
-  const draftRoot = drafter ? await drafter.start(spec) : undefined;
+  const remembered = drafter && HISTORY > 0 ? await warmHistory(drafter, others, HISTORY, executor, dbPath) : 0;
+  const draftRoot = drafter ? await drafter.start(spec, { remember: false }) : undefined;
   let skipped: string | undefined;
   let stepCosts: Record<"plain" | "drafting", StepCost[] | undefined> = { plain: undefined, drafting: undefined };
   try {
@@ -449,6 +479,11 @@ async function main(): Promise<void> {
       );
     }
     console.log(`  drafts sized by ${DRAFT_COSTS} step costs (--draft-costs)`);
+    console.log(
+      HISTORY > 0
+        ? `  draft history: ${remembered} tokens of greedy rollouts of ${Math.min(HISTORY, others.length)} other questions on the same database (--history), none of the measured rows' text`
+        : "  draft history: off (--history 0): drafts from the prompt and each trajectory's own text only",
+    );
     // decode speed at 1 sequence (generate: the same tokens every row decodes), against reex without drafting and llama.cpp's plain decode
     const drafted = rate("reex generate+draft", w1);
     console.log(`drafting ${w1}seq ${fmt(drafted, rate("reex generate", w1))} plain ${fmt(drafted, rate("llama-batched-bench", w1))} llama-batched-bench`);

@@ -190,6 +190,11 @@ const decodingSchema = z
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */
     draftMax: z.number().int().min(1).max(64).default(8),
+    /**
+     * Tokens of earlier answers' text kept per schema for drafting (the same database's earlier
+     * answers repeat their reasoning and SQL); 0 drafts from the prompt and the answer's own text only. Default 32768.
+     */
+    draftHistory: z.number().int().min(0).max(4_194_304).default(32768),
   })
   .strict();
 

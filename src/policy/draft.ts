@@ -51,6 +51,128 @@ function indexOf(tokens: readonly number[]): NgramIndex {
   return index;
 }
 
+/** A hash of the `n` tokens before `end` (collisions are checked where a match is used). */
+function hashAt(at: (i: number) => number, end: number, n: number): number {
+  let a = 0x811c9dc5 ^ n;
+  let b = n * 0x9e3779b1;
+  for (let i = end - n; i < end; i++) {
+    const t = at(i);
+    a = Math.imul(a ^ t, 0x01000193);
+    b = Math.imul(b ^ (t + 0x7f4a7c15), 0x5bd1e995) ^ (b >>> 15);
+  }
+  return (a >>> 0) * 0x100000 + (b >>> 12);
+}
+
+/** One scope's remembered text: records laid end to end, each after a SEPARATOR. */
+interface HistoryScope {
+  tokens: number[];
+  /** For each n-gram hash, the position right after its latest occurrence in `tokens`. */
+  index: Map<number, number>;
+}
+
+/** Ends each remembered record; never a token, so no n-gram or draft runs across it. */
+const SEPARATOR = -1;
+
+/**
+ * Text the policy's trajectories wrote and were given (their own tokens, probes and the results
+ * injected after them), remembered across trajectories and requests per scope (the prompt's shared
+ * prefix: system message and schema), so that one answer drafts from the answers before it on the
+ * same database: the starter's reasoning and SQL repeat across questions (draft-replay: a
+ * 1.26× ceiling from the prompt and the trajectory's own text, 1.56× with the earlier answers on
+ * the same database). Oldest scopes are forgotten first past `maxTokens` in all.
+ */
+export class DraftHistory {
+  private readonly scopes = new Map<string, HistoryScope>();
+  private size = 0;
+
+  /** @param maxTokens Tokens remembered across all scopes; 0 remembers nothing. */
+  constructor(readonly maxTokens: number) {}
+
+  /** Tokens remembered across all scopes. */
+  get tokens(): number {
+    return this.size;
+  }
+
+  /** Remembers `tokens` as one record of `scope` (n-grams within it only). */
+  add(scope: string, tokens: readonly number[]): void {
+    if (this.maxTokens <= 0 || tokens.length < MIN_NGRAM + 1) return;
+    let entry = this.scopes.get(scope);
+    if (entry) this.scopes.delete(scope);
+    entry ??= { tokens: [], index: new Map() };
+    this.scopes.set(scope, entry);
+    const record = tokens.length > this.maxTokens ? tokens.slice(-this.maxTokens) : tokens;
+    const start = entry.tokens.length + 1;
+    entry.tokens.push(SEPARATOR, ...record);
+    this.size += record.length + 1;
+    indexRange(entry, start);
+    if (entry.tokens.length > this.maxTokens) {
+      // keep the later half of this scope's records, whole records only
+      const cut = entry.tokens.indexOf(SEPARATOR, entry.tokens.length - (this.maxTokens >> 1));
+      const kept = entry.tokens.slice(cut >= 0 ? cut : entry.tokens.length - record.length - 1);
+      this.size -= entry.tokens.length - kept.length;
+      entry.tokens = kept;
+      entry.index = new Map();
+      for (let i = 0; i < kept.length; i++) if (kept[i] === SEPARATOR) indexRange(entry, i + 1);
+    }
+    for (const [name, other] of this.scopes) {
+      if (this.size <= this.maxTokens || name === scope) break;
+      this.scopes.delete(name);
+      this.size -= other.tokens.length;
+    }
+  }
+
+  /**
+   * The tokens that followed the latest remembered occurrence in `scope` of the `n` tokens before
+   * `end` (read through `at`), up to `limit` and never past a record's end, with the length of the
+   * match counted back up to 32 tokens; undefined where there is none.
+   */
+  continuation(scope: string, at: (i: number) => number, end: number, n: number, limit: number): { tokens: number[]; matched: number } | undefined {
+    const entry = this.scopes.get(scope);
+    if (!entry) return undefined;
+    const from = entry.index.get(hashAt(at, end, n));
+    if (from === undefined) return undefined;
+    const t = entry.tokens;
+    for (let i = 1; i <= n; i++) if (t[from - i] !== at(end - i)) return undefined;
+    const tokens: number[] = [];
+    for (let i = from; i < t.length && tokens.length < limit && t[i] !== SEPARATOR; i++) tokens.push(t[i]!);
+    if (tokens.length === 0) return undefined;
+    const source = (i: number): number | undefined => {
+      const token = t[from - end + i];
+      return token === SEPARATOR ? undefined : token;
+    };
+    return { tokens, matched: matchedLength(n, end, at, source) };
+  }
+}
+
+/** Matched tokens counted back from a match of `n`, at most this many: a longer match drafts more reliably. */
+const MAX_MATCHED = 32;
+
+/**
+ * How many tokens before `end` (read through `at`) equal those before the match's continuation
+ * (read through `source`, by the same positions shifted; undefined past its start), from `n` up to
+ * {@link MAX_MATCHED}.
+ */
+function matchedLength(n: number, end: number, at: (i: number) => number, source: (i: number) => number | undefined): number {
+  let m = n;
+  while (m < MAX_MATCHED && end - m - 1 >= 0 && source(end - m - 1) === at(end - m - 1)) m++;
+  return m;
+}
+
+/** The acceptance record a match of `matched` tokens from `source` shares with others (own, prompt or history; 2–5, 6–7, 8–11, 12–19, 20+ tokens). */
+function kindOf(source: string, matched: number): string {
+  const bucket = matched >= 20 ? 20 : matched >= 12 ? 12 : matched >= 8 ? 8 : Math.min(matched, LONG_MATCH);
+  return `${source}${bucket}`;
+}
+
+/** Indexes the n-grams of the record that starts at `start` in a scope. */
+function indexRange(entry: HistoryScope, start: number): void {
+  const t = entry.tokens;
+  const at = (i: number): number => t[i]!;
+  for (let end = start + MIN_NGRAM; end < t.length && t[end - 1] !== SEPARATOR; end++) {
+    for (let n = MIN_NGRAM; n <= MAX_NGRAM && end - n >= start; n++) entry.index.set(hashAt(at, end, n), end);
+  }
+}
+
 /** A step of `n` tokens' cost, in one-token steps, when each token beyond the first adds `tokenCost` of one. */
 function assumedCost(n: number, tokenCost: number): number {
   return 1 + tokenCost * (n - 1);
@@ -70,6 +192,11 @@ export interface DraftOptions {
    * `1 + tokenCost × (n − 1)`, so drafting decisions depend on the tokens alone. Default "measured".
    */
   stepCosts?: "measured" | "assumed";
+  /**
+   * Tokens of earlier trajectories' text remembered to draft from ({@link DraftHistory}), across
+   * all scopes; 0 drafts from the prompt and the trajectory's own text only. Default 0.
+   */
+  historyTokens?: number;
 }
 
 /**
@@ -149,11 +276,15 @@ export class DraftingState {
   private readonly measured: boolean;
   private readonly runs = new Map<string, Run[]>();
   private refusals = 0;
+  /** Earlier trajectories' text, where {@link DraftOptions.historyTokens} keeps any. */
+  readonly history: DraftHistory | undefined;
 
   constructor(options: DraftOptions = {}) {
     this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
     this.tokenCost = Math.min(0.95, Math.max(0.01, options.tokenCost ?? 0.4));
     this.measured = options.stepCosts !== "assumed";
+    const historyTokens = Math.max(0, Math.floor(options.historyTokens ?? 0));
+    this.history = historyTokens > 0 ? new DraftHistory(historyTokens) : undefined;
   }
 
   /** Records that a draft of `kind` had `accepted` of its first `compared` tokens accepted. */
@@ -232,25 +363,43 @@ function bestLength(expected: readonly number[], width: number, cost: (size: num
   return best;
 }
 
+/** Where a trajectory's drafter remembers and looks up earlier text ({@link DraftHistory}). */
+export interface HistoryScopeOptions {
+  /** The scope's name: trajectories of one scope draft from each other's text. */
+  scope: string;
+  /** Whether this trajectory's text is remembered for later ones (false: it only reads). Default true. */
+  write?: boolean;
+}
+
+/** The longest continuation a match returns. */
+const MAX_CONTINUATION = 64;
+
 /**
  * Proposes drafts for one trajectory whose history is `prompt` followed by `record`, sized by its
- * policy's {@link DraftingState} and the step costs of its context.
+ * policy's {@link DraftingState} and the step costs of its context; with a `history` scope it also
+ * drafts from, and adds its text to, the policy's {@link DraftHistory}.
  */
 export class NgramDrafter {
   private readonly own: NgramIndex = new Map();
   private indexed = 0;
   /** The kind of match the last draft came from, for {@link observe}. */
   private lastKind = "";
+  /** How much of the record is in the history already. */
+  private remembered: number;
 
   constructor(
     private readonly prompt: readonly number[],
     private readonly record: readonly number[],
     private readonly state: DraftingState,
-  ) {}
+    private readonly history?: HistoryScopeOptions,
+    remembered = 0,
+  ) {
+    this.remembered = Math.min(remembered, record.length);
+  }
 
-  /** A drafter for a fork whose record starts as a copy of this one's. */
+  /** A drafter for a fork whose record starts as a copy of this one's (or a rewound one's). */
   fork(record: readonly number[]): NgramDrafter {
-    return new NgramDrafter(this.prompt, record, this.state);
+    return new NgramDrafter(this.prompt, record, this.state, this.history, this.remembered);
   }
 
   /** Indexes the n-grams of the record whose continuation is now known. */
@@ -265,22 +414,34 @@ export class NgramDrafter {
   }
 
   /**
-   * The latest earlier occurrence of the history's last n tokens, longest n first (up to 8), the
-   * trajectory's own text before the prompt: where its continuation starts, how many tokens follow,
-   * and the kind of match; undefined when nothing matches.
+   * The continuation of the longest match (up to 8 tokens) of the history's last tokens: in the
+   * trajectory's own text, else its prompt, else the remembered text of its scope (at equal length
+   * in that order); up to `limit` tokens of it, its length and kind; undefined when nothing matches.
    */
-  match(): { from: number; available: number; n: number; kind: string } | undefined {
+  match(limit = MAX_CONTINUATION): { tokens: number[]; n: number; kind: string } | undefined {
     const total = this.prompt.length + this.record.length;
-    if (total < MIN_NGRAM) return undefined;
+    if (total < MIN_NGRAM || limit <= 0) return undefined;
     this.sync();
     const at = (i: number): number => this.tokenAt(i);
     const promptIndex = indexOf(this.prompt);
+    const history = this.history && this.state.history;
     for (let n = Math.min(MAX_NGRAM, total); n >= MIN_NGRAM; n--) {
       const ngram = key(at, total, n);
       const own = this.own.get(ngram);
       const from = own ?? promptIndex.get(ngram);
-      if (from === undefined) continue;
-      return { from, available: total - from, n, kind: `${own !== undefined ? "own" : "prompt"}${Math.min(n, LONG_MATCH)}` };
+      if (from !== undefined) {
+        const tokens: number[] = [];
+        for (let i = from; i < total && tokens.length < limit; i++) tokens.push(this.tokenAt(i));
+        // positions shifted from the trajectory's end to the match's, within the same source
+        const start = own !== undefined ? this.prompt.length : 0;
+        const shift = from - total;
+        const matched = matchedLength(n, total, at, (i) => (i + shift >= start ? this.tokenAt(i + shift) : undefined));
+        return { tokens, n: matched, kind: kindOf(own !== undefined ? "own" : "prompt", matched) };
+      }
+      if (history) {
+        const found = history.continuation(this.history!.scope, at, total, n, limit);
+        if (found) return { tokens: found.tokens, n: found.matched, kind: kindOf("history", found.matched) };
+      }
     }
     return undefined;
   }
@@ -296,18 +457,27 @@ export class NgramDrafter {
    */
   draft(max = Infinity, width = 1, costs?: StepCosts): number[] {
     if (max <= 0 || this.state.draftMax <= 0) return [];
-    const m = this.match();
+    const m = this.match(Math.min(max, this.state.draftMax));
     if (!m) return [];
-    const k = this.state.length(m.kind, m.n, Math.min(max, m.available), width, costs);
+    const k = this.state.length(m.kind, m.n, m.tokens.length, width, costs);
     if (k <= 0) return [];
     this.lastKind = m.kind;
-    const out: number[] = [];
-    for (let i = m.from; i < m.from + k; i++) out.push(this.tokenAt(i));
-    return out;
+    return m.tokens.slice(0, k);
   }
 
   /** Records a verified draft: `accepted` of its first `compared` tokens matched what the model sampled. */
   observe(compared: number, accepted: number): void {
     this.state.observe(this.lastKind, compared, accepted);
+  }
+
+  /**
+   * Adds the record's text since the last call to the scope's remembered text (with the tokens
+   * before it that its first n-grams need); nothing without a writable scope.
+   */
+  remember(): void {
+    const history = this.state.history;
+    if (!history || !this.history || this.history.write === false || this.record.length <= this.remembered) return;
+    history.add(this.history.scope, this.record.slice(Math.max(0, this.remembered - MAX_NGRAM)));
+    this.remembered = this.record.length;
   }
 }

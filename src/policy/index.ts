@@ -11,6 +11,7 @@ export type {
   PolicyInfo,
   PromptPart,
   PromptSpec,
+  StartOptions,
   StepCost,
   StopReason,
   TokenRecord,

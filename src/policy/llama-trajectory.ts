@@ -6,7 +6,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { ReexError } from "../errors/index.js";
-import { type DraftingState, NgramDrafter } from "./draft.js";
+import { type DraftingState, type HistoryScopeOptions, NgramDrafter } from "./draft.js";
 import {
   asTokens,
   beginSequenceCopy,
@@ -51,6 +51,8 @@ export interface TrajectoryInit {
   ready?: Promise<void>;
   /** The parent's drafter, for a fork. Default: a new one. */
   drafter?: NgramDrafter;
+  /** Where the drafter reads and remembers earlier trajectories' text. Default: nowhere. */
+  history?: HistoryScopeOptions;
 }
 
 const MIN_LOGPROB = Math.log(1e-45);
@@ -67,6 +69,7 @@ export class LlamaTrajectory implements Trajectory {
   private accepted = 0;
   private passesSaved = 0;
   private drafterState: NgramDrafter | undefined;
+  private readonly history: HistoryScopeOptions | undefined;
   private evaluatedAtRelease: number | undefined;
   private released = false;
   private invalid = false;
@@ -84,6 +87,7 @@ export class LlamaTrajectory implements Trajectory {
     this.record = init.record;
     this.loaded = init.loaded;
     this.drafterState = init.drafter?.fork(this.record.tokens);
+    this.history = init.history;
     if (init.ready) {
       this.tail = init.ready.catch((err: unknown) => {
         this.broken = err instanceof Error ? err.message : err;
@@ -103,7 +107,7 @@ export class LlamaTrajectory implements Trajectory {
   /** This trajectory's drafter, made on first use; undefined when drafting is off. */
   private get drafter(): NgramDrafter | undefined {
     if (!this.host.drafting) return undefined;
-    this.drafterState ??= new NgramDrafter(this.promptTokens, this.record.tokens, this.host.drafting);
+    this.drafterState ??= new NgramDrafter(this.promptTokens, this.record.tokens, this.host.drafting, this.history);
     return this.drafterState;
   }
 
@@ -360,6 +364,7 @@ export class LlamaTrajectory implements Trajectory {
     } finally {
       leave();
       await finish().catch(() => undefined);
+      this.drafterState?.remember();
     }
     const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
     if (full.length > emitted) options.onText?.(full.slice(emitted));
@@ -447,6 +452,7 @@ export class LlamaTrajectory implements Trajectory {
         loaded: this.loaded,
         ...(ready ? { ready } : {}),
         ...(this.drafterState ? { drafter: this.drafterState } : {}),
+        ...(this.history ? { history: this.history } : {}),
       });
       this.host.adoptTrajectory(child);
       return child;
@@ -457,6 +463,7 @@ export class LlamaTrajectory implements Trajectory {
     const done = this.tail.then(async () => {
       if (this.released) return;
       this.released = true;
+      this.drafterState?.remember();
       this.evaluatedAtRelease = this.meterCount();
       this.host.forgetTrajectory(this);
       if (this.invalid) return;

@@ -19,6 +19,7 @@ import {
   type LlamaModel,
   type LlamaText,
 } from "node-llama-cpp";
+import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
@@ -39,7 +40,7 @@ import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
-import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, StepCost, Trajectory } from "./types.js";
+import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptPart, PromptSpec, StartOptions, StepCost, Trajectory } from "./types.js";
 
 /** How to load the llama.cpp policy. */
 export interface LlamaPolicyOptions {
@@ -105,6 +106,13 @@ export interface LlamaPolicyOptions {
    * trajectory drafts depends on its tokens alone: reproducible runs, tests). Default "measured".
    */
   draftCosts?: "measured" | "assumed";
+  /**
+   * Tokens of earlier trajectories' text (generated, appended, probe results) kept to draft from,
+   * per prompt prefix (system message and schema), so that an answer drafts from the answers before
+   * it on the same database; oldest prefixes are dropped first. 0: drafts come from the prompt and
+   * the trajectory's own text only. Only with `speculative: "ngram"`. Default 32768.
+   */
+  draftHistory?: number;
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
   maxCachedPrefixes?: number;
   /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
@@ -264,6 +272,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
             draftMax: options.draftMax ?? 8,
             tokenCost: loaded.device === "cpu" ? 0.4 : 0.1,
             stepCosts: options.draftCosts ?? "measured",
+            historyTokens: options.draftHistory ?? 32768,
           })
         : undefined;
   }
@@ -347,7 +356,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     return tokenizePieces(piecesOf(text, parts), (t, special) => model.tokenize(t, special));
   }
 
-  async start(prompt: PromptSpec, options: { signal?: AbortSignal } = {}): Promise<Trajectory> {
+  async start(prompt: PromptSpec, options: StartOptions = {}): Promise<Trajectory> {
     for (;;) {
       this.ensureOpen();
       if (this.reloading) {
@@ -377,6 +386,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
             pending,
             record: { tokens: [], sampled: [], logprobs: [] },
             loaded,
+            ...(this.drafting?.history ? { history: { scope: historyScope(prompt), write: options.remember !== false } } : {}),
           });
           await trajectory.settle();
           this.live.add(trajectory);
@@ -665,4 +675,11 @@ function modelMetadata(model: LlamaModel, source: string): ModelMetadata {
   if (file) found.file = file;
   if (template) found.chatTemplate = template;
   return found;
+}
+
+/** The draft history's scope of a prompt: its shared prefix (system message and schema), else the whole prompt. */
+function historyScope(prompt: PromptSpec): string {
+  return createHash("sha256")
+    .update(prompt.prefix.length > 0 ? prompt.prefix : `\u0000${prompt.suffix}`)
+    .digest("base64");
 }

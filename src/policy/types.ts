@@ -148,6 +148,18 @@ export interface PromptSpec {
   parts?: { prefix: PromptPart[]; suffix: PromptPart[] };
 }
 
+/** How {@link Policy.start} starts a trajectory. */
+export interface StartOptions {
+  /** Aborts a start still waiting for a free sequence (CANCELLED). Default none. */
+  signal?: AbortSignal;
+  /**
+   * Whether the trajectory's text (and its forks') is kept for later trajectories on the same
+   * prompt prefix to draft from, where the policy keeps a draft history; false still drafts from
+   * what is kept (a benchmark's repeats, a replayed request). Default true.
+   */
+  remember?: boolean;
+}
+
 /** A chat message for rendering through the model's chat template. */
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
@@ -204,7 +216,7 @@ export interface Policy {
    * Starts a trajectory from a prompt, reusing a cached prefix when one matches. Waits (abortable
    * by `signal`, then CANCELLED) while every sequence is held by other trajectories.
    */
-  start(prompt: PromptSpec, options?: { signal?: AbortSignal }): Promise<Trajectory>;
+  start(prompt: PromptSpec, options?: StartOptions): Promise<Trajectory>;
   /** Token ids for text as a prompt would tokenise it (control-token spellings recognised, no BOS added). */
   tokenize(text: string): number[];
   /** Text for token ids (control tokens decode to their spelling). */

@@ -155,6 +155,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         ...(config.policy.flashAttention !== undefined ? { flashAttention: config.policy.flashAttention } : {}),
         speculative: config.decoding.speculative,
         draftMax: config.decoding.draftMax,
+        draftHistory: config.decoding.draftHistory,
       });
     }
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);

@@ -3,10 +3,11 @@ import { configHelp, loadConfig } from "../../src/config/index.js";
 import { ReexError } from "../../src/errors/index.js";
 
 describe("speculative decoding settings", () => {
-  it("default to no drafting and at most 8 drafted tokens a step", () => {
+  it("default to no drafting, at most 8 drafted tokens a step and 32768 tokens of earlier answers kept", () => {
     const config = loadConfig({});
     expect(config.decoding.speculative).toBe("off");
     expect(config.decoding.draftMax).toBe(8);
+    expect(config.decoding.draftHistory).toBe(32768);
   });
 
   it("are read from flags and the environment, and listed in --help", () => {
@@ -14,10 +15,18 @@ describe("speculative decoding settings", () => {
     expect(loadConfig({ env: { REEX_DECODING_SPECULATIVE: "ngram" } }).decoding.speculative).toBe("ngram");
     expect(configHelp()).toContain("--decoding.speculative");
     expect(configHelp()).toContain("--decoding.draftMax");
+    expect(loadConfig({ flags: { "decoding.draftHistory": "0" } }).decoding.draftHistory).toBe(0);
+    expect(configHelp()).toContain("--decoding.draftHistory");
   });
 
   it("refuse an unknown drafting source and a draft length out of bounds", () => {
-    const cases: Record<string, string>[] = [{ "decoding.speculative": "eagle" }, { "decoding.draftMax": "0" }, { "decoding.draftMax": "65" }];
+    const cases: Record<string, string>[] = [
+      { "decoding.speculative": "eagle" },
+      { "decoding.draftMax": "0" },
+      { "decoding.draftMax": "65" },
+      { "decoding.draftHistory": "-1" },
+      { "decoding.draftHistory": "1.5" },
+    ];
     for (const flags of cases) {
       let caught: unknown;
       try {

@@ -10,10 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
+import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildPrompt, PROFILES, type RolloutOptions, rollout, type SegmentGrammars } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
-import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type StartOptions, type Trajectory } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/tooling.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../../src/sql/index.js";
 import type { ReexEvent } from "../../src/events/index.js";
@@ -39,6 +40,8 @@ beforeAll(() => {
 
 afterAll(async () => {
   await executor?.close();
+  await odds?.context.dispose();
+  await odds?.model.dispose();
 });
 
 /** Sums the drafting counters of trajectories' usage. */
@@ -51,6 +54,50 @@ function drafted(ts: { usage: Trajectory["usage"] }[]): { drafted: number; accep
     }),
     { drafted: 0, accepted: 0, saved: 0 },
   );
+}
+
+let odds: { model: LlamaModel; context: LlamaContext } | undefined;
+
+/** Plain decoding's probabilities of tokens `a` and `b` after `history` (node-llama-cpp alone, one token at a time). */
+async function nextTokenOdds(history: readonly number[], a: number, b: number): Promise<[number, number]> {
+  if (!odds) {
+    const model = await (await getLlama({ gpu: false, build: "never" })).loadModel({ modelPath: STARTER });
+    odds = { model, context: await model.createContext({ contextSize: 2048, sequences: 1, threads: 1, flashAttention: false }) };
+  }
+  const seq = odds.context.getSequence();
+  try {
+    await seq.evaluateWithoutGeneratingNewTokens(history.slice(0, -1) as Token[]);
+    const steps = seq.evaluateWithMetadata([history.at(-1)! as Token], { probabilities: true }, { temperature: 0 });
+    const first = (await steps.next()).value as { probabilities: Map<Token, number> };
+    await steps.return();
+    return [first.probabilities.get(a as Token) ?? 0, first.probabilities.get(b as Token) ?? 0];
+  } finally {
+    seq.dispose();
+  }
+}
+
+/**
+ * Asserts that a drafting rollout wrote what plain decoding wrote, token for token, or up to a
+ * token where plain decoding's two choices are a near tie (within 0.05 in probability): llama.cpp
+ * computes a token's logits in a batch of several with other kernels and summation orders than
+ * alone, and a tie can then go the other way (README, "Speculative decoding"). A rejected draft left
+ * in the KV cache, or any other change to what the model sees, moves far more than that.
+ */
+async function expectPlainGreedy(
+  prompt: readonly number[],
+  a: { tokens: number[]; sampled: number[] },
+  b: { tokens: number[]; sampled: number[] },
+): Promise<"identical" | "tie"> {
+  let i = 0;
+  while (i < a.tokens.length && a.tokens[i] === b.tokens[i]) i++;
+  expect(b.sampled.slice(0, i)).toEqual(a.sampled.slice(0, i));
+  if (i === a.tokens.length && i === b.tokens.length) return "identical";
+  // (a token appended by the rollout can differ too where it repeats one the model sampled at a
+  // tie: a failing final SQL goes back as a probe)
+  expect(b.sampled[i]).toBe(a.sampled[i]);
+  const [pa, pb] = await nextTokenOdds([...prompt, ...a.tokens.slice(0, i)], a.tokens[i]!, b.tokens[i]!);
+  expect(Math.abs(pa - pb), `token ${i}: plain decoding's ${a.tokens[i]} (p ${pa}) against ${b.tokens[i]} (p ${pb})`).toBeLessThan(0.05);
+  return "tie";
 }
 
 describe("speculative decoding on the starter", () => {
@@ -82,11 +129,11 @@ describe("speculative decoding on the starter", () => {
   });
 
   /** A greedy rollout of example question `i` on `policy`, with the trajectory's usage after it. */
-  const greedyRollout = async (policy: Policy, i: number, options: Partial<RolloutOptions> = {}) => {
-    const t = await policy.start(prompts[i]!);
+  const greedyRollout = async (policy: Policy, i: number, options: Partial<RolloutOptions> = {}, start: StartOptions = {}) => {
+    const t = await policy.start(prompts[i]!, start);
     try {
       const r = await rollout(t, { executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4, ...options });
-      return { record: r.record, text: r.text, usage: t.usage };
+      return { prompt: t.promptTokens, record: r.record, text: r.text, usage: t.usage };
     } finally {
       await t.release();
     }
@@ -98,15 +145,14 @@ describe("speculative decoding on the starter", () => {
       const a = await greedyRollout(plain, i);
       const b = await greedyRollout(spec, i);
       const m = await greedyRollout(measured, i);
-      expect(b.record.tokens).toEqual(a.record.tokens);
-      expect(b.record.sampled).toEqual(a.record.sampled);
-      expect(b.text).toBe(a.text);
+      const same = await expectPlainGreedy(a.prompt, a.record, b.record);
       // with measured step costs how much is drafted depends on the machine's timings; what is written does not
-      expect(m.record.tokens).toEqual(a.record.tokens);
-      expect(m.text).toBe(a.text);
+      await expectPlainGreedy(a.prompt, a.record, m.record);
+      if (same === "identical") expect(b.text).toBe(a.text);
       // a token's logits computed in a batch of several differ from a lone token's (llama.cpp's
-      // batched matrix kernels): by up to 0.012 in log-probability with drafts of up to 9 tokens
-      b.record.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(a.record.logprobs[j]!, 1));
+      // batched matrix kernels): by up to 0.04 in log-probability with drafts of up to 9 tokens
+      for (let j = 0; j < a.record.tokens.length && b.record.tokens[j] === a.record.tokens[j]; j++)
+        expect(b.record.logprobs[j]).toBeCloseTo(a.record.logprobs[j]!, 1);
       expect(a.usage.draftedTokens).toBeUndefined();
       counts.push(b);
     }
@@ -122,6 +168,30 @@ describe("speculative decoding on the starter", () => {
     for (const c of costs) expect(c.ms > 0 && c.steps > 0).toBe(true);
   });
 
+  it("drafts from an earlier answer on the same schema, unless that one was started not to be remembered, and writes what plain decoding writes", async () => {
+    const make = (draftHistory?: number) =>
+      createLlamaPolicy({ ...options, model: STARTER, speculative: "ngram", draftCosts: "assumed", ...(draftHistory !== undefined ? { draftHistory } : {}) });
+    const [remembering, forgetting, without] = await Promise.all([make(), make(), make(0)]);
+    try {
+      const a = await greedyRollout(plain, 1);
+      // each policy answers once, then the same question again; drafts are sized on assumed costs, so they depend on the tokens alone
+      await greedyRollout(remembering, 1);
+      await greedyRollout(forgetting, 1, {}, { remember: false });
+      await greedyRollout(without, 1);
+      const again = await greedyRollout(remembering, 1);
+      const forgotten = await greedyRollout(forgetting, 1);
+      const alone = await greedyRollout(without, 1);
+      for (const b of [again, forgotten, alone]) await expectPlainGreedy(a.prompt, a.record, b.record);
+      // nothing was kept of a run started with remember: false
+      expect(forgotten.usage).toEqual(alone.usage);
+      // the remembered answer is drafted from: most of the second one's tokens come from accepted drafts
+      expect(again.usage.acceptedTokens!).toBeGreaterThan(alone.usage.acceptedTokens! + 20);
+      expect(again.usage.acceptedTokens!).toBeGreaterThan(again.usage.generatedTokens / 2);
+    } finally {
+      await Promise.all([remembering.close(), forgetting.close(), without.close()]);
+    }
+  });
+
   it("after a failing final SQL is rewound and asked again (finalRetries), still writes what plain decoding writes", async () => {
     let retried = 0;
     const sink = (e: ReexEvent) => {
@@ -130,9 +200,7 @@ describe("speculative decoding on the starter", () => {
     for (const i of prompts.keys()) {
       const a = await greedyRollout(plain, i, { maxTokens: 300, finalRetries: 2 });
       const b = await greedyRollout(spec, i, { maxTokens: 300, finalRetries: 2, sink });
-      expect(b.record.tokens).toEqual(a.record.tokens);
-      expect(b.record.sampled).toEqual(a.record.sampled);
-      expect(b.text).toBe(a.text);
+      if ((await expectPlainGreedy(a.prompt, a.record, b.record)) === "identical") expect(b.text).toBe(a.text);
     }
     // the starter's final SQL fails on these questions, so the path under test ran
     expect(retried).toBeGreaterThan(0);
