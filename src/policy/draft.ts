@@ -1,8 +1,9 @@
 /**
  * Prompt-lookup drafting for speculative decoding: the tokens that followed the latest earlier
  * occurrence of a trajectory's last tokens (the longest such match, up to eight tokens), looked up
- * in its own text (what it sampled and what was appended: probes and their results) and in its
- * prompt (schema, matched values, question). The decode step verifies a draft against the model
+ * in its own text (what it sampled and what was appended: probes and their results), in its
+ * prompt (schema, matched values, question) and in the text of earlier trajectories on the same
+ * prompt prefix ({@link DraftHistory}). The decode step verifies a draft against the model
  * (internals.ts); this module proposes drafts and sizes them.
  *
  * A draft's size comes from two measurements, not a fixed rule: how many drafted tokens matches of
@@ -27,31 +28,15 @@ const LONG_MATCH = 6;
 /** Drafts remembered per kind of match. */
 const WINDOW = 32;
 
-/** For each n-gram (n from MIN_NGRAM to MAX_NGRAM), the position right after its latest occurrence. */
-type NgramIndex = Map<string, number>;
+/**
+ * For each n-gram (n from MIN_NGRAM to MAX_NGRAM, by {@link hashAt}), the position right after its
+ * latest occurrence; {@link find} checks the tokens, so a hash collision is never drafted from.
+ */
+type NgramIndex = Map<number, number>;
 
 const promptIndexes = new WeakMap<readonly number[], NgramIndex>();
 
-function key(at: (i: number) => number, end: number, n: number): string {
-  let k = String(n);
-  for (let i = end - n; i < end; i++) k += "," + at(i);
-  return k;
-}
-
-/** The n-grams of `tokens` whose continuation is known, each mapped to its latest continuation. */
-function indexOf(tokens: readonly number[]): NgramIndex {
-  let index = promptIndexes.get(tokens);
-  if (index) return index;
-  index = new Map();
-  const at = (i: number): number => tokens[i]!;
-  for (let end = MIN_NGRAM; end < tokens.length; end++) {
-    for (let n = MIN_NGRAM; n <= MAX_NGRAM && n <= end; n++) index.set(key(at, end, n), end);
-  }
-  promptIndexes.set(tokens, index);
-  return index;
-}
-
-/** A hash of the `n` tokens before `end` (collisions are checked where a match is used). */
+/** A hash of the `n` tokens before `end`. */
 function hashAt(at: (i: number) => number, end: number, n: number): number {
   let a = 0x811c9dc5 ^ n;
   let b = n * 0x9e3779b1;
@@ -61,6 +46,31 @@ function hashAt(at: (i: number) => number, end: number, n: number): number {
     b = Math.imul(b ^ (t + 0x7f4a7c15), 0x5bd1e995) ^ (b >>> 15);
   }
   return (a >>> 0) * 0x100000 + (b >>> 12);
+}
+
+/** Indexes the n-grams that end at positions `from` to `to` − 1 and start at `start` or later. */
+function indexEnds(index: NgramIndex, at: (i: number) => number, start: number, from: number, to: number): void {
+  for (let end = Math.max(from, start + MIN_NGRAM); end < to; end++) {
+    for (let n = MIN_NGRAM; n <= MAX_NGRAM && end - n >= start; n++) index.set(hashAt(at, end, n), end);
+  }
+}
+
+/** Where the continuation of the latest indexed occurrence of the `n` tokens before `end` starts in `source`; undefined where there is none. */
+function find(index: NgramIndex, at: (i: number) => number, end: number, n: number, source: (i: number) => number | undefined): number | undefined {
+  const from = index.get(hashAt(at, end, n));
+  if (from === undefined) return undefined;
+  for (let i = 1; i <= n; i++) if (source(from - i) !== at(end - i)) return undefined;
+  return from;
+}
+
+/** The n-grams of `tokens` whose continuation is known, each mapped to its latest continuation. */
+function indexOf(tokens: readonly number[]): NgramIndex {
+  let index = promptIndexes.get(tokens);
+  if (index) return index;
+  index = new Map();
+  indexEnds(index, (i) => tokens[i]!, 0, MIN_NGRAM, tokens.length);
+  promptIndexes.set(tokens, index);
+  return index;
 }
 
 /** One scope's remembered text: records laid end to end, each after a SEPARATOR. */
@@ -104,7 +114,7 @@ export class DraftHistory {
     const start = entry.tokens.length + 1;
     entry.tokens.push(SEPARATOR, ...record);
     this.size += record.length + 1;
-    indexRange(entry, start);
+    indexRecord(entry, start);
     if (entry.tokens.length > this.maxTokens) {
       // keep the later half of this scope's records, whole records only
       const cut = entry.tokens.indexOf(SEPARATOR, entry.tokens.length - (this.maxTokens >> 1));
@@ -112,7 +122,7 @@ export class DraftHistory {
       this.size -= entry.tokens.length - kept.length;
       entry.tokens = kept;
       entry.index = new Map();
-      for (let i = 0; i < kept.length; i++) if (kept[i] === SEPARATOR) indexRange(entry, i + 1);
+      for (let i = 0; i < kept.length; i++) if (kept[i] === SEPARATOR) indexRecord(entry, i + 1);
     }
     for (const [name, other] of this.scopes) {
       if (this.size <= this.maxTokens || name === scope) break;
@@ -129,18 +139,14 @@ export class DraftHistory {
   continuation(scope: string, at: (i: number) => number, end: number, n: number, limit: number): { tokens: number[]; matched: number } | undefined {
     const entry = this.scopes.get(scope);
     if (!entry) return undefined;
-    const from = entry.index.get(hashAt(at, end, n));
-    if (from === undefined) return undefined;
     const t = entry.tokens;
-    for (let i = 1; i <= n; i++) if (t[from - i] !== at(end - i)) return undefined;
+    const token = (i: number): number | undefined => (t[i] === SEPARATOR ? undefined : t[i]);
+    const from = find(entry.index, at, end, n, token);
+    if (from === undefined) return undefined;
     const tokens: number[] = [];
     for (let i = from; i < t.length && tokens.length < limit && t[i] !== SEPARATOR; i++) tokens.push(t[i]!);
     if (tokens.length === 0) return undefined;
-    const source = (i: number): number | undefined => {
-      const token = t[from - end + i];
-      return token === SEPARATOR ? undefined : token;
-    };
-    return { tokens, matched: matchedLength(n, end, at, source) };
+    return { tokens, matched: matchedLength(n, end, at, (i) => token(from - end + i)) };
   }
 }
 
@@ -164,13 +170,11 @@ function kindOf(source: string, matched: number): string {
   return `${source}${bucket}`;
 }
 
-/** Indexes the n-grams of the record that starts at `start` in a scope. */
-function indexRange(entry: HistoryScope, start: number): void {
+/** Indexes the n-grams of the record that starts at `start` in a scope (it runs to the next separator). */
+function indexRecord(entry: HistoryScope, start: number): void {
   const t = entry.tokens;
-  const at = (i: number): number => t[i]!;
-  for (let end = start + MIN_NGRAM; end < t.length && t[end - 1] !== SEPARATOR; end++) {
-    for (let n = MIN_NGRAM; n <= MAX_NGRAM && end - n >= start; n++) entry.index.set(hashAt(at, end, n), end);
-  }
+  const next = t.indexOf(SEPARATOR, start);
+  indexEnds(entry.index, (i) => t[i]!, start, start, next < 0 ? t.length : next);
 }
 
 /** A step of `n` tokens' cost, in one-token steps, when each token beyond the first adds `tokenCost` of one. */
@@ -406,10 +410,7 @@ export class NgramDrafter {
   private sync(): void {
     const total = this.prompt.length + this.record.length;
     const from = Math.max(this.prompt.length, this.indexed, MIN_NGRAM);
-    const at = (i: number): number => this.tokenAt(i);
-    for (let end = from; end < total; end++) {
-      for (let n = MIN_NGRAM; n <= MAX_NGRAM && n <= end; n++) this.own.set(key(at, end, n), end);
-    }
+    indexEnds(this.own, (i) => this.tokenAt(i), 0, from, total);
     this.indexed = Math.max(this.indexed, total);
   }
 
@@ -425,17 +426,16 @@ export class NgramDrafter {
     const at = (i: number): number => this.tokenAt(i);
     const promptIndex = indexOf(this.prompt);
     const history = this.history && this.state.history;
+    const inPrompt = (i: number): number | undefined => (i >= 0 && i < this.prompt.length ? this.prompt[i] : undefined);
+    const inOwn = (i: number): number | undefined => (i >= 0 && i < total ? this.tokenAt(i) : undefined);
     for (let n = Math.min(MAX_NGRAM, total); n >= MIN_NGRAM; n--) {
-      const ngram = key(at, total, n);
-      const own = this.own.get(ngram);
-      const from = own ?? promptIndex.get(ngram);
+      const own = find(this.own, at, total, n, inOwn);
+      const from = own ?? find(promptIndex, at, total, n, inPrompt);
       if (from !== undefined) {
         const tokens: number[] = [];
         for (let i = from; i < total && tokens.length < limit; i++) tokens.push(this.tokenAt(i));
-        // positions shifted from the trajectory's end to the match's, within the same source
-        const start = own !== undefined ? this.prompt.length : 0;
-        const shift = from - total;
-        const matched = matchedLength(n, total, at, (i) => (i + shift >= start ? this.tokenAt(i + shift) : undefined));
+        const source = own !== undefined ? inOwn : inPrompt;
+        const matched = matchedLength(n, total, at, (i) => source(i + from - total));
         return { tokens, n: matched, kind: kindOf(own !== undefined ? "own" : "prompt", matched) };
       }
       if (history) {
