@@ -26,6 +26,7 @@
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
  *                         [--speculative] [--draft-costs measured|assumed] [--history N] [--temperature T] [--gpu cpu|cuda]
+ *                         [--flash-attention on|off]
  *
  * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
  * drafting (`speculative: "ngram"`), the drafting counts, and, last, the line
@@ -37,6 +38,10 @@
  * `--history 0` turns the history off. `--temperature` (default 1) sets every
  * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
  * does not sample.
+ *
+ * `--flash-attention` (default off, as every figure before the CPU default changed) sets llama.cpp's
+ * flash attention in every row alike (the policy's own default is on for the starter's 64-dimension
+ * heads, src/policy/llama.ts).
  *
  * `--gpu cuda` (default cpu) puts every layer on the CUDA device in every row (llama-batched-bench
  * `-ngl 99`); on the lent GPU machine, which has no Node, scripts/device-bench.sh packs and runs it.
@@ -75,6 +80,7 @@ const { values } = parseArgs({
     gpu: { type: "string", default: "cpu" },
     "draft-costs": { type: "string", default: "measured" },
     history: { type: "string", default: "14" },
+    "flash-attention": { type: "string", default: "off" },
   },
 });
 
@@ -104,6 +110,10 @@ const DRAFT_COSTS: "measured" | "assumed" = values["draft-costs"];
 /** Other example questions answered on the drafting policy before measuring, for its draft history (0: history off). */
 const HISTORY = Number(values.history);
 if (!(Number.isInteger(HISTORY) && HISTORY >= 0)) throw new Error(`--history must be a whole number, got ${values.history}`);
+if (values["flash-attention"] !== "on" && values["flash-attention"] !== "off")
+  throw new Error(`--flash-attention must be on or off, got ${values["flash-attention"]}`);
+/** llama.cpp flash attention in every row (llama-batched-bench `-fa`). */
+const FLASH = values["flash-attention"] === "on";
 /** Where every row runs: all layers on the CUDA device, or none. */
 const GPU: "cpu" | "cuda" = values.gpu;
 /** KV cells per sequence in every row: the prompt, the generated tokens and what a rollout injects. */
@@ -216,7 +226,7 @@ async function batchedBench(): Promise<string | undefined> {
       "-tb",
       String(THREADS),
       "-fa",
-      "off",
+      FLASH ? "on" : "off",
       "-ngl",
       GPU === "cuda" ? "99" : "0",
       "-pps",
@@ -254,7 +264,7 @@ async function batchedBench(): Promise<string | undefined> {
 async function rawRunner(promptTokens: readonly number[]): Promise<{ run: (width: number) => Promise<void>; close: () => Promise<void> }> {
   const llama = await getLlama({ gpu: GPU === "cuda" ? "cuda" : false, build: "never" });
   const model = await llama.loadModel({ modelPath: MODEL });
-  const context = await model.createContext({ contextSize: CONTEXT, sequences: MAX_WIDTH, threads: THREADS, flashAttention: false });
+  const context = await model.createContext({ contextSize: CONTEXT, sequences: MAX_WIDTH, threads: THREADS, flashAttention: FLASH });
   const head = promptTokens.slice(0, -1) as Token[];
   const last = promptTokens.at(-1)! as Token;
   const seqs: LlamaContextSequence[] = [];
@@ -363,7 +373,7 @@ function median(xs: number[]): number {
 }
 
 async function main(): Promise<void> {
-  const policy = await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2 });
+  const policy = await createLlamaPolicy({ model: MODEL, gpu: GPU, threads: THREADS, contextSize: CONTEXT, sequences: MAX_WIDTH + 2, flashAttention: FLASH });
   const { spec, others, dbPath, tokens } = await peerPrompt(policy, PROMPT_TOKENS);
   const root = await policy.start(spec);
   const executor = new ExecutorPool({ workers: 1 });
@@ -377,6 +387,7 @@ async function main(): Promise<void> {
         contextSize: CONTEXT,
         sequences: MAX_WIDTH + 2,
         speculative: "ngram",
+        flashAttention: FLASH,
         draftCosts: DRAFT_COSTS,
         draftHistory: HISTORY > 0 ? 32768 : 0,
       })
@@ -412,7 +423,7 @@ async function main(): Promise<void> {
   const [load1] = (await import("node:os")).loadavg();
   console.log(`\npeer benchmark — ${MODEL} (reex policy on ${policy.info.device})`);
   console.log(
-    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), ${GPU === "cuda" ? "all layers on CUDA" : "CPU"}, T ${TEMPERATURE}, median of ${REPEAT}; ` +
+    `prompt ${tokens} tokens (--prompt-tokens ${PROMPT_TOKENS}), ${GEN} tokens per sequence, ${CONTEXT} KV cells per sequence, ${THREADS} thread(s), ${GPU === "cuda" ? "all layers on CUDA" : "CPU"}, flash attention ${FLASH ? "on" : "off"}, T ${TEMPERATURE}, median of ${REPEAT}; ` +
       `load average at the end ${load1!.toFixed(2)} on ${(await import("node:os")).cpus().length} cores`,
   );
   console.log("  tokens/s: wall clock (its ratio to llama-batched-bench); CPU ms/token: all threads (llama-batched-bench's CPU over reex's: higher is better)");

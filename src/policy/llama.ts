@@ -85,10 +85,12 @@ export interface LlamaPolicyOptions {
    */
   directDecode?: boolean;
   /**
-   * llama.cpp flash attention ("auto": where supported). On CPU it depends on the model: in
-   * bench/policy.ts it made the tiny test model generate 2.3–3.8× and append a `<result>` block 9×
-   * slower, and the starter append 1.7× slower but decode 8 forks 1.2× faster. Default: "auto" on a
-   * GPU, off on CPU.
+   * llama.cpp flash attention ("auto": where supported). On CPU it depends on the model's attention
+   * heads: with heads of 64 or more dimensions (the starter's; real models' 64–256) it made the
+   * starter answer the 45 example questions 1.15–1.28× faster (bench/policy.ts: 1.14× at one
+   * trajectory, 1.48× at 8 forks, appending a `<result>` block 1.5× slower); with narrower heads
+   * llama.cpp's CPU kernel is slow (the 16-dimension tiny test model generated 4.8× slower). Default:
+   * "auto" on a GPU and on CPU for heads of 64 dimensions or more, else off.
    */
   flashAttention?: "auto" | boolean;
   /**
@@ -285,6 +287,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       contextSize: this.loaded.context.contextSize,
       maxSequences: this.loaded.context.totalSequences,
       lora: [...this.loaded.lora],
+      flashAttention: this.loaded.context.flashAttention,
       metadata: modelMetadata(this.loaded.model, this.loaded.modelSource),
     };
   }
@@ -606,7 +609,7 @@ async function loadContext(
       sequences: options.sequences ?? 24,
       threads: options.threads ?? Math.max(1, availableParallelism() - 1),
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
-      flashAttention: options.flashAttention ?? (device === "cpu" ? false : "auto"),
+      flashAttention: options.flashAttention ?? (device === "cpu" && attentionHeadSize(model) < MIN_CPU_FLASH_HEAD ? false : "auto"),
       ...(lora.length > 0 ? { lora: { adapters: lora.map((filePath) => ({ filePath })) } } : {}),
     });
   } catch (err) {
@@ -682,4 +685,19 @@ function historyScope(prompt: PromptSpec): string {
   return createHash("sha256")
     .update(prompt.prefix.length > 0 ? prompt.prefix : `\u0000${prompt.suffix}`)
     .digest("base64");
+}
+
+/** The narrowest attention head for which flash attention is on by default on CPU (see {@link LlamaPolicyOptions.flashAttention}). */
+const MIN_CPU_FLASH_HEAD = 64;
+
+/** A model's attention head size (its key length, else width over heads); 0 where the metadata does not say. */
+function attentionHeadSize(model: LlamaModel): number {
+  const meta = model.fileInfo.metadata as Record<string, unknown> & { general?: { architecture?: string } };
+  const arch = meta.general?.architecture;
+  const fields = (arch ? meta[arch] : undefined) as { embedding_length?: unknown; attention?: { head_count?: unknown; key_length?: unknown } } | undefined;
+  const key = Number(fields?.attention?.key_length);
+  if (Number.isFinite(key) && key > 0) return key;
+  const width = Number(fields?.embedding_length);
+  const heads = Number(Array.isArray(fields?.attention?.head_count) ? fields.attention.head_count[0] : fields?.attention?.head_count);
+  return width > 0 && heads > 0 ? width / heads : 0;
 }

@@ -193,9 +193,10 @@ export interface PolicyInfo {
   maxSequences: number;
   /** LoRA adapter files applied, in order. Default []. */
   lora?: readonly string[];
+  /** llama.cpp's flash attention as the context was created ("auto": where the device supports it; the llama backend only). */
+  flashAttention?: "auto" | boolean;
 }
 
-/** A language model that trajectories can be started from. */
 /** A decode step size's cost: the lower median wall time of its last 15 steps, and the steps seen. */
 export interface StepCost {
   tokens: number;
@@ -203,6 +204,7 @@ export interface StepCost {
   steps: number;
 }
 
+/** A language model that trajectories can be started from. */
 export interface Policy {
   readonly info: PolicyInfo;
   /**

@@ -1,6 +1,7 @@
 import { copyFile, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec } from "../../src/policy/index.js";
@@ -26,6 +27,33 @@ const prompt = (policy: Policy): PromptSpec =>
 beforeAll(async () => {
   await ensureTestModel();
   dir = await mkdtemp(join(tmpdir(), "reex-models-"));
+});
+
+describe("llama policy: flash attention on CPU", () => {
+  it("is on by default for heads of 64 dimensions (the starter), off for the tiny model's 16, and as asked when set", async () => {
+    const starter = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
+    const cases: [string, boolean | undefined, "auto" | boolean][] = [
+      [starter, undefined, "auto"],
+      [TEST_MODEL, undefined, false],
+      [starter, false, false],
+      [TEST_MODEL, true, true],
+    ];
+    for (const [model, flashAttention, expected] of cases) {
+      const policy = await createLlamaPolicy({
+        model,
+        gpu: "cpu",
+        contextSize: 512,
+        sequences: 1,
+        threads: 1,
+        ...(flashAttention !== undefined ? { flashAttention } : {}),
+      });
+      try {
+        expect(policy.info.flashAttention).toBe(expected);
+      } finally {
+        await policy.close();
+      }
+    }
+  });
 });
 
 describe("llama policy: loading", () => {
