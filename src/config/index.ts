@@ -135,7 +135,7 @@ const policySchema = z
     sequences: z.number().int().positive().max(256).default(20),
     /** CPU threads for llama.cpp; leaving one core to the server and the SQL workers avoids llama.cpp's spin-wait stalls. Default: cores − 1 (at least 1). */
     threads: z.number().int().positive().optional(),
-    /** Flash attention; on CPU it speeds up decoding for heads of 64 dimensions or more (the starter's, real models') and slows appending a result. Default "auto" on GPU and on CPU for such heads, off for narrower ones. */
+    /** Flash attention; on CPU it speeds up the starter's decoding and slows appending a result, and moved its sampled answers for the worse (README). Default "auto" on GPU, off on CPU. */
     flashAttention: z.boolean().optional(),
     /** LoRA adapter files applied on load. Default []. */
     lora: z.array(z.string()).default([]),

@@ -85,12 +85,10 @@ export interface LlamaPolicyOptions {
    */
   directDecode?: boolean;
   /**
-   * llama.cpp flash attention ("auto": where supported). On CPU it depends on the model's attention
-   * heads: with heads of 64 or more dimensions (the starter's; real models' 64–256) it made the
-   * starter answer the 45 example questions 1.15–1.28× faster (bench/policy.ts: 1.14× at one
-   * trajectory, 1.48× at 8 forks, appending a `<result>` block 1.5× slower); with narrower heads
-   * llama.cpp's CPU kernel is slow (the 16-dimension tiny test model generated 4.8× slower). Default:
-   * "auto" on a GPU and on CPU for heads of 64 dimensions or more, else off.
+   * llama.cpp flash attention ("auto": where supported). On CPU it made the starter's greedy
+   * rollouts 1.15–1.28× faster but its seeded tree-prune-4 answers to the README's question right
+   * in 16 of 48 seeds against 22 (README, "Where the time goes"), and the tiny test model (16-dimension
+   * heads) generate 4.8× slower. Default: "auto" on a GPU, off on CPU.
    */
   flashAttention?: "auto" | boolean;
   /**
@@ -609,7 +607,7 @@ async function loadContext(
       sequences: options.sequences ?? 24,
       threads: options.threads ?? Math.max(1, availableParallelism() - 1),
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
-      flashAttention: options.flashAttention ?? (device === "cpu" && attentionHeadSize(model) < MIN_CPU_FLASH_HEAD ? false : "auto"),
+      flashAttention: options.flashAttention ?? (device === "cpu" ? false : "auto"),
       ...(lora.length > 0 ? { lora: { adapters: lora.map((filePath) => ({ filePath })) } } : {}),
     });
   } catch (err) {
@@ -685,19 +683,4 @@ function historyScope(prompt: PromptSpec): string {
   return createHash("sha256")
     .update(prompt.prefix.length > 0 ? prompt.prefix : `\u0000${prompt.suffix}`)
     .digest("base64");
-}
-
-/** The narrowest attention head for which flash attention is on by default on CPU (see {@link LlamaPolicyOptions.flashAttention}). */
-const MIN_CPU_FLASH_HEAD = 64;
-
-/** A model's attention head size (its key length, else width over heads); 0 where the metadata does not say. */
-function attentionHeadSize(model: LlamaModel): number {
-  const meta = model.fileInfo.metadata as Record<string, unknown> & { general?: { architecture?: string } };
-  const arch = meta.general?.architecture;
-  const fields = (arch ? meta[arch] : undefined) as { embedding_length?: unknown; attention?: { head_count?: unknown; key_length?: unknown } } | undefined;
-  const key = Number(fields?.attention?.key_length);
-  if (Number.isFinite(key) && key > 0) return key;
-  const width = Number(fields?.embedding_length);
-  const heads = Number(Array.isArray(fields?.attention?.head_count) ? fields.attention.head_count[0] : fields?.attention?.head_count);
-  return width > 0 && heads > 0 ? width / heads : 0;
 }
