@@ -112,7 +112,8 @@ export class DraftHistory {
     this.scopes.set(scope, entry);
     const record = tokens.length > this.maxTokens ? tokens.slice(-this.maxTokens) : tokens;
     const start = entry.tokens.length + 1;
-    entry.tokens.push(SEPARATOR, ...record);
+    entry.tokens.push(SEPARATOR);
+    for (const t of record) entry.tokens.push(t);
     this.size += record.length + 1;
     indexRecord(entry, start);
     if (entry.tokens.length > this.maxTokens) {
@@ -140,13 +141,9 @@ export class DraftHistory {
     const entry = this.scopes.get(scope);
     if (!entry) return undefined;
     const t = entry.tokens;
-    const token = (i: number): number | undefined => (t[i] === SEPARATOR ? undefined : t[i]);
-    const from = find(entry.index, at, end, n, token);
-    if (from === undefined) return undefined;
-    const tokens: number[] = [];
-    for (let i = from; i < t.length && tokens.length < limit && t[i] !== SEPARATOR; i++) tokens.push(t[i]!);
-    if (tokens.length === 0) return undefined;
-    return { tokens, matched: matchedLength(n, end, at, (i) => token(from - end + i)) };
+    const read = (i: number): number | undefined => (t[i] === SEPARATOR ? undefined : t[i]);
+    const from = find(entry.index, at, end, n, read);
+    return from === undefined ? undefined : continuationAt(from, n, end, at, read, limit);
   }
 }
 
@@ -154,14 +151,24 @@ export class DraftHistory {
 const MAX_MATCHED = 32;
 
 /**
- * How many tokens before `end` (read through `at`) equal those before the match's continuation
- * (read through `source`, by the same positions shifted; undefined past its start), from `n` up to
- * {@link MAX_MATCHED}.
+ * The continuation at `from` in `source` (undefined past its text) of a match of the `n` tokens
+ * before `end` (read through `at`): up to `limit` tokens of it, and how many tokens the match
+ * reaches back, from `n` up to {@link MAX_MATCHED}; undefined where nothing follows.
  */
-function matchedLength(n: number, end: number, at: (i: number) => number, source: (i: number) => number | undefined): number {
-  let m = n;
-  while (m < MAX_MATCHED && end - m - 1 >= 0 && source(end - m - 1) === at(end - m - 1)) m++;
-  return m;
+function continuationAt(
+  from: number,
+  n: number,
+  end: number,
+  at: (i: number) => number,
+  source: (i: number) => number | undefined,
+  limit: number,
+): { tokens: number[]; matched: number } | undefined {
+  const tokens: number[] = [];
+  for (let t = source(from); t !== undefined && tokens.length < limit; t = source(from + tokens.length)) tokens.push(t);
+  if (tokens.length === 0) return undefined;
+  let matched = n;
+  while (matched < MAX_MATCHED && end - matched - 1 >= 0 && source(from - matched - 1) === at(end - matched - 1)) matched++;
+  return { tokens, matched };
 }
 
 /** The acceptance record a match of `matched` tokens from `source` shares with others (own, prompt or history; 2–5, 6–7, 8–11, 12–19, 20+ tokens). */
@@ -426,22 +433,14 @@ export class NgramDrafter {
     const at = (i: number): number => this.tokenAt(i);
     const promptIndex = indexOf(this.prompt);
     const history = this.history && this.state.history;
-    const inPrompt = (i: number): number | undefined => (i >= 0 && i < this.prompt.length ? this.prompt[i] : undefined);
-    const inOwn = (i: number): number | undefined => (i >= 0 && i < total ? this.tokenAt(i) : undefined);
+    // the prompt and the record are one text: a prompt match's continuation runs on into the record
+    const read = (i: number): number | undefined => (i >= 0 && i < total ? this.tokenAt(i) : undefined);
     for (let n = Math.min(MAX_NGRAM, total); n >= MIN_NGRAM; n--) {
-      const own = find(this.own, at, total, n, inOwn);
-      const from = own ?? find(promptIndex, at, total, n, inPrompt);
-      if (from !== undefined) {
-        const tokens: number[] = [];
-        for (let i = from; i < total && tokens.length < limit; i++) tokens.push(this.tokenAt(i));
-        const source = own !== undefined ? inOwn : inPrompt;
-        const matched = matchedLength(n, total, at, (i) => source(i + from - total));
-        return { tokens, n: matched, kind: kindOf(own !== undefined ? "own" : "prompt", matched) };
-      }
-      if (history) {
-        const found = history.continuation(this.history!.scope, at, total, n, limit);
-        if (found) return { tokens: found.tokens, n: found.matched, kind: kindOf("history", found.matched) };
-      }
+      const own = find(this.own, at, total, n, read);
+      const from = own ?? find(promptIndex, at, total, n, read);
+      const found = from !== undefined ? continuationAt(from, n, total, at, read, limit) : history?.continuation(this.history!.scope, at, total, n, limit);
+      if (found)
+        return { tokens: found.tokens, n: found.matched, kind: kindOf(from === undefined ? "history" : own !== undefined ? "own" : "prompt", found.matched) };
     }
     return undefined;
   }
