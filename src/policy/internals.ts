@@ -551,6 +551,11 @@ interface DirectRequest {
   draft: number[];
   bonus: boolean;
   sampler: NativeSampler;
+  /**
+   * Set where sampling is stateless (greedy, no grammar): the sampler for a drafted position, so
+   * that verification samples every position at once instead of one native call after another.
+   */
+  samplerAt?: (position: number) => NativeSampler;
   confidence: boolean;
   resolve: (value: StepTokens) => void;
   reject: (err: unknown) => void;
@@ -698,8 +703,10 @@ class DirectDecoder {
    * each kept token is one draw of the sampler from the same logits a plain step would compute,
    * the tokens (and the sampler's random draws, grammar state and log-probabilities) are exactly
    * those of plain decoding: for a drafted token this is the standard rejection rule (accepted
-   * with probability p(x), else a token drawn from p without x). The evaluated tokens after the
-   * last kept one are taken back out of the KV cache.
+   * with probability p(x), else a token drawn from p without x). Where sampling is stateless
+   * (greedy, no grammar), every position is sampled at once, each with its own sampler: the same
+   * tokens, without a native round trip per drafted token. The evaluated tokens after the last
+   * kept one are taken back out of the KV cache.
    */
   private async verify(req: DirectRequest, evaluated: number[], indexes: Uint32Array): Promise<StepTokens> {
     const native = this.context._ctx;
@@ -707,8 +714,12 @@ class DirectDecoder {
     const start = seq._nextTokenIndex;
     const tokens: SampledToken[] = [];
     let accepted = 0;
+    const sample = (i: number, sampler: NativeSampler) =>
+      req.confidence ? native.sampleToken(indexes[i]!, sampler, false, true) : native.sampleToken(indexes[i]!, sampler);
+    const { samplerAt } = req;
+    const drawn = samplerAt && evaluated.length > 1 ? await Promise.all(evaluated.map((_, i) => sample(i, samplerAt(i)))) : undefined;
     for (let i = 0; i < evaluated.length; i++) {
-      const out = req.confidence ? await native.sampleToken(indexes[i]!, req.sampler, false, true) : await native.sampleToken(indexes[i]!, req.sampler);
+      const out = drawn ? drawn[i] : await sample(i, req.sampler);
       const [token, , confidence] = Array.isArray(out) ? (out as [number, unknown, number?]) : [out as number];
       if (token === -1) throw new Error("Failed to sample next token");
       tokens.push({ token: token ?? null, ...(confidence !== undefined ? { confidence } : {}) });
@@ -798,6 +809,18 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   const Sampler = s.model._llama!._bindings!.AddonSampler!;
   const sampler = new Sampler(s.model._model);
   sampler.applyConfig(config);
+  // greedy without a grammar keeps no state between draws: one sampler per drafted position
+  const stateless = options.temperature <= 0 && options.grammarEvaluationState == null;
+  const extra: NativeSampler[] = [];
+  const samplerAt = (position: number): NativeSampler => {
+    if (position === 0) return sampler;
+    while (extra.length < position) {
+      const more = new Sampler(s.model._model);
+      more.applyConfig(config);
+      extra.push(more);
+    }
+    return extra[position - 1]!;
+  };
   let pending = Promise.resolve();
   let disposed = false;
   return {
@@ -812,6 +835,7 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
           draft: tokens,
           bonus: tokens.length === 0 || draft?.bonus !== false,
           sampler,
+          ...(stateless ? { samplerAt } : {}),
           confidence: options.confidence,
           resolve,
           reject,
@@ -826,7 +850,10 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
     dispose() {
       if (disposed) return;
       disposed = true;
-      void pending.then(() => sampler.dispose());
+      void pending.then(() => {
+        sampler.dispose();
+        for (const more of extra) more.dispose();
+      });
     },
   };
 }
