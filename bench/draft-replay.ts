@@ -8,6 +8,8 @@
  *   - oracle: at each step the draft length that pays best given how many drafted tokens the model
  *     will accept (known from the rollout): the most any sizing of these drafts can save;
  *   - fixed k: always k tokens where a match has them;
+ *   - padded to k: every step evaluates k tokens, the match's continuation filled up with guesses
+ *     taken to be rejected (createLlamaPolicy's `draftShape: "fixed"`), so every step costs cost(k);
  *   - reex: DraftingState's choice, learning acceptance from the replayed verifications, with the
  *     step costs given to it as measured.
  *
@@ -130,6 +132,7 @@ function replay(
   all: Step[][],
   choose: (s: Step) => number,
   learn?: (s: Step, k: number, accepted: number) => void,
+  stepCost: (k: number) => number = (k) => cost(1 + k),
 ): { ratio: number; drafted: number; accepted: number } {
   let total = 0;
   let spent = 0;
@@ -141,7 +144,7 @@ function replay(
       const s = steps[i]!;
       const k = s.available > 0 ? Math.min(choose(s), s.available) : 0;
       const a = Math.min(k, s.accepted);
-      spent += cost(1 + k);
+      spent += stepCost(k);
       drafted += k;
       accepted += a;
       if (k > 0) learn?.(s, k, a);
@@ -178,6 +181,19 @@ for (const k of [1, 2, 4, 8])
   show(
     `fixed ${k}`,
     replay(all, () => k),
+  );
+// every step the same shape: the draft filled up to `shape` − 1 tokens (with guesses that are
+// rejected where the lookup has nothing), so a step always costs cost(shape); on a GPU this keeps
+// llama.cpp's CUDA graph, which a change of step size makes it capture again
+for (const shape of [2, 4, 8])
+  show(
+    `padded to ${shape}`,
+    replay(
+      all,
+      () => shape - 1,
+      undefined,
+      () => cost(shape),
+    ),
   );
 const state = new DraftingState({ draftMax: 8 });
 const measured = new StepCosts();

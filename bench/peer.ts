@@ -25,7 +25,8 @@
  *
  *   npx tsx bench/peer.ts [--model PATH | --real qwen2|qwen3|llama3|gemma] [--prompt-tokens N] [--gen N]
  *                         [--threads N] [--sequences 1,16] [--repeat R] [--no-llama]
- *                         [--speculative] [--draft-costs measured|assumed] [--history N] [--temperature T] [--gpu cpu|cuda]
+ *                         [--speculative] [--draft-costs measured|assumed] [--draft-shape sized|fixed] [--history N]
+ *                         [--temperature T] [--gpu cpu|cuda]
  *                         [--flash-attention on|off]
  *
  * `--speculative` adds `reex generate` and `reex rollout` rows on a second policy with n-gram
@@ -35,7 +36,9 @@
  * answers `--history` (default 14) other questions of the prompt's database greedily on the same
  * schema section, as a server would have before, and drafts from their text (its draft history);
  * the measured rows are never remembered, so a repeat cannot draft from an earlier repeat.
- * `--history 0` turns the history off. `--temperature` (default 1) sets every
+ * `--history 0` turns the history off. `--draft-shape fixed` makes the drafting policy evaluate
+ * draftMax + 1 tokens every step at one sequence (createLlamaPolicy's draftShape: one step shape,
+ * which keeps llama.cpp's CUDA graph on a GPU). `--temperature` (default 1) sets every
  * reex row's sampling temperature (0: greedy, as a single answer is served); llama-batched-bench
  * does not sample.
  *
@@ -79,6 +82,7 @@ const { values } = parseArgs({
     temperature: { type: "string", default: "1" },
     gpu: { type: "string", default: "cpu" },
     "draft-costs": { type: "string", default: "measured" },
+    "draft-shape": { type: "string", default: "sized" },
     history: { type: "string", default: "14" },
     "flash-attention": { type: "string", default: "off" },
   },
@@ -105,6 +109,10 @@ const TEMPERATURE = Number(values.temperature);
 if (values.gpu !== "cpu" && values.gpu !== "cuda") throw new Error(`--gpu must be cpu or cuda, got ${values.gpu}`);
 if (values["draft-costs"] !== "measured" && values["draft-costs"] !== "assumed")
   throw new Error(`--draft-costs must be measured or assumed, got ${values["draft-costs"]}`);
+if (values["draft-shape"] !== "sized" && values["draft-shape"] !== "fixed")
+  throw new Error(`--draft-shape must be sized or fixed, got ${values["draft-shape"]}`);
+/** Whether the drafting policy's steps keep one shape (createLlamaPolicy's draftShape). */
+const DRAFT_SHAPE: "sized" | "fixed" = values["draft-shape"];
 /** How the drafting policy sizes its drafts (createLlamaPolicy's draftCosts). */
 const DRAFT_COSTS: "measured" | "assumed" = values["draft-costs"];
 /** Other example questions answered on the drafting policy before measuring, for its draft history (0: history off). */
@@ -389,6 +397,7 @@ async function main(): Promise<void> {
         speculative: "ngram",
         flashAttention: FLASH,
         draftCosts: DRAFT_COSTS,
+        draftShape: DRAFT_SHAPE,
         draftHistory: HISTORY > 0 ? 32768 : 0,
       })
     : undefined;

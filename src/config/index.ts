@@ -195,6 +195,12 @@ const decodingSchema = z
      * answers repeat their reasoning and SQL); 0 drafts from the prompt and the answer's own text only. Default 32768.
      */
     draftHistory: z.number().int().min(0).max(4_194_304).default(32768),
+    /**
+     * "sized": each step drafts as many tokens as pay on the measured step costs; "fixed": a lone
+     * generating sequence evaluates draftMax + 1 tokens every step (its draft filled with guesses),
+     * so a GPU's step keeps one shape (llama.cpp captures its CUDA graph again after a change). Default "sized".
+     */
+    draftShape: z.enum(["sized", "fixed"]).default("sized"),
   })
   .strict();
 

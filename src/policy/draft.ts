@@ -208,6 +208,12 @@ export interface DraftOptions {
    * all scopes; 0 drafts from the prompt and the trajectory's own text only. Default 0.
    */
   historyTokens?: number;
+  /**
+   * "sized": {@link DraftingState.length} chooses each draft's length; "fixed": a lone generating
+   * sequence drafts `draftMax` tokens every step, filled up with guesses where the lookup has fewer,
+   * so its steps keep one shape. Default "sized".
+   */
+  shape?: "sized" | "fixed";
 }
 
 /**
@@ -284,6 +290,8 @@ const PRIOR_WEIGHT = 2;
 export class DraftingState {
   readonly draftMax: number;
   readonly tokenCost: number;
+  /** See {@link DraftOptions.shape}. */
+  readonly shape: "sized" | "fixed";
   private readonly measured: boolean;
   private readonly runs = new Map<string, Run[]>();
   private refusals = 0;
@@ -294,6 +302,7 @@ export class DraftingState {
     this.draftMax = Math.max(0, Math.floor(options.draftMax ?? 8));
     this.tokenCost = Math.min(0.95, Math.max(0.01, options.tokenCost ?? 0.4));
     this.measured = options.stepCosts !== "assumed";
+    this.shape = options.shape ?? "sized";
     const historyTokens = Math.max(0, Math.floor(options.historyTokens ?? 0));
     this.history = historyTokens > 0 ? new DraftHistory(historyTokens) : undefined;
   }
@@ -395,6 +404,8 @@ export class NgramDrafter {
   private indexed = 0;
   /** The kind of match the last draft came from, for {@link observe}. */
   private lastKind = "";
+  /** How many of the last draft's tokens came from the match (the rest are a fixed shape's filling). */
+  private lastMatched = Infinity;
   /** How much of the record is in the history already. */
   private remembered: number;
 
@@ -456,17 +467,34 @@ export class NgramDrafter {
    */
   draft(max = Infinity, width = 1, costs?: StepCosts): number[] {
     if (max <= 0 || this.state.draftMax <= 0) return [];
-    const m = this.match(Math.min(max, this.state.draftMax));
+    const limit = Math.min(max, this.state.draftMax);
+    const m = this.match(limit);
+    if (this.state.shape === "fixed" && width <= 1) {
+      // one shape every step: the match's continuation, then the last token known again (a guess
+      // the model rarely takes, verified like any drafted token)
+      const tokens = m ? m.tokens.slice(0, limit) : [];
+      this.lastKind = m?.kind ?? "";
+      this.lastMatched = tokens.length;
+      const filler = tokens.at(-1) ?? this.tokenAt(this.prompt.length + this.record.length - 1);
+      while (tokens.length < limit) tokens.push(filler);
+      return tokens;
+    }
     if (!m) return [];
     const k = this.state.length(m.kind, m.n, m.tokens.length, width, costs);
     if (k <= 0) return [];
     this.lastKind = m.kind;
+    this.lastMatched = Infinity;
     return m.tokens.slice(0, k);
   }
 
-  /** Records a verified draft: `accepted` of its first `compared` tokens matched what the model sampled. */
+  /**
+   * Records a verified draft: `accepted` of its first `compared` tokens matched what the model
+   * sampled (of a filled-up draft, only the match's part counts for its kind).
+   */
   observe(compared: number, accepted: number): void {
-    this.state.observe(this.lastKind, compared, accepted);
+    const matched = this.lastMatched;
+    if (matched === 0) return;
+    this.state.observe(this.lastKind, Math.min(compared, matched), Math.min(accepted, matched));
   }
 
   /**

@@ -113,6 +113,14 @@ export interface LlamaPolicyOptions {
    * the trajectory's own text only. Only with `speculative: "ngram"`. Default 32768.
    */
   draftHistory?: number;
+  /**
+   * "sized": each step drafts as many tokens as pay at the step costs; "fixed": while one sequence
+   * generates alone, every step evaluates `draftMax` + 1 tokens, the draft filled up with guesses
+   * that are verified (and rejected) like drafted ones, so that the step never changes shape: on a
+   * GPU llama.cpp replays a captured CUDA graph only for a step of the shape before it. On CPU a
+   * token costs most of a step, so "fixed" is slower there. Default "sized".
+   */
+  draftShape?: "sized" | "fixed";
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
   maxCachedPrefixes?: number;
   /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
@@ -273,6 +281,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
             tokenCost: loaded.device === "cpu" ? 0.4 : 0.1,
             stepCosts: options.draftCosts ?? "measured",
             historyTokens: options.draftHistory ?? 32768,
+            shape: options.draftShape ?? "sized",
           })
         : undefined;
   }

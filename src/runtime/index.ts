@@ -156,6 +156,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         speculative: config.decoding.speculative,
         draftMax: config.decoding.draftMax,
         draftHistory: config.decoding.draftHistory,
+        draftShape: config.decoding.draftShape,
       });
     }
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);

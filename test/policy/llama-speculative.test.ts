@@ -192,6 +192,23 @@ describe("speculative decoding on the starter", () => {
     }
   });
 
+  it("with a fixed step shape, evaluates draftMax + 1 tokens in (nearly) every step of a lone answer and writes what plain decoding writes", async () => {
+    const fixed = await createLlamaPolicy({ ...options, model: STARTER, speculative: "ngram", draftMax: 4, draftShape: "fixed", draftHistory: 0 });
+    try {
+      const a = await greedyRollout(plain, 0);
+      const b = await greedyRollout(fixed, 0);
+      await expectPlainGreedy(a.prompt, a.record, b.record);
+      const costs = fixed.decodeStepCosts?.() ?? [];
+      const steps = costs.reduce((n, c) => n + c.steps, 0);
+      // only a draft cut at a stop string or at the call's end is shorter
+      expect(costs.find((c) => c.tokens === 5)?.steps ?? 0).toBeGreaterThan(0.8 * steps);
+      expect(costs.every((c) => c.tokens <= 5)).toBe(true);
+      expect(b.usage.draftedTokens).toBeGreaterThan(b.usage.acceptedTokens!);
+    } finally {
+      await fixed.close();
+    }
+  });
+
   it("after a failing final SQL is rewound and asked again (finalRetries), still writes what plain decoding writes", async () => {
     let retried = 0;
     const sink = (e: ReexEvent) => {
