@@ -3,9 +3,10 @@
 # npm and no network, and takes at most 64 MiB of files beyond the tracked tree.
 #
 #   bash scripts/device-bench.sh pack             (here, after npm install: writes .device/, ~40 MB)
-#   bash scripts/device-bench.sh run [--cpu] [--bench peer|decoding] [-- ARGS]
+#   bash scripts/device-bench.sh run [--cpu] [--bench peer|decoding|verify-sampling] [--log NAME] [-- ARGS]
 #       (there, from the repository root; ARGS go to the bench; --cpu: anywhere, the same unpacking, no
-#       CUDA build, CPU rows; where node-llama-cpp's CPU prebuilt was unpacked beside, as on a test here)
+#       CUDA build, CPU rows; where node-llama-cpp's CPU prebuilt was unpacked beside, as on a test here;
+#       --log: the output's file name, $OUT/NAME.log, default the bench's name, so one call can run several)
 #
 # pack puts in .device/ (git-ignored): this machine's Node executable (xz), the node_modules that
 # bench/peer.ts loads (node-llama-cpp and its dependencies, better-sqlite3, zod, the CUDA prebuilt of
@@ -121,12 +122,17 @@ do_pack() {
 }
 
 do_run() {
-  local cpu=0 bench=peer
+  local cpu=0 bench=peer name=""
   while (($#)); do
     case "$1" in
       --cpu) cpu=1 ;;
       --bench)
         bench="${2:-}"
+        shift
+        ;;
+      --log)
+        name="${2:-}"
+        [[ "$name" =~ ^[A-Za-z0-9._-]+$ ]] || usage
         shift
         ;;
       --)
@@ -141,6 +147,7 @@ do_run() {
   case "$bench" in
     peer) ((${#args[@]})) || args=(--speculative --temperature 0 --prompt-tokens 1200 --repeat 3) ;;
     decoding) ((${#args[@]})) || args=(--model models/reex-starter.gguf --questions 3 --speculative) ;;
+    verify-sampling) ;;
     *) usage ;;
   esac
   [ -f "$pack/node.xz" ] || { log "$pack/ is missing: run 'bash scripts/device-bench.sh pack' first, and carry .device"; exit 1; }
@@ -184,10 +191,11 @@ do_run() {
   fi
   local out="${OUT:-$work}"
   mkdir -p "$out"
-  [ "$bench" = peer ] && args=(--gpu "$gpu" "${args[@]}")
-  log "node .device/js/bench/$bench.js ${args[*]} (output also in $out/$bench.log)"
+  case "$bench" in peer | verify-sampling) args=(--gpu "$gpu" "${args[@]}") ;; esac
+  name="${name:-$bench}"
+  log "node .device/js/bench/$bench.js ${args[*]} (output also in $out/$name.log)"
   set -o pipefail
-  node "$pack/js/bench/$bench.js" "${args[@]}" 2>&1 | tee "$out/$bench.log"
+  node "$pack/js/bench/$bench.js" "${args[@]}" 2>&1 | tee "$out/$name.log"
 }
 
 case "${1:-}" in
