@@ -101,6 +101,8 @@ async function rollouts(): Promise<Rollout[]> {
 
 /** One generation step of a rollout: what the drafter's lookup proposes and how much of it the model wrote. */
 interface Step {
+  /** Where nothing matches: how many of the tokens after the last token's latest earlier occurrence (NgramDrafter.afterLastToken, a fixed shape's filling) the rollout wrote. */
+  filled: number;
   available: number;
   accepted: number;
   kind: string;
@@ -119,7 +121,10 @@ function stepsOf(r: Rollout, history: DraftingState): Step[] {
       const available = m?.tokens.length ?? 0;
       // a drafted token is accepted where the rollout wrote it; a draft never runs into injected text
       while (m && accepted < available && r.sampled[p + accepted] === 1 && r.tokens[p + accepted] === m.tokens[accepted]) accepted++;
-      steps.push({ available, accepted, kind: m?.kind ?? "", n: m?.n ?? 0 });
+      const fill = m ? [] : drafter.afterLastToken(16);
+      let filled = 0;
+      while (filled < fill.length && r.sampled[p + filled] === 1 && r.tokens[p + filled] === fill[filled]) filled++;
+      steps.push({ filled, available, accepted, kind: m?.kind ?? "", n: m?.n ?? 0 });
     }
     record.push(r.tokens[p]!);
   }
@@ -182,14 +187,15 @@ for (const k of [1, 2, 4, 8])
     `fixed ${k}`,
     replay(all, () => k),
   );
-// every step the same shape: the draft filled up to `shape` − 1 tokens (with guesses that are
-// rejected where the lookup has nothing), so a step always costs cost(shape); on a GPU this keeps
-// llama.cpp's CUDA graph, which a change of step size makes it capture again
+// every step the same shape (draftShape "fixed"): the match's continuation, else the tokens after
+// the last token's latest occurrence, filled up to `shape` − 1 tokens with a guess taken to be
+// rejected, so a step always costs cost(shape); on a GPU this keeps llama.cpp's CUDA graph, which a
+// change of step size makes it capture again
 for (const shape of [2, 4, 8])
   show(
     `padded to ${shape}`,
     replay(
-      all,
+      all.map((steps) => steps.map((s) => (s.available > 0 ? s : { ...s, available: shape - 1, accepted: s.filled }))),
       () => shape - 1,
       undefined,
       () => cost(shape),

@@ -470,11 +470,12 @@ export class NgramDrafter {
     const limit = Math.min(max, this.state.draftMax);
     const m = this.match(limit);
     if (this.state.shape === "fixed" && width <= 1) {
-      // one shape every step: the match's continuation, then the last token known again (a guess
-      // the model rarely takes, verified like any drafted token)
-      const tokens = m ? m.tokens.slice(0, limit) : [];
+      // one shape every step: the match's continuation, else what followed the last token the
+      // last time it came (a guess too weak to pay for a step of its own, free in a step of fixed
+      // shape), then its last token again; each verified like any drafted token
+      const tokens = m ? m.tokens.slice(0, limit) : this.afterLastToken(limit);
       this.lastKind = m?.kind ?? "";
-      this.lastMatched = tokens.length;
+      this.lastMatched = m ? tokens.length : 0;
       const filler = tokens.at(-1) ?? this.tokenAt(this.prompt.length + this.record.length - 1);
       while (tokens.length < limit) tokens.push(filler);
       return tokens;
@@ -485,6 +486,19 @@ export class NgramDrafter {
     this.lastKind = m.kind;
     this.lastMatched = Infinity;
     return m.tokens.slice(0, k);
+  }
+
+  /** Up to `limit` tokens that followed the latest earlier occurrence of the last token, in the prompt or the trajectory's text; [] where it is new. */
+  afterLastToken(limit: number): number[] {
+    const total = this.prompt.length + this.record.length;
+    const last = total > 0 ? this.tokenAt(total - 1) : undefined;
+    for (let i = total - 2; i >= 0; i--) {
+      if (this.tokenAt(i) !== last) continue;
+      const out: number[] = [];
+      for (let j = i + 1; j < total && out.length < limit; j++) out.push(this.tokenAt(j));
+      return out;
+    }
+    return [];
   }
 
   /**

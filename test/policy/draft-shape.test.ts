@@ -1,6 +1,7 @@
 /**
  * A fixed step shape (src/policy/draft.ts, `shape: "fixed"`): a lone generating sequence drafts
- * `draftMax` tokens every step, the lookup's continuation filled up with guesses, so its decode
+ * `draftMax` tokens every step, the lookup's continuation (else what followed its last token the
+ * time before) filled up with guesses, so its decode
  * steps keep one size; the filling never counts for the match kind's acceptance, and several
  * sequences still size their drafts.
  */
@@ -22,6 +23,8 @@ describe("fixed draft shape", () => {
     const draft = new NgramDrafter([1], [7, 8, 9], state, { scope: "s" }).draft(Infinity, 1, dearSteps());
     expect(draft).toHaveLength(6);
     expect(draft.slice(0, 2)).toEqual([10, 11]);
+    // no n-gram matches 7 5: what followed the last token, 5, the time before (9 6 7 5), then 5 again
+    expect(new NgramDrafter([5, 9, 6], [7, 5], state).draft(Infinity, 1, dearSteps())).toEqual([9, 6, 7, 5, 5, 5]);
     // nothing to look up at all: still six tokens
     expect(new NgramDrafter([1, 2], [3], state).draft(Infinity, 1, dearSteps())).toHaveLength(6);
     // never more than the call allows (the end of maxTokens or the context)
