@@ -29,6 +29,7 @@ export {
   sqlName,
   typedLiteral,
   wikiColumnName,
+  wikiTableName,
   wikiDatabase,
   wikiGoldSql,
   wikiPools,

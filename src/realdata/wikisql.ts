@@ -46,7 +46,7 @@ export interface WikiColumn {
 export interface WikiTable {
   tableId: string;
   dbId: string;
-  /** SQLite table name (`table_1_1000181_1`). */
+  /** SQLite table name, a plural noun its headers suggest (`episodes`, `races`; {@link wikiTableName}). */
   name: string;
   split: RealSplit;
   columns: WikiColumn[];
@@ -73,6 +73,55 @@ const RESERVED = new Set(
  */
 export function wikiColumnName(canonical: string): string {
   return sqlName(canonical, "col_");
+}
+
+/**
+ * Plural nouns for a WikiSQL table, each with the header words that suggest it (a table of
+ * `driver`, `laps` and `grid` lists races). The data has no titles, and WikiSQL's own ids as names
+ * (`table_1_1000181_1`) were recalled: v3, trained on them, wrote `FROM table_2_11233` for a
+ * question on a one-table `artists` database.
+ */
+const TABLE_NOUNS: readonly [string, readonly string[]][] = [
+  ["episodes", ["episode", "viewers", "directed", "written", "airdate", "production", "aired"]],
+  ["races", ["driver", "laps", "grid", "constructor", "chassis", "circuit", "race", "pole", "entrant"]],
+  ["medals", ["gold", "silver", "bronze", "medal", "medals"]],
+  ["elections", ["party", "candidate", "candidates", "incumbent", "elected", "votes", "vote", "district"]],
+  ["picks", ["pick", "draft", "college", "overall"]],
+  ["games", ["opponent", "attendance", "venue", "week", "home", "away", "game", "result"]],
+  ["standings", ["wins", "losses", "lost", "drawn", "draws", "points", "played", "goals", "against"]],
+  ["tournaments", ["tournament", "winner", "runner", "par", "purse", "margin", "championship"]],
+  ["songs", ["song", "artist", "album", "chart", "single", "label", "release"]],
+  ["schools", ["school", "mascot", "enrollment", "founded", "institution"]],
+  ["stations", ["frequency", "station", "call", "erp", "license", "network", "channel"]],
+  ["models", ["model", "engine", "power", "torque", "displacement", "cylinders", "chassis"]],
+  ["places", ["population", "area", "county", "region", "municipality", "census", "density", "province"]],
+  ["films", ["film", "director", "actor", "award", "nominee", "category", "movie"]],
+  ["players", ["player", "position", "nationality", "height", "club", "caps"]],
+  ["seasons", ["season", "series", "league", "cup", "competition"]],
+  ["matches", ["surface", "partner", "doubles", "singles", "opponents", "outcome"]],
+  ["ships", ["ship", "builder", "built", "launched", "commissioned", "fate"]],
+  ["airports", ["airport", "iata", "icao", "passengers"]],
+  ["transfers", ["transfer", "moving", "fee"]],
+  ["athletes", ["athlete", "lane", "heat", "mark"]],
+  ["stadiums", ["stadium", "capacity"]],
+];
+
+/**
+ * A table's name from the headers its questions use (distractors say nothing of it): the noun of
+ * {@link TABLE_NOUNS} most of their words suggest (the first on a tie), else `records`; never one
+ * of `taken` (its column names; default the headers' own).
+ */
+export function wikiTableName(headers: readonly string[], taken: readonly string[] = headers.map(wikiColumnName)): string {
+  const words = new Set(headers.flatMap((h) => h.toLowerCase().split(/[^a-z0-9]+/)).filter((w) => w.length > 0));
+  let best = "records";
+  let most = 0;
+  for (const [noun, cues] of TABLE_NOUNS) {
+    const n = cues.filter((w) => words.has(w)).length;
+    if (n > most) [best, most] = [noun, n];
+  }
+  const columns = new Set(taken);
+  for (const name of [best, "records", "entries"]) if (!columns.has(name)) return name;
+  return `${best}_table`;
 }
 
 /** A name SQLite reads unquoted: lower case, `#` → `num`, `%` → `pct`, other runs of non-alphanumerics → `_`; `prefix` before a leading digit or an SQL keyword. */
@@ -332,7 +381,18 @@ export function buildWikiTable(tableId: string, questions: readonly WikiQuestion
   for (let k = 0; k < others; k++) rows.push(randomRow());
   const split = questions[0]?.split ?? "train";
   const id = tableId.replace(/[^A-Za-z0-9]+/g, "_");
-  return { tableId, dbId: `wikisql_${id}`, name: `table_${id}`, split, columns: ordered, rows: rng.shuffle(rows), questions: [...questions] };
+  return {
+    tableId,
+    dbId: `wikisql_${id}`,
+    name: wikiTableName(
+      ordered.filter((c) => !c.distractor).map((c) => c.canonical),
+      ordered.map((c) => c.name),
+    ),
+    split,
+    columns: ordered,
+    rows: rng.shuffle(rows),
+    questions: [...questions],
+  };
 }
 
 function witnessValue(col: WikiColumn, conds: WikiQuestion["conds"], rng: Rng): string | number {

@@ -19,6 +19,7 @@ import {
   spiderSynthDb,
   wikiColumnName,
   wikiDatabase,
+  wikiTableName,
   wikiPools,
   wikiQuestions,
   type RealEntry,
@@ -114,6 +115,15 @@ describe("WikiSQL's SQL rewritten to SQLite", () => {
     expect(questions.map((q) => q.split)).toEqual(["train", "train", "test", "dev"]);
   });
 
+  it("names a table by the noun its headers suggest, never as one of its columns, else records", () => {
+    expect(wikiTableName(["DRIVER", "LAPS", "GRID", "TIME/RETIRED"])).toBe("races");
+    expect(wikiTableName(["NO._IN_SERIES", "TITLE", "DIRECTED_BY", "U.S._VIEWERS_(MILLIONS)"])).toBe("episodes");
+    expect(wikiTableName(["NAME", "NOTES"])).toBe("records");
+    // a column already named so: the next choice
+    expect(wikiTableName(["GAMES", "OPPONENT", "ATTENDANCE"])).toBe("records");
+    expect(wikiTableName(["RECORDS", "NOTES"])).toBe("entries");
+  });
+
   it("builds a typed table with distractor columns on which every gold query runs and returns rows, the same for the same seed", () => {
     const { questions } = wikiQuestions(WIKI);
     const pools = wikiPools(questions);
@@ -140,8 +150,8 @@ describe("WikiSQL's SQL rewritten to SQLite", () => {
     const types = Object.fromEntries(t.columns.map((c) => [c.name, c.type]));
     expect(types).toMatchObject({ chapters: "INTEGER", col_2nd: "INTEGER", college_junior_club_team: "TEXT", notes: "TEXT" });
     const sqls = checkWikiTable(wikiDatabase(t), t).items.map((i) => i.SQL);
-    expect(sqls).toContain(`SELECT MAX(chapters) FROM table_1_100_1 WHERE college_junior_club_team = 'Fraternity' AND col_2nd > 3`);
-    expect(sqls).toContain(`SELECT notes FROM table_1_100_1 WHERE current_slogan = 'SOUTH AUSTRALIA'`);
+    expect(sqls).toContain(`SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Fraternity' AND col_2nd > 3`);
+    expect(sqls).toContain(`SELECT notes FROM picks WHERE current_slogan = 'SOUTH AUSTRALIA'`);
   });
 });
 
