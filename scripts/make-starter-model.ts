@@ -7,7 +7,7 @@
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
  *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
- *       [--card models/MODEL_CARD.md] [--context 1024] [--real all|wikisql,advising,spider] [--prepare-only] [--data-only]
+ *       [--card models/MODEL_CARD.md] [--context 1024] [--real all|wikisql,advising,spider] [--wikisql-names nouns|ids] [--prepare-only] [--data-only]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
@@ -32,14 +32,15 @@
  * --data reads `gzip`ped tokens too: 3,000 databases' 410 MB of JSONL gzip to 14 MB)
  * and goes on from it as --reuse-sft does.
  * --real mixes real questions (src/realdata: WikiSQL, Advising, Spider's schemas; docs/real-data.md) into the SFT records and the
- * tokenizer's text; --data-only stops after the data and evaluation files; --prepare-only stops after pre-tokenizing, for an SFT stage trained elsewhere and brought back with --import-sft.
+ * tokenizer's text; --wikisql-names ids names WikiSQL's tables `table_<id>` as real-data version 1 did (the v3 starter's data;
+ * default nouns, version 2); --data-only stops after the data and evaluation files; --prepare-only stops after pre-tokenizing, for an SFT stage trained elsewhere and brought back with --import-sft.
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { pairedDifference, type ItemScore } from "../src/eval/index.js";
-import { REAL_SOURCES, type RealSource } from "../src/realdata/index.js";
+import { REAL_SOURCES, type RealSource, type WikiTableNames } from "../src/realdata/index.js";
 import { makeStarterData, makeStarterModel, type StarterGrpoPick, type StarterOptions, type StarterReport } from "../src/starter/index.js";
 
 const OPTIONS = {
@@ -91,6 +92,7 @@ const OPTIONS = {
   threads: { type: "string", default: "2" },
   "card-from": { type: "string" },
   real: { type: "string" },
+  "wikisql-names": { type: "string", default: "nouns" },
   "prepare-only": { type: "boolean", default: false },
   "data-only": { type: "boolean", default: false },
   context: { type: "string", default: "1024" },
@@ -152,14 +154,19 @@ function grpoPick(v: string | undefined): StarterGrpoPick {
   process.exit(2);
 }
 
-function realSources(spec: string): { sources: RealSource[] } {
+function realSources(spec: string): { sources: RealSource[]; wikisqlNames: WikiTableNames } {
   const sources = (spec === "all" || spec === "" ? [...REAL_SOURCES] : spec.split(",").map((x) => x.trim())) as RealSource[];
   const unknown = sources.filter((x) => !REAL_SOURCES.includes(x));
   if (unknown.length) {
     console.error(`make-starter-model: --real takes all or a list of ${REAL_SOURCES.join(", ")}; unknown: ${unknown.join(", ")}`);
     process.exit(2);
   }
-  return { sources };
+  const names = values["wikisql-names"];
+  if (names !== "nouns" && names !== "ids") {
+    console.error(`make-starter-model: --wikisql-names is nouns or ids, got ${names}`);
+    process.exit(2);
+  }
+  return { sources, wikisqlNames: names };
 }
 
 if (Boolean(values["import-sft"]) !== Boolean(values["import-sft-log"])) {

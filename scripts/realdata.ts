@@ -1,23 +1,33 @@
 /**
  * Builds the real-question training data (see docs/real-data.md):
  *
- *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--spider-dbs N] [--no-traces]
+ *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--spider-dbs N] [--no-traces]
  *
  * Writes DIR/databases/<db_id>/<db_id>.sqlite, DIR/<source>_<split>.json (BIRD layout),
  * DIR/train_sft.jsonl (SFT traces of the train items) and DIR/realdata.json (counts, dropped
  * questions by reason, file hashes), printing progress as it goes.
  */
 import { resolve } from "node:path";
-import { REAL_SOURCES, generateRealData, type RealSource } from "../src/realdata/index.js";
+import { REAL_SOURCES, generateRealData, type RealSource, type WikiTableNames } from "../src/realdata/index.js";
 
-const USAGE = "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--spider-dbs N] [--no-traces]";
+const USAGE =
+  "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--spider-dbs N] [--no-traces]";
 
-function parse(argv: string[]): { out: string; seed: number; sources: RealSource[]; wikisqlTables?: number; spiderDatabases?: number; traces: boolean } {
+function parse(argv: string[]): {
+  out: string;
+  seed: number;
+  sources: RealSource[];
+  wikisqlTables?: number;
+  wikisqlNames?: WikiTableNames;
+  spiderDatabases?: number;
+  traces: boolean;
+} {
   let out: string | undefined;
   let seed = 1;
   let sources: RealSource[] = [...REAL_SOURCES];
   let wikisqlTables: number | undefined;
   let spiderDatabases: number | undefined;
+  let wikisqlNames: WikiTableNames | undefined;
   let traces = true;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -40,7 +50,11 @@ function parse(argv: string[]): { out: string; seed: number; sources: RealSource
         .filter(Boolean) as RealSource[];
       for (const s of sources) if (!REAL_SOURCES.includes(s)) throw new Error(`unknown source ${s} (one of ${REAL_SOURCES.join(", ")})\n${USAGE}`);
     } else if (arg === "--wikisql-tables") wikisqlTables = int(value(), 1);
-    else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
+    else if (arg === "--wikisql-names") {
+      const v = value();
+      if (v !== "nouns" && v !== "ids") throw new Error(`--wikisql-names is nouns or ids\n${USAGE}`);
+      wikisqlNames = v;
+    } else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
     else if (arg === "--no-traces") traces = false;
     else if (arg === "--help" || arg === "-h") {
       console.log(USAGE);
@@ -54,6 +68,7 @@ function parse(argv: string[]): { out: string; seed: number; sources: RealSource
     sources,
     ...(wikisqlTables !== undefined ? { wikisqlTables } : {}),
     ...(spiderDatabases !== undefined ? { spiderDatabases } : {}),
+    ...(wikisqlNames !== undefined ? { wikisqlNames } : {}),
     traces,
   };
 }

@@ -12,7 +12,7 @@ import { approxRecordTokens, buildTraces, schemaText, type TraceItem } from "../
 import { buildAdvising } from "./advising.js";
 import { defaultDataDir, readWikiSqlEntries, type RealSplit } from "./source.js";
 import { buildSpider } from "./spider.js";
-import { buildWikiTable, checkWikiTable, wikiDatabase, wikiPools, wikiQuestions, type WikiQuestion } from "./wikisql.js";
+import { buildWikiTable, checkWikiTable, type WikiQuestion, type WikiTableNames, wikiDatabase, wikiPools, wikiQuestions } from "./wikisql.js";
 
 /** Bump when the output changes for the same seed. */
 export const REAL_DATA_VERSION = 2;
@@ -33,6 +33,8 @@ export interface RealDataOptions {
   sources?: readonly RealSource[];
   /** Build only the first N WikiSQL tables (in file order of their first question). Default all. */
   wikisqlTables?: number;
+  /** How WikiSQL tables are named ({@link WikiTableNames}). Default "nouns"; "ids" rebuilds the v3 starter's data. */
+  wikisqlNames?: WikiTableNames;
   /** Spider databases to build (in file order). Default all 164. */
   spiderDatabases?: number;
   /** Write `train_sft.jsonl`. Default true. */
@@ -108,7 +110,7 @@ function buildWikiSql(outDir: string, seed: number, options: RealDataOptions, pr
   const items: RealItem[] = [];
   let n = 0;
   for (const id of ids) {
-    const table = buildWikiTable(id, byTable.get(id)!, pools, `reex-real:${seed}:wikisql`);
+    const table = buildWikiTable(id, byTable.get(id)!, pools, `reex-real:${seed}:wikisql`, options.wikisqlNames);
     const db = wikiDatabase(table);
     const checked = checkWikiTable(db, table);
     writeDb(outDir, table.dbId, db.serialize());

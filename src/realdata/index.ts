@@ -42,6 +42,7 @@ export {
   type WikiPools,
   type WikiQuestion,
   type WikiTable,
+  type WikiTableNames,
 } from "./wikisql.js";
 export {
   ADVISING_DB_ID,

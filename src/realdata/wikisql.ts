@@ -54,6 +54,12 @@ export interface WikiTable {
   questions: WikiQuestion[];
 }
 
+/**
+ * How rebuilt WikiSQL tables are named: "nouns", by what their headers suggest ({@link wikiTableName},
+ * real-data version 2), or "ids", `table_<id>` (`table_1_1000181_1`, version 1: the v3 starter's training data).
+ */
+export type WikiTableNames = "nouns" | "ids";
+
 /** A WikiSQL question that runs on its rebuilt table and returns rows. */
 export type WikiItem = RealItem;
 
@@ -302,7 +308,13 @@ export const WIKI_OTHER_ROWS: readonly [number, number] = [4, 12];
 export const WIKI_COLUMNS: readonly [number, number] = [5, 9];
 
 /** Builds the table of one WikiSQL table id from its questions; deterministic for `seed`. */
-export function buildWikiTable(tableId: string, questions: readonly WikiQuestion[], pools: WikiPools, seed: string): WikiTable {
+export function buildWikiTable(
+  tableId: string,
+  questions: readonly WikiQuestion[],
+  pools: WikiPools,
+  seed: string,
+  names: WikiTableNames = "nouns",
+): WikiTable {
   const rng = new Rng(`${seed}:${tableId}`);
   const known: string[] = [];
   for (const q of questions) for (const c of [q.select, ...q.conds.map((x) => x.column)]) if (!known.includes(c)) known.push(c);
@@ -384,10 +396,13 @@ export function buildWikiTable(tableId: string, questions: readonly WikiQuestion
   return {
     tableId,
     dbId: `wikisql_${id}`,
-    name: wikiTableName(
-      ordered.filter((c) => !c.distractor).map((c) => c.canonical),
-      ordered.map((c) => c.name),
-    ),
+    name:
+      names === "ids"
+        ? `table_${id}`
+        : wikiTableName(
+            ordered.filter((c) => !c.distractor).map((c) => c.canonical),
+            ordered.map((c) => c.name),
+          ),
     split,
     columns: ordered,
     rows: rng.shuffle(rows),

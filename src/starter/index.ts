@@ -14,7 +14,7 @@ import { formatCheck, preparePrompt, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
-import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource } from "../realdata/index.js";
+import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
 import { ExecutorPool } from "../sql/index.js";
 import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
@@ -228,7 +228,7 @@ export interface StarterOptions {
    * Real questions beside the synthetic ones (`src/realdata`: WikiSQL, Advising, Spider's schemas), built into `<work>/real`;
    * their traces and the synthetic ones make `<work>/train_sft.jsonl`, which the tokenizer and every SFT stage read. Default none.
    */
-  real?: { sources?: readonly RealSource[]; dataDir?: string; wikisqlTables?: number; spiderDatabases?: number };
+  real?: { sources?: readonly RealSource[]; dataDir?: string; wikisqlTables?: number; spiderDatabases?: number; wikisqlNames?: WikiTableNames };
   /**
    * Stop after pre-tokenizing (stages 1–4): `<work>/sft.gguf` is the untrained initial model and report.json has no SFT
    * stage, ready for an `importSft` stage trained elsewhere on `<work>/sft_tokens.jsonl`. Default false.
@@ -598,6 +598,7 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
       ...(options.real.dataDir ? { dataDir: options.real.dataDir } : {}),
       ...(options.real.wikisqlTables ? { wikisqlTables: options.real.wikisqlTables } : {}),
       ...(options.real.spiderDatabases ? { spiderDatabases: options.real.spiderDatabases } : {}),
+      ...(options.real.wikisqlNames ? { wikisqlNames: options.real.wikisqlNames } : {}),
       onProgress: (line) => log(`      ${line}`),
     });
     sftPath = join(work, "train_sft.jsonl");
