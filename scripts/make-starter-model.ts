@@ -7,7 +7,7 @@
  *       [--pack-tokens 1536] [--family-weights execution-aware=1,standard=0.4,direct=0.4] [--eval-every 150] [--eval-frac 0.02] [--check 20]
  *       [--reuse-sft] [--sft-more-minutes 0] [--sft-more-steps 0] [--sft-more-lr 8e-4] [--sft-more-batch-tokens N] [--sft-more-db-weights PREFIX=W,…]
  *       [--sft-device cpu|cuda|auto] [--from MODEL.gguf] [--import-sft SFT.gguf --import-sft-log LOSS.jsonl] [--no-grpo]
- *       [--card models/MODEL_CARD.md] [--context 1024] [--real all|wikisql,advising,spider] [--wikisql-names nouns|ids] [--prepare-only] [--data-only]
+ *       [--card models/MODEL_CARD.md] [--context 1024] [--real all|wikisql,advising,spider] [--wikisql-names nouns|ids] [--wikisql-others 2] [--prepare-only] [--data-only]
  *   npx tsx scripts/make-starter-model.ts --card-from .reex/starter/report.json [--eval eval-out/starter/report.json] [--notes FILE]
  *       (rewrite the card only, with the EX table of a `reex eval --runs` report)
  *
@@ -32,8 +32,9 @@
  * --data reads `gzip`ped tokens too: 3,000 databases' 410 MB of JSONL gzip to 14 MB)
  * and goes on from it as --reuse-sft does.
  * --real mixes real questions (src/realdata: WikiSQL, Advising, Spider's schemas; docs/real-data.md) into the SFT records and the
- * tokenizer's text; --wikisql-names ids names WikiSQL's tables `table_<id>` as real-data version 1 did (the v3 starter's data;
- * default nouns, version 2); --data-only stops after the data and evaluation files; --prepare-only stops after pre-tokenizing, for an SFT stage trained elsewhere and brought back with --import-sft.
+ * tokenizer's text; --wikisql-names ids names WikiSQL's tables `table_<id>` and --wikisql-others 0 gives each its own database,
+ * as real-data version 1 did (the v3 starter's data; version 2: nouns, and 0–2 other tables of the split beside each);
+ * --data-only stops after the data and evaluation files; --prepare-only stops after pre-tokenizing, for an SFT stage trained elsewhere and brought back with --import-sft.
  * report.json keeps every stage and every command, oldest first, and the card lists them.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -93,6 +94,7 @@ const OPTIONS = {
   "card-from": { type: "string" },
   real: { type: "string" },
   "wikisql-names": { type: "string", default: "nouns" },
+  "wikisql-others": { type: "string", default: "2" },
   "prepare-only": { type: "boolean", default: false },
   "data-only": { type: "boolean", default: false },
   context: { type: "string", default: "1024" },
@@ -154,7 +156,7 @@ function grpoPick(v: string | undefined): StarterGrpoPick {
   process.exit(2);
 }
 
-function realSources(spec: string): { sources: RealSource[]; wikisqlNames: WikiTableNames } {
+function realSources(spec: string): { sources: RealSource[]; wikisqlNames: WikiTableNames; wikisqlOthers: number } {
   const sources = (spec === "all" || spec === "" ? [...REAL_SOURCES] : spec.split(",").map((x) => x.trim())) as RealSource[];
   const unknown = sources.filter((x) => !REAL_SOURCES.includes(x));
   if (unknown.length) {
@@ -166,7 +168,12 @@ function realSources(spec: string): { sources: RealSource[]; wikisqlNames: WikiT
     console.error(`make-starter-model: --wikisql-names is nouns or ids, got ${names}`);
     process.exit(2);
   }
-  return { sources, wikisqlNames: names };
+  const others = Number(values["wikisql-others"]);
+  if (!Number.isInteger(others) || others < 0) {
+    console.error(`make-starter-model: --wikisql-others is a whole number of tables, got ${values["wikisql-others"]}`);
+    process.exit(2);
+  }
+  return { sources, wikisqlNames: names, wikisqlOthers: others };
 }
 
 if (Boolean(values["import-sft"]) !== Boolean(values["import-sft-log"])) {

@@ -1,7 +1,7 @@
 /**
  * Builds the real-question training data (see docs/real-data.md):
  *
- *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--spider-dbs N] [--no-traces]
+ *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-traces]
  *
  * Writes DIR/databases/<db_id>/<db_id>.sqlite, DIR/<source>_<split>.json (BIRD layout),
  * DIR/train_sft.jsonl (SFT traces of the train items) and DIR/realdata.json (counts, dropped
@@ -11,7 +11,7 @@ import { resolve } from "node:path";
 import { REAL_SOURCES, generateRealData, type RealSource, type WikiTableNames } from "../src/realdata/index.js";
 
 const USAGE =
-  "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--spider-dbs N] [--no-traces]";
+  "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-traces]";
 
 function parse(argv: string[]): {
   out: string;
@@ -19,6 +19,7 @@ function parse(argv: string[]): {
   sources: RealSource[];
   wikisqlTables?: number;
   wikisqlNames?: WikiTableNames;
+  wikisqlOthers?: number;
   spiderDatabases?: number;
   traces: boolean;
 } {
@@ -28,6 +29,7 @@ function parse(argv: string[]): {
   let wikisqlTables: number | undefined;
   let spiderDatabases: number | undefined;
   let wikisqlNames: WikiTableNames | undefined;
+  let wikisqlOthers: number | undefined;
   let traces = true;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -54,7 +56,8 @@ function parse(argv: string[]): {
       const v = value();
       if (v !== "nouns" && v !== "ids") throw new Error(`--wikisql-names is nouns or ids\n${USAGE}`);
       wikisqlNames = v;
-    } else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
+    } else if (arg === "--wikisql-others") wikisqlOthers = int(value(), 0);
+    else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
     else if (arg === "--no-traces") traces = false;
     else if (arg === "--help" || arg === "-h") {
       console.log(USAGE);
@@ -69,6 +72,7 @@ function parse(argv: string[]): {
     ...(wikisqlTables !== undefined ? { wikisqlTables } : {}),
     ...(spiderDatabases !== undefined ? { spiderDatabases } : {}),
     ...(wikisqlNames !== undefined ? { wikisqlNames } : {}),
+    ...(wikisqlOthers !== undefined ? { wikisqlOthers } : {}),
     traces,
   };
 }

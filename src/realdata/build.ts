@@ -12,7 +12,17 @@ import { approxRecordTokens, buildTraces, schemaText, type TraceItem } from "../
 import { buildAdvising } from "./advising.js";
 import { defaultDataDir, readWikiSqlEntries, type RealSplit } from "./source.js";
 import { buildSpider } from "./spider.js";
-import { buildWikiTable, checkWikiTable, type WikiQuestion, type WikiTableNames, wikiDatabase, wikiPools, wikiQuestions } from "./wikisql.js";
+import {
+  buildWikiTable,
+  checkWikiTable,
+  type WikiQuestion,
+  type WikiTable,
+  type WikiTableNames,
+  wikiDatabase,
+  wikiNeighbours,
+  wikiPools,
+  wikiQuestions,
+} from "./wikisql.js";
 
 /** Bump when the output changes for the same seed. */
 export const REAL_DATA_VERSION = 2;
@@ -33,8 +43,14 @@ export interface RealDataOptions {
   sources?: readonly RealSource[];
   /** Build only the first N WikiSQL tables (in file order of their first question). Default all. */
   wikisqlTables?: number;
-  /** How WikiSQL tables are named ({@link WikiTableNames}). Default "nouns"; "ids" rebuilds the v3 starter's data. */
+  /** How WikiSQL tables are named ({@link WikiTableNames}). Default "nouns"; "ids" with `wikisqlOthers: 0` rebuilds the v3 starter's data. */
   wikisqlNames?: WikiTableNames;
+  /**
+   * Most other WikiSQL tables of the same split put beside each table in its database (each gets 0
+   * to this many, seeded), so that natural questions meet schemas of several tables. Default 2;
+   * 0: one table a database, as real-data version 1.
+   */
+  wikisqlOthers?: number;
   /** Spider databases to build (in file order). Default all 164. */
   spiderDatabases?: number;
   /** Write `train_sft.jsonl`. Default true. */
@@ -108,10 +124,17 @@ function buildWikiSql(outDir: string, seed: number, options: RealDataOptions, pr
   const ids = [...byTable.keys()].slice(0, options.wikisqlTables ?? byTable.size);
   progress(`wikisql: ${total} questions read, ${questions.length} parsed, ${ids.length} tables to build`);
   const items: RealItem[] = [];
+  const tables = ids.map((id) => buildWikiTable(id, byTable.get(id)!, pools, `reex-real:${seed}:wikisql`, options.wikisqlNames));
+  const bySplit = new Map<RealSplit, WikiTable[]>();
+  for (const t of tables) {
+    const list = bySplit.get(t.split);
+    if (list) list.push(t);
+    else bySplit.set(t.split, [t]);
+  }
   let n = 0;
-  for (const id of ids) {
-    const table = buildWikiTable(id, byTable.get(id)!, pools, `reex-real:${seed}:wikisql`, options.wikisqlNames);
-    const db = wikiDatabase(table);
+  for (const table of tables) {
+    const others = wikiNeighbours(table, bySplit.get(table.split)!, options.wikisqlOthers ?? 2, `reex-real:${seed}:wikisql`);
+    const db = wikiDatabase(table, others);
     const checked = checkWikiTable(db, table);
     writeDb(outDir, table.dbId, db.serialize());
     db.close();

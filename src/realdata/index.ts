@@ -29,6 +29,7 @@ export {
   sqlName,
   typedLiteral,
   wikiColumnName,
+  wikiNeighbours,
   wikiTableName,
   wikiDatabase,
   wikiGoldSql,

@@ -461,16 +461,38 @@ export function wikiGoldSql(table: WikiTable, q: WikiQuestion): string {
   return `SELECT ${head} FROM ${table.name}${where ? ` WHERE ${where}` : ""}`;
 }
 
-/** The table as an in-memory SQLite database (page size 4096); `serialize()` gives the file's bytes. */
-export function wikiDatabase(table: WikiTable): Database.Database {
+/** The table, and `others` beside it, as an in-memory SQLite database (page size 4096); `serialize()` gives the file's bytes. */
+export function wikiDatabase(table: WikiTable, others: readonly WikiTable[] = []): Database.Database {
   const db = new Database(":memory:");
   db.pragma("page_size = 4096");
-  db.exec(`CREATE TABLE ${table.name} (\n  ${table.columns.map((c) => `${c.name} ${c.type}`).join(",\n  ")}\n)`);
-  const insert = db.prepare(`INSERT INTO ${table.name} VALUES (${table.columns.map(() => "?").join(", ")})`);
-  db.transaction(() => {
-    for (const r of table.rows) insert.run(...r);
-  })();
+  for (const t of [table, ...others]) {
+    db.exec(`CREATE TABLE ${t.name} (\n  ${t.columns.map((c) => `${c.name} ${c.type}`).join(",\n  ")}\n)`);
+    const insert = db.prepare(`INSERT INTO ${t.name} VALUES (${t.columns.map(() => "?").join(", ")})`);
+    db.transaction(() => {
+      for (const r of t.rows) insert.run(...r);
+    })();
+  }
   return db;
+}
+
+/**
+ * Up to `most` other tables of `table`'s split to put beside it in its database (0 to `most`,
+ * seeded by `seed` and the table), none named as it or as another one: a question written for one
+ * table, asked over several, must pick its table by name.
+ */
+export function wikiNeighbours(table: WikiTable, sameSplit: readonly WikiTable[], most: number, seed: string): WikiTable[] {
+  if (most <= 0 || sameSplit.length < 2) return [];
+  const rng = new Rng(`${seed}:${table.tableId}:neighbours`);
+  const want = rng.int(0, most);
+  const out: WikiTable[] = [];
+  const names = new Set([table.name]);
+  for (let tries = 0; out.length < want && tries < 8 * most; tries++) {
+    const other = rng.pick(sameSplit);
+    if (names.has(other.name)) continue;
+    names.add(other.name);
+    out.push(other);
+  }
+  return out;
 }
 
 const AGG_WORD: Record<WikiAgg, string> = { "": "", COUNT: "count of ", MAX: "largest ", MIN: "smallest ", SUM: "total ", AVG: "average " };

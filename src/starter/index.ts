@@ -228,7 +228,14 @@ export interface StarterOptions {
    * Real questions beside the synthetic ones (`src/realdata`: WikiSQL, Advising, Spider's schemas), built into `<work>/real`;
    * their traces and the synthetic ones make `<work>/train_sft.jsonl`, which the tokenizer and every SFT stage read. Default none.
    */
-  real?: { sources?: readonly RealSource[]; dataDir?: string; wikisqlTables?: number; spiderDatabases?: number; wikisqlNames?: WikiTableNames };
+  real?: {
+    sources?: readonly RealSource[];
+    dataDir?: string;
+    wikisqlTables?: number;
+    spiderDatabases?: number;
+    wikisqlNames?: WikiTableNames;
+    wikisqlOthers?: number;
+  };
   /**
    * Stop after pre-tokenizing (stages 1–4): `<work>/sft.gguf` is the untrained initial model and report.json has no SFT
    * stage, ready for an `importSft` stage trained elsewhere on `<work>/sft_tokens.jsonl`. Default false.
@@ -599,6 +606,7 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
       ...(options.real.wikisqlTables ? { wikisqlTables: options.real.wikisqlTables } : {}),
       ...(options.real.spiderDatabases ? { spiderDatabases: options.real.spiderDatabases } : {}),
       ...(options.real.wikisqlNames ? { wikisqlNames: options.real.wikisqlNames } : {}),
+      ...(options.real.wikisqlOthers !== undefined ? { wikisqlOthers: options.real.wikisqlOthers } : {}),
       onProgress: (line) => log(`      ${line}`),
     });
     sftPath = join(work, "train_sft.jsonl");

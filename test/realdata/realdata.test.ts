@@ -155,6 +155,52 @@ describe("WikiSQL's SQL rewritten to SQLite", () => {
   });
 });
 
+describe("WikiSQL databases", () => {
+  afterAll(() => closeDirectConnections());
+
+  /** Each database's tables (name → CREATE statement), per split, of a build of the first 60 tables. */
+  const build = (options: Parameters<typeof generateRealData>[1]) => {
+    const out = mkdtempSync(join(tmpdir(), "reex-wikidbs-"));
+    generateRealData(out, { seed: 1, sources: ["wikisql"], wikisqlTables: 60, traces: false, ...options });
+    const splits = new Map<string, Map<string, { main: string; tables: Map<string, string> }>>();
+    for (const split of ["train", "dev", "test"]) {
+      const file = join(out, `wikisql_${split}.json`);
+      if (!existsSync(file)) continue;
+      const dbs = new Map<string, { main: string; tables: Map<string, string> }>();
+      for (const q of JSON.parse(readFileSync(file, "utf8")) as { db_id: string; SQL: string }[]) {
+        if (dbs.has(q.db_id)) continue;
+        const db = new Database(realDbPath(out, q.db_id), { readonly: true });
+        const rows = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'").all() as { name: string; sql: string }[];
+        db.close();
+        dbs.set(q.db_id, { main: / FROM (\w+)/.exec(q.SQL)![1]!, tables: new Map(rows.map((r) => [r.name, r.sql])) });
+      }
+      splits.set(split, dbs);
+    }
+    return splits;
+  };
+
+  it("put up to two other tables of the same split beside a table, none sharing a name", () => {
+    const splits = build({});
+    const counts = new Set<number>();
+    for (const dbs of splits.values()) {
+      const mains = new Set([...dbs.values()].map((d) => d.tables.get(d.main)!));
+      for (const d of dbs.values()) {
+        expect(d.tables.has(d.main)).toBe(true);
+        expect(d.tables.size).toBeLessThanOrEqual(3);
+        counts.add(d.tables.size);
+        // every other table is another database's own table of the same split (no test table beside a train one)
+        for (const sql of d.tables.values()) expect(mains.has(sql)).toBe(true);
+      }
+    }
+    expect([...counts].sort()).toEqual([1, 2, 3]);
+  }, 60_000);
+
+  it("are version 1's one table named table_<id> with wikisqlNames ids and wikisqlOthers 0", () => {
+    for (const dbs of build({ wikisqlNames: "ids", wikisqlOthers: 0 }).values())
+      for (const [id, d] of dbs) expect([...d.tables.keys()]).toEqual([`table_${id.slice("wikisql_".length)}`]);
+  }, 60_000);
+});
+
 describe("Advising's SQL rewritten to SQLite", () => {
   it("fills placeholders (bare numbers, quoted text, inside LIKE), single-quotes strings and lower-cases names", () => {
     const sql =
