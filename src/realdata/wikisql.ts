@@ -46,7 +46,7 @@ export interface WikiColumn {
 export interface WikiTable {
   tableId: string;
   dbId: string;
-  /** SQLite table name, a plural noun its headers suggest (`episodes`, `races`; {@link wikiTableName}). */
+  /** SQLite table name: a plural noun its headers suggest (`episodes`, `races`; {@link wikiTableName}), or `table_<id>` where names are "ids". */
   name: string;
   split: RealSplit;
   columns: WikiColumn[];
