@@ -49,6 +49,12 @@ export const COUNTRIES: readonly Country[] = [
   { name: "Ireland", text: "Ireland", iso2: "IE", iso3: "IRL" },
   { name: "Portugal", text: "Portugal", iso2: "PT", iso3: "PRT" },
   { name: "Australia", text: "Australia", iso2: "AU", iso3: "AUS" },
+  { name: "South Korea", text: "South Korea", iso2: "KR", iso3: "KOR" },
+  { name: "China", text: "China", iso2: "CN", iso3: "CHN" },
+  { name: "Nigeria", text: "Nigeria", iso2: "NG", iso3: "NGA" },
+  { name: "Norway", text: "Norway", iso2: "NO", iso3: "NOR" },
+  { name: "Poland", text: "Poland", iso2: "PL", iso3: "POL" },
+  { name: "Argentina", text: "Argentina", iso2: "AR", iso3: "ARG" },
 ];
 
 export const CITIES: readonly City[] = [

@@ -43,6 +43,8 @@ export {
   buildQuestions,
   niceNumber,
   nonTrivial,
+  numberInWords,
+  predicateOf,
   sqlString,
   type Lookup,
   type SynthQuestion,

@@ -113,7 +113,12 @@ export interface SynthQuestion {
 interface Cond {
   table: TableInst;
   col: ColumnInst;
+  /** After the noun: "from France", "that were returned". */
   phrase: string;
+  /** As the predicate of "How many {plural} …?": "come from France", "were returned". */
+  pred: string;
+  /** Before the noun, where the filter reads as an adjective: "Electronic", "returned". */
+  pre?: string;
   hint: string;
   gold: (q: string) => string;
   naive: (q: string) => string;
@@ -167,6 +172,41 @@ const fill = (template: string, vars: Record<string, string>): string => templat
 
 function singularNoun(nouns: string): string {
   return nouns.endsWith("s") ? nouns.slice(0, -1) : nouns;
+}
+
+const ING_VERBS: Readonly<Record<string, string>> = {
+  living: "live",
+  lasting: "last",
+  weighing: "weigh",
+  taking: "take",
+  departing: "depart",
+  running: "run",
+};
+const IRREGULAR_PARTICIPLES = new Set(["made", "born", "done", "sent", "held", "paid", "run", "shipped", "served", "formed"]);
+
+/**
+ * A filter phrase as the predicate of "How many {plural} …?", the way people ask:
+ * "who joined in 2020" → "joined in 2020", "living in Paris" → "live in Paris", "from France" →
+ * "come from France", "with a price above 5 dollars" → "have a price above 5 dollars", "made in 2021" →
+ * "were made in 2021", "in the Jazz genre" → "are in the Jazz genre".
+ */
+export function predicateOf(phrase: string): string {
+  const [first = "", ...rest] = phrase.split(" ");
+  const tail = rest.join(" ");
+  if (first === "who" || first === "that") return tail;
+  if (first === "from") return `come from ${tail}`;
+  if (first === "with") return `have ${tail}`;
+  const verb = ING_VERBS[first];
+  if (verb) return `${verb} ${tail}`;
+  if (first.endsWith("ed") || IRREGULAR_PARTICIPLES.has(first)) return `were ${phrase}`;
+  return `are ${phrase}`;
+}
+
+const NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"];
+
+/** A whole number from 2 to 12 in words ("four"), else in digits. */
+export function numberInWords(n: number): string {
+  return Number.isInteger(n) && n >= 2 && n <= 12 ? NUMBER_WORDS[n]! : String(n);
 }
 
 /** A round number near `v` for a question ("25 dollars", "4.5 kilograms", "90 minutes"). */
@@ -282,10 +322,13 @@ export class QuestionBuilder {
         const display = tpl.kind === "country" ? COUNTRIES.find((c) => c.name === natural)!.text : natural;
         const hintName = natural;
         const stored = sqlLiteral(storedValue(col, value));
+        const phrase = fill(tpl.phrase, { v: display });
         return {
           table: t,
           col,
-          phrase: fill(tpl.phrase, { v: display }),
+          phrase,
+          pred: predicateOf(phrase),
+          ...(tpl.kind === "category" ? { pre: display } : {}),
           hint: `${hintName} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
           naive: (q) => `${q}${col.name} = ${sqlString(natural)}`,
@@ -295,10 +338,13 @@ export class QuestionBuilder {
       case "bool": {
         const positive = rng.chance(0.7);
         const stored = sqlLiteral(storedValue(col, positive));
+        const phrase = positive ? tpl.yes : tpl.no;
         return {
           table: t,
           col,
-          phrase: positive ? tpl.yes : tpl.no,
+          phrase,
+          pred: predicateOf(phrase),
+          ...(positive ? { pre: tpl.word } : {}),
           hint: `${tpl.word} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
           naive: (q) => `${q}${col.name} = ${positive ? 1 : 0}`,
@@ -329,10 +375,12 @@ export class QuestionBuilder {
                 literal: String(stored),
                 purpose: "threshold",
               };
+        const phrase = fill(tpl.phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] });
         return {
           table: t,
           col,
-          phrase: fill(tpl.phrase, { n: String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] }),
+          phrase,
+          pred: predicateOf(phrase),
           hint: `${tpl.noun} refers to ${where}`,
           gold: (q) => `${q}${col.name} ${op} ${stored}`,
           naive: (q) => `${q}${col.name} ${op} ${n}`,
@@ -346,10 +394,12 @@ export class QuestionBuilder {
         if (byMonth && col.encoding === "dmy" && !rows.some((r) => Number(String(r[col.key]).slice(8, 10)) > 12)) return null;
         const text = byMonth ? `${MONTHS[Number(month) - 1]} ${year}` : year;
         const pattern = sqlString(datePattern(col.encoding, year, byMonth ? month : undefined));
+        const phrase = fill(tpl.phrase, { v: text });
         return {
           table: t,
           col,
-          phrase: fill(tpl.phrase, { v: text }),
+          phrase,
+          pred: predicateOf(phrase),
           hint: `${text} refers to ${where}`,
           gold: (q) => `${q}${col.name} LIKE ${pattern}`,
           naive: (q) => (byMonth ? `STRFTIME('%Y-%m', ${q}${col.name}) = '${year}-${month}'` : `STRFTIME('%Y', ${q}${col.name}) = '${year}'`),
@@ -436,7 +486,17 @@ export class QuestionBuilder {
     if (!f) return null;
     return {
       template: kind,
-      question: fill(this.variant(["How many {p} {f} are there?", "Count the {p} {f}.", "What is the number of {p} {f}?"]), { p: t.plural, f: f.phrase }),
+      question: fill(
+        this.variant([
+          "How many {p} {f} are there?",
+          "Count the {p} {f}.",
+          "What is the number of {p} {f}?",
+          "How many {p} {pred}?",
+          "How many {p} {pred}?",
+          f.pre ? "How many {pre} {p} are there?" : "How many {p} {pred}?",
+        ]),
+        { p: t.plural, f: f.phrase, pred: f.pred, pre: f.pre ?? "" },
+      ),
       goal: `count ${t.plural} ${f.phrase}`,
       conds: [f],
       SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f.gold("")}`,
@@ -456,11 +516,16 @@ export class QuestionBuilder {
     const nouns = (label.template as { nouns: string }).nouns;
     return {
       template: kind,
-      question: fill(this.variant(["List the {n} of {p} {f}.", "Give the {n} of the {p} {f}.", "What are the {n} of {p} {f}?"]), {
-        n: nouns,
-        p: t.plural,
-        f: f.phrase,
-      }),
+      question: fill(
+        this.variant([
+          "List the {n} of {p} {f}.",
+          "Give the {n} of the {p} {f}.",
+          "What are the {n} of {p} {f}?",
+          "List the {n} of the {p} that {pred}.",
+          f.pre ? "List the {n} of the {pre} {p}." : "What are the {n} of the {p} that {pred}?",
+        ]),
+        { n: nouns, p: t.plural, f: f.phrase, pred: f.pred, pre: f.pre ?? "" },
+      ),
       goal: `list the ${nouns} of ${t.plural} ${f.phrase}`,
       conds: [f],
       SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")}`,
@@ -480,7 +545,15 @@ export class QuestionBuilder {
     if (!f2) return null;
     return {
       template: kind,
-      question: fill(this.variant(["How many {p} {a} {b} are there?", "Count the {p} {a} {b}."]), { p: t.plural, a: f1.phrase, b: f2.phrase }),
+      question: fill(
+        this.variant([
+          "How many {p} {a} {b} are there?",
+          "Count the {p} {a} {b}.",
+          "How many {p} {a} {predb}?",
+          f1.pre ? "How many {prea} {p} {predb}?" : "How many {p} {a} {predb}?",
+        ]),
+        { p: t.plural, a: f1.phrase, b: f2.phrase, predb: f2.pred, prea: f1.pre ?? "" },
+      ),
       goal: `count ${t.plural} ${f1.phrase} ${f2.phrase}`,
       conds: [f1, f2],
       SQL: `SELECT COUNT(*) FROM ${t.name} WHERE ${f1.gold("")} AND ${f2.gold("")}`,
@@ -502,7 +575,10 @@ export class QuestionBuilder {
     const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
     return {
       template: kind,
-      question: `What is the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}?`,
+      question:
+        f.pre && rng.chance(0.4)
+          ? `What is the ${word} ${m.noun}${m.unitText} of ${f.pre} ${t.plural}?`
+          : `What is the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}?`,
       goal: `the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}`,
       conds: [f],
       measure: m,

@@ -14,6 +14,8 @@ import {
   formatDate,
   generateSynth,
   niceNumber,
+  numberInWords,
+  predicateOf,
   sqlString,
   synthDbPath,
   type SynthItem,
@@ -216,6 +218,21 @@ describe("synthetic data: questions", () => {
     }
   });
 
+  it("asks as people do: the filter as a verb phrase or an adjective, small numbers in words", () => {
+    const questions = all().map((q) => q.question);
+    // "How many customers come from Germany?", not only "How many customers from Germany are there?"
+    expect(questions.filter((q) => /^How many \w+ (come from|live in|were|are|have) [^?]*\?$/.test(q) && !q.endsWith("are there?")).length).toBeGreaterThan(20);
+    const adjectival = all().filter(
+      (q) => q.template === "count" && q.lookups.some((l) => l.attr === "category" && q.question.startsWith(`How many ${l.text} `)),
+    );
+    expect(adjectival.length).toBeGreaterThan(0);
+    expect(
+      questions.some((q) =>
+        /\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) (minutes|kilograms|dollars|pages|nights|units|credits|times)\b/.test(q),
+      ),
+    ).toBe(true);
+  });
+
   it("uses the templates' SQL shapes: joins, GROUP BY, HAVING, nesting, ORDER BY LIMIT", () => {
     const sqls = all().map((q) => q.SQL);
     for (const re of [/INNER JOIN/, /GROUP BY/, /HAVING COUNT/, /\(SELECT/, /ORDER BY .* LIMIT 1/, /CAST\(SUM\(CASE WHEN/]) {
@@ -234,6 +251,28 @@ describe("synthetic data: helpers", () => {
     expect(formatDate("2021-03-04", "mdy")).toBe("03/04/2021");
     expect(formatDate("2021-03-04", "compact")).toBe("20210304");
     expect(formatDate("2021-03-04", "slash")).toBe("2021/03/04");
+  });
+
+  it("turns a filter phrase into the predicate of a question", () => {
+    expect(predicateOf("who joined in 2020")).toBe("joined in 2020");
+    expect(predicateOf("that were not paid")).toBe("were not paid");
+    expect(predicateOf("from France")).toBe("come from France");
+    expect(predicateOf("living in Paris")).toBe("live in Paris");
+    expect(predicateOf("lasting more than 4 minutes")).toBe("last more than 4 minutes");
+    expect(predicateOf("with blood type O-")).toBe("have blood type O-");
+    expect(predicateOf("made in March 2021")).toBe("were made in March 2021");
+    expect(predicateOf("placed in 2023")).toBe("were placed in 2023");
+    expect(predicateOf("formed before 1990")).toBe("were formed before 1990");
+    expect(predicateOf("in the Jazz genre")).toBe("are in the Jazz genre");
+    expect(predicateOf("of type repair")).toBe("are of type repair");
+  });
+
+  it("writes small whole numbers in words", () => {
+    expect(numberInWords(4)).toBe("four");
+    expect(numberInWords(12)).toBe("twelve");
+    expect(numberInWords(1)).toBe("1");
+    expect(numberInWords(13)).toBe("13");
+    expect(numberInWords(2.5)).toBe("2.5");
   });
 
   it("rounds thresholds to numbers a person would say", () => {
