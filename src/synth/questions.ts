@@ -115,8 +115,6 @@ interface Cond {
   col: ColumnInst;
   /** After the noun: "from France", "that were returned". */
   phrase: string;
-  /** As the predicate of "How many {plural} …?": "come from France", "were returned". */
-  pred: string;
   /** Before the noun, where the filter reads as an adjective: "Electronic", "returned". */
   pre?: string;
   hint: string;
@@ -322,12 +320,10 @@ export class QuestionBuilder {
         const display = tpl.kind === "country" ? COUNTRIES.find((c) => c.name === natural)!.text : natural;
         const hintName = natural;
         const stored = sqlLiteral(storedValue(col, value));
-        const phrase = fill(tpl.phrase, { v: display });
         return {
           table: t,
           col,
-          phrase,
-          pred: predicateOf(phrase),
+          phrase: fill(tpl.phrase, { v: display }),
           ...(tpl.kind === "category" ? { pre: display } : {}),
           hint: `${hintName} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
@@ -338,12 +334,10 @@ export class QuestionBuilder {
       case "bool": {
         const positive = rng.chance(0.7);
         const stored = sqlLiteral(storedValue(col, positive));
-        const phrase = positive ? tpl.yes : tpl.no;
         return {
           table: t,
           col,
-          phrase,
-          pred: predicateOf(phrase),
+          phrase: positive ? tpl.yes : tpl.no,
           ...(positive ? { pre: tpl.word } : {}),
           hint: `${tpl.word} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
@@ -375,12 +369,10 @@ export class QuestionBuilder {
                 literal: String(stored),
                 purpose: "threshold",
               };
-        const phrase = fill(tpl.phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] });
         return {
           table: t,
           col,
-          phrase,
-          pred: predicateOf(phrase),
+          phrase: fill(tpl.phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] }),
           hint: `${tpl.noun} refers to ${where}`,
           gold: (q) => `${q}${col.name} ${op} ${stored}`,
           naive: (q) => `${q}${col.name} ${op} ${n}`,
@@ -394,12 +386,10 @@ export class QuestionBuilder {
         if (byMonth && col.encoding === "dmy" && !rows.some((r) => Number(String(r[col.key]).slice(8, 10)) > 12)) return null;
         const text = byMonth ? `${MONTHS[Number(month) - 1]} ${year}` : year;
         const pattern = sqlString(datePattern(col.encoding, year, byMonth ? month : undefined));
-        const phrase = fill(tpl.phrase, { v: text });
         return {
           table: t,
           col,
-          phrase,
-          pred: predicateOf(phrase),
+          phrase: fill(tpl.phrase, { v: text }),
           hint: `${text} refers to ${where}`,
           gold: (q) => `${q}${col.name} LIKE ${pattern}`,
           naive: (q) => (byMonth ? `STRFTIME('%Y-%m', ${q}${col.name}) = '${year}-${month}'` : `STRFTIME('%Y', ${q}${col.name}) = '${year}'`),
@@ -495,7 +485,7 @@ export class QuestionBuilder {
           "How many {p} {pred}?",
           f.pre ? "How many {pre} {p} are there?" : "How many {p} {pred}?",
         ]),
-        { p: t.plural, f: f.phrase, pred: f.pred, pre: f.pre ?? "" },
+        { p: t.plural, f: f.phrase, pred: predicateOf(f.phrase), pre: f.pre ?? "" },
       ),
       goal: `count ${t.plural} ${f.phrase}`,
       conds: [f],
@@ -524,7 +514,7 @@ export class QuestionBuilder {
           "List the {n} of the {p} that {pred}.",
           f.pre ? "List the {n} of the {pre} {p}." : "What are the {n} of the {p} that {pred}?",
         ]),
-        { n: nouns, p: t.plural, f: f.phrase, pred: f.pred, pre: f.pre ?? "" },
+        { n: nouns, p: t.plural, f: f.phrase, pred: predicateOf(f.phrase), pre: f.pre ?? "" },
       ),
       goal: `list the ${nouns} of ${t.plural} ${f.phrase}`,
       conds: [f],
@@ -552,7 +542,7 @@ export class QuestionBuilder {
           "How many {p} {a} {predb}?",
           f1.pre ? "How many {prea} {p} {predb}?" : "How many {p} {a} {predb}?",
         ]),
-        { p: t.plural, a: f1.phrase, b: f2.phrase, predb: f2.pred, prea: f1.pre ?? "" },
+        { p: t.plural, a: f1.phrase, b: f2.phrase, predb: predicateOf(f2.phrase), prea: f1.pre ?? "" },
       ),
       goal: `count ${t.plural} ${f1.phrase} ${f2.phrase}`,
       conds: [f1, f2],
