@@ -481,6 +481,7 @@ export class QuestionBuilder {
           "How many {p} {f} are there?",
           "Count the {p} {f}.",
           "What is the number of {p} {f}?",
+          // the predicate frame two or three times in six: the way the examples' hand-written questions mostly ask
           "How many {p} {pred}?",
           "How many {p} {pred}?",
           f.pre ? "How many {pre} {p} are there?" : "How many {p} {pred}?",

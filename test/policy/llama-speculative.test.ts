@@ -107,8 +107,7 @@ async function expectPlainGreedy(
     expect(top - ps, `token ${i}: ${s.tokens[i]} (p ${ps}) written by one, appended by the other; plain decoding's top p ${top}`).toBeLessThan(0.05);
     return "tie";
   }
-  // (a token appended by the rollout can differ too where it repeats one the model sampled at a
-  // tie: a failing final SQL goes back as a probe)
+  // both models wrote this token (or one of them stopped here): their choices must be a near tie
   expect(b.sampled[i]).toBe(a.sampled[i]);
   const [pa, pb] = await nextTokenOdds([...prompt, ...a.tokens.slice(0, i)], a.tokens[i]!, b.tokens[i]!);
   expect(Math.abs(pa - pb), `token ${i}: plain decoding's ${a.tokens[i]} (p ${pa}) against ${b.tokens[i]} (p ${pb})`).toBeLessThan(0.05);
