@@ -164,9 +164,10 @@ describe("speculative decoding on the starter", () => {
       await expectPlainGreedy(a.prompt, a.record, m.record);
       if (same === "identical") expect(b.text).toBe(a.text);
       // a token's logits computed in a batch of several differ from a lone token's (llama.cpp's
-      // batched matrix kernels): by up to 0.04 in log-probability with drafts of up to 9 tokens
+      // batched matrix kernels): by up to 0.04 in log-probability with drafts of up to 9 tokens on v3.1,
+      // 0.07 on v3.2; a logit read off the wrong position differs by whole nats
       for (let j = 0; j < a.record.tokens.length && b.record.tokens[j] === a.record.tokens[j]; j++)
-        expect(b.record.logprobs[j]).toBeCloseTo(a.record.logprobs[j]!, 1);
+        expect(Math.abs(b.record.logprobs[j]! - a.record.logprobs[j]!)).toBeLessThan(0.1);
       expect(a.usage.draftedTokens).toBeUndefined();
       counts.push(b);
     }
