@@ -190,8 +190,7 @@ export function spiderSynthDb(schema: SpiderSchema, seed: string): { db: SynthDb
       if (tpl.kind === "label") labelTaken = true;
       const weights = ENC[tpl.kind];
       const encoding = (weights ? rng.weighted(weights) : "none") as Encoding;
-      // rows keep their primary key under `id`: a column named id that is not the key needs another
-      const inst: ColumnInst = { key: c.name === "id" ? "id:column" : c.name, name: c.name, template: tpl, encoding, sqlType: sqlTypeOf(tpl, encoding) };
+      const inst: ColumnInst = { key: c.name, name: c.name, template: tpl, encoding, sqlType: sqlTypeOf(tpl, encoding) };
       if (tpl.kind === "country") inst.choices = rng.sample(COUNTRIES, rng.int(4, 7)).map((x) => ({ value: x.name, weight: rng.int(1, 9) }));
       if (tpl.kind === "city") inst.choices = rng.sample(CITIES, rng.int(4, 7)).map((x) => ({ value: x.name, weight: rng.int(1, 9) }));
       if (tpl.kind === "category") inst.choices = tpl.values.map((v) => ({ value: v.word, weight: rng.int(1, 9) }));

@@ -57,8 +57,11 @@ export type Encoding =
 /** A natural value: label text, country / city name, category word, boolean, cents, grams, seconds, count, ISO date or parent id. */
 export type NatValue = string | number | boolean | null;
 
-/** One row in natural form, keyed by column key; `id` is the primary key. */
+/** One row in natural form, keyed by column key; its primary key under {@link ROW_KEY}. */
 export type NatRow = Record<string, NatValue>;
+
+/** Where a {@link NatRow} keeps its primary key: not a SQL name, so no column key (a Spider column named `id`) can overwrite it. */
+const ROW_KEY = "#key";
 
 /** A column as instantiated in one database. */
 export interface ColumnInst {
@@ -352,13 +355,13 @@ export function generateRows(rng: Rng, db: Omit<SynthDb, "rows">): Record<string
     for (const c of t.columns) {
       if (c.template.kind !== "ref") continue;
       const parent = rows[c.template.table]!;
-      const active = rng.shuffle(parent.map((r) => r.id as number)).slice(0, Math.max(1, Math.round(parent.length * (0.75 + 0.2 * rng.next()))));
+      const active = rng.shuffle(parent.map((r) => r[ROW_KEY] as number)).slice(0, Math.max(1, Math.round(parent.length * (0.75 + 0.2 * rng.next()))));
       refs.set(c.key, active);
     }
     const usedLabels = new Set<string>();
     const out: NatRow[] = [];
     for (let id = 1; id <= n; id++) {
-      const row: NatRow = { id };
+      const row: NatRow = { [ROW_KEY]: id };
       for (const c of t.columns) {
         if (c.template.kind === "ref") {
           const active = refs.get(c.key)!;
@@ -495,7 +498,7 @@ export function writeSynthDb(db: SynthDb, path: string): void {
         const cols = [t.pk, ...t.columns.map((c) => c.name)];
         const insert = conn.prepare(`INSERT INTO ${t.name} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`);
         for (const row of db.rows[t.key]!) {
-          insert.run(row.id as number, ...t.columns.map((c) => storedValue(c, row[c.key] ?? null)));
+          insert.run(row[ROW_KEY] as number, ...t.columns.map((c) => storedValue(c, row[c.key] ?? null)));
         }
       }
     })();
