@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -273,15 +273,20 @@ describe("template questions on a Spider schema", () => {
   it("keep a table's key distinct from a column named id that is not the key (swimming's record)", () => {
     const s = readSpiderSchemas(DATA).find((x) => x.dbId === "swimming")!;
     expect(s.tables.get("record")!.find((c) => c.pk)!.name).toBe("swimmer_id");
-    for (let seed = 0; seed < 20; seed++) {
-      const { db } = spiderSynthDb(s, `swim-${seed}`);
-      const path = join(mkdtempSync(join(tmpdir(), "reex-spider-")), "swimming.sqlite");
-      writeSynthDb(db, path);
-      const conn = new Database(path, { readonly: true });
-      const rows = conn.prepare("SELECT swimmer_id, id FROM record").all() as { swimmer_id: number; id: number | null }[];
-      conn.close();
-      expect(new Set(rows.map((r) => r.swimmer_id)).size).toBe(rows.length);
-      expect(rows.some((r) => r.id !== null)).toBe(true);
+    const dir = mkdtempSync(join(tmpdir(), "reex-spider-"));
+    try {
+      for (let seed = 0; seed < 20; seed++) {
+        const { db } = spiderSynthDb(s, `swim-${seed}`);
+        const path = join(dir, `swimming-${seed}.sqlite`);
+        writeSynthDb(db, path);
+        const conn = new Database(path, { readonly: true });
+        const rows = conn.prepare("SELECT swimmer_id, id FROM record").all() as { swimmer_id: number; id: number | null }[];
+        conn.close();
+        expect(new Set(rows.map((r) => r.swimmer_id)).size).toBe(rows.length);
+        expect(rows.some((r) => r.id !== null)).toBe(true);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
