@@ -31,6 +31,8 @@ options:
   --max-interactions N    probe rounds at most (default ${AGENT_DEFAULTS.maxInteractions})
   --feedback MODE         ${FEEDBACK_MODES.join(" | ")} (default ${AGENT_DEFAULTS.feedback})
   --constrained           restrict output to the tag structure and the schema's identifiers
+                          (default: decoding.constrained, "auto": on for the starter model only;
+                          --decoding.constrained off turns it off)
   --seed N                sampling seed
   --json                  print the whole answer record as JSON, with the profile and each
                           candidate's whole response (no live trace)
@@ -97,7 +99,7 @@ export async function run(argv: string[]): Promise<number> {
         candidates: { type: "string" },
         "max-interactions": { type: "string" },
         feedback: { type: "string" },
-        constrained: { type: "boolean", default: false },
+        constrained: { type: "boolean" },
         seed: { type: "string" },
         json: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
@@ -166,7 +168,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(maxInteractions !== undefined ? { maxInteractions } : {}),
       ...(values.feedback ? { feedback: values.feedback as FeedbackMode } : {}),
       ...(seed !== undefined ? { seed } : {}),
-      constrained: values.constrained,
+      ...(values.constrained ? { constrained: true } : {}),
     };
     const profile = requestedProfile ? { id: requestedProfile, reason: "set by --profile" } : runtime.profile;
     const out = (s: string): void => void process.stdout.write(s);

@@ -209,7 +209,7 @@ export function readRunSpecs(file: string): RunSpec[] {
 }
 
 /** The runtime as `reex eval` uses it. */
-type EvalRuntime = Pick<Runtime, "decode" | "close" | "policy">;
+type EvalRuntime = Pick<Runtime, "decode" | "close" | "policy" | "constrained">;
 
 /**
  * The profile a run decodes with, chosen as the decoder would (the run's, else the config's
@@ -395,7 +395,7 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
     const k = spec.strategy === "greedy" ? undefined : (spec.candidates ?? config.decoding.candidates);
     const request = {
       ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
-      ...(spec.constrained !== undefined ? { constrained: spec.constrained } : {}),
+      constrained: spec.constrained ?? runtime.constrained,
       ...(spec.schemaHints !== undefined ? { schemaHints: spec.schemaHints } : {}),
     };
     runs.push(
@@ -434,6 +434,7 @@ async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
           items,
           decode: runtime.decode,
           strategy,
+          request: { constrained: runtime.constrained },
           profile: choice.profile.id,
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),

@@ -186,6 +186,12 @@ const decodingSchema = z
     temperature: z.number().min(0).max(2).default(0.7),
     /** Upper bound a request may ask for. Default 32. */
     maxCandidates: z.number().int().positive().default(32),
+    /**
+     * Constrained decoding when a request does not say: "auto" turns it on for the project's starter
+     * model (GGUF `general.name` `reex-starter…`), which then writes only the schema's names, and off
+     * for any other model (the grammar caps reasoning and covers a subset of SQLite). Default "auto".
+     */
+    constrained: z.enum(["auto", "on", "off"]).default("auto"),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */

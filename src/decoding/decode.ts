@@ -3,7 +3,7 @@
  * (sequences, token budget, deadline, cancellation), executes every candidate's final SQL, votes,
  * and answers. Every trajectory it starts is released before it returns or throws.
  */
-import { familyFor, getProfile, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
+import { familyFor, getProfile, isStarterModel, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
@@ -51,6 +51,8 @@ export interface DecoderDefaults {
   finalMaxRows?: number;
   /** Largest `candidates` a request may ask for. Default 32. */
   maxCandidates: number;
+  /** Constrained decoding of requests that do not say: "auto" is on for the project's starter model only. Default "auto". */
+  constrained: "auto" | "on" | "off";
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -70,6 +72,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     branching: config.decoding.branching,
     temperature: config.decoding.temperature,
     maxCandidates: config.decoding.maxCandidates,
+    constrained: config.decoding.constrained,
     maxInteractions: config.agent.maxInteractions,
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
@@ -115,7 +118,12 @@ export type Decode = (request: AnswerRequest, ctx?: DecodeContext) => Promise<An
  * The decode function, which also closes what it keeps open (the default prompt builder's value
  * indexes; not the policy or the executor), and says which profile requests get by default and why.
  */
-export type Decoder = Decode & { close(): void; readonly profile: ProfileChoice };
+export type Decoder = Decode & {
+  close(): void;
+  readonly profile: ProfileChoice;
+  /** Whether requests that do not say are decoded constrained (the `constrained` default resolved against the model). */
+  readonly constrained: boolean;
+};
 
 interface Resolved {
   strategy: Strategy;
@@ -176,6 +184,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
   const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
   const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
   const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});
+  const constrainedByDefault = defaults.constrained === "on" || (defaults.constrained === "auto" && isStarterModel(deps.policy.info.metadata ?? {}));
 
   const decode: Decode = async (req, ctx = {}) => {
     const o = resolve(req, defaults, choice);
@@ -189,7 +198,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     });
     try {
       const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
-      const grammar: SegmentGrammars | undefined = req.constrained ? await grammarFor(req.dbPath, o.family, o.profile) : undefined;
+      const grammar: SegmentGrammars | undefined = (req.constrained ?? constrainedByDefault) ? await grammarFor(req.dbPath, o.family, o.profile) : undefined;
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(
@@ -293,7 +302,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     }
   };
 
-  return Object.assign(decode, { close: () => builder?.close(), profile: choice });
+  return Object.assign(decode, { close: () => builder?.close(), profile: choice, constrained: constrainedByDefault });
 }
 
 function genericShortfall(control: RequestControl, got: number, wanted: number, req: AnswerRequest): string {

@@ -42,7 +42,7 @@ export interface AnswerRequest {
   /** Sampling temperature for non-greedy strategies. Default 0.7. */
   temperature?: number;
   seed?: number;
-  /** Constrain output to the tag structure and the schema's identifiers. Default false. */
+  /** Constrain output to the tag structure and the schema's identifiers. Default the decoder's (`decoding.constrained`: on for the starter model only). */
   constrained?: boolean;
   /** Wall-clock deadline for the whole request, ms; default none. */
   deadlineMs?: number;

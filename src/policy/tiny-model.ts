@@ -28,6 +28,8 @@ export interface TinyModelOptions {
   merges?: number;
   /** Weight storage type. Default "f32". */
   weightType?: "f32" | "f16";
+  /** GGUF `general.name` (profile detection and the starter's defaults read it). Default `reex-tiny-seed<seed>`. */
+  name?: string;
 }
 
 /** Options for a random LoRA adapter matching a tiny model of the same shape. */
@@ -177,6 +179,7 @@ function resolve(options: TinyModelOptions): Required<TinyModelOptions> {
     contextLength: options.contextLength ?? 2048,
     merges: options.merges ?? 300,
     weightType: options.weightType ?? "f32",
+    name: options.name ?? `reex-tiny-seed${options.seed ?? 1}`,
   };
 }
 
@@ -308,7 +311,7 @@ export function buildTinyModel(options: TinyModelOptions = {}): Buffer {
   const tensors = llamaTensors(o, vocab.tokens.length, init, seededRandom(o.seed).normal);
   const output = tensors[2]!.data;
   for (const id of Object.values(vocab.special)) output.fill(0, id * e, (id + 1) * e);
-  return encodeGguf({ metadata: llamaMetadata(`reex-tiny-seed${o.seed}`, o, vocab, "default"), tensors });
+  return encodeGguf({ metadata: llamaMetadata(o.name, o, vocab, "default"), tensors });
 }
 
 /** The GGUF bytes of a random LoRA adapter for a tiny model built with the same shape options. */

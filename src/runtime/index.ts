@@ -41,6 +41,8 @@ export interface Runtime {
   model: { path: string; origin: "configured" | "starter" | "placeholder" };
   /** The profile requests get when they name none, and why: `policy.profile`, or detected from the model's metadata. */
   profile: { id: ProfileId; reason: string };
+  /** Whether requests that do not say are decoded constrained (`decoding.constrained` resolved against the model). */
+  constrained: boolean;
   close(): Promise<void>;
 }
 
@@ -162,6 +164,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
     log?.(`model ready on ${policy.info.device}: context ${policy.info.contextSize} × ${policy.info.maxSequences} sequences`);
     const decode = createDecoder({ policy, executor, config, indexDir: join(config.sql.dataDir, "indexes") });
     log?.(`profile ${decode.profile.profile.id}: ${decode.profile.reason}`);
+    if (decode.constrained) log?.(`constrained decoding on by default (decoding.constrained ${config.decoding.constrained})`);
     const loaded = policy;
     const placeholder = model.origin === "placeholder";
     return {
@@ -174,6 +177,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       postgres,
       model,
       profile: { id: decode.profile.profile.id, reason: decode.profile.reason },
+      constrained: decode.constrained,
       async close() {
         await Promise.allSettled([loaded.close(), executor.close(), closePostgres(postgres)]);
       },

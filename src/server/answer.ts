@@ -56,10 +56,10 @@ function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): 
     feedback: body.feedback ?? config.agent.feedback,
     schemaHints: body.schemaHints ?? config.agent.schemaHints,
     temperature: body.temperature ?? config.decoding.temperature,
-    constrained: body.constrained ?? false,
   };
   if (body.evidence !== undefined) req.evidence = body.evidence;
   if (body.seed !== undefined) req.seed = body.seed;
+  if (body.constrained !== undefined) req.constrained = body.constrained;
   if (body.profile !== undefined) req.profile = body.profile;
   return req;
 }

@@ -140,7 +140,7 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
       "/readyz": {
         get: {
           summary:
-            "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder) when the model is loaded and the server is not draining",
+            "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder; profile; constrained: the default of requests that do not say) when the model is loaded and the server is not draining",
           responses: {
             "200": { description: "Ready" },
             "503": { description: "MODEL_NOT_READY, SHUTTING_DOWN", content: { "application/json": { schema: errorRef } } },

@@ -49,7 +49,12 @@ export function sqlRequestSchema(config: Config) {
         .describe(
           `The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`,
         ),
-      constrained: z.boolean().optional().describe("Constrain output to the tag structure and the schema's identifiers. Default false."),
+      constrained: z
+        .boolean()
+        .optional()
+        .describe(
+          "Constrain output to the tag structure and the schema's identifiers. Default the server's (decoding.constrained: on for the starter model only; /readyz says which).",
+        ),
       includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
     })
     .strict();

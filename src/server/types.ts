@@ -40,6 +40,8 @@ export interface ServerDeps {
   model?: { origin: "configured" | "starter" | "placeholder" };
   /** The profile requests get when they name none, and why (the decoder's choice); /readyz and the playground show it. Default: not reported. */
   profile?: { id: string; reason: string };
+  /** Whether requests that do not say `constrained` are decoded constrained (the decoder's default); /readyz shows it. Default: not reported. */
+  constrained?: boolean;
   /** Closed when the app closes (unless `close` is given). */
   executor?: Executor;
   /** The schema shown by GET /v1/databases/:id; default: src/sql's loadSchema without the server path. */

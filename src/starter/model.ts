@@ -4,6 +4,7 @@
  * vocabulary, ChatML control tokens and chat template. The learner (`reex_learner.sft_train`) reads
  * it, trains it and writes the same metadata back.
  */
+import { STARTER_NAME_PREFIX } from "../agent/index.js";
 import { encodeGguf, llamaMetadata, llamaTensors, seededRandom } from "../policy/tooling.js";
 import type { StarterVocabulary } from "./tokenizer.js";
 
@@ -67,6 +68,6 @@ export function buildStarterModel(vocab: StarterVocabulary, shape: StarterShape 
   const resid = std / Math.sqrt(2 * o.layers);
   const init = { embedding: std, output: std, attention: std, attentionOutput: resid, feedForward: std, feedForwardDown: resid };
   const tensors = llamaTensors(o, vocab.tokens.length, init, seededRandom(seed).normal);
-  const metadata = llamaMetadata(options.name ?? `reex-starter-seed${seed}`, o, vocab, STARTER_PRE_TOKENIZER);
+  const metadata = llamaMetadata(options.name ?? `${STARTER_NAME_PREFIX}-seed${seed}`, o, vocab, STARTER_PRE_TOKENIZER);
   return encodeGguf({ metadata, tensors });
 }

@@ -821,8 +821,9 @@ function heldoutEvaluator(
           promptFamily: deps.family,
           feedback: config.feedback,
           feedbackRows: config.feedbackRows,
-          // the policy's own answers, as the runs recorded before serving retried failing finals
+          // the policy's own answers, as the runs recorded before serving retried failing finals and constrained the starter
           finalRetries: 0,
+          constrained: "off",
         },
       });
       const run = await runEval({

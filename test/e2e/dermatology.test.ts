@@ -1,11 +1,12 @@
 /**
  * The README's showcase question on the shipped starter model, through the real runtime, the real
  * server on a real port and a real browser: "How many doctors specialise in dermatology?" on
- * clinic. Under tree-prune with 4 candidates (the playground's default) the starter writes the right
- * column in some candidates and a recalled one (`specialty_name`) in others at some seeds (v3.2 answers 11 at
- * 15 of seeds 1-16; at 3 three right candidates beside one that wrote no SQL): the failing ones must lose
- * the vote, not empty the answer. (With the previous starter, misspelt specialties counted 0 and used to
- * outvote the one candidate that counted 11; test/decoding covers that rule.)
+ * clinic. Under tree-prune with 4 candidates (the playground's default), constrained to the schema's
+ * names as the starter is by default, v3.2 answers 11 at 15 of seeds 1-16 (unconstrained also 15, some
+ * candidates there writing a recalled `specialty_name`); at 3, three right candidates beside one that
+ * declares the question unanswerable: the one that disagrees must lose the vote, not empty the answer.
+ * (With an earlier starter, misspelt specialties counted 0 and outvoted the one candidate that
+ * counted 11; test/decoding covers the vote's rules.)
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,7 +20,7 @@ import { startServer, type RunningServer } from "../../src/server/index.js";
 
 const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
 const QUESTION = "How many doctors specialise in dermatology?";
-/** A seed under which tree-prune-4 samples right candidates and a failing one beside them (v3.2: 3 votes each against 0). */
+/** A seed under which tree-prune-4 samples right candidates and one that disagrees (v3.2: 3 votes each against 1). */
 const SEED = 3;
 
 let runtime: Runtime;
@@ -46,7 +47,7 @@ afterAll(async () => {
 });
 
 describe("the clinic dermatology question on the starter model", () => {
-  it("answers 11 with tree-prune-4 over REST, the candidates whose SQL failed out of the vote", async () => {
+  it("answers 11 with tree-prune-4 over REST, outvoting the candidate that disagrees", async () => {
     const res = await fetch(`${server.url}/v1/sql`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -57,10 +58,11 @@ describe("the clinic dermatology question on the starter model", () => {
     expect(body.result.rows).toEqual([[11]]);
     expect(body.sql).toContain("'Dermatology'");
     expect(body.answerable).toBe(true);
-    const winners = body.candidates.filter((c) => c.votes > 0);
-    expect(winners.length).toBeGreaterThan(0);
-    expect(winners.every((c) => c.sql === body.sql)).toBe(true);
-    expect(body.candidates.length).toBeGreaterThan(winners.length); // others were sampled, and lost
+    const winners = body.candidates.filter((c) => c.sql === body.sql);
+    const others = body.candidates.filter((c) => c.sql !== body.sql);
+    expect(winners.length).toBeGreaterThan(1);
+    expect(others.length).toBeGreaterThan(0); // others were sampled, and lost
+    expect(Math.max(...others.map((c) => c.votes))).toBeLessThan(winners[0]!.votes);
   }, 120_000);
 
   it("answers 11 in the playground with its default strategy and candidates", async () => {

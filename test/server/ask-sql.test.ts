@@ -46,8 +46,8 @@ describe("POST /v1/sql", () => {
       candidates: 8,
       feedback: "full",
       schemaHints: true,
-      constrained: false,
     });
+    expect(req.constrained).toBeUndefined(); // the decoder's default decides
     expect(req.dbPath).toBe(t.registry.get(t.dbId).path);
     expect(req.deadlineMs).toBeGreaterThan(t.config.server.requestTimeoutMs - 1_000);
     expect(req.deadlineMs).toBeLessThanOrEqual(t.config.server.requestTimeoutMs);

@@ -30,6 +30,23 @@ describe("the model's profile and name in the API", () => {
     expect(body.profile).toEqual({ id: "skyrl-sql", reason: 'general.name "SkyRL-SQL-7B" names SkyRL-SQL' });
   });
 
+  it("passes a request's constrained to the decoder, and none when the body does not say, so the decoder's default applies", async () => {
+    t = await makeApp();
+    for (const constrained of [true, false, undefined]) {
+      await t.app.inject({
+        method: "POST",
+        url: "/v1/sql",
+        payload: { database: t.dbId, question: "q", ...(constrained === undefined ? {} : { constrained }) },
+      });
+    }
+    expect(t.decoder.calls.map((c) => c.constrained)).toEqual([true, false, undefined]);
+  });
+
+  it("GET /readyz says whether requests that do not say are decoded constrained", async () => {
+    t = await makeApp({ deps: { constrained: true } });
+    expect((await t.app.inject({ method: "GET", url: "/readyz" })).json().constrained).toBe(true);
+  });
+
   it("GET /readyz names the model by its GGUF general.name, else its file name, never the server's folders", async () => {
     const named = fakePolicy();
     named.info = { ...named.info, model: "/srv/models/omnisql-7b-q4_k_m.gguf", metadata: { name: "OmniSQL 7B" } };

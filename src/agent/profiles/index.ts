@@ -1,6 +1,18 @@
 /** Model profiles: the prompts and response protocols of released text-to-SQL models, one module each. */
 export type { FeedbackStyle, ModelProfile, ProfileId, ProfilePromptInput, Wrapper } from "./types.js";
-export { detectProfile, familyFor, getProfile, KNOWN_TAGS, PROFILE_IDS, PROFILES, resolveProfile, type ModelMetadata, type ProfileChoice } from "./registry.js";
+export {
+  detectProfile,
+  familyFor,
+  getProfile,
+  isStarterModel,
+  KNOWN_TAGS,
+  PROFILE_IDS,
+  PROFILES,
+  resolveProfile,
+  STARTER_NAME_PREFIX,
+  type ModelMetadata,
+  type ProfileChoice,
+} from "./registry.js";
 export { fencedFormatCheck } from "./common.js";
 export { reexProfile } from "./reex.js";
 export { genericProfile } from "./generic.js";

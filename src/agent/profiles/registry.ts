@@ -91,6 +91,14 @@ export function detectProfile(meta: ModelMetadata): ProfileChoice {
   };
 }
 
+/** `general.name` prefix of the project's own starter models (src/starter names them `reex-starter-seed<N>`). */
+export const STARTER_NAME_PREFIX = "reex-starter";
+
+/** Whether a model is one of the project's starter models, by its `general.name`. */
+export function isStarterModel(meta: ModelMetadata): boolean {
+  return meta.name?.toLowerCase().startsWith(STARTER_NAME_PREFIX) ?? false;
+}
+
 /**
  * The profile to use: an explicit id (request or config; "auto" means none) wins, else detection
  * from the model's metadata. Default detection.

@@ -33,6 +33,7 @@ const ops: FastifyPluginAsync = async (app) => {
       policy: publicPolicyInfo(p.info),
       ...(deps.model ? { modelOrigin: deps.model.origin } : {}),
       ...(deps.profile ? { profile: deps.profile } : {}),
+      ...(deps.constrained !== undefined ? { constrained: deps.constrained } : {}),
       queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued },
     };
   });
