@@ -218,12 +218,19 @@ export class DatabaseRegistry {
       .map((e) => ({ ...e, tables: [...e.tables] }));
   }
 
-  /** The entry with this id, or else with this name when exactly one visible entry has it; throws DB_NOT_FOUND otherwise. */
+  /**
+   * The entry with this id, or else with this name when exactly one visible entry has it; throws
+   * DB_NOT_FOUND otherwise (naming the visible entries' ids when several share the name).
+   */
   get(idOrName: string, owner?: string): DatabaseEntry {
     let e = this.entries.get(idOrName) ?? this.external.get(idOrName);
     if (!e || !visible(e, owner)) {
       const named = [...this.entries.values(), ...this.external.values()].filter((c) => c.name === idOrName && visible(c, owner));
-      e = named.length === 1 ? named[0] : undefined;
+      if (named.length > 1) {
+        const ids = named.map((c) => c.id).sort();
+        throw new ReexError("DB_NOT_FOUND", `no database with unique name "${idOrName}": ${ids.length} are named so (ids ${ids.join(", ")}); ask by id`);
+      }
+      e = named[0];
     }
     if (!e) throw new ReexError("DB_NOT_FOUND", `no database with id or unique name "${idOrName}"`);
     return { ...e, tables: [...e.tables] };

@@ -61,6 +61,25 @@ describe("DatabaseRegistry", () => {
     expect(() => registry.get("sales")).toThrow(/DB_NOT_FOUND|no database/);
   });
 
+  it("names the ids a shared name stands for, only those the caller may see", async () => {
+    const { db, dataDir } = setup();
+    const registry = new DatabaseRegistry({ dataDir });
+    const shared = await registry.registerPath(db, { name: "sales" });
+    const mine = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-a" });
+    const theirs = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-b" });
+    const error = (() => {
+      try {
+        registry.get("sales", "key-a");
+      } catch (e) {
+        return e as { code: string; message: string };
+      }
+    })();
+    expect(error?.code).toBe("DB_NOT_FOUND");
+    expect(error?.message).toContain(shared.id);
+    expect(error?.message).toContain(mine.id);
+    expect(error?.message).not.toContain(theirs.id);
+  });
+
   it("stores uploaded bytes under dataDir/uploads with a content-hash id, queryable, leaving the source alone", async () => {
     const { db, dataDir } = setup();
     const registry = new DatabaseRegistry({ dataDir });
