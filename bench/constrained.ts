@@ -1,11 +1,13 @@
 /**
  * Constrained decoding benchmark (issue 3): N rollouts sampled at temperature 1 (seeds base..base+N-1)
- * with the schema grammar, N with a tags-only ablation of it (the same think / probe / final
- * structure, free text where the SQL goes) and N without a grammar, on one example database,
- * printing per mode:
+ * with the schema grammar, N more with it and without log-probabilities, N with a tags-only
+ * ablation of it (the same think / probe / final structure, free text where the SQL goes) and N
+ * without a grammar, on one example database, printing per mode:
  * tag-format compliance (share of `formatCheck` ok), rollouts with a final SQL, identifiers
  * outside the schema (total, and share of SQL statements, probes and finals, with any), executed
- * probes and their outcome categories, stop reasons and sampled tokens.
+ * probes and their outcome categories, stop reasons and sampled tokens; and last, the time a
+ * sampled token took with the grammar, with and without log-probabilities, and without it (what
+ * tree decoding's log-probabilities cost behind a grammar: see src/policy/internals.ts).
  *
  *   npx tsx bench/constrained.ts [--rollouts 100] [--db retail|clinic|music] [--max-interactions 1]
  *                                [--max-tokens 1024] [--temperature 1] [--seed 1] [--model PATH] [--threads T]
@@ -209,9 +211,11 @@ async function main(): Promise<void> {
     const built = await Promise.all(set.questions.map((q) => prompts.promptFor(set.path, q.question, q.evidence || undefined, FAMILY)));
     const modes = [
       { label: "constrained (schema grammar)", grammar: grammar as SegmentGrammars | undefined },
+      { label: "constrained, without log-probabilities (how one greedy answer samples)", grammar: grammar as SegmentGrammars | undefined, logprobs: false },
       { label: "tags only (ablation: schema grammar with free text for the SQL)", grammar: tagsOnly(grammar) as SegmentGrammars | undefined },
       { label: "unconstrained", grammar: undefined },
     ];
+    const perToken: number[] = [];
     for (const [m, mode] of modes.entries()) {
       const constrained = m === 0;
       const stats = emptyStats();
@@ -226,12 +230,15 @@ async function main(): Promise<void> {
           maxInteractions: MAX_INTERACTIONS,
           maxTokens: MAX_TOKENS,
           ...(mode.grammar ? { grammar: mode.grammar } : {}),
+          ...(mode.logprobs === false ? { logprobs: false } : {}),
         });
         if (r.error) throw new Error(`rollout ${i} failed: ${r.error.code}: ${r.error.message}`);
         record(stats, r, names);
       }
       stats.ms = Date.now() - start;
       report(mode.label, stats);
+      const sampled = stats.tokens.reduce((a, b) => a + b, 0);
+      perToken.push(stats.ms / Math.max(1, sampled));
       if (constrained) {
         const ok = stats.unknownIdentifiers === 0 && stats.formatOk === stats.rollouts;
         console.log(
@@ -240,6 +247,11 @@ async function main(): Promise<void> {
         if (!ok) process.exitCode = 1;
       }
     }
+    const [withLp, withoutLp, , free] = perToken as [number, number, number, number];
+    console.log(
+      `\nms per sampled token: schema grammar ${withLp.toFixed(2)} with log-probabilities, ${withoutLp.toFixed(2)} without ` +
+        `(${(withLp / withoutLp).toFixed(2)}×); no grammar ${free.toFixed(2)} (grammar with log-probabilities ${(withLp / free).toFixed(2)}×)`,
+    );
   } finally {
     prompts.close();
     await policy.close();

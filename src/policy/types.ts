@@ -63,7 +63,10 @@ export interface GenerateOptions {
    * Compute each sampled token's exact log-probability. llama.cpp sorts the whole vocabulary for
    * it, every token (on a 152k vocabulary that costs more than the decode of a small model); when
    * false, `logprobs` holds NaN for the sampled tokens. The trainer needs them; a single greedy
-   * answer does not. Default true.
+   * answer does not. Behind a `grammar`, on the direct decode path, a token the model drew and the
+   * grammar allowed has the model's log-probability (before the grammar), and one the grammar made
+   * it draw again has the grammar-masked one; on node-llama-cpp's `evaluate` path every token has
+   * the masked one. Default true.
    */
   logprobs?: boolean;
 }

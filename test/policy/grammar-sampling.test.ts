@@ -1,0 +1,143 @@
+/**
+ * Sampling behind a grammar with log-probabilities on the direct decode path: the model's own draw
+ * is kept where the grammar allows it (with the model's log-probability for it), the grammar makes
+ * it draw again where it does not, and the tokens come out with the frequencies of node-llama-cpp's
+ * own grammar-first sampler (which applies the grammar to the whole vocabulary before each draw).
+ * Real runtime, tiny random model.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLlamaPolicy, type GenerateOptions, type GenerateResult, type Policy, type PromptSpec } from "../../src/policy/index.js";
+import { gbnfLiteral } from "../../src/policy/tooling.js";
+import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
+
+let direct: Policy;
+let evaluate: Policy;
+let prompt: PromptSpec;
+
+beforeAll(async () => {
+  await ensureTestModel();
+  direct = await createLlamaPolicy(testPolicyOptions({ sequences: 4 }));
+  evaluate = await createLlamaPolicy(testPolicyOptions({ sequences: 4, directDecode: false }));
+  prompt = direct.renderChat([
+    { role: "system", content: "You are an experienced database expert.\norders.id (INTEGER)\norders.total (REAL)" },
+    { role: "user", content: "What is the largest order total?" },
+  ]);
+});
+
+afterAll(async () => {
+  await direct?.close();
+  await evaluate?.close();
+});
+
+/** One generate call per seed, each on a fresh fork of one prompt. */
+async function draws(policy: Policy, seeds: number[], options: Partial<GenerateOptions>): Promise<GenerateResult[]> {
+  const root = await policy.start(prompt);
+  const out: GenerateResult[] = [];
+  try {
+    for (const seed of seeds) {
+      const f = await root.fork();
+      try {
+        out.push(await f.generate({ stop: [], maxTokens: 1, temperature: 1, topP: 1, seed, ignoreEos: true, ...options }));
+      } finally {
+        await f.release();
+      }
+    }
+  } finally {
+    await root.release();
+  }
+  return out;
+}
+
+const range = (from: number, n: number): number[] => Array.from({ length: n }, (_, i) => from + i);
+
+/** Text a grammar can spell: not empty, and not a token that is part of a UTF-8 character. */
+const whole = (text: string): boolean => text.length > 0 && !text.includes("\uFFFD");
+
+/** A grammar of one token's text out of `texts`. */
+const oneOf = (texts: string[]): string => `root ::= ${texts.map(gbnfLiteral).join(" | ")}\n`;
+
+describe("sampling behind a grammar with log-probabilities", () => {
+  it("keeps the model's own draw where the grammar allows it, with the model's log-probability, and draws again within the grammar where it does not", async () => {
+    const seeds = range(1, 40);
+    const free = await draws(direct, seeds, {});
+    // the grammar allows what the even seeds drew, so odd seeds' draws are mostly refused
+    const allowed = [...new Set(free.filter((_, i) => i % 2 === 0).map((r) => r.text))].filter(whole);
+    expect(allowed.length).toBeGreaterThan(3);
+    const constrained = await draws(direct, seeds, { grammar: oneOf(allowed) });
+    let kept = 0;
+    let redrawn = 0;
+    constrained.forEach((r, i) => {
+      expect(allowed.some((t) => t.startsWith(r.text) && r.text.length > 0)).toBe(true);
+      if (allowed.includes(free[i]!.text)) {
+        kept++;
+        expect(r.tokens).toEqual(free[i]!.tokens);
+        expect(r.logprobs[0]).toBeCloseTo(free[i]!.logprobs[0]!, 5);
+      } else {
+        redrawn++;
+        expect(r.logprobs[0]).toBeLessThanOrEqual(0);
+      }
+    });
+    expect(kept).toBeGreaterThanOrEqual(10);
+    expect(redrawn).toBeGreaterThan(0);
+  });
+
+  it("follows the grammar across tokens: every sampled text is one of its sentences, ended there", async () => {
+    const sentences = ["SELECT MAX(total) FROM orders", "SELECT id FROM orders WHERE total > 10", "SELECT COUNT(*) FROM orders"];
+    const results = await draws(direct, range(1, 12), { grammar: oneOf(sentences), maxTokens: 60, ignoreEos: false });
+    for (const r of results) {
+      expect(sentences).toContain(r.text);
+      expect(r.stopReason).toBe("eos");
+      expect(r.logprobs.every((lp) => lp <= 0)).toBe(true);
+    }
+  });
+
+  it("samples with the frequencies of node-llama-cpp's grammar-first sampler (two-sample chi-square, independent seeds)", async () => {
+    const N = 300;
+    // allowed: the four texts the model draws most, and four it draws rarely, so both the kept draw and the redraw occur
+    const seen = await draws(direct, range(10_001, 200), { logprobs: false });
+    const byCount = new Map<string, number>();
+    for (const r of seen) if (whole(r.text)) byCount.set(r.text, (byCount.get(r.text) ?? 0) + 1);
+    const ranked = [...byCount.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
+    expect(ranked.length).toBeGreaterThan(8);
+    const grammar = oneOf([...ranked.slice(0, 4), ...ranked.slice(-4)]);
+    const ours = await draws(direct, range(1, N), { grammar });
+    const theirs = await draws(evaluate, range(100_001, N), { grammar });
+    const { statistic, df } = chiSquare(
+      ours.map((r) => r.tokens[0]!),
+      theirs.map((r) => r.tokens[0]!),
+    );
+    // p < 0.001 would fail: a false alarm once in a thousand runs
+    expect(statistic).toBeLessThan(chiSquareQuantile999(df));
+  });
+});
+
+/** Pearson's chi-square test of homogeneity of two samples of categories (categories with fewer than 10 in all pooled). */
+function chiSquare(a: number[], b: number[]): { statistic: number; df: number } {
+  const counts = new Map<number, [number, number]>();
+  for (const x of a) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[0]++;
+  for (const x of b) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[1]++;
+  const rows: [number, number][] = [];
+  const rare: [number, number] = [0, 0];
+  for (const c of counts.values()) {
+    if (c[0] + c[1] >= 10) rows.push(c);
+    else {
+      rare[0] += c[0];
+      rare[1] += c[1];
+    }
+  }
+  if (rare[0] + rare[1] > 0) rows.push(rare);
+  if (rows.length < 2) return { statistic: 0, df: 1 };
+  let statistic = 0;
+  for (const [x, y] of rows) {
+    const expected = (x + y) / 2;
+    statistic += (x - expected) ** 2 / expected + (y - expected) ** 2 / expected;
+  }
+  return { statistic, df: rows.length - 1 };
+}
+
+/** The chi-square distribution's 0.999 quantile (Wilson–Hilferty). */
+function chiSquareQuantile999(df: number): number {
+  const z = 3.0902;
+  const h = 2 / (9 * df);
+  return df * (1 - h + z * Math.sqrt(h)) ** 3;
+}
