@@ -192,11 +192,21 @@ function trieRules(name: string, words: string[]): string[] {
  * lengths; any non-ASCII character is allowed too and costs its UTF-8 length. Empty when `max` is
  * 0 (then `name` must not be referenced).
  */
-function byteBounded(name: string, max: number, units: [string, number][]): string[] {
+function byteBounded(name: string, max: number, units: [string, number][], nonAscii = true): string[] {
   if (max === 0) return [];
-  const pieces: [string, number][] = [...units, ["[\\u0080-\\u07FF]", 2], ["[\\u0800-\\uFFFF]", 3], ["[\\U00010000-\\U0010FFFF]", 4]];
+  const pieces: [string, number][] = [
+    ...units,
+    ...(nonAscii
+      ? ([
+          ["[\\u0080-\\u07FF]", 2],
+          ["[\\u0800-\\uFFFF]", 3],
+          ["[\\U00010000-\\U0010FFFF]", 4],
+        ] as [string, number][])
+      : []),
+  ];
   const rules = [`${name} ::= ${name}-${max}`];
-  for (let k = 1; k <= 4; k++)
+  const costs = [...new Set(pieces.map(([, cost]) => cost))].sort((a, b) => a - b);
+  for (const k of costs)
     rules.push(
       `${name}-b${k} ::= ${pieces
         .filter(([, cost]) => cost === k)
@@ -204,10 +214,51 @@ function byteBounded(name: string, max: number, units: [string, number][]): stri
         .join(" | ")}`,
     );
   for (let n = 1; n <= max; n++) {
-    const alternatives = [1, 2, 3, 4].filter((k) => k <= n).map((k) => (k < n ? `${name}-b${k} ${name}-${n - k}?` : `${name}-b${k}`));
+    const alternatives = costs.filter((k) => k <= n).map((k) => (k < n ? `${name}-b${k} ${name}-${n - k}?` : `${name}-b${k}`));
     rules.push(`${name}-${n} ::= ${alternatives.join(" | ")}`);
   }
   return rules;
+}
+
+/**
+ * The string rule of a grammar with listed literals: a listed text (quotes doubled), optionally
+ * with `%` before and after it, or date and time text: up to 24 bytes of digits, `/:. -`, `%` and
+ * strftime's `%Y`-style formats, or one date modifier (`+18 years`, `start of month`, `now`).
+ */
+function literalRules(literals: readonly string[]): string[] {
+  const listed = unique(literals.filter(listable).map((l) => l.replace(/'/g, "''")));
+  const units = ["year", "month", "day", "hour", "minute", "second"];
+  return [
+    listed.length > 0 ? `string ::= "'" ("%"? string-listed "%"? | string-dt?) "'"` : `string ::= "'" string-dt? "'"`,
+    ...(listed.length > 0 ? nameRules("string-listed", listed) : []),
+    "string-dt ::= string-pattern | string-modifier",
+    // a date, a time or a LIKE / strftime pattern over them: digits, separators, % and %Y-style formats
+    ...byteBounded(
+      "string-pattern",
+      TEXT_CAPS.dateTimeBytes,
+      [
+        ["[0-9/:. -]", 1],
+        ['"%"', 1],
+        ['"%" [YmdHMSjwfsWJ]', 2],
+      ],
+      false,
+    ),
+    // a date function's modifier: "+18 years", "start of month", "weekday 0", "now", …
+    `string-modifier ::= [+-]? [0-9]{1,6} ("." [0-9]{1,3})? " " (${units.map(lit).join(" | ")}) "s"? | "start of " ("year" | "month" | "day") | "weekday " [0-6] | ${DATE_KEYWORDS.map(lit).join(" | ")}`,
+  ];
+}
+
+/** SQLite's date and time modifiers and time values that are one word. */
+const DATE_KEYWORDS = ["now", "localtime", "utc", "unixepoch", "auto", "subsec", "julianday"];
+
+/** Whether a literal can be listed: not empty, no `<` (a tag could start there), no control character but tab and newline. */
+function listable(text: string): boolean {
+  if (text.length === 0 || text.includes("<")) return false;
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    if ((code < 0x20 && ch !== "\t" && ch !== "\n") || code === 0x7f) return false;
+  }
+  return true;
 }
 
 /** A flat alternation of up to 64 names (cheap enough, and readable), a radix tree beyond. */
@@ -226,6 +277,12 @@ export interface GrammarBounds {
    * Default {@link DEFAULT_MAX_THINK_BYTES}.
    */
   maxThinkBytes?: number;
+  /**
+   * The string literals the SQL may write (their text between the quotes), each also with a `%`
+   * before and/or after it for LIKE, beside date and time text (digits, `%` patterns, strftime
+   * formats and modifiers). Default: any text of up to 32 bytes.
+   */
+  literals?: readonly string[];
 }
 
 /** A protocol's tag skeleton: the markers around reasoning, probes and the answer (a model profile is one). */
@@ -316,6 +373,8 @@ const LEVELS: readonly LevelBudget[] = [
 const TEXT_CAPS = {
   /** UTF-8 bytes of a string literal's content. */
   stringBytes: 32,
+  /** Bytes of date and time text in a grammar with listed literals. */
+  dateTimeBytes: 24,
   /** Characters of an output alias after AS. */
   aliasChars: 24,
   /** Digits of a number's integer or fractional part. */
@@ -356,7 +415,7 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   const skeleton = options.skeleton ?? REEX_SKELETON;
   const rules: string[] = [rootRule(skeleton, family, start)];
   const sql = new SqlRules(rules);
-  rules.push(...tokenRules(schema, skeleton, maxThink, sql));
+  rules.push(...tokenRules(schema, skeleton, maxThink, sql, options.literals));
   const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
   for (let v = 0; v <= maxAliases; v++) {
     rules.push(
@@ -385,7 +444,7 @@ function rootRule(skeleton: GrammarSkeleton, family: PromptFamily, start: NonNul
 }
 
 /** The tag structure and the SQL tokens: thinks, probes, answers, operators, literals, and the schema's table and column names. */
-function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: number, sql: SqlRules): string[] {
+function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: number, sql: SqlRules, literals?: readonly string[]): string[] {
   const tables = unique(schema.tables.map((t) => t.name));
   const columns = unique(schema.tables.flatMap((t) => t.columns));
   const think = skeleton.think ?? REEX_SKELETON.think!;
@@ -436,12 +495,16 @@ function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: nu
     `literal ::= number | string | ${sql.kw("NULL")}`,
     `number ::= [0-9]{1,${TEXT_CAPS.digits}} ("." [0-9]{0,${TEXT_CAPS.digits}})? | "." [0-9]{1,${TEXT_CAPS.digits}}`,
     `integer ::= [0-9]{1,${TEXT_CAPS.limitDigits}}`,
-    `string ::= "'" string-text? "'"`,
-    ...byteBounded("string-text", TEXT_CAPS.stringBytes, [
-      ["[\\t\\n\\x20-\\x26\\x28-\\x3B\\x3D-\\x7E]", 1],
-      [`"''"`, 2],
-      [`"<" [${ltFollow.replace("\\x20-\\x2E", "\\x20-\\x26\\x28-\\x2E")}]`, 2],
-    ]),
+    ...(literals === undefined
+      ? [
+          `string ::= "'" string-text? "'"`,
+          ...byteBounded("string-text", TEXT_CAPS.stringBytes, [
+            ["[\\t\\n\\x20-\\x26\\x28-\\x3B\\x3D-\\x7E]", 1],
+            [`"''"`, 2],
+            [`"<" [${ltFollow.replace("\\x20-\\x2E", "\\x20-\\x26\\x28-\\x2E")}]`, 2],
+          ]),
+        ]
+      : literalRules(literals)),
     ...nameRules("table", tables.length ? tables.flatMap(identifierSpellings) : ["sqlite_master"]),
     ...nameRules("column", columns.length ? columns.flatMap(identifierSpellings) : ["rowid"]),
     // one space or tab, or a line break with indentation

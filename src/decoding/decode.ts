@@ -182,7 +182,14 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         ...deps.promptOptions,
       });
   const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
-  const grammarFor: GrammarFor = deps.grammarFor ?? createGrammarBuilder();
+  const indexDir = deps.promptOptions?.indexDir ?? deps.indexDir;
+  const grammarFor: GrammarFor =
+    deps.grammarFor ??
+    createGrammarBuilder({
+      ...(indexDir !== undefined ? { indexDir } : {}),
+      // literals are linked to the values the prompt builder indexes; a caller's own prompts index none
+      linkValues: deps.promptFor === undefined && deps.promptOptions?.matchValues !== false,
+    });
   const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});
   const constrainedByDefault = defaults.constrained === "on" || (defaults.constrained === "auto" && isStarterModel(deps.policy.info.metadata ?? {}));
 
@@ -198,7 +205,10 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     });
     try {
       const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
-      const grammar: SegmentGrammars | undefined = (req.constrained ?? constrainedByDefault) ? await grammarFor(req.dbPath, o.family, o.profile) : undefined;
+      const grammar: SegmentGrammars | undefined =
+        (req.constrained ?? constrainedByDefault)
+          ? await grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
+          : undefined;
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(

@@ -16,6 +16,7 @@ export {
   createGrammarBuilder,
   createPromptBuilder,
   schemaNames,
+  type GrammarBuilderOptions,
   type GrammarFor,
   type PromptBuilder,
   type PromptBuilderOptions,

@@ -228,6 +228,24 @@ export class ValueIndex {
     return Number(this.db.prepare("SELECT value FROM meta WHERE key = 'values'").pluck().get());
   }
 
+  /** Stored values whose folded text equals `text`'s (case, diacritics and spacing aside), each once. */
+  spellings(text: string): string[] {
+    const out = new Set<string>();
+    for (const id of this.exact.all(fold(text)) as number[]) {
+      const row = this.fetch.get(id) as { value: string } | undefined;
+      if (row) out.add(row.value);
+    }
+    return [...out];
+  }
+
+  /** The values of columns holding at most `perColumn` distinct indexed values (codes, categories), at most `total` in all. Defaults 50, 5000. */
+  fewValues(perColumn = 50, total = 5000): string[] {
+    return this.db
+      .prepare("SELECT value FROM value_rows WHERE col_id IN (SELECT col_id FROM value_rows GROUP BY col_id HAVING COUNT(*) <= ?) ORDER BY id LIMIT ?")
+      .pluck()
+      .all(perColumn, total) as string[];
+  }
+
   /** Stored values that phrases of `question` match, best first, one per (table, column, value). */
   match(question: string, options: MatchOptions = {}): ValueMatch[] {
     const limit = options.limit ?? 10;

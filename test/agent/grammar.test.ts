@@ -16,14 +16,16 @@ describe("buildGrammar structure", () => {
   it("defines every rule it references, with root first", () => {
     for (const family of ["execution-aware", "standard", "direct"] as const) {
       for (const start of ["first", "segment", "final-body"] as const) {
-        const text = buildGrammar(schema, family, { start });
-        const lines = text.trim().split("\n");
-        expect(lines[0]!.startsWith("root ::= ")).toBe(true);
-        const defined = new Set(lines.map((l) => l.split(" ::= ")[0]!));
-        expect(defined.size).toBe(lines.length);
-        const bodies = lines.map((l) => l.slice(l.indexOf(" ::= ") + 5).replace(/"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]/g, " "));
-        const used = new Set(bodies.flatMap((b) => b.match(/[a-z][a-z0-9-]*/g) ?? []));
-        for (const name of used) expect(defined, `rule ${name}`).toContain(name);
+        for (const literals of [undefined, [], ["France", "it's"]]) {
+          const text = buildGrammar(schema, family, { start, ...(literals ? { literals } : {}) });
+          const lines = text.trim().split("\n");
+          expect(lines[0]!.startsWith("root ::= ")).toBe(true);
+          const defined = new Set(lines.map((l) => l.split(" ::= ")[0]!));
+          expect(defined.size).toBe(lines.length);
+          const bodies = lines.map((l) => l.slice(l.indexOf(" ::= ") + 5).replace(/"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]/g, " "));
+          const used = new Set(bodies.flatMap((b) => b.match(/[a-z][a-z0-9-]*/g) ?? []));
+          for (const name of used) expect(defined, `rule ${name}`).toContain(name);
+        }
       }
     }
   });
@@ -105,6 +107,29 @@ describe("buildGrammar compiled by llama.cpp", () => {
       "<final_sql>UNANSWERABLE: no salary column</final_sql>",
     ];
     for (const text of good) expect(await accepts(text, segment), text).toBe(true);
+  });
+
+  it("with listed literals, writes only those strings (with % around them for LIKE) and date and time text", async () => {
+    const segment = buildGrammar(schema, "execution-aware", { literals: ["France", "John O'Neil", "Song 2", "<b>"] });
+    const good = [
+      "<final_sql>SELECT name FROM singer WHERE country = 'France'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name LIKE '%John O''Neil%' OR name LIKE 'Song 2%'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE year LIKE '%/2007' OR year LIKE '2023-03-%' OR year = '1995-96'</final_sql>",
+      "<final_sql>SELECT COUNT(*) FROM concert WHERE STRFTIME('%Y', year) = '2019' AND year > DATE('now', '+18 years', 'start of month')</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = ''</final_sql>",
+    ];
+    for (const text of good) expect(await accepts(text, segment), text).toBe(true);
+    const bad = [
+      "<final_sql>SELECT name FROM singer WHERE country = 'france'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = 'Frnce'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = 'Paris'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name = 'John O'Neil'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name = '<b>'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name = 'yearminutes' OR name = ' 6start of 88.'</final_sql>",
+    ];
+    for (const text of bad) expect(await accepts(text, segment), text).toBe(false);
+    // without a list, any short string
+    expect(await accepts("<final_sql>SELECT name FROM singer WHERE country = 'Paris'</final_sql>", buildGrammar(schema, "execution-aware")), "free").toBe(true);
   });
 
   it("rejects identifiers outside the schema, free aliases and broken structure", async () => {

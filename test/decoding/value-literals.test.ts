@@ -1,0 +1,71 @@
+/**
+ * The default grammar builder, given the question, limits the SQL's string literals to the
+ * database's spellings of the question's words, the values of few-valued columns, and date and
+ * time text; before the value index is built, or with linking off, strings stay free. Real SQLite
+ * file, real value index, llama.cpp's own grammar matcher.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { getLlama, type Llama } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGrammarBuilder, createPromptBuilder, type GrammarFor } from "../../src/decoding/index.js";
+
+let dir: string;
+let dbPath: string;
+let llama: Llama;
+const question = "What is the position of john charles?";
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "reex-value-literals-"));
+  dbPath = join(dir, "players.sqlite");
+  const db = new Database(dbPath);
+  db.exec("CREATE TABLE players (player TEXT, position TEXT, nationality TEXT)");
+  const add = db.prepare("INSERT INTO players VALUES (?, ?, ?)");
+  add.run("John Charles", "Guard", "Wales");
+  // more players than a few-valued column holds, three positions
+  for (let i = 0; i < 80; i++) add.run(`Player ${i}`, ["Guard", "Forward", "Center"][i % 3], "Wales");
+  db.close();
+  llama = await getLlama({ gpu: false, build: "never", logLevel: "warn" as never });
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function accepts(grammar: string, sql: string): Promise<boolean> {
+  const g = await llama.createGrammar({ grammar });
+  return (g as unknown as { _testText(text: string): boolean })._testText(`<final_sql>${sql}</final_sql>`);
+}
+
+async function segmentAfterPrompt(grammarFor: GrammarFor, indexDir: string): Promise<string> {
+  const prompts = createPromptBuilder({ indexDir });
+  try {
+    await prompts.promptFor(dbPath, question, undefined, "execution-aware");
+    return (await grammarFor(dbPath, "execution-aware", undefined, { question })).segment!;
+  } finally {
+    prompts.close();
+  }
+}
+
+describe("string literals linked to the database's values", () => {
+  it("spells the question's words as the database stores them, and offers few-valued columns' values", async () => {
+    const indexDir = join(dir, "linked");
+    const segment = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'John Charles'")).toBe(true);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'john charles'")).toBe(false);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Forward'")).toBe(true);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player LIKE '%charles%'")).toBe(true);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'Player 17'")).toBe(false);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'Jon Charles'")).toBe(false);
+  });
+
+  it("leaves strings free before the value index is built, and with linking off", async () => {
+    const unbuilt = await createGrammarBuilder({ indexDir: join(dir, "empty") })(dbPath, "execution-aware", undefined, { question });
+    expect(await accepts(unbuilt.segment!, "SELECT position FROM players WHERE player = 'Jon Charles'")).toBe(true);
+    const indexDir = join(dir, "off");
+    const off = await segmentAfterPrompt(createGrammarBuilder({ indexDir, linkValues: false }), indexDir);
+    expect(await accepts(off, "SELECT position FROM players WHERE player = 'Jon Charles'")).toBe(true);
+  });
+});
