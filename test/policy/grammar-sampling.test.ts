@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy, type GenerateOptions, type GenerateResult, type Policy, type PromptSpec } from "../../src/policy/index.js";
 import { gbnfLiteral } from "../../src/policy/tooling.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
+import { chiSquare, chiSquareQuantile } from "../helpers/stats.js";
 
 let direct: Policy;
 let evaluate: Policy;
@@ -107,37 +108,6 @@ describe("sampling behind a grammar with log-probabilities", () => {
       theirs.map((r) => r.tokens[0]!),
     );
     // p < 0.001 would fail: a false alarm once in a thousand runs
-    expect(statistic).toBeLessThan(chiSquareQuantile999(df));
+    expect(statistic).toBeLessThan(chiSquareQuantile(df, 0.999));
   });
 });
-
-/** Pearson's chi-square test of homogeneity of two samples of categories (categories with fewer than 10 in all pooled). */
-function chiSquare(a: number[], b: number[]): { statistic: number; df: number } {
-  const counts = new Map<number, [number, number]>();
-  for (const x of a) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[0]++;
-  for (const x of b) (counts.get(x) ?? counts.set(x, [0, 0]).get(x)!)[1]++;
-  const rows: [number, number][] = [];
-  const rare: [number, number] = [0, 0];
-  for (const c of counts.values()) {
-    if (c[0] + c[1] >= 10) rows.push(c);
-    else {
-      rare[0] += c[0];
-      rare[1] += c[1];
-    }
-  }
-  if (rare[0] + rare[1] > 0) rows.push(rare);
-  if (rows.length < 2) return { statistic: 0, df: 1 };
-  let statistic = 0;
-  for (const [x, y] of rows) {
-    const expected = (x + y) / 2;
-    statistic += (x - expected) ** 2 / expected + (y - expected) ** 2 / expected;
-  }
-  return { statistic, df: rows.length - 1 };
-}
-
-/** The chi-square distribution's 0.999 quantile (Wilson–Hilferty). */
-function chiSquareQuantile999(df: number): number {
-  const z = 3.0902;
-  const h = 2 / (9 * df);
-  return df * (1 - h + z * Math.sqrt(h)) ** 3;
-}
