@@ -188,20 +188,22 @@ async function main(): Promise<void> {
   const drafting = values.speculative ? await createLlamaPolicy({ ...policyOptions, speculative: "ngram" }) : undefined;
   const executor = new ExecutorPool({ workers: 2 });
   const grammars = new Map(items.map((it) => [it.id, choiceGrammars(PROFILE, it.dbPath, it.gold)]));
-  const schemaGrammar = createGrammarBuilder();
+  const indexDir = fileURLToPath(new URL("./.output/indexes", import.meta.url));
+  // the server's grammar: the schema's names, and strings linked to the values the prompt builder indexes
+  const schemaGrammar = createGrammarBuilder({ indexDir });
   const byQuestion = new Map<string, string>();
   const decode = createDecoder({
     policy,
     executor,
-    promptOptions: { indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) },
-    grammarFor: (dbPath, family) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family)),
+    promptOptions: { indexDir },
+    grammarFor: (dbPath, family, profile, ask) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family, profile, ask)),
   });
   const draftDecode = drafting
     ? createDecoder({
         policy: drafting,
         executor,
-        promptOptions: { indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) },
-        grammarFor: (dbPath, family) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family)),
+        promptOptions: { indexDir },
+        grammarFor: (dbPath, family, profile, ask) => (tiny ? grammars.get(byQuestion.get(dbPath)!)! : schemaGrammar(dbPath, family, profile, ask)),
       })
     : undefined;
   const constrained = tiny || values.constrained === true;
