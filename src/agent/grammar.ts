@@ -248,6 +248,41 @@ function literalRules(literals: readonly string[]): string[] {
   ];
 }
 
+/**
+ * `column-compared`: a schema column compared with one of its own listed values (`=`, `==`, `!=`,
+ * `<>`, `[NOT] LIKE`, `[NOT] IN (…)` of up to 10), `%` allowed around a value; no rules when no
+ * listed column is in the schema. Columns are matched by name, case-insensitively; values of
+ * same-named columns are pooled.
+ */
+function columnLiteralRules(schema: SchemaNames, columnLiterals: readonly { column: string; values: readonly string[] }[], sql: SqlRules): string[] {
+  const names = new Map<string, string>();
+  for (const t of schema.tables) for (const c of t.columns) if (!names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
+  const pooled = new Map<string, Set<string>>();
+  for (const { column, values } of columnLiterals) {
+    const name = names.get(column.toLowerCase());
+    if (name === undefined) continue;
+    const listed = values.filter(listable).map((l) => l.replace(/'/g, "''"));
+    if (listed.length === 0) continue;
+    const set = pooled.get(name) ?? new Set<string>();
+    for (const l of listed) set.add(l);
+    pooled.set(name, set);
+  }
+  if (pooled.size === 0) return [];
+  const cmp = `(ows ("=" | "==" | "!=" | "<>") ows | ws (${sql.kw("NOT")} ws)? ${sql.kw("LIKE")} ws)`;
+  const rules: string[] = [];
+  const alternatives: string[] = [];
+  [...pooled].forEach(([name, values], i) => {
+    const spellings = identifierSpellings(name).map(lit).join(" | ");
+    rules.push(
+      `compared-${i} ::= (${spellings}) (${cmp} compared-${i}-string | in-op "(" ows compared-${i}-string (ows "," ows compared-${i}-string){0,9} ows ")")`,
+    );
+    rules.push(`compared-${i}-string ::= "'" "%"? compared-${i}-value "%"? "'"`);
+    rules.push(...nameRules(`compared-${i}-value`, [...values]));
+    alternatives.push(`compared-${i}`);
+  });
+  return [`column-compared ::= ${alternatives.join(" | ")}`, ...rules];
+}
+
 /** SQLite's date and time modifiers and time values that are one word. */
 const DATE_KEYWORDS = ["now", "localtime", "utc", "unixepoch", "auto", "subsec", "julianday"];
 
@@ -283,6 +318,13 @@ export interface GrammarBounds {
    * formats and modifiers). Default: any text of up to 32 bytes.
    */
   literals?: readonly string[];
+  /**
+   * Further literals, each written only where it is compared with its column (`col = '…'`, `!=`,
+   * `<>`, `LIKE`, `IN ('…', …)`, the column bare or qualified): a column's few stored values
+   * (codes, categories), so that one column's value is not written against another. Used with
+   * `literals` only. Default none.
+   */
+  columnLiterals?: readonly { column: string; values: readonly string[] }[];
 }
 
 /** A protocol's tag skeleton: the markers around reasoning, probes and the answer (a model profile is one). */
@@ -416,6 +458,8 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   const rules: string[] = [rootRule(skeleton, family, start)];
   const sql = new SqlRules(rules);
   rules.push(...tokenRules(schema, skeleton, maxThink, sql, options.literals));
+  const compared = options.literals !== undefined ? columnLiteralRules(schema, options.columnLiterals ?? [], sql) : [];
+  rules.push(...compared);
   const maxAliases = Math.min(LEVELS[0]!.aliases, TABLE_ALIASES.length);
   for (let v = 0; v <= maxAliases; v++) {
     rules.push(
@@ -424,7 +468,7 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
         .join("")}`,
     );
     rules.push(`column-ref-${v} ::= (qual-${v} ".")? column`);
-    rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star)`);
+    rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star${compared.length > 0 ? ` | (qual-${v} ".")? column-compared` : ""})`);
   }
 
   sql.finish();

@@ -24,6 +24,7 @@ import {
   sourceFor,
   valueIndexFile,
   ValueIndex,
+  type ColumnValues,
   type DatabaseSchema,
   type MatchOptions,
   type SchemaFormat,
@@ -189,13 +190,14 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
  * tags, cached per database version, family and profile. Given the question, and where the
  * database's value index is built (the prompt builder builds it), the SQL's string literals are
  * limited to the question's and evidence's word spans (up to {@link MAX_SPAN_WORDS} words), each
- * spelt as the database stores it where a stored value folds to the same text, and the values of
- * columns with few distinct values (codes, categories), with `%` around them for LIKE, or date and
- * time text. Why: 88 of the starter's 216 wrong greedy WikiSQL answers differed only in a value
+ * spelt as the database stores it where a stored value folds to the same text (a span overlapping
+ * a stored one is not offered as written: it would cut a stored name short), and, compared with
+ * their own column only, the values of columns with few distinct values (codes, categories), with
+ * `%` around them for LIKE, or date and time text. Why: 88 of the starter's 216 wrong greedy WikiSQL answers differed only in a value
  * from the question, miscopied or in the question's case where the table stores another.
  */
 export function createGrammarBuilder(options: GrammarBuilderOptions = {}): GrammarFor {
-  const cache = new Map<string, { schema: DatabaseSchema; grammars: SegmentGrammars; few?: string[] }>();
+  const cache = new Map<string, { schema: DatabaseSchema; grammars: SegmentGrammars; few?: ColumnValues[] }>();
   const indexOptions = options.indexDir !== undefined ? { indexDir: options.indexDir } : {};
   return (dbPath, family, profile = reexProfile, ask) => {
     const schema = loadSchema(dbPath);
@@ -212,14 +214,25 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
     if (!index) return hit.grammars;
     try {
       hit.few ??= index.fewValues(FEW_VALUES);
-      const literals = new Set(hit.few);
-      for (const forms of wordSpans(ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question)) {
-        const stored = forms.flatMap((form) => index.spellings(form));
-        // the database's spelling where it stores one; else the words without surrounding punctuation (an abbreviation keeps its dot)
-        const chosen = stored.length > 0 ? stored : forms.filter((form, k) => k !== 1 || form.endsWith("."));
-        for (const v of chosen) literals.add(v);
+      const literals = new Set<string>();
+      const spans = wordSpans(ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question).map((span) => ({
+        ...span,
+        stored: [...new Set([...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.spellings(form)))],
+      }));
+      // words inside a span the database stores: a raw span over any of them would be a stored value cut short ('kevin' for 'Kevin Stevens')
+      const inStored = new Set<number>();
+      for (const span of spans) if (span.stored.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
+      for (const span of spans) {
+        if (span.stored.length > 0) {
+          for (const v of span.stored) literals.add(v);
+          continue;
+        }
+        let overlaps = false;
+        for (let w = span.start; w < span.end && !overlaps; w++) overlaps = inStored.has(w);
+        // else the words without surrounding punctuation (an abbreviation keeps its dot), with quotes kept
+        if (!overlaps) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);
       }
-      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, literals: [...literals] });
+      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, literals: [...literals], columnLiterals: hit.few });
     } finally {
       index.close();
     }
@@ -233,20 +246,23 @@ const MAX_SPAN_WORDS = 8;
 const FEW_VALUES = 10;
 
 /**
- * Runs of up to {@link MAX_SPAN_WORDS} whitespace-separated words of `text`, each as its forms:
- * without surrounding punctuation, as written, and (where it ends so) without a final `'s`.
+ * Runs of up to {@link MAX_SPAN_WORDS} whitespace-separated words of `text` (words `start` to
+ * `end` − 1), each as its forms: without surrounding punctuation, as written, and (where it ends
+ * so) without a final `'s`; `quoted`, with its quotes but not the sentence's closing punctuation,
+ * is only looked up among the stored values (a title stored as `"Crash"`).
  */
-function wordSpans(text: string): string[][] {
+function wordSpans(text: string): { start: number; end: number; forms: string[]; quoted?: string }[] {
   const words = text.split(/\s+/).filter((w) => w.length > 0);
-  const out = new Map<string, string[]>();
+  const out: { start: number; end: number; forms: string[]; quoted?: string }[] = [];
   for (let i = 0; i < words.length; i++) {
     for (let j = i + 1; j <= Math.min(words.length, i + MAX_SPAN_WORDS); j++) {
       const span = words.slice(i, j).join(" ");
       const bare = span.replace(/^[("'“‘]+|[)?.,!;:"'”’]+$/gu, "");
       if (!bare) continue;
+      const quoted = span.replace(/[?.,!;:]+$/u, "");
       const forms = [bare, span, ...(/'s$/i.test(bare) ? [bare.slice(0, -2)] : [])];
-      out.set(forms.join("\0"), forms);
+      out.push({ start: i, end: j, forms, ...(quoted !== bare && quoted !== span ? { quoted } : {}) });
     }
   }
-  return [...out.values()];
+  return out;
 }

@@ -17,6 +17,6 @@ export {
 export { fingerprintDatabase, openReadOnly, type DatabaseFingerprint } from "./schema-db.js";
 export { schemaPrompt, approxTokens, type SchemaPrompt, type SchemaPromptOptions, type TokenCounter } from "./schema-prompt.js";
 export { OffThread } from "./offload.js";
-export { ValueIndex, valueIndexFile, formatMatchedValues, type ValueMatch, type ValueIndexOptions, type MatchOptions } from "./values.js";
+export { ValueIndex, valueIndexFile, formatMatchedValues, type ColumnValues, type ValueMatch, type ValueIndexOptions, type MatchOptions } from "./values.js";
 export { exBird, exSpider, exRefined, resultKey, cellKey, hasOrderBy, type ResultRows } from "./compare.js";
 export { extractEntities, type Entities, type EntitySchema } from "./entities.js";

@@ -174,6 +174,13 @@ function trigrams(text: string): string[] {
   return [...grams];
 }
 
+/** The indexed values of one column (ValueIndex.fewValues). */
+export interface ColumnValues {
+  table: string;
+  column: string;
+  values: string[];
+}
+
 /**
  * The value index of one database: a SQLite file under the index folder, built on first open for
  * the database's current contents (path + mtime + size) and reused afterwards. Building reads the
@@ -238,12 +245,24 @@ export class ValueIndex {
     return [...out];
   }
 
-  /** The values of columns holding at most `perColumn` distinct indexed values (codes, categories), at most `total` in all. Defaults 50, 5000. */
-  fewValues(perColumn = 50, total = 5000): string[] {
-    return this.db
-      .prepare("SELECT value FROM value_rows WHERE col_id IN (SELECT col_id FROM value_rows GROUP BY col_id HAVING COUNT(*) <= ?) ORDER BY id LIMIT ?")
-      .pluck()
-      .all(perColumn, total) as string[];
+  /**
+   * The values of each column holding at most `perColumn` distinct indexed values (codes,
+   * categories), at most `total` values in all. Defaults 50, 5000.
+   */
+  fewValues(perColumn = 50, total = 5000): ColumnValues[] {
+    const rows = this.db
+      .prepare(
+        "SELECT c.tbl AS tbl, c.col AS col, v.value AS value FROM value_rows v JOIN cols c ON c.id = v.col_id WHERE v.col_id IN (SELECT col_id FROM value_rows GROUP BY col_id HAVING COUNT(*) <= ?) ORDER BY v.id LIMIT ?",
+      )
+      .all(perColumn, total) as { tbl: string; col: string; value: string }[];
+    const out = new Map<string, ColumnValues>();
+    for (const r of rows) {
+      const key = `${r.tbl}\0${r.col}`;
+      let entry = out.get(key);
+      if (!entry) out.set(key, (entry = { table: r.tbl, column: r.col, values: [] }));
+      entry.values.push(r.value);
+    }
+    return [...out.values()];
   }
 
   /** Stored values that phrases of `question` match, best first, one per (table, column, value). */

@@ -17,7 +17,8 @@ describe("buildGrammar structure", () => {
     for (const family of ["execution-aware", "standard", "direct"] as const) {
       for (const start of ["first", "segment", "final-body"] as const) {
         for (const literals of [undefined, [], ["France", "it's"]]) {
-          const text = buildGrammar(schema, family, { start, ...(literals ? { literals } : {}) });
+          const columnLiterals = [{ column: "Song Name", values: ["a", "b'c"] }];
+          const text = buildGrammar(schema, family, { start, ...(literals ? { literals, columnLiterals } : {}) });
           const lines = text.trim().split("\n");
           expect(lines[0]!.startsWith("root ::= ")).toBe(true);
           const defined = new Set(lines.map((l) => l.split(" ::= ")[0]!));
@@ -130,6 +131,30 @@ describe("buildGrammar compiled by llama.cpp", () => {
     for (const text of bad) expect(await accepts(text, segment), text).toBe(false);
     // without a list, any short string
     expect(await accepts("<final_sql>SELECT name FROM singer WHERE country = 'Paris'</final_sql>", buildGrammar(schema, "execution-aware")), "free").toBe(true);
+  });
+
+  it("writes a column's listed values only where that column is compared, bare, qualified or quoted", async () => {
+    const columnLiterals = [
+      { column: "country", values: ["FR", "DE"] },
+      { column: "song name", values: ["It's Over"] },
+      { column: "no_such_column", values: ["x"] },
+    ];
+    const segment = buildGrammar(schema, "execution-aware", { literals: ["France"], columnLiterals });
+    const good = [
+      "<final_sql>SELECT name FROM singer WHERE country = 'FR'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE singer.country != 'DE' AND country = 'France'</final_sql>",
+      "<final_sql>SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.singer_id WHERE T1.country IN ('FR', 'DE')</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country NOT LIKE '%DE%' OR \"Song Name\" = 'It''s Over'</final_sql>",
+      "<final_sql>SELECT CASE WHEN country = 'FR' THEN 1 ELSE 0 END FROM singer</final_sql>",
+    ];
+    for (const text of good) expect(await accepts(text, segment), text).toBe(true);
+    const bad = [
+      "<final_sql>SELECT name FROM singer WHERE name = 'FR'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE \"Song Name\" = 'DE'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = 'x'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = 'fr'</final_sql>",
+    ];
+    for (const text of bad) expect(await accepts(text, segment), text).toBe(false);
   });
 
   it("rejects identifiers outside the schema, free aliases and broken structure", async () => {

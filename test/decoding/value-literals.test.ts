@@ -1,7 +1,7 @@
 /**
  * The default grammar builder, given the question, limits the SQL's string literals to the
- * database's spellings of the question's words, the values of few-valued columns, and date and
- * time text; before the value index is built, or with linking off, strings stay free. Real SQLite
+ * database's spellings of the question's words, the values of few-valued columns compared with
+ * their own column, and date and time text; before the value index is built, or with linking off, strings stay free. Real SQLite
  * file, real value index, llama.cpp's own grammar matcher.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +24,7 @@ beforeAll(async () => {
   db.exec("CREATE TABLE players (player TEXT, position TEXT, nationality TEXT)");
   const add = db.prepare("INSERT INTO players VALUES (?, ?, ?)");
   add.run("John Charles", "Guard", "Wales");
+  add.run('"Big Mo"', "Center", "Wales");
   // more players than a few-valued column holds, three positions
   for (let i = 0; i < 80; i++) add.run(`Player ${i}`, ["Guard", "Forward", "Center"][i % 3], "Wales");
   db.close();
@@ -39,26 +40,43 @@ async function accepts(grammar: string, sql: string): Promise<boolean> {
   return (g as unknown as { _testText(text: string): boolean })._testText(`<final_sql>${sql}</final_sql>`);
 }
 
-async function segmentAfterPrompt(grammarFor: GrammarFor, indexDir: string): Promise<string> {
+async function segmentAfterPrompt(grammarFor: GrammarFor, indexDir: string, asked = question): Promise<string> {
   const prompts = createPromptBuilder({ indexDir });
   try {
-    await prompts.promptFor(dbPath, question, undefined, "execution-aware");
-    return (await grammarFor(dbPath, "execution-aware", undefined, { question })).segment!;
+    await prompts.promptFor(dbPath, asked, undefined, "execution-aware");
+    return (await grammarFor(dbPath, "execution-aware", undefined, { question: asked })).segment!;
   } finally {
     prompts.close();
   }
 }
 
 describe("string literals linked to the database's values", () => {
-  it("spells the question's words as the database stores them, and offers few-valued columns' values", async () => {
+  it("spells the question's words as the database stores them, and offers a few-valued column's values where that column is compared", async () => {
     const indexDir = join(dir, "linked");
     const segment = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir);
     expect(await accepts(segment, "SELECT position FROM players WHERE player = 'John Charles'")).toBe(true);
     expect(await accepts(segment, "SELECT position FROM players WHERE player = 'john charles'")).toBe(false);
     expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Forward'")).toBe(true);
-    expect(await accepts(segment, "SELECT position FROM players WHERE player LIKE '%charles%'")).toBe(true);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE players.position IN ('Guard', 'Center') AND nationality != 'Wales'")).toBe(true);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position NOT LIKE '%Forward%'")).toBe(true);
+    // a value of one column is not written against another
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE player = 'Forward'")).toBe(false);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Wales'")).toBe(false);
     expect(await accepts(segment, "SELECT position FROM players WHERE player = 'Player 17'")).toBe(false);
     expect(await accepts(segment, "SELECT position FROM players WHERE player = 'Jon Charles'")).toBe(false);
+  });
+
+  it("does not offer part of a stored value on its own, and finds a value stored with its quotes", async () => {
+    const indexDir = join(dir, "parts");
+    const segment = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player LIKE '%John Charles%'")).toBe(true);
+    // 'john' and 'charles' lie inside a span the database stores as 'John Charles'
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'john'")).toBe(false);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player LIKE 'charles%'")).toBe(false);
+    expect(await accepts(segment, "SELECT position FROM players WHERE player = 'position of'")).toBe(true);
+    const quoted = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir, 'Which position does "big mo" play?');
+    expect(await accepts(quoted, `SELECT position FROM players WHERE player = '"Big Mo"'`)).toBe(true);
+    expect(await accepts(quoted, `SELECT position FROM players WHERE player = '"big mo"'`)).toBe(false);
   });
 
   it("leaves strings free before the value index is built, and with linking off", async () => {
