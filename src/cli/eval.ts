@@ -62,8 +62,9 @@ options:
                        (default: config policy.profile, else detected from the model)
   --runs FILE          several labelled runs in one report, each with its own model, profile,
                        prompt family and strategy: JSON [{"label", "model"?, "profile"?, "promptFamily"?,
-                       "strategy", "candidates"?, "constrained"?, "schemaHints"?}] (a model is loaded once
-                       for its consecutive runs; relative model paths are from the file)
+                       "strategy", "candidates"?, "constrained"?, "schemaHints"?, "temperature"?, "topP"?,
+                       "seed"?}] (a model is loaded once for its consecutive runs; relative model paths are
+                       from the file; a seed gives every question the same seed, so two runs draw alike)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
   --limit N            only the first N questions
@@ -175,6 +176,14 @@ const runSpecSchema = z
     candidates: z.number().int().positive().optional(),
     constrained: z.boolean().optional(),
     schemaHints: z.boolean().optional(),
+    temperature: z.number().min(0).max(2).optional(),
+    topP: z.number().gt(0).max(1).optional(),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 32 - 1)
+      .optional(),
   })
   .strict();
 
@@ -397,6 +406,9 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
       ...(spec.promptFamily ? { promptFamily: spec.promptFamily } : {}),
       constrained: spec.constrained ?? runtime.constrained,
       ...(spec.schemaHints !== undefined ? { schemaHints: spec.schemaHints } : {}),
+      ...(spec.temperature !== undefined ? { temperature: spec.temperature } : {}),
+      ...(spec.topP !== undefined ? { topP: spec.topP } : {}),
+      ...(spec.seed !== undefined ? { seed: spec.seed } : {}),
     };
     runs.push(
       await pass(spec.label, (opts) =>

@@ -184,6 +184,11 @@ const decodingSchema = z
     branching: z.number().int().min(2).default(3),
     /** Sampling temperature of non-greedy strategies. Default 0.7. */
     temperature: z.number().min(0).max(2).default(0.7),
+    /**
+     * Nucleus (top-p) sampling of non-greedy strategies: each token is drawn from the most likely
+     * tokens whose probabilities sum to this, so a rare garbled token does not derail a branch. Default 0.95.
+     */
+    topP: z.number().gt(0).max(1).default(0.95),
     /** Upper bound a request may ask for. Default 32. */
     maxCandidates: z.number().int().positive().default(32),
     /**

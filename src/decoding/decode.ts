@@ -27,6 +27,8 @@ export interface DecoderDefaults {
   branching: number;
   /** Sampling temperature of linear and tree strategies. Default 0.7. */
   temperature: number;
+  /** Nucleus (top-p) threshold of linear and tree strategies. Default 0.95. */
+  topP: number;
   /** Default 10. */
   maxInteractions: number;
   /** Default 1024. */
@@ -71,6 +73,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     candidates: config.decoding.candidates,
     branching: config.decoding.branching,
     temperature: config.decoding.temperature,
+    topP: config.decoding.topP,
     maxCandidates: config.decoding.maxCandidates,
     constrained: config.decoding.constrained,
     maxInteractions: config.agent.maxInteractions,
@@ -130,6 +133,7 @@ interface Resolved {
   candidates: number;
   branching: number;
   temperature: number;
+  topP: number;
   family: PromptFamily;
   profile: ModelProfile;
 }
@@ -150,11 +154,15 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
   if (!STRATEGIES.includes(strategy)) throw new ReexError("BAD_REQUEST", `unknown strategy "${strategy}"`);
   const temperature = strategy === "greedy" ? 0 : (req.temperature ?? d.temperature);
   if (!(temperature >= 0)) throw new ReexError("BAD_REQUEST", `temperature must be ≥ 0, got ${temperature}`);
+  const topP = strategy === "greedy" ? 1 : (req.topP ?? d.topP);
+  if (!(topP > 0 && topP <= 1))
+    throw new ReexError("BAD_REQUEST", `topP must be in (0, 1], got ${topP}`, { issues: [{ path: ["topP"], message: "must be in (0, 1]" }] });
   return {
     strategy,
     candidates: strategy === "greedy" ? 1 : positiveInt(req.candidates ?? d.candidates, "candidates", d.maxCandidates),
     branching: positiveInt(req.branching ?? d.branching, "branching"),
     temperature,
+    topP,
     family,
     profile,
   };
@@ -225,6 +233,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         emit,
         leaves,
         temperature: o.temperature,
+        topP: o.topP,
         ...(req.seed !== undefined ? { seed: req.seed } : {}),
         base: {
           executor: deps.executor,

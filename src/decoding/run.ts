@@ -10,7 +10,7 @@ import type { ExecResult, Executor } from "../sql/index.js";
 import type { RequestControl } from "./control.js";
 
 /** The rollout settings every trajectory of a decode shares (path, seed, temperature, signal and sink are set per branch). */
-export type BaseRolloutOptions = Omit<RolloutOptions, "path" | "seed" | "temperature" | "signal" | "sink" | "emitFinal">;
+export type BaseRolloutOptions = Omit<RolloutOptions, "path" | "seed" | "temperature" | "topP" | "signal" | "sink" | "emitFinal">;
 
 /** One finished leaf: its rollout, the execution of its final SQL, and its tree path. */
 export interface Leaf {
@@ -107,6 +107,8 @@ export interface Run {
   leaves: LeafCollector;
   /** Sampling temperature of this strategy's trajectories. */
   temperature: number;
+  /** Nucleus (top-p) threshold of this strategy's trajectories. */
+  topP: number;
   /** The request's seed; each branch samples with a seed derived from it and its path. */
   seed?: number;
 }
@@ -123,6 +125,7 @@ export function branchOptions(run: Run, path: string): RolloutOptions {
     ...run.base,
     path,
     temperature: run.temperature,
+    topP: run.topP,
     signal: run.control.signal,
     sink: run.emit,
     ...(run.seed !== undefined ? { seed: pathSeed(run.seed, path) } : {}),

@@ -41,6 +41,8 @@ export interface AnswerRequest {
   profile?: string;
   /** Sampling temperature for non-greedy strategies. Default 0.7. */
   temperature?: number;
+  /** Nucleus (top-p) threshold for non-greedy strategies, in (0, 1]. Default 0.95 (the config's `decoding.topP`). */
+  topP?: number;
   seed?: number;
   /** Constrain output to the tag structure and the schema's identifiers. Default the decoder's (`decoding.constrained`: on for the starter model only). */
   constrained?: boolean;

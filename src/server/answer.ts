@@ -56,6 +56,7 @@ function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): 
     feedback: body.feedback ?? config.agent.feedback,
     schemaHints: body.schemaHints ?? config.agent.schemaHints,
     temperature: body.temperature ?? config.decoding.temperature,
+    topP: body.topP ?? config.decoding.topP,
   };
   if (body.evidence !== undefined) req.evidence = body.evidence;
   if (body.seed !== undefined) req.seed = body.seed;

@@ -36,6 +36,7 @@ export function sqlRequestSchema(config: Config) {
         .optional()
         .describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
       temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
+      topP: z.number().gt(0).max(1).optional().describe(`Nucleus (top-p) threshold of non-greedy strategies. Default ${config.decoding.topP}.`),
       seed: z
         .number()
         .int()

@@ -79,7 +79,7 @@ describe("decoding failures", () => {
 
   it("rejects invalid requests with BAD_REQUEST", async () => {
     const s = scripted(slowThinker, ANSWERS);
-    for (const req of [{ candidates: 0 }, { candidates: 1.5 }, { candidates: 33 }, { branching: 0 }, { temperature: -1 }]) {
+    for (const req of [{ candidates: 0 }, { candidates: 1.5 }, { candidates: 33 }, { branching: 0 }, { temperature: -1 }, { topP: 0 }, { topP: 1.5 }]) {
       const err = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", ...req }).catch((e: unknown) => e);
       expect(isReexError(err) && err.code).toBe("BAD_REQUEST");
     }

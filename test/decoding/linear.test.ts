@@ -24,7 +24,7 @@ describe("greedy decoding", () => {
     expect(answer.candidates[0]).toMatchObject({ index: 0, path: "0", group: 0, votes: 1, interactions: 1, answerable: true });
     expect(answer.winner).toBe(0);
     expect(answer.shortfall).toBeUndefined();
-    expect(s.policy.calls.every((c) => (c.options.temperature ?? 0) === 0)).toBe(true);
+    expect(s.policy.calls.every((c) => (c.options.temperature ?? 0) === 0 && (c.options.topP ?? 1) === 1)).toBe(true);
     expect(log.events.map((e) => e.type).filter((t) => t !== "token")).toEqual(["branch", "probe", "result", "candidate", "vote", "final"]);
     expect(log.of("final")[0]).toEqual({ type: "final", sql: "SELECT COUNT(*) FROM t", answerable: true });
     expect(answer.timings.totalMs).toBeGreaterThanOrEqual(0);
@@ -50,19 +50,22 @@ describe("greedy decoding", () => {
 });
 
 describe("linear decoding", () => {
-  it("starts k independent rollouts from the prompt at the request temperature and returns k candidates", async () => {
+  it("starts k independent rollouts from the prompt at the request temperature and top-p and returns k candidates", async () => {
     const finals = ["SELECT COUNT(*) FROM t", "SELECT COUNT(a) FROM t", "SELECT MAX(a) FROM t"];
     const s = scripted(
       byState((text, n) => (probesIn(text) === 0 ? probe("SELECT 1") : final(finals[n % 3]!))),
       ANSWERS,
     );
     const log = eventLog();
-    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "linear", candidates: 6, temperature: 0.7, seed: 3 }, { sink: log.sink });
+    const answer = await s.decode(
+      { dbPath: "/db", question: "q", strategy: "linear", candidates: 6, temperature: 0.7, topP: 0.8, seed: 3 },
+      { sink: log.sink },
+    );
     expect(answer.candidates).toHaveLength(6);
     expect(answer.candidates.map((c) => c.path)).toEqual(expect.arrayContaining(["0", "1", "2", "3", "4", "5"]));
     const firstCalls = s.policy.calls.filter((c) => c.text === "");
     expect(new Set(firstCalls.map((c) => c.trajectoryId)).size).toBe(6);
-    expect(s.policy.calls.every((c) => c.options.temperature === 0.7)).toBe(true);
+    expect(s.policy.calls.every((c) => c.options.temperature === 0.7 && c.options.topP === 0.8)).toBe(true);
     expect(new Set(firstCalls.map((c) => c.options.seed)).size).toBe(6);
     expect(log.of("branch").every((b) => b.parent === null && b.depth === 0)).toBe(true);
     // COUNT(*) and COUNT(a) return the same rows: 4 votes against 2

@@ -50,7 +50,8 @@ describe("tree decoding", () => {
     expect(afterProbe).toHaveLength(4);
     expect(new Set(afterProbe.map((c) => c.trajectoryId)).size).toBe(4);
     expect(afterProbe.every((c) => /<\/result>\s*$/.test(c.text))).toBe(true);
-    expect(s.policy.calls.every((c) => c.options.temperature === 0.7)).toBe(true);
+    // the decoder's default sampling: temperature 0.7, top-p 0.95
+    expect(s.policy.calls.every((c) => c.options.temperature === 0.7 && c.options.topP === 0.95)).toBe(true);
     expect(s.policy.liveTrajectories()).toBe(0);
   });
 

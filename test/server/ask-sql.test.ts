@@ -53,6 +53,13 @@ describe("POST /v1/sql", () => {
     expect(req.deadlineMs).toBeLessThanOrEqual(t.config.server.requestTimeoutMs);
   });
 
+  it("passes topP from the body, or decoding.topP when the body has none", async () => {
+    t = await makeApp({ decoding: { topP: 0.8 } });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", topP: 1 } });
+    expect(t.decoder.calls.map((c) => c.topP)).toEqual([0.8, 1]);
+  });
+
   it("passes schemaHints from the body, or agent.schemaHints when the body has none", async () => {
     t = await makeApp({ agent: { schemaHints: false } });
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
@@ -88,13 +95,13 @@ describe("POST /v1/sql", () => {
     const res = await t.app.inject({
       method: "POST",
       url: "/v1/sql",
-      payload: { database: t.dbId, question: "", candidates: 9, maxInteractions: 51, strategy: "beam", extra: 1 },
+      payload: { database: t.dbId, question: "", candidates: 9, maxInteractions: 51, strategy: "beam", topP: 0, extra: 1 },
     });
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(body.code).toBe("BAD_REQUEST");
     const paths = (body.issues as { path: string[]; message: string }[]).map((i) => i.path.join("."));
-    expect(paths).toEqual(expect.arrayContaining(["body.question", "body.candidates", "body.maxInteractions", "body.strategy", "body"]));
+    expect(paths).toEqual(expect.arrayContaining(["body.question", "body.candidates", "body.maxInteractions", "body.strategy", "body.topP", "body"]));
     for (const issue of body.issues) expect(typeof issue.message).toBe("string");
     expect(t.decoder.calls).toHaveLength(0);
   });
