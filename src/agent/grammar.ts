@@ -223,15 +223,19 @@ function byteBounded(name: string, max: number, units: [string, number][], nonAs
 /**
  * The string rule of a grammar with listed literals: a listed text (quotes doubled), optionally
  * with `%` before and after it, or date and time text: up to 24 bytes of digits, `/:. -`, `%` and
- * strftime's `%Y`-style formats, or one date modifier (`+18 years`, `start of month`, `now`).
+ * strftime's `%Y`-style formats. A date modifier (`+18 years`, `start of month`, `now`) is a
+ * `modifier-string`, written only as a date function's argument (see `SqlRules.construct`).
  */
 function literalRules(literals: readonly string[]): string[] {
   const listed = unique(literals.filter(listable).map((l) => l.replace(/'/g, "''")));
   const units = ["year", "month", "day", "hour", "minute", "second"];
   return [
-    listed.length > 0 ? `string ::= "'" ("%"? string-listed "%"? | string-dt?) "'"` : `string ::= "'" string-dt? "'"`,
+    listed.length > 0 ? `string ::= "'" ("%"? string-listed "%"? | string-pattern?) "'"` : `string ::= "'" string-pattern? "'"`,
     ...(listed.length > 0 ? nameRules("string-listed", listed) : []),
-    "string-dt ::= string-pattern | string-modifier",
+    `modifier-string ::= "'" string-modifier "'"`,
+    `date-func ::= ${DATE_FUNCTIONS.flatMap((f) => [f, f.toLowerCase()])
+      .map(lit)
+      .join(" | ")}`,
     // a date, a time or a LIKE / strftime pattern over them: digits, separators, % and %Y-style formats
     ...byteBounded(
       "string-pattern",
@@ -282,6 +286,9 @@ function columnLiteralRules(schema: SchemaNames, columnLiterals: readonly { colu
   });
   return [`column-compared ::= ${alternatives.join(" | ")}`, ...rules];
 }
+
+/** SQLite's date and time functions, whose arguments may be modifiers. */
+const DATE_FUNCTIONS = ["DATE", "TIME", "DATETIME", "JULIANDAY", "STRFTIME", "UNIXEPOCH"];
 
 /** SQLite's date and time modifiers and time values that are one word. */
 const DATE_KEYWORDS = ["now", "localtime", "utc", "unixepoch", "auto", "subsec", "julianday"];
@@ -456,7 +463,7 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
   if (!Number.isInteger(maxThink) || maxThink < 0) throw new RangeError(`maxThinkBytes must be a non-negative integer, got ${maxThink}`);
   const skeleton = options.skeleton ?? REEX_SKELETON;
   const rules: string[] = [rootRule(skeleton, family, start)];
-  const sql = new SqlRules(rules);
+  const sql = new SqlRules(rules, options.literals !== undefined);
   rules.push(...tokenRules(schema, skeleton, maxThink, sql, options.literals));
   const compared = options.literals !== undefined ? columnLiteralRules(schema, options.columnLiterals ?? [], sql) : [];
   rules.push(...compared);
@@ -568,7 +575,11 @@ class SqlRules {
   private readonly defined = new Set<string>();
   private readonly pending: (() => void)[] = [];
 
-  constructor(private readonly rules: string[]) {}
+  /** `modifiers`: the grammar lists its literals, so date modifiers are written only as date function arguments. */
+  constructor(
+    private readonly rules: string[],
+    private readonly modifiers: boolean,
+  ) {}
 
   /** The rule names of `words`, joined by whitespace (each word gets its own rule). */
   kw(...words: string[]): string {
@@ -678,6 +689,7 @@ class SqlRules {
         `${this.kw("CAST")} ows "(" ows ${operand} ws ${this.kw("AS")} ws type-name ows ")"`,
         `"(" ows ${args} ows ")"`,
       ];
+      if (this.modifiers) alternatives.push(`date-func ows "(" ows (modifier-string | ${args}) (ows "," ows modifier-string){0,4} ows ")"`);
       return `prefix? (${alternatives.join(" | ")})`;
     });
   }

@@ -110,7 +110,7 @@ describe("buildGrammar compiled by llama.cpp", () => {
     for (const text of good) expect(await accepts(text, segment), text).toBe(true);
   });
 
-  it("with listed literals, writes only those strings (with % around them for LIKE) and date and time text", async () => {
+  it("with listed literals, writes only those strings (with % around them for LIKE), date and time text, and date modifiers inside date functions", async () => {
     const segment = buildGrammar(schema, "execution-aware", { literals: ["France", "John O'Neil", "Song 2", "<b>"] });
     const good = [
       "<final_sql>SELECT name FROM singer WHERE country = 'France'</final_sql>",
@@ -118,6 +118,7 @@ describe("buildGrammar compiled by llama.cpp", () => {
       "<final_sql>SELECT name FROM singer WHERE year LIKE '%/2007' OR year LIKE '2023-03-%' OR year = '1995-96'</final_sql>",
       "<final_sql>SELECT COUNT(*) FROM concert WHERE STRFTIME('%Y', year) = '2019' AND year > DATE('now', '+18 years', 'start of month')</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE country = ''</final_sql>",
+      "<final_sql>SELECT COUNT(*) FROM concert WHERE julianday('now') - julianday(year) > 365 AND date(year, 'start of year', '+1 day') < '2020-01-01'</final_sql>",
     ];
     for (const text of good) expect(await accepts(text, segment), text).toBe(true);
     const bad = [
@@ -127,6 +128,10 @@ describe("buildGrammar compiled by llama.cpp", () => {
       "<final_sql>SELECT name FROM singer WHERE name = 'John O'Neil'</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE name = '<b>'</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE name = 'yearminutes' OR name = ' 6start of 88.'</final_sql>",
+      // a modifier is a date function's argument, not a value
+      "<final_sql>SELECT name FROM singer WHERE name = 'subsec'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE country = 'start of month'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE UPPER('localtime') = country</final_sql>",
     ];
     for (const text of bad) expect(await accepts(text, segment), text).toBe(false);
     // without a list, any short string
