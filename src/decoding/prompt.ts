@@ -215,10 +215,12 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
     try {
       hit.few ??= index.fewValues(FEW_VALUES);
       const literals = new Set<string>();
-      const spans = wordSpans(ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question).map((span) => ({
-        ...span,
-        stored: [...new Set([...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.spellings(form)))],
-      }));
+      const spans = wordSpans(ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question)
+        .map((span) => ({
+          ...span,
+          found: [...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.stored(form)),
+        }))
+        .map((span) => ({ ...span, stored: [...new Set(span.found.map((f) => f.value))] }));
       // words inside a span the database stores: a raw span over any of them would be a stored value cut short ('kevin' for 'Kevin Stevens')
       const inStored = new Set<number>();
       for (const span of spans) if (span.stored.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
@@ -232,7 +234,11 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
         // else the words without surrounding punctuation (an abbreviation keeps its dot), with quotes kept
         if (!overlaps) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);
       }
-      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, literals: [...literals], columnLiterals: hit.few });
+      // a column whose value the question names gets no others: "doctors in dermatology" is not about pediatrics
+      // (a function word naming a code, "in" for 'IN', names nothing)
+      const named = new Set(spans.filter((span) => !onlyFunctionWords(span.forms[0]!)).flatMap((span) => span.found.map((f) => `${f.table}\0${f.column}`)));
+      const columnLiterals = hit.few.filter((c) => !named.has(`${c.table}\0${c.column}`));
+      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, literals: [...literals], columnLiterals });
     } finally {
       index.close();
     }
@@ -241,6 +247,20 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
 
 /** Words a literal taken from the question spans at most. */
 const MAX_SPAN_WORDS = 8;
+
+/** English function words: a question span of these alone names no value, though a code may spell the same ('IN', 'IT', 'NO'). */
+const FUNCTION_WORDS = new Set(
+  "a an and are as at be been by can de did do does for from had has have he her his how i if in is it its many me more most much my no not of on or our she so than that the their them then there these they this those to up us was we were what when where which who whom whose why will with you your".split(
+    " ",
+  ),
+);
+
+function onlyFunctionWords(text: string): boolean {
+  return text
+    .toLowerCase()
+    .split(/\s+/)
+    .every((w) => FUNCTION_WORDS.has(w));
+}
 
 /** Distinct values a column holds at most for all of them to be offered as literals (codes, categories). */
 const FEW_VALUES = 10;

@@ -237,12 +237,17 @@ export class ValueIndex {
 
   /** Stored values whose folded text equals `text`'s (case, diacritics and spacing aside), each once. */
   spellings(text: string): string[] {
-    const out = new Set<string>();
+    return [...new Set(this.stored(text).map((s) => s.value))];
+  }
+
+  /** Where values folding to `text`'s folded text are stored: one entry per column and spelling. */
+  stored(text: string): { table: string; column: string; value: string }[] {
+    const out = new Map<string, { table: string; column: string; value: string }>();
     for (const id of this.exact.all(fold(text)) as number[]) {
-      const row = this.fetch.get(id) as { value: string } | undefined;
-      if (row) out.add(row.value);
+      const row = this.fetch.get(id) as { value: string; tbl: string; col: string } | undefined;
+      if (row) out.set(`${row.tbl}\0${row.col}\0${row.value}`, { table: row.tbl, column: row.col, value: row.value });
     }
-    return [...out];
+    return [...out.values()];
   }
 
   /**

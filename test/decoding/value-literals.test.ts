@@ -79,6 +79,15 @@ describe("string literals linked to the database's values", () => {
     expect(await accepts(quoted, `SELECT position FROM players WHERE player = '"big mo"'`)).toBe(false);
   });
 
+  it("offers no other value of a column whose value the question names", async () => {
+    const indexDir = join(dir, "named");
+    const segment = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir, "How many players play guard?");
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Guard'")).toBe(true);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Forward'")).toBe(false);
+    // another column's few values stay
+    expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Guard' AND nationality = 'Wales'")).toBe(true);
+  });
+
   it("leaves strings free before the value index is built, and with linking off", async () => {
     const unbuilt = await createGrammarBuilder({ indexDir: join(dir, "empty") })(dbPath, "execution-aware", undefined, { question });
     expect(await accepts(unbuilt.segment!, "SELECT position FROM players WHERE player = 'Jon Charles'")).toBe(true);
