@@ -142,8 +142,13 @@ describe("reex eval --runs", () => {
     const { readRunSpecs } = await import("../../src/cli/eval.js");
     const fx = makeFixture();
     const bad = join(fx.dir, "bad-runs.json");
-    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy", temperature: 1 }]));
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "greedy", topK: 40 }]));
     expect(() => readRunSpecs(bad)).toThrow(/0: Unrecognized key/);
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "tree", topP: 0 }]));
+    expect(() => readRunSpecs(bad)).toThrow(/0\.topP/);
+    // sampling settings are a run's own, so two runs can draw alike
+    writeFileSync(bad, JSON.stringify([{ label: "x", strategy: "tree", temperature: 1, topP: 0.9, seed: 7 }]));
+    expect(readRunSpecs(bad)[0]).toMatchObject({ temperature: 1, topP: 0.9, seed: 7 });
     writeFileSync(
       bad,
       JSON.stringify([
