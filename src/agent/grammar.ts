@@ -222,8 +222,9 @@ function byteBounded(name: string, max: number, units: [string, number][], nonAs
 
 /**
  * The string rule of a grammar with listed literals: a listed text (quotes doubled), optionally
- * with `%` before and after it, or date and time text: up to 24 bytes of digits, `/:. -`, `%` and
- * strftime's `%Y`-style formats. A date modifier (`+18 years`, `start of month`, `now`) is a
+ * with `%` before and after it, or date and time text: groups of up to 4 digits, strftime's
+ * `%Y`-style formats or `%` between single `/:. -` separators, a `%` at either end, no bare number
+ * but a year. A date modifier (`+18 years`, `start of month`, `now`) is a
  * `modifier-string`, written only as a date function's argument (see `SqlRules.construct`).
  */
 function literalRules(literals: readonly string[]): string[] {
@@ -236,17 +237,13 @@ function literalRules(literals: readonly string[]): string[] {
     `date-func ::= ${DATE_FUNCTIONS.flatMap((f) => [f, f.toLowerCase()])
       .map(lit)
       .join(" | ")}`,
-    // a date, a time or a LIKE / strftime pattern over them: digits, separators, % and %Y-style formats
-    ...byteBounded(
-      "string-pattern",
-      TEXT_CAPS.dateTimeBytes,
-      [
-        ["[0-9/:. -]", 1],
-        ['"%"', 1],
-        ['"%" [YmdHMSjwfsWJ]', 2],
-      ],
-      false,
-    ),
+    // a date, a time or a LIKE / strftime pattern over them: groups of up to 4 digits, %Y-style formats or
+    // % between single separators, a % at either end; no bare number but a year (one the question holds is a listed span)
+    'dt-unit ::= [0-9]{1,4} | dt-format | "%"',
+    'dt-format ::= "%" [YmdHMSjwfsWJ]',
+    "dt-sep ::= [-/:. ]",
+    "dt-body ::= dt-unit (dt-sep dt-unit){0,5}",
+    `string-pattern ::= "%" (dt-sep? dt-body (dt-sep? "%")?)? | dt-unit (dt-sep dt-unit){1,5} (dt-sep? "%")? | dt-unit dt-sep? "%" | dt-format (dt-sep? dt-unit){0,5} | [12] [0-9]{3}`,
     // a date function's modifier: "+18 years", "start of month", "weekday 0", "now", …
     `string-modifier ::= [+-]? [0-9]{1,6} ("." [0-9]{1,3})? " " (${units.map(lit).join(" | ")}) "s"? | "start of " ("year" | "month" | "day") | "weekday " [0-6] | ${DATE_KEYWORDS.map(lit).join(" | ")}`,
   ];
@@ -422,8 +419,6 @@ const LEVELS: readonly LevelBudget[] = [
 const TEXT_CAPS = {
   /** UTF-8 bytes of a string literal's content. */
   stringBytes: 32,
-  /** Bytes of date and time text in a grammar with listed literals. */
-  dateTimeBytes: 24,
   /** Characters of an output alias after AS. */
   aliasChars: 24,
   /** Digits of a number's integer or fractional part. */

@@ -229,7 +229,8 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
           for (const v of span.stored) literals.add(v);
           continue;
         }
-        let overlaps = false;
+        // nor a span of function words alone ('did', 'is the'), which no question means as a value
+        let overlaps = onlyFunctionWords(span.forms[0]!);
         for (let w = span.start; w < span.end && !overlaps; w++) overlaps = inStored.has(w);
         // else the words without surrounding punctuation (an abbreviation keeps its dot), with quotes kept
         if (!overlaps) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);

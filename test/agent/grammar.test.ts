@@ -111,11 +111,13 @@ describe("buildGrammar compiled by llama.cpp", () => {
   });
 
   it("with listed literals, writes only those strings (with % around them for LIKE), date and time text, and date modifiers inside date functions", async () => {
-    const segment = buildGrammar(schema, "execution-aware", { literals: ["France", "John O'Neil", "Song 2", "<b>"] });
+    const segment = buildGrammar(schema, "execution-aware", { literals: ["France", "John O'Neil", "Song 2", "<b>", "2019"] });
     const good = [
       "<final_sql>SELECT name FROM singer WHERE country = 'France'</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE name LIKE '%John O''Neil%' OR name LIKE 'Song 2%'</final_sql>",
-      "<final_sql>SELECT name FROM singer WHERE year LIKE '%/2007' OR year LIKE '2023-03-%' OR year = '1995-96'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE year LIKE '%/2007' OR year LIKE '2023-03-%' OR year = '1995-96' OR year LIKE '%12:30%'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE STRFTIME('%Y-%m', year) = '2019-04' AND year > '2019-04-01 10:00:00' AND year LIKE '19%'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE year LIKE '02/%/2019' OR substr(year, 1, 4) BETWEEN '1990' AND '1999'</final_sql>",
       "<final_sql>SELECT COUNT(*) FROM concert WHERE STRFTIME('%Y', year) = '2019' AND year > DATE('now', '+18 years', 'start of month')</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE country = ''</final_sql>",
       "<final_sql>SELECT COUNT(*) FROM concert WHERE julianday('now') - julianday(year) > 365 AND date(year, 'start of year', '+1 day') < '2020-01-01'</final_sql>",
@@ -130,6 +132,11 @@ describe("buildGrammar compiled by llama.cpp", () => {
       "<final_sql>SELECT name FROM singer WHERE name = 'yearminutes' OR name = ' 6start of 88.'</final_sql>",
       // a modifier is a date function's argument, not a value
       "<final_sql>SELECT name FROM singer WHERE name = 'subsec'</final_sql>",
+      // date text is date-shaped: no bare number that is not listed, no stray spaces or trailing separators
+      "<final_sql>SELECT name FROM singer WHERE name = '441'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name LIKE ' 652%'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name = '86/'</final_sql>",
+      "<final_sql>SELECT name FROM singer WHERE name = '350078 69'</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE country = 'start of month'</final_sql>",
       "<final_sql>SELECT name FROM singer WHERE UPPER('localtime') = country</final_sql>",
     ];
