@@ -189,12 +189,9 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
  * The default {@link GrammarFor}: `buildSegmentGrammars` over the whole schema in the profile's
  * tags, cached per database version, family and profile. Given the question, and where the
  * database's value index is built (the prompt builder builds it), the SQL's string literals are
- * limited to the question's and evidence's word spans (up to {@link MAX_SPAN_WORDS} words), each
- * spelt as the database stores it where a stored value folds to the same text (a span overlapping
- * a stored one is not offered as written: it would cut a stored name short), and, compared with
- * their own column only, the values of columns with few distinct values (codes, categories), with
- * `%` around them for LIKE, or date and time text. Why: 88 of the starter's 216 wrong greedy WikiSQL answers differed only in a value
- * from the question, miscopied or in the question's case where the table stores another.
+ * those {@link questionLiterals} lists, or date and time text. Why: 88 of the starter's 216 wrong
+ * greedy WikiSQL answers differed only in a value from the question, miscopied or in the
+ * question's case where the table stores another.
  */
 export function createGrammarBuilder(options: GrammarBuilderOptions = {}): GrammarFor {
   const cache = new Map<string, { schema: DatabaseSchema; grammars: SegmentGrammars; few?: ColumnValues[] }>();
@@ -214,36 +211,42 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
     if (!index) return hit.grammars;
     try {
       hit.few ??= index.fewValues(FEW_VALUES);
-      const literals = new Set<string>();
-      const spans = wordSpans(ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question)
-        .map((span) => ({
-          ...span,
-          found: [...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.stored(form)),
-        }))
-        .map((span) => ({ ...span, stored: [...new Set(span.found.map((f) => f.value))] }));
-      // words inside a span the database stores: a raw span over any of them would be a stored value cut short ('kevin' for 'Kevin Stevens')
-      const inStored = new Set<number>();
-      for (const span of spans) if (span.stored.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
-      for (const span of spans) {
-        if (span.stored.length > 0) {
-          for (const v of span.stored) literals.add(v);
-          continue;
-        }
-        // nor a span of function words alone ('did', 'is the'), which no question means as a value
-        let overlaps = onlyFunctionWords(span.forms[0]!);
-        for (let w = span.start; w < span.end && !overlaps; w++) overlaps = inStored.has(w);
-        // else the words without surrounding punctuation (an abbreviation keeps its dot), with quotes kept
-        if (!overlaps) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);
-      }
-      // a column whose value the question names gets no others: "doctors in dermatology" is not about pediatrics
-      // (a function word naming a code, "in" for 'IN', names nothing)
-      const named = new Set(spans.filter((span) => !onlyFunctionWords(span.forms[0]!)).flatMap((span) => span.found.map((f) => `${f.table}\0${f.column}`)));
-      const columnLiterals = hit.few.filter((c) => !named.has(`${c.table}\0${c.column}`));
-      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, literals: [...literals], columnLiterals });
+      const bounds = questionLiterals(index, ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question, hit.few);
+      return buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, ...bounds });
     } finally {
       index.close();
     }
   };
+}
+
+/**
+ * The literals a question's grammar lists: its and its evidence's word spans (up to
+ * {@link MAX_SPAN_WORDS} words), each spelt as the database stores it where a stored value folds
+ * to the same text, as written where none does, unless the span overlaps a stored one (it would
+ * cut a stored name short: `'kevin'` for `'Kevin Stevens'`) or is function words alone; and, as
+ * `columnLiterals`, the few-valued columns' values, except a column whose value the question names.
+ */
+function questionLiterals(index: ValueIndex, text: string, few: readonly ColumnValues[]): { literals: string[]; columnLiterals: ColumnValues[] } {
+  const spans = wordSpans(text).map((span) => {
+    const found = [...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.stored(form));
+    return { ...span, found, stored: [...new Set(found.map((f) => f.value))], functionWords: onlyFunctionWords(span.forms[0]!) };
+  });
+  const inStored = new Set<number>();
+  for (const span of spans) if (span.stored.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
+  const literals = new Set<string>();
+  for (const span of spans) {
+    if (span.stored.length > 0) {
+      for (const v of span.stored) literals.add(v);
+      continue;
+    }
+    let skip = span.functionWords;
+    for (let w = span.start; w < span.end && !skip; w++) skip = inStored.has(w);
+    // the words without surrounding punctuation, and as written where that ends in "." (an abbreviation)
+    if (!skip) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);
+  }
+  // "doctors in dermatology" is not about pediatrics; function words naming a code ("in" for 'IN') name nothing
+  const named = new Set(spans.filter((span) => !span.functionWords).flatMap((span) => span.found.map((f) => `${f.table}\0${f.column}`)));
+  return { literals: [...literals], columnLiterals: few.filter((c) => !named.has(`${c.table}\0${c.column}`)) };
 }
 
 /** Words a literal taken from the question spans at most. */
