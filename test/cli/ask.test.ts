@@ -69,10 +69,11 @@ describe("reex ask in a model's own protocol", () => {
     // greedy on "longest-token" weights writes a fixed token stream; scoring tokens holding "ol" at 0
     // makes it open <sql> rather than <solution> (Qwen spells it "<s" "ol" "ution" ">"), so the
     // model probes, the executor answers in <observation>, and the interaction limit makes the server
-    // open <solution> itself
+    // open <solution> itself; the evidence's "../../../../../" is a string the grammar lists, which
+    // that model writes (its longest tokens), so its SELECT runs
     const model = await buildRealModel("qwen2", { weights: "longest-token", avoid: ["ol"] });
     const r = await ask(
-      ["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--json", "How many customers are there?"],
+      ["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--evidence", "../../../../../", "--json", "How many customers are there?"],
       { REEX_AGENT_MAX_TOKENS: "96" },
     );
     expect(r.code).toBe(0);
