@@ -73,7 +73,21 @@ describe("reex ask in a model's own protocol", () => {
     // that model writes (its longest tokens), so its SELECT runs
     const model = await buildRealModel("qwen2", { weights: "longest-token", avoid: ["ol"] });
     const r = await ask(
-      ["--db", db, "--model", model, "--profile", "skyrl-sql", "--constrained", "--max-interactions", "1", "--evidence", "../../../../../", "--json", "How many customers are there?"],
+      [
+        "--db",
+        db,
+        "--model",
+        model,
+        "--profile",
+        "skyrl-sql",
+        "--constrained",
+        "--max-interactions",
+        "1",
+        "--evidence",
+        "../../../../../",
+        "--json",
+        "How many customers are there?",
+      ],
       { REEX_AGENT_MAX_TOKENS: "96" },
     );
     expect(r.code).toBe(0);
