@@ -137,14 +137,17 @@ function identifierSpellings(name: string): string[] {
 interface TrieNode {
   end: boolean;
   kids: Map<string, TrieNode>;
+  /** The rule that follows a word ending here (see `trieRules`' `tails`). */
+  tail?: string;
 }
 
 /**
  * Rules matching exactly one of `words`, as a radix tree: every choice point branches on distinct
  * next characters. A flat alternation of hundreds of names makes llama.cpp follow one grammar stack
  * per name at every position where a name may start; the tree needs one per first character.
+ * With `tails`, a word is followed by its own rule (also where it is a prefix of another word).
  */
-function trieRules(name: string, words: string[]): string[] {
+function trieRules(name: string, words: string[], tails?: ReadonlyMap<string, string>): string[] {
   const root: TrieNode = { end: false, kids: new Map() };
   for (const word of words) {
     let node = root;
@@ -157,6 +160,8 @@ function trieRules(name: string, words: string[]): string[] {
       node = kid;
     }
     node.end = true;
+    const tail = tails?.get(word);
+    if (tail !== undefined) node.tail = tail;
   }
   const rules: string[] = [];
   let count = 0;
@@ -172,10 +177,10 @@ function trieRules(name: string, words: string[]): string[] {
         kid = grandkid;
       }
       if (kid.kids.size === 0) {
-        alternatives.push(lit(label));
+        alternatives.push(kid.tail ? `${lit(label)} ${kid.tail}` : lit(label));
       } else {
         const sub = `${name}-${++count}`;
-        alternatives.push(`${lit(label)} ${sub}${kid.end ? "?" : ""}`);
+        alternatives.push(`${lit(label)} ${kid.tail ? `(${sub} | ${kid.tail})` : `${sub}${kid.end ? "?" : ""}`}`);
         children.push([kid, sub]);
       }
     }
@@ -271,17 +276,15 @@ function columnLiteralRules(schema: SchemaNames, columnLiterals: readonly { colu
   if (pooled.size === 0) return [];
   const cmp = `(ows ("=" | "==" | "!=" | "<>") ows | ws (${sql.kw("NOT")} ws)? ${sql.kw("LIKE")} ws)`;
   const rules: string[] = [];
-  const alternatives: string[] = [];
+  const tails = new Map<string, string>();
   [...pooled].forEach(([name, values], i) => {
-    const spellings = identifierSpellings(name).map(lit).join(" | ");
-    rules.push(
-      `compared-${i} ::= (${spellings}) (${cmp} compared-${i}-string | in-op "(" ows compared-${i}-string (ows "," ows compared-${i}-string){0,9} ows ")")`,
-    );
+    rules.push(`compared-${i} ::= ${cmp} compared-${i}-string | in-op "(" ows compared-${i}-string (ows "," ows compared-${i}-string){0,9} ows ")"`);
     rules.push(`compared-${i}-string ::= "'" "%"? compared-${i}-value "%"? "'"`);
     rules.push(...nameRules(`compared-${i}-value`, [...values]));
-    alternatives.push(`compared-${i}`);
+    for (const spelling of identifierSpellings(name)) tails.set(spelling, `compared-${i}`);
   });
-  return [`column-compared ::= ${alternatives.join(" | ")}`, ...rules];
+  // one tree over the columns' spellings, each followed by its own comparison: llama.cpp follows one stack per first character, not per column
+  return [...trieRules("column-compared", [...tails.keys()], tails), ...rules];
 }
 
 /** SQLite's date and time functions, whose arguments may be modifiers. */

@@ -169,6 +169,26 @@ describe("buildGrammar compiled by llama.cpp", () => {
     for (const text of bad) expect(await accepts(text, segment), text).toBe(false);
   });
 
+  it("keeps each column's listed values apart where one column's name begins another's", async () => {
+    const prefixed: SchemaNames = { tables: [{ name: "t", columns: ["tier", "tiers", "tier_code"] }] };
+    const columnLiterals = [
+      { column: "tier", values: ["G"] },
+      { column: "tiers", values: ["S"] },
+      { column: "tier_code", values: ["B"] },
+    ];
+    const segment = buildGrammar(prefixed, "execution-aware", { literals: [], columnLiterals });
+    for (const [column, value] of [
+      ["tier", "G"],
+      ["tiers", "S"],
+      ["tier_code", "B"],
+    ] as const) {
+      expect(await accepts(`<final_sql>SELECT tier FROM t WHERE ${column} = '${value}'</final_sql>`, segment), column).toBe(true);
+      for (const other of ["G", "S", "B"].filter((v) => v !== value)) {
+        expect(await accepts(`<final_sql>SELECT tier FROM t WHERE ${column} = '${other}'</final_sql>`, segment), `${column} ${other}`).toBe(false);
+      }
+    }
+  });
+
   it("rejects identifiers outside the schema, free aliases and broken structure", async () => {
     const segment = buildGrammar(schema, "execution-aware");
     const bad = [
