@@ -233,7 +233,7 @@ function byteBounded(name: string, max: number, units: [string, number][], nonAs
  * `modifier-string`, written only as a date function's argument (see `SqlRules.construct`).
  */
 function literalRules(literals: readonly string[]): string[] {
-  const listed = unique(literals.filter(listable).map((l) => l.replace(/'/g, "''")));
+  const listed = unique(quotedListable(literals));
   const units = ["year", "month", "day", "hour", "minute", "second"];
   return [
     listed.length > 0 ? `string ::= "'" ("%"? string-listed "%"? | string-pattern?) "'"` : `string ::= "'" string-pattern? "'"`,
@@ -260,14 +260,14 @@ function literalRules(literals: readonly string[]): string[] {
  * listed column is in the schema. Columns are matched by name, case-insensitively; values of
  * same-named columns are pooled.
  */
-function columnLiteralRules(schema: SchemaNames, columnLiterals: readonly { column: string; values: readonly string[] }[], sql: SqlRules): string[] {
+function columnLiteralRules(schema: SchemaNames, columnLiterals: readonly ColumnLiterals[], sql: SqlRules): string[] {
   const names = new Map<string, string>();
   for (const t of schema.tables) for (const c of t.columns) if (!names.has(c.toLowerCase())) names.set(c.toLowerCase(), c);
   const pooled = new Map<string, Set<string>>();
   for (const { column, values } of columnLiterals) {
     const name = names.get(column.toLowerCase());
     if (name === undefined) continue;
-    const listed = values.filter(listable).map((l) => l.replace(/'/g, "''"));
+    const listed = quotedListable(values);
     if (listed.length === 0) continue;
     const set = pooled.get(name) ?? new Set<string>();
     for (const l of listed) set.add(l);
@@ -292,6 +292,11 @@ const DATE_FUNCTIONS = ["DATE", "TIME", "DATETIME", "JULIANDAY", "STRFTIME", "UN
 
 /** SQLite's date and time modifiers and time values that are one word. */
 const DATE_KEYWORDS = ["now", "localtime", "utc", "unixepoch", "auto", "subsec", "julianday"];
+
+/** The literals that can be listed, each with its quotes doubled as inside a SQL string. */
+function quotedListable(literals: readonly string[]): string[] {
+  return literals.filter(listable).map((l) => l.replace(/'/g, "''"));
+}
 
 /** Whether a literal can be listed: not empty, no `<` (a tag could start there), no control character but tab and newline. */
 function listable(text: string): boolean {
@@ -321,8 +326,8 @@ export interface GrammarBounds {
   maxThinkBytes?: number;
   /**
    * The string literals the SQL may write (their text between the quotes), each also with a `%`
-   * before and/or after it for LIKE, beside date and time text (digits, `%` patterns, strftime
-   * formats and modifiers). Default: any text of up to 32 bytes.
+   * before and/or after it for LIKE, beside date-shaped text (digit groups, `%` patterns, strftime
+   * formats) and, as a date function's argument only, date modifiers. Default: any text of up to 32 bytes.
    */
   literals?: readonly string[];
   /**
@@ -331,7 +336,13 @@ export interface GrammarBounds {
    * (codes, categories), so that one column's value is not written against another. Used with
    * `literals` only. Default none.
    */
-  columnLiterals?: readonly { column: string; values: readonly string[] }[];
+  columnLiterals?: readonly ColumnLiterals[];
+}
+
+/** One column's listed values ({@link GrammarBounds.columnLiterals}). */
+export interface ColumnLiterals {
+  column: string;
+  values: readonly string[];
 }
 
 /** A protocol's tag skeleton: the markers around reasoning, probes and the answer (a model profile is one). */
