@@ -221,18 +221,22 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
 
 /**
  * The literals a question's grammar lists: its and its evidence's word spans (up to
- * {@link MAX_SPAN_WORDS} words), each spelt as the database stores it where a stored value folds
+ * {@link MAX_SPAN_WORDS} words), each spelt as the database stores them where a stored value folds
  * to the same text, as written where none does, unless the span overlaps a stored one (it would
  * cut a stored name short: `'kevin'` for `'Kevin Stevens'`) or is function words alone; and, as
- * `columnLiterals`, the few-valued columns' values, except a column whose value the question names.
+ * `columnLiterals`, the few-valued columns' values, except a column whose value the question names,
+ * and the codes a span names in other words, each with its own column only ("Germany" for
+ * `country = 'DE'`, where the span itself is not offered: it is not what the column stores).
  */
 function questionLiterals(index: ValueIndex, text: string, few: readonly ColumnValues[]): { literals: string[]; columnLiterals: ColumnValues[] } {
   const spans = wordSpans(text).map((span) => {
-    const found = [...span.forms, ...(span.quoted ? [span.quoted] : [])].flatMap((form) => index.stored(form));
-    return { ...span, found, stored: [...new Set(found.map((f) => f.value))], functionWords: onlyFunctionWords(span.forms[0]!) };
+    const forms = [...span.forms, ...(span.quoted ? [span.quoted] : [])];
+    const found = forms.flatMap((form) => index.stored(form));
+    const coded = span.forms.flatMap((form) => index.otherwiseNamed(form));
+    return { ...span, found, coded, stored: [...new Set(found.map((f) => f.value))], functionWords: onlyFunctionWords(span.forms[0]!) };
   });
   const inStored = new Set<number>();
-  for (const span of spans) if (span.stored.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
+  for (const span of spans) if (span.stored.length > 0 || span.coded.length > 0) for (let w = span.start; w < span.end; w++) inStored.add(w);
   const literals = new Set<string>();
   for (const span of spans) {
     if (span.stored.length > 0) {
@@ -245,8 +249,10 @@ function questionLiterals(index: ValueIndex, text: string, few: readonly ColumnV
     if (!skip) for (const v of span.forms.filter((form, k) => k !== 1 || form.endsWith("."))) literals.add(v);
   }
   // "doctors in dermatology" is not about pediatrics; function words naming a code ("in" for 'IN') name nothing
-  const named = new Set(spans.filter((span) => !span.functionWords).flatMap((span) => span.found.map((f) => `${f.table}\0${f.column}`)));
-  return { literals: [...literals], columnLiterals: few.filter((c) => !named.has(`${c.table}\0${c.column}`)) };
+  const meaningful = spans.filter((span) => !span.functionWords);
+  const named = new Set(meaningful.flatMap((span) => [...span.found, ...span.coded].map((f) => `${f.table}\0${f.column}`)));
+  const coded = meaningful.flatMap((span) => span.coded.map(({ table, column, value }) => ({ table, column, values: [value] })));
+  return { literals: [...literals], columnLiterals: [...few.filter((c) => !named.has(`${c.table}\0${c.column}`)), ...coded] };
 }
 
 /** Words a literal taken from the question spans at most. */

@@ -8,13 +8,16 @@
  * up values equal to it (case and diacritics folded) and values sharing the most of its rarest
  * trigrams. Every value found is scored against the phrases overlapping the one that found it
  * with `1 − OSA edit distance / longer length` on folded text, and kept when the score reaches
- * the threshold. Phrases under 3 characters are not matched; under 4, only exactly.
+ * the threshold. Phrases under 3 characters are not matched; under 4, only exactly. Beside
+ * those, the codes a phrase stands for (./codes.ts: "Germany" for `'DE'`, "shipped" for `'SHP'`)
+ * and a stored singular that a plural phrase names ("EPs" for `'ep'`), unless `codes` is false.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { fingerprintDatabase, openReadOnly, quoteIdent } from "./schema-db.js";
+import { type CodeHit, type CodeReader, MAX_CODES, codeReader, fold } from "./codes.js";
 import { loadSchema, promptName } from "./schema.js";
 
 /** A stored value that a phrase of the question matched, with its similarity (0–1]. */
@@ -46,14 +49,21 @@ export interface MatchOptions {
   limit?: number;
   /** Lowest similarity kept. Default 0.6. */
   threshold?: number;
+  /**
+   * Also the codes a phrase stands for ("Germany" for `'DE'`, "shipped" for `'SHP'`, see
+   * ./codes.ts) and values a plural phrase names in the singular ("EPs" for `'ep'`). Default true.
+   */
+  codes?: boolean;
 }
 
-const FORMAT_VERSION = "1";
+const FORMAT_VERSION = "2";
 /** Values fetched and scored per phrase at most (those sharing the most of its rarest trigrams). */
 const PER_PHRASE = 50;
 /** Trigram postings read per phrase at most (rarest trigrams first; the rarest is always read). */
 const SCAN_CAP = 5000;
 const MAX_WORDS = 4;
+/** Similarity given to a stored value that a plural phrase names in the singular. */
+const PLURAL_SCORE = 0.95;
 
 const STOPWORDS = new Set(
   (
@@ -82,16 +92,6 @@ function settings(options: ValueIndexOptions): Required<ValueIndexOptions> {
     maxValueLength: options.maxValueLength ?? 100,
     maxValuesTotal: options.maxValuesTotal ?? 200_000,
   };
-}
-
-/** Text of a value as the matcher compares it: lower-case, diacritics removed, spaces collapsed. */
-function fold(text: string): string {
-  return text
-    .normalize("NFD")
-    .replace(/\p{M}+/gu, "")
-    .toLowerCase()
-    .replace(/\s+/g, " ")
-    .trim();
 }
 
 const NUMERIC_LOOKING = /^[-+\s\d.,:/%$€£()]+$/;
@@ -195,6 +195,7 @@ export class ValueIndex {
   private readonly gram: Database.Statement;
   private readonly rowids: Database.Statement;
   private readonly fetch: Database.Statement;
+  private reader: CodeReader | undefined;
 
   private constructor(
     private readonly db: Database.Database,
@@ -233,6 +234,22 @@ export class ValueIndex {
   /** Number of indexed values. */
   get size(): number {
     return Number(this.db.prepare("SELECT value FROM meta WHERE key = 'values'").pluck().get());
+  }
+
+  /** The stored codes `text` stands for in other words (./codes.ts): `'DE'` for "Germany". */
+  codes(text: string): CodeHit[] {
+    this.reader ??= codeReader(this.fewValues(MAX_CODES), STOPWORDS);
+    return this.reader(fold(text));
+  }
+
+  /**
+   * What `text` names that is stored under another spelling: the codes it stands for
+   * ({@link codes}) and, for a plural, the singular stored as it is ("EPs" for `'ep'`).
+   */
+  otherwiseNamed(text: string): { table: string; column: string; value: string }[] {
+    const folded = fold(text);
+    const singulars = /\p{L}{2}s$/u.test(folded) ? [folded.slice(0, -1), ...(folded.endsWith("es") ? [folded.slice(0, -2)] : [])] : [];
+    return [...this.codes(text), ...singulars.flatMap((s) => this.stored(s))].map(({ table, column, value }) => ({ table, column, value }));
   }
 
   /** Stored values whose folded text equals `text`'s (case, diacritics and spacing aside), each once. */
@@ -274,6 +291,8 @@ export class ValueIndex {
   match(question: string, options: MatchOptions = {}): ValueMatch[] {
     const limit = options.limit ?? 10;
     const threshold = options.threshold ?? 0.6;
+    const codes = options.codes ?? true;
+    const direct: ValueMatch[] = [];
     const all = phrases(question);
     const df = new Map<string, number>();
     const docs = new Map<string, number[]>();
@@ -284,8 +303,18 @@ export class ValueIndex {
       else candidates.set(id, [p]);
     };
     for (const p of all) {
+      if (codes) direct.push(...this.codes(p.text).map((hit) => ({ ...hit })));
       if (!p.queried) continue;
       for (const id of this.exact.all(p.text) as number[]) propose(id, p);
+      if (codes && /\p{L}{2}s$/u.test(p.text)) {
+        // a plural names the singular a category stores ("EPs", "singles")
+        for (const singular of new Set([p.text.slice(0, -1), ...(p.text.endsWith("es") ? [p.text.slice(0, -2)] : [])])) {
+          for (const id of this.exact.all(singular) as number[]) {
+            const row = this.fetch.get(id) as { value: string; tbl: string; col: string } | undefined;
+            if (row) direct.push({ table: row.tbl, column: row.col, value: row.value, score: PLURAL_SCORE });
+          }
+        }
+      }
       const grams = trigrams(p.text)
         .map((g): [string, number] => {
           if (!df.has(g)) df.set(g, Number(this.gram.get(g) ?? 0));
@@ -308,7 +337,14 @@ export class ValueIndex {
       const top = [...hits].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, PER_PHRASE);
       for (const [id] of top) propose(id, p);
     }
+    // two-letter words ("UK") are too short to be phrases
+    if (codes) for (const w of question.match(/(?<![\p{L}\p{N}])\p{L}{2}(?![\p{L}\p{N}])/gu) ?? []) direct.push(...this.codes(w));
     const best = new Map<string, ValueMatch>();
+    for (const m of direct) {
+      const key = JSON.stringify([m.table, m.column, m.value]);
+      const prev = best.get(key);
+      if (!prev || prev.score < m.score) best.set(key, m);
+    }
     for (const [id, found] of candidates) {
       const row = this.fetch.get(id) as { value: string; folded: string; tbl: string; col: string } | undefined;
       if (!row) continue;

@@ -40,11 +40,11 @@ async function accepts(grammar: string, sql: string): Promise<boolean> {
   return (g as unknown as { _testText(text: string): boolean })._testText(`<final_sql>${sql}</final_sql>`);
 }
 
-async function segmentAfterPrompt(grammarFor: GrammarFor, indexDir: string, asked = question): Promise<string> {
+async function segmentAfterPrompt(grammarFor: GrammarFor, indexDir: string, asked = question, db = dbPath): Promise<string> {
   const prompts = createPromptBuilder({ indexDir });
   try {
-    await prompts.promptFor(dbPath, asked, undefined, "execution-aware");
-    return (await grammarFor(dbPath, "execution-aware", undefined, { question: asked })).segment!;
+    await prompts.promptFor(db, asked, undefined, "execution-aware");
+    return (await grammarFor(db, "execution-aware", undefined, { question: asked })).segment!;
   } finally {
     prompts.close();
   }
@@ -86,6 +86,23 @@ describe("string literals linked to the database's values", () => {
     expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Forward'")).toBe(false);
     // another column's few values stay
     expect(await accepts(segment, "SELECT COUNT(*) FROM players WHERE position = 'Guard' AND nationality = 'Wales'")).toBe(true);
+  });
+
+  it("offers the code a question names in other words against its own column only, and not the words themselves", async () => {
+    const shop = join(dir, "shop.sqlite");
+    const db = new Database(shop);
+    db.exec("CREATE TABLE customers (name TEXT, country TEXT)");
+    const add = db.prepare("INSERT INTO customers VALUES (?, ?)");
+    const codes = ["DE", "GB", "FR", "ES", "IT", "NL", "BE", "AT", "CH", "SE", "NO", "DK", "PL", "PT"];
+    for (let i = 0; i < 56; i++) add.run(`Customer ${i}`, codes[i % codes.length]);
+    db.close();
+    const indexDir = join(dir, "codes");
+    const segment = await segmentAfterPrompt(createGrammarBuilder({ indexDir }), indexDir, "How many customers live in Germany?", shop);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM customers WHERE country = 'DE'")).toBe(true);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM customers WHERE country = 'FR'")).toBe(false);
+    // the code only against its own column, and the name as written nowhere: no column stores it
+    expect(await accepts(segment, "SELECT COUNT(*) FROM customers WHERE name = 'DE'")).toBe(false);
+    expect(await accepts(segment, "SELECT COUNT(*) FROM customers WHERE country = 'Germany'")).toBe(false);
   });
 
   it("leaves strings free before the value index is built, and with linking off", async () => {

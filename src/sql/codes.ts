@@ -1,0 +1,162 @@
+/**
+ * Codes a question names in other words. Databases store `'DE'`, `'SHP'` or `'F'` where people say
+ * "Germany", "shipped" or "female"; the value index finds stored text that a question spells, and
+ * this module adds the codes a question's phrase stands for, read from the codes themselves:
+ *
+ * - a column whose values are two-letter region codes (ISO 3166, as `Intl.DisplayNames` knows
+ *   them): the region's English name, a few common other names, and the name plus "n"
+ *   ("South Korean");
+ * - a column of upper-case codes of 2–4 letters: a longer word that starts with the code's first
+ *   letter and holds its letters in order ("shipped" for SHP, "telehealth" for TEL);
+ * - a column of one-letter codes: a word written against the column's name ("gold-tier" for the
+ *   tier G), or, where the codes include F and M, female and male words.
+ */
+
+/** Text as the matcher compares it: lower-case, diacritics removed, `&` read as "and", spaces collapsed. */
+export function fold(text: string): string {
+  return text
+    .normalize("NFD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase()
+    .replace(/\s*&\s*/g, " and ")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/** One column's values, as the code reader sees them. */
+export interface CodeColumn {
+  table: string;
+  column: string;
+  values: readonly string[];
+}
+
+/** A stored code a phrase stands for, with how sure the reading is (0–1]. */
+export interface CodeHit {
+  table: string;
+  column: string;
+  value: string;
+  score: number;
+}
+
+/** Reads a folded phrase as the codes it names; [] when it names none. */
+export type CodeReader = (folded: string) => CodeHit[];
+
+/** Share of a column's values that must read as region codes for it to be read as a region column. */
+const REGION_SHARE = 0.8;
+/** A column holds at most this many distinct values to be read as codes. */
+export const MAX_CODES = 30;
+
+const OTHER_REGION_NAMES: Readonly<Record<string, readonly string[]>> = {
+  US: ["usa", "america", "united states of america", "the us", "the usa"],
+  GB: ["uk", "britain", "great britain", "the uk"],
+  AE: ["uae"],
+  NL: ["holland", "the netherlands"],
+  KR: ["korea"],
+  CZ: ["czech republic"],
+};
+
+/** Words that say what to compute, not which rows: never read as an abbreviation ("average" holds ARG's letters). */
+const QUERY_WORDS = new Set(
+  (
+    "average avg total sum number count maximum minimum highest lowest largest smallest greatest least most greater " +
+    "larger smaller bigger longest shortest oldest youngest earliest latest newest different distinct between above " +
+    "below under over order ordered sorted descending ascending percentage percent ratio amount rows records entries " +
+    "list names give show return find display"
+  ).split(" "),
+);
+
+const SEX_WORDS: Readonly<Record<string, readonly string[]>> = {
+  F: ["female", "females", "woman", "women", "girl", "girls"],
+  M: ["male", "males", "man", "men", "boy", "boys"],
+};
+
+let regionNames: Intl.DisplayNames | undefined;
+
+/** The English name of a two-letter region code; undefined where there is none. */
+function regionName(code: string): string | undefined {
+  if (!/^[A-Z]{2}$/.test(code)) return undefined;
+  try {
+    regionNames ??= new Intl.DisplayNames(["en"], { type: "region", fallback: "none" });
+    return regionNames.of(code);
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `code` (lower case) is a subsequence of `word` that starts where it starts. */
+function abbreviates(code: string, word: string): boolean {
+  if (word[0] !== code[0]) return false;
+  let i = 0;
+  for (const ch of word) if (ch === code[i]) i++;
+  return i === code.length;
+}
+
+/**
+ * The reader of `columns`' codes (columns of more than {@link MAX_CODES} values are not read).
+ * `stopWords` are never read as an abbreviation.
+ */
+export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySet<string> = new Set()): CodeReader {
+  const names = new Map<string, CodeHit[]>();
+  const addName = (name: string, hit: CodeHit): void => {
+    const list = names.get(name) ?? [];
+    if (!list.some((h) => h.table === hit.table && h.column === hit.column && h.value === hit.value)) list.push(hit);
+    names.set(name, list);
+  };
+  const abbreviations: { table: string; column: string; codes: string[] }[] = [];
+  const letters: { table: string; column: string; codes: string[]; names: string[] }[] = [];
+  for (const c of columns) {
+    const values = [...new Set(c.values)];
+    if (values.length < 2 || values.length > MAX_CODES) continue;
+    const regions = values.map((v) => [v, regionName(v)] as const).filter(([, n]) => n !== undefined);
+    if (regions.length >= REGION_SHARE * values.length) {
+      for (const [code, name] of regions) {
+        const hit = { table: c.table, column: c.column, value: code, score: 1 };
+        for (const n of [name!, ...(OTHER_REGION_NAMES[code] ?? [])]) {
+          addName(fold(n), hit);
+          addName(`${fold(n)}n`, hit);
+        }
+      }
+      continue;
+    }
+    if (values.every((v) => /^[A-Z]{2,4}$/.test(v))) {
+      abbreviations.push({ table: c.table, column: c.column, codes: values });
+    } else if (values.every((v) => /^[A-Z]$/.test(v))) {
+      const column = fold(c.column.replace(/_/g, " "));
+      letters.push({ table: c.table, column: c.column, codes: values, names: [column, ...column.split(" ").slice(-1)] });
+      if (values.includes("F") && values.includes("M")) {
+        for (const [code, words] of Object.entries(SEX_WORDS)) for (const w of words) addName(w, { table: c.table, column: c.column, value: code, score: 1 });
+      }
+    }
+  }
+
+  return (folded) => {
+    const out: CodeHit[] = [...(names.get(folded) ?? [])];
+    if (/^\p{L}+$/u.test(folded) && !stopWords.has(folded) && !QUERY_WORDS.has(folded)) {
+      for (const a of abbreviations) {
+        // the longest code the word spells, when exactly one does
+        const spelt = a.codes.filter((code) => folded.length >= 2 * code.length && abbreviates(code.toLowerCase(), folded));
+        const longest = Math.max(0, ...spelt.map((s) => s.length));
+        const best = spelt.filter((s) => s.length === longest);
+        if (best.length === 1) out.push({ table: a.table, column: a.column, value: best[0]!, score: 0.8 });
+      }
+    }
+    const parts = folded.split(/[\s-]+/);
+    if (parts.length >= 2) {
+      for (const l of letters) {
+        for (const name of l.names) {
+          const nameWords = name.split(" ");
+          const n = nameWords.length;
+          const before = parts.length === n + 1 && parts.slice(1).join(" ") === name ? parts[0]! : undefined;
+          const after = parts.length === n + 1 && parts.slice(0, n).join(" ") === name ? parts[n]! : undefined;
+          for (const word of [before, after]) {
+            // "frequent flyer" is the column frequent_flyer named in full, not a code of its last word
+            if (!word || word.length < 3 || stopWords.has(word) || l.names[0]!.split(" ").includes(word)) continue;
+            const code = l.codes.find((c) => c.toLowerCase() === word[0]);
+            if (code) out.push({ table: l.table, column: l.column, value: code, score: 0.9 });
+          }
+        }
+      }
+    }
+    return out;
+  };
+}
