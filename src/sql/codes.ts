@@ -4,8 +4,8 @@
  * this module adds the codes a question's phrase stands for, read from the codes themselves:
  *
  * - a column whose values are two-letter region codes (ISO 3166, as `Intl.DisplayNames` knows
- *   them): the region's English name, a few common other names, and the name plus "n"
- *   ("South Korean");
+ *   them) or US state codes: the region's or state's English name, a few common other names, and
+ *   the name plus "n" ("South Korean");
  * - a column of upper-case codes of 2–4 letters: a longer word that starts with the code's first
  *   letter and holds its letters in order ("shipped" for SHP, "telehealth" for TEL);
  * - a column of one-letter codes: a word written against the column's name ("gold-tier" for the
@@ -41,10 +41,26 @@ export interface CodeHit {
 /** Reads a folded phrase as the codes it names; [] when it names none. */
 export type CodeReader = (folded: string) => CodeHit[];
 
-/** Share of a column's values that must read as region codes for it to be read as a region column. */
+/** Share of a column's values that must read as region (or US state) codes for it to be read as such. */
 const REGION_SHARE = 0.8;
-/** A column holds at most this many distinct values to be read as codes. */
-export const MAX_CODES = 30;
+/** A column holds at most this many distinct values to be read as region or state codes (ISO 3166 has 249). */
+export const MAX_CODES = 300;
+/** A column holds at most this many distinct values to be read as abbreviations or one-letter codes. */
+const MAX_ABBREVIATIONS = 30;
+
+/** The US states' (and DC's) postal codes and names. */
+const US_STATES: Readonly<Record<string, string>> = Object.fromEntries(
+  (
+    "AL Alabama,AK Alaska,AZ Arizona,AR Arkansas,CA California,CO Colorado,CT Connecticut,DE Delaware,FL Florida," +
+    "GA Georgia,HI Hawaii,ID Idaho,IL Illinois,IN Indiana,IA Iowa,KS Kansas,KY Kentucky,LA Louisiana,ME Maine," +
+    "MD Maryland,MA Massachusetts,MI Michigan,MN Minnesota,MS Mississippi,MO Missouri,MT Montana,NE Nebraska," +
+    "NV Nevada,NH New Hampshire,NJ New Jersey,NM New Mexico,NY New York,NC North Carolina,ND North Dakota,OH Ohio," +
+    "OK Oklahoma,OR Oregon,PA Pennsylvania,RI Rhode Island,SC South Carolina,SD South Dakota,TN Tennessee,TX Texas," +
+    "UT Utah,VT Vermont,VA Virginia,WA Washington,WV West Virginia,WI Wisconsin,WY Wyoming,DC District of Columbia"
+  )
+    .split(",")
+    .map((entry) => [entry.slice(0, 2), entry.slice(3)]),
+);
 
 const OTHER_REGION_NAMES: Readonly<Record<string, readonly string[]>> = {
   US: ["usa", "america", "united states of america", "the us", "the usa"],
@@ -92,7 +108,8 @@ function abbreviates(code: string, word: string): boolean {
 }
 
 /**
- * The reader of `columns`' codes (columns of more than {@link MAX_CODES} values are not read).
+ * The reader of `columns`' codes (columns of more than {@link MAX_CODES} values are not read, nor
+ * abbreviations or letters in columns of more than 30).
  * `stopWords` are never read as an abbreviation.
  */
 export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySet<string> = new Set()): CodeReader {
@@ -107,17 +124,24 @@ export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySe
   for (const c of columns) {
     const values = [...new Set(c.values)];
     if (values.length < 2 || values.length > MAX_CODES) continue;
+    // a column of CA, NY, TX is states; one of CA, DE, GB regions: whichever reads more of its values
     const regions = values.map((v) => [v, regionName(v)] as const).filter(([, n]) => n !== undefined);
-    if (regions.length >= REGION_SHARE * values.length) {
-      for (const [code, name] of regions) {
+    const states = values.filter((v) => US_STATES[v] !== undefined);
+    if (Math.max(regions.length, states.length) >= REGION_SHARE * values.length) {
+      const named =
+        states.length > regions.length
+          ? states.map((v) => [v, [US_STATES[v]!]] as const)
+          : regions.map(([v, n]) => [v, [n!, ...(OTHER_REGION_NAMES[v] ?? [])]] as const);
+      for (const [code, spellings] of named) {
         const hit = { table: c.table, column: c.column, value: code, score: 1 };
-        for (const n of [name!, ...(OTHER_REGION_NAMES[code] ?? [])]) {
+        for (const n of spellings) {
           addName(fold(n), hit);
           addName(`${fold(n)}n`, hit);
         }
       }
       continue;
     }
+    if (values.length > MAX_ABBREVIATIONS) continue;
     if (values.every((v) => /^[A-Z]{2,4}$/.test(v))) {
       abbreviations.push({ table: c.table, column: c.column, codes: values });
     } else if (values.every((v) => /^[A-Z]$/.test(v))) {

@@ -238,7 +238,7 @@ export class ValueIndex {
 
   /** The stored codes `text` stands for in other words (./codes.ts): `'DE'` for "Germany". */
   codes(text: string): CodeHit[] {
-    this.reader ??= codeReader(this.fewValues(MAX_CODES), STOPWORDS);
+    this.reader ??= cachedReader(this.file, () => codeReader(this.fewValues(MAX_CODES), STOPWORDS));
     return this.reader(fold(text));
   }
 
@@ -374,6 +374,21 @@ export class ValueIndex {
   close(): void {
     this.db.close();
   }
+}
+
+/** Code readers by index file (whose name hashes the database's version): the grammar builder opens an index per question. */
+const readers = new Map<string, CodeReader>();
+
+function cachedReader(file: string, build: () => CodeReader): CodeReader {
+  let reader = readers.get(file);
+  if (reader) {
+    readers.delete(file);
+  } else {
+    reader = build();
+    while (readers.size >= 64) readers.delete(readers.keys().next().value!);
+  }
+  readers.set(file, reader);
+  return reader;
 }
 
 function isValidIndex(file: string): boolean {

@@ -25,6 +25,9 @@ beforeAll(() => {
     INSERT INTO conductors (nationality, age) VALUES ('ARG', 40), ('ITA', 51), ('POL', 62), ('GBR', 48);
     CREATE TABLE passengers (id INTEGER PRIMARY KEY, frequent_flyer TEXT);
     INSERT INTO passengers (frequent_flyer) VALUES ('T'), ('F'), ('T');
+    CREATE TABLE stores (id INTEGER PRIMARY KEY, state TEXT);
+    INSERT INTO stores (state) VALUES ('CA'), ('NY'), ('TX'), ('WA'), ('FL'), ('MA');
+    CREATE TABLE suppliers (id INTEGER PRIMARY KEY, country TEXT);
   `);
   const countries = ["DE", "GB", "KR", "US", "FR"];
   const add = db.prepare("INSERT INTO customers (name, country, tier, sex) VALUES (?, ?, ?, ?)");
@@ -33,6 +36,10 @@ beforeAll(() => {
   for (let i = 0; i < 40; i++) order.run(["SHP", "CNC", "RTN", "PND"][i % 4], ["WEB", "STORE"][i % 2]);
   const album = db.prepare("INSERT INTO albums (album_type, genre) VALUES (?, ?)");
   for (let i = 0; i < 12; i++) album.run(["ep", "single", "album"][i % 3], ["Drum & Bass", "Jazz"][i % 2]);
+  // more countries than a column of abbreviations may hold
+  const many = "AR AT AU BE BR CA CH CL CN CO CZ DE DK EG ES FI FR GB GR HU ID IE IL IN IT JP KE KR MX NG NL NO NZ PE PL PT SE TR US ZA".split(" ");
+  const supplier = db.prepare("INSERT INTO suppliers (country) VALUES (?)");
+  for (const c of many) supplier.run(c);
   db.close();
   index = ValueIndex.open(file, { indexDir: join(dir, "indexes") });
 });
@@ -51,6 +58,13 @@ describe("matched values read codes", () => {
     expect(found("List the South Korean customers.")).toContain("customers.country=KR");
     expect(found("How many customers live in the United States?")).toContain("customers.country=US");
     expect(found("How many customers live in Spain?")).not.toContain("customers.country=ES");
+    expect(found("How many suppliers are in Kenya?")).toContain("suppliers.country=KE");
+  });
+
+  it("reads a column of US state codes as states, not as the regions some of them also spell", () => {
+    expect(found("How many stores are in California?")).toContain("stores.state=CA");
+    expect(found("How many stores are in New York or Texas?")).toEqual(expect.arrayContaining(["stores.state=NY", "stores.state=TX"]));
+    expect(found("How many stores are in Canada?")).not.toContain("stores.state=CA");
   });
 
   it("reads a longer word as the code of a few upper-case letters it abbreviates, and not a short or function word", () => {
