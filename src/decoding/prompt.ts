@@ -221,7 +221,7 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
 
 /**
  * The literals a question's grammar lists: its and its evidence's word spans (up to
- * {@link MAX_SPAN_WORDS} words), each spelt as the database stores them where a stored value folds
+ * {@link MAX_SPAN_WORDS} words), each spelt as the database stores it where a stored value folds
  * to the same text, as written where none does, unless the span overlaps a stored one (it would
  * cut a stored name short: `'kevin'` for `'Kevin Stevens'`) or is function words alone; and, as
  * `columnLiterals`, the few-valued columns' values, except a column whose value the question names,

@@ -247,9 +247,7 @@ export class ValueIndex {
    * ({@link codes}) and, for a plural, the singular stored as it is ("EPs" for `'ep'`).
    */
   otherwiseNamed(text: string): { table: string; column: string; value: string }[] {
-    const folded = fold(text);
-    const singulars = /\p{L}{2}s$/u.test(folded) ? [folded.slice(0, -1), ...(folded.endsWith("es") ? [folded.slice(0, -2)] : [])] : [];
-    return [...this.codes(text), ...singulars.flatMap((s) => this.stored(s))].map(({ table, column, value }) => ({ table, column, value }));
+    return [...this.codes(text), ...singulars(fold(text)).flatMap((s) => this.stored(s))].map(({ table, column, value }) => ({ table, column, value }));
   }
 
   /** Stored values whose folded text equals `text`'s (case, diacritics and spacing aside), each once. */
@@ -303,18 +301,11 @@ export class ValueIndex {
       else candidates.set(id, [p]);
     };
     for (const p of all) {
-      if (codes) direct.push(...this.codes(p.text).map((hit) => ({ ...hit })));
+      if (codes) direct.push(...this.codes(p.text));
       if (!p.queried) continue;
       for (const id of this.exact.all(p.text) as number[]) propose(id, p);
-      if (codes && /\p{L}{2}s$/u.test(p.text)) {
-        // a plural names the singular a category stores ("EPs", "singles")
-        for (const singular of new Set([p.text.slice(0, -1), ...(p.text.endsWith("es") ? [p.text.slice(0, -2)] : [])])) {
-          for (const id of this.exact.all(singular) as number[]) {
-            const row = this.fetch.get(id) as { value: string; tbl: string; col: string } | undefined;
-            if (row) direct.push({ table: row.tbl, column: row.col, value: row.value, score: PLURAL_SCORE });
-          }
-        }
-      }
+      // a plural names the singular a category stores ("EPs", "singles")
+      if (codes) for (const v of singulars(p.text).flatMap((s) => this.stored(s))) direct.push({ ...v, score: PLURAL_SCORE });
       const grams = trigrams(p.text)
         .map((g): [string, number] => {
           if (!df.has(g)) df.set(g, Number(this.gram.get(g) ?? 0));
@@ -374,6 +365,12 @@ export class ValueIndex {
   close(): void {
     this.db.close();
   }
+}
+
+/** The singulars a folded plural may stand for ("eps" → "ep", "boxes" → "boxe", "box"); [] for a word not ending in "s". */
+function singulars(folded: string): string[] {
+  if (!/\p{L}{2}s$/u.test(folded)) return [];
+  return folded.endsWith("es") ? [folded.slice(0, -1), folded.slice(0, -2)] : [folded.slice(0, -1)];
 }
 
 /** Code readers by index file (whose name hashes the database's version): the grammar builder opens an index per question. */
