@@ -13,8 +13,8 @@
  * and a stored singular that a plural phrase names ("EPs" for `'ep'`), unless `codes` is false.
  */
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { basename, join } from "node:path";
 import Database from "better-sqlite3";
 import { fingerprintDatabase, openReadOnly, quoteIdent } from "./schema-db.js";
 import { type CodeHit, type CodeReader, MAX_CODES, codeReader, fold } from "./codes.js";
@@ -74,15 +74,40 @@ const STOPWORDS = new Set(
   ).split(" "),
 );
 
-/** Path of the index file for a database's current contents (hash of path, mtime, size and settings). */
+/**
+ * Path of the index file for a database's current contents: `values-<database>-<version>.sqlite`,
+ * the first part a hash of the path and settings, the second of the format, mtime and size.
+ */
 export function valueIndexFile(dbPath: string, options: ValueIndexOptions = {}): string {
   const fp = fingerprintDatabase(dbPath);
   const s = settings(options);
-  const hash = createHash("sha256")
-    .update(JSON.stringify([FORMAT_VERSION, fp.path, fp.mtimeMs, fp.size, s.maxValuesPerColumn, s.maxValueLength, s.maxValuesTotal]))
-    .digest("hex")
-    .slice(0, 24);
-  return join(s.indexDir, `values-${hash}.sqlite`);
+  return join(s.indexDir, `${indexPrefix(fp.path, s)}${shortHash([FORMAT_VERSION, fp.mtimeMs, fp.size])}.sqlite`);
+}
+
+/** The part of an index file's name that names its database and settings, whatever the version. */
+function indexPrefix(path: string, s: Required<ValueIndexOptions>): string {
+  return `values-${shortHash([path, s.maxValuesPerColumn, s.maxValueLength, s.maxValuesTotal])}-`;
+}
+
+function shortHash(parts: unknown[]): string {
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 16);
+}
+
+/**
+ * Removes the index files of `file`'s database built for earlier versions of it (a database that
+ * changes would otherwise leave one per change). A reader that has one open keeps reading it (POSIX);
+ * a file the system will not remove stays: it costs disk, not correctness.
+ */
+function removeEarlierVersions(file: string, dbPath: string, s: Required<ValueIndexOptions>): void {
+  const prefix = indexPrefix(fingerprintDatabase(dbPath).path, s);
+  for (const entry of readdirSync(s.indexDir)) {
+    if (entry === basename(file) || !entry.startsWith(prefix) || !entry.endsWith(".sqlite")) continue;
+    try {
+      rmSync(join(s.indexDir, entry), { force: true });
+    } catch {
+      // kept
+    }
+  }
 }
 
 function settings(options: ValueIndexOptions): Required<ValueIndexOptions> {
@@ -472,6 +497,7 @@ function buildIndex(dbPath: string, file: string, s: Required<ValueIndexOptions>
   out.close();
   src.close();
   renameSync(tmp, file);
+  removeEarlierVersions(file, dbPath, s);
 }
 
 /** The prompt's "Matched Values" lines, one `table.column : 'value'` per match (quotes doubled); "" when none. */

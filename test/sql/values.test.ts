@@ -97,7 +97,7 @@ describe("ValueIndex", () => {
     expect(readdirSync(dirOnce)).toEqual([first.file.split("/").at(-1)]);
   });
 
-  it("builds a new index when the database changes", () => {
+  it("builds a new index when the database changes, and removes the one of its earlier version", () => {
     const path = join(dir, "changing.sqlite");
     const db = new Database(path);
     db.exec("CREATE TABLE t (name TEXT); INSERT INTO t VALUES ('Alpha')");
@@ -116,7 +116,9 @@ describe("ValueIndex", () => {
     } finally {
       index.close();
     }
-    expect(existsSync(before)).toBe(true);
+    expect(existsSync(before)).toBe(false);
+    // another database's index in the same folder stays
+    expect(existsSync(valueIndexFile(world, { indexDir }))).toBe(true);
   });
 
   it("does not change the database file", () => {
