@@ -110,9 +110,22 @@ function abbreviates(code: string, word: string): boolean {
 /**
  * The reader of `columns`' codes (columns of more than {@link MAX_CODES} values are not read, nor
  * abbreviations or letters in columns of more than 30).
- * `stopWords` are never read as an abbreviation.
+ * `stopWords` are never read as an abbreviation, nor, for a column, the words of its table's name
+ * and column names (`schema`), plural or not, which name the table or a column of it: "shipping"
+ * is `orders.shipping_fee`'s, though it holds the letters of `orders.status`'s SHP.
  */
-export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySet<string> = new Set()): CodeReader {
+export function codeReader(
+  columns: readonly CodeColumn[],
+  stopWords: ReadonlySet<string> = new Set(),
+  schema: readonly { name: string; columns: readonly string[] }[] = [],
+): CodeReader {
+  const tableWords = new Map(
+    schema.map((t) => [t.name, new Set([t.name, ...t.columns].flatMap((n) => fold(n.replace(/_/g, " ")).split(/[^\p{L}]+/u)).filter((w) => w.length >= 3))]),
+  );
+  const namesTable = (table: string, word: string): boolean => {
+    const words = tableWords.get(table);
+    return words !== undefined && [word, word.replace(/s$/, ""), word.replace(/es$/, "")].some((w) => words.has(w));
+  };
   const names = new Map<string, CodeHit[]>();
   const addName = (name: string, hit: CodeHit): void => {
     const list = names.get(name) ?? [];
@@ -157,6 +170,7 @@ export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySe
     const out: CodeHit[] = [...(names.get(folded) ?? [])];
     if (/^\p{L}+$/u.test(folded) && !stopWords.has(folded) && !QUERY_WORDS.has(folded)) {
       for (const a of abbreviations) {
+        if (namesTable(a.table, folded)) continue;
         // the longest code the word spells, when exactly one does
         const spelt = a.codes.filter((code) => folded.length >= 2 * code.length && abbreviates(code.toLowerCase(), folded));
         const longest = Math.max(0, ...spelt.map((s) => s.length));
@@ -168,8 +182,7 @@ export function codeReader(columns: readonly CodeColumn[], stopWords: ReadonlySe
     if (parts.length >= 2) {
       for (const l of letters) {
         for (const name of l.names) {
-          const nameWords = name.split(" ");
-          const n = nameWords.length;
+          const n = name.split(" ").length;
           const before = parts.length === n + 1 && parts.slice(1).join(" ") === name ? parts[0]! : undefined;
           const after = parts.length === n + 1 && parts.slice(0, n).join(" ") === name ? parts[n]! : undefined;
           for (const word of [before, after]) {

@@ -56,7 +56,7 @@ export interface MatchOptions {
   codes?: boolean;
 }
 
-const FORMAT_VERSION = "2";
+const FORMAT_VERSION = "3";
 /** Values fetched and scored per phrase at most (those sharing the most of its rarest trigrams). */
 const PER_PHRASE = 50;
 /** Trigram postings read per phrase at most (rarest trigrams first; the rarest is always read). */
@@ -256,6 +256,13 @@ export class ValueIndex {
     return new ValueIndex(new Database(file, { readonly: true, fileMustExist: true }), file, false);
   }
 
+  /** The database's table and column names when the index was built. */
+  private schemaNames(): { name: string; columns: string[] }[] {
+    const names = this.db.prepare("SELECT value FROM meta WHERE key = 'names'").pluck().get() as string | undefined;
+    const parsed: unknown = names ? JSON.parse(names) : [];
+    return Array.isArray(parsed) ? parsed.filter((t): t is { name: string; columns: string[] } => typeof t?.name === "string" && Array.isArray(t.columns)) : [];
+  }
+
   /** Number of indexed values. */
   get size(): number {
     return Number(this.db.prepare("SELECT value FROM meta WHERE key = 'values'").pluck().get());
@@ -263,7 +270,7 @@ export class ValueIndex {
 
   /** The stored codes `text` stands for in other words (./codes.ts): `'DE'` for "Germany". */
   codes(text: string): CodeHit[] {
-    this.reader ??= cachedReader(this.file, () => codeReader(this.fewValues(MAX_CODES), STOPWORDS));
+    this.reader ??= cachedReader(this.file, () => codeReader(this.fewValues(MAX_CODES), STOPWORDS, this.schemaNames()));
     return this.reader(fold(text));
   }
 
@@ -487,6 +494,7 @@ function buildIndex(dbPath: string, file: string, s: Required<ValueIndexOptions>
       meta.run("version", FORMAT_VERSION);
       meta.run("source", schema.path);
       meta.run("values", String(count));
+      meta.run("names", JSON.stringify(schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) }))));
     })();
   } catch (err) {
     out.close();
