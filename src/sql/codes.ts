@@ -9,7 +9,10 @@
  * - a column of upper-case codes of 2–4 letters: a longer word that starts with the code's first
  *   letter and holds its letters in order ("shipped" for SHP, "telehealth" for TEL);
  * - a column of one-letter codes: a word written against the column's name ("gold-tier" for the
- *   tier G), or, where the codes include F and M, female and male words.
+ *   tier G), or, where the codes include F and M, female and male words;
+ * - a yes/no column (Y/N, yes/no, T/F, true/false): what its name flags, for the true value
+ *   ("fragile" for `fragile = 'Y'`, "VIPs" for `vip = 'T'`), and after "not", "no", "non", "never" or
+ *   "without", for the false one.
  */
 
 /** Text as the matcher compares it: lower-case, diacritics removed, `&` read as "and", spaces collapsed. */
@@ -86,6 +89,40 @@ const SEX_WORDS: Readonly<Record<string, readonly string[]>> = {
   M: ["male", "males", "man", "men", "boy", "boys"],
 };
 
+/** The spellings of a yes/no column's two values, true first (compared in lower case). */
+const BOOLEAN_PAIRS: readonly (readonly [string, string])[] = [
+  ["y", "n"],
+  ["yes", "no"],
+  ["t", "f"],
+  ["true", "false"],
+];
+
+/** Words before a flag's name that ask for its false value. */
+const NEGATIONS = ["not", "no", "non", "never", "without"];
+
+/** Words of a flag column's name that say it is a flag, not what it flags. */
+const FLAG_MARKERS = new Set(["is", "has", "was", "flag", "ind", "indicator", "yn"]);
+
+/** A column's [true, false] values as stored when it holds exactly one boolean pair; undefined otherwise. */
+function booleanPair(values: readonly string[]): [string, string] | undefined {
+  if (values.length !== 2) return undefined;
+  for (const [yes, no] of BOOLEAN_PAIRS) {
+    const t = values.find((v) => v.toLowerCase() === yes);
+    const f = values.find((v) => v.toLowerCase() === no);
+    if (t !== undefined && f !== undefined) return [t, f];
+  }
+  return undefined;
+}
+
+/** What a flag column's name says it flags, folded ("is_returned" → "returned", "balconyFlag" → "balcony"); undefined when nothing is left. */
+function flagWords(column: string): string | undefined {
+  const words = fold(column.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/[_\W]+/g, " "))
+    .split(" ")
+    .filter((w) => w && !FLAG_MARKERS.has(w));
+  const name = words.join(" ");
+  return name.length >= 3 ? name : undefined;
+}
+
 let regionNames: Intl.DisplayNames | undefined;
 
 /** The English name of a two-letter region code; undefined where there is none. */
@@ -155,6 +192,16 @@ export function codeReader(
       continue;
     }
     if (values.length > MAX_ABBREVIATIONS) continue;
+    const flag = booleanPair(values);
+    const flagName = flag && flagWords(c.column);
+    if (flag && flagName) {
+      // "fragile" for fragile = 'Y', "not fragile" for 'N'
+      for (const form of [flagName, `${flagName}s`, `${flagName}es`]) {
+        addName(form, { table: c.table, column: c.column, value: flag[0], score: 0.9 });
+        for (const not of NEGATIONS) addName(`${not} ${form}`, { table: c.table, column: c.column, value: flag[1], score: 0.95 });
+      }
+      continue;
+    }
     if (values.every((v) => /^[A-Z]{2,4}$/.test(v))) {
       abbreviations.push({ table: c.table, column: c.column, codes: values });
     } else if (values.every((v) => /^[A-Z]$/.test(v))) {
@@ -172,7 +219,7 @@ export function codeReader(
       for (const a of abbreviations) {
         if (namesTable(a.table, folded)) continue;
         // the longest code the word spells, when exactly one does
-        const spelt = a.codes.filter((code) => folded.length >= 2 * code.length && abbreviates(code.toLowerCase(), folded));
+        const spelt = a.codes.filter((code) => folded.length >= Math.max(5, 2 * code.length - 1) && abbreviates(code.toLowerCase(), folded));
         const longest = Math.max(0, ...spelt.map((s) => s.length));
         const best = spelt.filter((s) => s.length === longest);
         if (best.length === 1) out.push({ table: a.table, column: a.column, value: best[0]!, score: 0.8 });

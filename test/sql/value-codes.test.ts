@@ -28,6 +28,8 @@ beforeAll(() => {
     CREATE TABLE stores (id INTEGER PRIMARY KEY, state TEXT);
     INSERT INTO stores (state) VALUES ('CA'), ('NY'), ('TX'), ('WA'), ('FL'), ('MA');
     CREATE TABLE suppliers (id INTEGER PRIMARY KEY, country TEXT);
+    CREATE TABLE items (id INTEGER PRIMARY KEY, fragile TEXT, is_returned TEXT, hasWarranty TEXT);
+    INSERT INTO items (fragile, is_returned, hasWarranty) VALUES ('Y', 'false', 'yes'), ('N', 'true', 'no'), ('Y', 'true', 'no');
   `);
   const countries = ["DE", "GB", "KR", "US", "FR"];
   const add = db.prepare("INSERT INTO customers (name, country, tier, sex) VALUES (?, ?, ?, ?)");
@@ -92,6 +94,14 @@ describe("matched values read codes", () => {
     expect(found("How many EPs are there?")).toContain("albums.album_type=ep");
     expect(found("How many singles are there?")).toContain("albums.album_type=single");
     expect(found("How many drum and bass albums are there?")).toContain("albums.genre=Drum & Bass");
+  });
+
+  it("reads a yes/no column's true value where its name is said, and its false value after a negation", () => {
+    expect(found("How many items are fragile?")).toContain("items.fragile=Y");
+    expect(found("How many items are not fragile?")).toContain("items.fragile=N");
+    expect(found("How many returned items are there?")).toContain("items.is_returned=true");
+    expect(found("How many items come without warranty?")).toContain("items.hasWarranty=no");
+    expect(found("How many items are there?").filter((m) => m.startsWith("items."))).toEqual([]);
   });
 
   it("reads no codes when told not to", () => {
