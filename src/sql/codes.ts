@@ -6,8 +6,10 @@
  * - a column whose values are two-letter region codes (ISO 3166, as `Intl.DisplayNames` knows
  *   them) or US state codes: the region's or state's English name, a few common other names, and
  *   the name plus "n" ("South Korean");
- * - a column of upper-case codes of 2–4 letters: a longer word that starts with the code's first
- *   letter and holds its letters in order ("shipped" for SHP, "telehealth" for TEL);
+ * - a column of upper-case codes of 2–4 letters: a word of 5 letters or more (and at least twice
+ *   the code's length less one) that starts with the code's first letter and holds its letters in
+ *   order ("shipped" for SHP, "telehealth" for TEL), unless it names the code's table or one of its
+ *   columns, or says what to compute ("average");
  * - a column of one-letter codes: a word written against the column's name ("gold-tier" for the
  *   tier G), or, where the codes include F and M, female and male words;
  * - a yes/no column (Y/N, yes/no, T/F, true/false): what its name flags, for the true value
@@ -114,12 +116,18 @@ function booleanPair(values: readonly string[]): [string, string] | undefined {
   return undefined;
 }
 
-/** What a flag column's name says it flags, folded ("is_returned" → "returned", "balconyFlag" → "balcony"); undefined when nothing is left. */
-function flagWords(column: string): string | undefined {
-  const words = fold(column.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/[_\W]+/g, " "))
+/** The words of a table or column name, folded: "frequent_flyer", "frequentFlyer" → ["frequent", "flyer"]. */
+function identifierWords(name: string): string[] {
+  return fold(name.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/[_\W]+/g, " "))
     .split(" ")
-    .filter((w) => w && !FLAG_MARKERS.has(w));
-  const name = words.join(" ");
+    .filter((w) => w.length > 0);
+}
+
+/** What a flag column's name says it flags ("is_returned" → "returned", "balconyFlag" → "balcony"); undefined when nothing is left. */
+function flagWords(column: string): string | undefined {
+  const name = identifierWords(column)
+    .filter((w) => !FLAG_MARKERS.has(w))
+    .join(" ");
   return name.length >= 3 ? name : undefined;
 }
 
@@ -156,9 +164,7 @@ export function codeReader(
   stopWords: ReadonlySet<string> = new Set(),
   schema: readonly { name: string; columns: readonly string[] }[] = [],
 ): CodeReader {
-  const tableWords = new Map(
-    schema.map((t) => [t.name, new Set([t.name, ...t.columns].flatMap((n) => fold(n.replace(/_/g, " ")).split(/[^\p{L}]+/u)).filter((w) => w.length >= 3))]),
-  );
+  const tableWords = new Map(schema.map((t) => [t.name, new Set([t.name, ...t.columns].flatMap(identifierWords).filter((w) => w.length >= 3))]));
   const namesTable = (table: string, word: string): boolean => {
     const words = tableWords.get(table);
     return words !== undefined && [word, word.replace(/s$/, ""), word.replace(/es$/, "")].some((w) => words.has(w));
@@ -205,8 +211,8 @@ export function codeReader(
     if (values.every((v) => /^[A-Z]{2,4}$/.test(v))) {
       abbreviations.push({ table: c.table, column: c.column, codes: values });
     } else if (values.every((v) => /^[A-Z]$/.test(v))) {
-      const column = fold(c.column.replace(/_/g, " "));
-      letters.push({ table: c.table, column: c.column, codes: values, names: [column, ...column.split(" ").slice(-1)] });
+      const words = identifierWords(c.column);
+      letters.push({ table: c.table, column: c.column, codes: values, names: [words.join(" "), ...words.slice(-1)] });
       if (values.includes("F") && values.includes("M")) {
         for (const [code, words] of Object.entries(SEX_WORDS)) for (const w of words) addName(w, { table: c.table, column: c.column, value: code, score: 1 });
       }
