@@ -20,8 +20,8 @@ the end of what the model wrote. Exit code 0 when a final SQL ran, 1 otherwise, 
 bad usage.
 
 options:
-  --db PATH|URL           SQLite database file (opened read-only), or postgres://user@host/db
-                          (password as \${ENV_VAR} or PGPASSWORD)
+  --db PATH|URL           SQLite database file (opened read-only; not added to the server's
+                          registry), or postgres://user@host/db (password as \${ENV_VAR} or PGPASSWORD)
   --evidence TEXT         hint ("evidence" in BIRD) shown to the model
   --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
   --profile ID            the model's protocol: auto | ${PROFILE_IDS.join(" | ")}
@@ -144,8 +144,9 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadConfig({ env: process.env, flags, ...(settings.file !== undefined ? { file: settings.file } : {}) });
   const { isPostgresUrl } = await import("../pg/index.js");
   const postgres = isPostgresUrl(values.db) ? [values.db] : [];
-  const { DatabaseRegistry } = await import("../sql/index.js");
-  const fileEntry = postgres.length > 0 ? undefined : await new DatabaseRegistry({ dataDir: config.sql.dataDir }).registerPath(values.db);
+  const { checkDatabasePath } = await import("../sql/index.js");
+  // checked as a registration would be, but not registered: one question leaves the server's list as it was
+  const fileEntry = postgres.length > 0 ? undefined : checkDatabasePath(values.db);
   const { createRuntime } = await import("../runtime/index.js");
   // the profile goes to stdout with the answer, so its start-up line is not repeated on stderr
   const runtime = await createRuntime(config, {

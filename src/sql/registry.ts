@@ -186,6 +186,17 @@ function isEntry(value: unknown): value is DatabaseEntry {
 }
 
 /**
+ * Checks that `path` names a regular file holding a sound SQLite database, as a registration does
+ * (without allowed roots), and returns its absolute path and tables; lists it nowhere. Throws
+ * DB_FILE_NOT_FOUND or DB_INVALID.
+ */
+export function checkDatabasePath(path: string): { path: string; tables: string[] } {
+  const abs = resolve(path);
+  if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+  return { path: abs, ...validateDatabaseFile(abs) };
+}
+
+/**
  * The set of databases reex may query, persisted in `<dataDir>/registry.json`. Visibility: a call
  * without `owner` (admin, or a server without API keys) sees every entry; a call with an owner
  * sees its own entries and the shared (owner-less) ones. An invisible entry reads as DB_NOT_FOUND.
@@ -242,8 +253,7 @@ export class DatabaseRegistry {
    */
   async registerPath(path: string, options: RegisterOptions = {}): Promise<DatabaseEntry> {
     const abs = resolve(path);
-    const st = statSync(abs, { throwIfNoEntry: false });
-    if (!st?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+    if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
     if (this.roots) {
       const real = realpathSync(abs);
       if (!this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {

@@ -5,6 +5,7 @@ export { ConnectionCache, type ConnectionCacheOptions, type RunFailure, type Run
 export { ExecutorPool, closeDirectConnections, executeDirect, type ExecutorPoolOptions, type ExecutorPoolStats } from "./executor.js";
 export {
   DatabaseRegistry,
+  checkDatabasePath,
   validateDatabaseFile,
   type DatabaseEntry,
   type DatabaseRegistryOptions,

@@ -1,11 +1,12 @@
 /** `reex ask` end to end: a real process, the tiny GGUF through node-llama-cpp, a real SQLite file. */
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../src/examples/index.js";
+import { DatabaseRegistry } from "../../src/sql/index.js";
 import { ensureTestModel } from "../helpers/model.js";
 import { buildRealModel } from "../helpers/real-models.js";
 
@@ -46,6 +47,28 @@ describe("reex ask", () => {
     const r = await ask(["--db", join(dir, "nope.sqlite"), "--model", model, "How many?"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("DB_FILE_NOT_FOUND");
+  });
+
+  it("answers over a file without adding it to the registry the server lists", async () => {
+    const data = join(dir, "registry-kept");
+    const before = await new DatabaseRegistry({ dataDir: data }).registerPath(db, { name: "shop" });
+    const file = join(data, "registry.json");
+    const bytes = readFileSync(file);
+    const other = join(dir, "clinic-copy.sqlite");
+    copyFileSync(join(dir, "examples", "databases", "clinic", "clinic.sqlite"), other);
+    const r = await ask(["--db", other, "--model", model, "--json", "How many doctors are there?"], { REEX_SQL_DATA_DIR: data });
+    expect(JSON.parse(r.stdout)).toHaveProperty("candidates");
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+    expect(new DatabaseRegistry({ dataDir: data }).list().map((e) => e.id)).toEqual([before.id]);
+  });
+
+  it("refuses a file that is not a SQLite database with DB_INVALID and leaves it as it was", async () => {
+    const bad = join(dir, "notes.sqlite");
+    writeFileSync(bad, "not a database\n".repeat(20));
+    const r = await ask(["--db", bad, "--model", model, "How many?"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("DB_INVALID");
+    expect(readFileSync(bad, "utf8")).toBe("not a database\n".repeat(20));
   });
 
   it("explains usage and exits 2 without a question", async () => {
