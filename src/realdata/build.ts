@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, wr
 import { join } from "node:path";
 import type { BirdQuestion, Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
-import { approxRecordTokens, buildTraces, schemaText, type TraceItem } from "../synth/index.js";
+import { approxRecordTokens, buildTraces, schemaText, ServerMatchedValues, type TraceItem } from "../synth/index.js";
 import { buildAdvising } from "./advising.js";
 import { defaultDataDir, readWikiSqlEntries, type RealSplit } from "./source.js";
 import { buildSpider } from "./spider.js";
@@ -25,7 +25,7 @@ import {
 } from "./wikisql.js";
 
 /** Bump when the output changes for the same seed. */
-export const REAL_DATA_VERSION = 2;
+export const REAL_DATA_VERSION = 3;
 
 /** The sources, in build order. */
 export const REAL_SOURCES = ["wikisql", "advising", "spider"] as const;
@@ -226,12 +226,15 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
       const started = performance.now();
       const train = all.filter((it) => it.split === "train");
       const fd = openSync(tracesPath, "w");
+      const indexDir = join(outDir, ".trace-indexes");
+      const values = new ServerMatchedValues(indexDir);
       try {
         let schemaOf: { dbId: string; text: string } | undefined;
         for (const item of train) {
           const path = realDbPath(outDir, item.db_id);
           if (schemaOf?.dbId !== item.db_id) schemaOf = { dbId: item.db_id, text: schemaText(path) };
-          const recs = buildTraces(item, path, schemaOf.text, `reex-real:${seed}:trace:${item.source}:${item.question_id}`);
+          const matched = values.lines(path, item.question, item.evidence);
+          const recs = buildTraces(item, path, schemaOf.text, `reex-real:${seed}:trace:${item.source}:${item.question_id}`, matched);
           writeSync(fd, recs.map((rec) => `${JSON.stringify(rec)}\n`).join(""));
           for (const rec of recs) traceTokens += approxRecordTokens(rec);
           traces += recs.length;
@@ -239,6 +242,8 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
         }
       } finally {
         closeSync(fd);
+        values.close();
+        rmSync(indexDir, { recursive: true, force: true });
       }
       files[REAL_FILES.traces] = sha256(tracesPath);
       progress(`traces: ${traces} SFT records (~${traceTokens} tokens) in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -12,10 +12,10 @@ import { closeDirectConnections } from "../sql/index.js";
 import { DEFAULT_DEV_DOMAINS, DOMAINS, LOOKALIKE_DOMAINS, type DomainTemplate } from "./domains.js";
 import { generateDatabase, writeSynthDb, type SynthDb } from "./generate.js";
 import { buildQuestions, type SynthQuestion } from "./questions.js";
-import { buildTraces, schemaText, type SftRecord, type SynthItem } from "./traces.js";
+import { buildTraces, schemaText, ServerMatchedValues, type SftRecord, type SynthItem } from "./traces.js";
 
 /** Bump when the generator's output changes for the same seed. */
-export const SYNTH_VERSION = 3;
+export const SYNTH_VERSION = 4;
 
 /** File names under the output root. */
 export const SYNTH_FILES = { train: "train.json", dev: "dev.json", traces: "train_sft.jsonl", manifest: "synth.json" } as const;
@@ -192,18 +192,26 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
       const lines: string[] = [];
       const schemas = new Map<string, string>();
       const pathOf = new Map(databases.map((d) => [d.dbId, d.path]));
-      for (const item of train) {
-        const path = pathOf.get(item.db_id)!;
-        let schema = schemas.get(item.db_id);
-        if (schema === undefined) {
-          schema = schemaText(path);
-          schemas.set(item.db_id, schema);
+      const indexDir = join(outDir, ".trace-indexes");
+      const values = new ServerMatchedValues(indexDir);
+      try {
+        for (const item of train) {
+          const path = pathOf.get(item.db_id)!;
+          let schema = schemas.get(item.db_id);
+          if (schema === undefined) {
+            schema = schemaText(path);
+            schemas.set(item.db_id, schema);
+          }
+          const matched = values.lines(path, item.question, item.evidence);
+          for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`, matched)) {
+            const line = JSON.stringify(rec);
+            lines.push(line);
+            traceTokens += approxRecordTokens(rec);
+          }
         }
-        for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`)) {
-          const line = JSON.stringify(rec);
-          lines.push(line);
-          traceTokens += approxRecordTokens(rec);
-        }
+      } finally {
+        values.close();
+        rmSync(indexDir, { recursive: true, force: true });
       }
       traces = lines.length;
       writeFileSync(tracesPath, lines.length ? `${lines.join("\n")}\n` : "");

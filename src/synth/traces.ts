@@ -14,14 +14,15 @@
  * - direct: the gold SQL only.
  *
  * The prompt is `buildPrompt` with the whole schema (`schemaPrompt` without a budget, the text the
- * server shows by default, example values included) and no matched values (the server shows none
- * unless a value index is configured).
+ * server shows by default, example values included) and, given them, the matched values the server
+ * shows for the question ({@link ServerMatchedValues}).
  */
 import { PROMPT_FAMILIES, buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
 import type { PromptFamily } from "../decoding/index.js";
 import { Rng } from "../examples/index.js";
 import type { ChatMessage } from "../policy/index.js";
-import { executeDirect, loadSchema, schemaPrompt, type ExecResult, type SqlValue } from "../sql/index.js";
+import { rmSync } from "node:fs";
+import { executeDirect, formatMatchedValues, loadSchema, schemaPrompt, ValueIndex, type ExecResult, type SqlValue } from "../sql/index.js";
 import { boolPair, type Encoding } from "./generate.js";
 import type { Lookup, SynthQuestion } from "./questions.js";
 
@@ -52,6 +53,40 @@ export const TRACE_FEEDBACK = { mode: "full", rows: 3 } as const;
 
 /** The families, in record order. */
 export const TRACE_FAMILIES: readonly PromptFamily[] = PROMPT_FAMILIES;
+
+/** Values the server matches per question at most (src/decoding's prompt builder's `matchLimit`). */
+export const TRACE_MATCH_LIMIT = 10;
+
+/**
+ * The "Matched values" lines the server's prompt shows for a question: the database's value index
+ * matched against the question and its evidence, {@link TRACE_MATCH_LIMIT} at most. One index is
+ * open at a time, built under `indexDir` and deleted when another database's is opened or at
+ * `close` (records come database by database).
+ */
+export class ServerMatchedValues {
+  private current: { dbPath: string; index: ValueIndex } | undefined;
+
+  constructor(private readonly indexDir: string) {}
+
+  /** The lines for `question` (and `evidence`) over `dbPath`; undefined when nothing matches. */
+  lines(dbPath: string, question: string, evidence: string): string | undefined {
+    if (this.current?.dbPath !== dbPath) {
+      this.close();
+      this.current = { dbPath, index: ValueIndex.open(dbPath, { indexDir: this.indexDir }) };
+    }
+    const matches = this.current.index.match(evidence ? `${question} ${evidence}` : question, { limit: TRACE_MATCH_LIMIT });
+    return matches.length > 0 ? formatMatchedValues(matches) : undefined;
+  }
+
+  /** Closes and deletes the open index. */
+  close(): void {
+    if (!this.current) return;
+    const file = this.current.index.file;
+    this.current.index.close();
+    this.current = undefined;
+    rmSync(file, { force: true });
+  }
+}
 
 /** The schema text a prompt carries for a database: the whole schema, as `preparePrompt` renders it without a budget. */
 export function schemaText(dbPath: string): string {
@@ -386,8 +421,11 @@ export function directResponse(item: Pick<TraceItem, "SQL">): string {
   return `<final_sql>${item.SQL}</final_sql>`;
 }
 
-/** The three SFT records of one item (execution-aware, standard, direct); throws if one fails `formatCheck`. */
-export function buildTraces(item: TraceItem, dbPath: string, schema: string, seed: string): SftRecord[] {
+/**
+ * The three SFT records of one item (execution-aware, standard, direct), prompted with `matchedValues`
+ * (lines of {@link ServerMatchedValues}; default none); throws if one fails `formatCheck`.
+ */
+export function buildTraces(item: TraceItem, dbPath: string, schema: string, seed: string, matchedValues?: string): SftRecord[] {
   const rng = new Rng(seed);
   const responses: Record<PromptFamily, string> = {
     "execution-aware": executionAwareResponse(item, dbPath, rng),
@@ -398,7 +436,7 @@ export function buildTraces(item: TraceItem, dbPath: string, schema: string, see
     const response = responses[family];
     const verdict = formatCheck(response, family);
     if (!verdict.ok) throw new Error(`${item.db_id}#${item.question_id} ${family}: ${verdict.problems.join("; ")}`);
-    const { messages } = buildPrompt({ family, schema, question: item.question, evidence: item.evidence });
+    const { messages } = buildPrompt({ family, schema, question: item.question, evidence: item.evidence, ...(matchedValues ? { matchedValues } : {}) });
     return { db_id: item.db_id, question_id: item.question_id, family, messages, response };
   });
 }

@@ -1,11 +1,10 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getLlama, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  buildPrompt,
   buildSegmentGrammars,
   checkIdentifiers,
   extractFinal,
@@ -17,6 +16,7 @@ import {
   type SchemaNames,
 } from "../../src/agent/index.js";
 import { unwrapSql } from "../../src/agent/testing.js";
+import { createPromptBuilder } from "../../src/decoding/index.js";
 import type { PromptFamily } from "../../src/decoding/types.js";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { executeDirect, loadSchema, type Executor } from "../../src/sql/index.js";
@@ -25,7 +25,6 @@ import {
   SYNTH_FILES,
   TRACE_FAMILIES,
   generateSynth,
-  schemaText,
   synthDbPath,
   type SftRecord,
   type SynthItem,
@@ -94,13 +93,20 @@ describe("SFT traces", () => {
     }
   });
 
-  it("prompts with buildPrompt over the whole schema text and no matched values", () => {
-    for (const r of records) {
-      const item = items.get(key(r.db_id, r.question_id))!;
-      const schema = schemaText(synthDbPath(dir, r.db_id));
-      expect(r.messages).toEqual(buildPrompt({ family: r.family, schema, question: item.question, evidence: item.evidence }).messages);
-      expect(r.messages[1]!.content).not.toContain("Matched values");
+  it("prompts with the server's prompt for the question: the whole schema text and the values it matches", async () => {
+    const server = createPromptBuilder({ indexDir: join(dir, "server-indexes") });
+    try {
+      for (const r of records.filter((_, i) => i % 7 === 0)) {
+        const item = items.get(key(r.db_id, r.question_id))!;
+        const served = await server.promptFor(synthDbPath(dir, r.db_id), item.question, item.evidence, r.family);
+        expect(r.messages).toEqual(served.messages);
+      }
+    } finally {
+      server.close();
     }
+    const matched = records.filter((r) => r.messages[1]!.content.includes("\nMatched values:\n")).length;
+    expect(matched / records.length).toBeGreaterThan(0.3);
+    expect(readdirSync(dir)).not.toContain(".trace-indexes");
   });
 
   it("execution-aware traces run 1-3 distinct probes (one more when one is misnamed) whose <result> blocks equal a fresh execution formatted like the server", () => {
