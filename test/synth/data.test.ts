@@ -208,7 +208,8 @@ describe("synthetic data: questions", () => {
   it("names values as a person would while the data stores the encoding; hints point at columns, not values", () => {
     for (const q of all()) {
       for (const l of q.lookups) {
-        if (l.kind === "value" || l.kind === "flag" || l.kind === "date") expect(q.evidence).toContain(`${l.table}.${l.column}`);
+        if (l.kind === "value" || l.kind === "flag" || l.kind === "date")
+          expect(q.evidence).toMatch(new RegExp(`refers to (${l.table}\\.|the \\w+'s )?${l.column}\\b`));
         if (l.kind === "value" && l.literal !== sqlString(l.text)) {
           expect(q.question.toLowerCase()).toContain(l.text.toLowerCase());
           expect(q.question).not.toContain(l.literal);
@@ -216,6 +217,22 @@ describe("synthetic data: questions", () => {
         }
       }
     }
+  });
+
+  it("writes hints the ways evidence is written: table.column, the row's column, the column alone, the column in a table", () => {
+    const forms = { qualified: 0, possessive: 0, bare: 0, inTable: 0 };
+    for (const q of all()) {
+      for (const clause of q.evidence.split("; ")) {
+        const where = clause.slice(clause.lastIndexOf(" refers to ") + 11);
+        if (/^\w+\.\w+$/.test(where)) forms.qualified++;
+        else if (/^the \w+'s \w+$/.test(where)) forms.possessive++;
+        else if (/^\w+ in the \w+ table$/.test(where)) forms.inTable++;
+        else if (/^\w+$/.test(where)) forms.bare++;
+      }
+    }
+    const total = forms.qualified + forms.possessive + forms.bare + forms.inTable;
+    expect(forms.qualified / total).toBeGreaterThan(0.3);
+    for (const n of Object.values(forms)) expect(n / total).toBeGreaterThan(0.08);
   });
 
   it("asks as people do: the filter as a verb phrase or an adjective, small numbers in words", () => {
