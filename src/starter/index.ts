@@ -6,17 +6,17 @@
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { formatCheck, preparePrompt, runRollout } from "../agent/index.js";
+import { buildPrompt, formatCheck, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
 import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
 import { ExecutorPool } from "../sql/index.js";
-import { birdRecord, generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
+import { birdRecord, generateSynth, schemaText, ServerMatchedValues, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
 import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
@@ -139,10 +139,20 @@ export async function quickCheck(
   };
   let interactions = 0;
   let generated = 0;
+  const indexDir = join(synth.outDir, ".check-indexes");
+  const values = new ServerMatchedValues(indexDir);
   try {
     for (const item of picked) {
       const dbPath = synthDbPath(synth.outDir, item.db_id);
-      const prompt = preparePrompt(dbPath, { family: "execution-aware", question: item.question, evidence: item.evidence });
+      // the server's prompt, as the SFT records have it
+      const matchedValues = values.lines(dbPath, item.question, item.evidence);
+      const prompt = buildPrompt({
+        family: "execution-aware",
+        schema: schemaText(dbPath),
+        question: item.question,
+        evidence: item.evidence,
+        ...(matchedValues ? { matchedValues } : {}),
+      });
       const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: options.maxTokens ?? 512 });
       const format = formatCheck(r.text, "execution-aware").ok;
       let ok = false;
@@ -163,6 +173,8 @@ export async function quickCheck(
       options.log?.(`  check ${out.items}/${picked.length}: format=${format} probes=${r.probes.length} runs=${runs} correct=${ok}`);
     }
   } finally {
+    values.close();
+    rmSync(indexDir, { recursive: true, force: true });
     await Promise.allSettled([policy.close(), executor.close()]);
   }
   out.meanInteractions = out.items ? interactions / out.items : 0;
