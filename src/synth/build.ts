@@ -130,6 +130,40 @@ function difficultyCounts(items: SynthItem[]): Record<Difficulty, number> {
 
 const share = (items: SynthItem[]): number => (items.length ? Number((items.filter((i) => i.encoded).length / items.length).toFixed(4)) : 0);
 
+/** The SFT records of the training questions, one JSON line each, prompted with the matched values the server would show; their approximate token count. */
+function traceLines(
+  train: readonly SynthItem[],
+  databases: readonly { dbId: string; path: string }[],
+  outDir: string,
+  seed: number,
+): { lines: string[]; tokens: number } {
+  const lines: string[] = [];
+  let tokens = 0;
+  const schemas = new Map<string, string>();
+  const pathOf = new Map(databases.map((d) => [d.dbId, d.path]));
+  const indexDir = join(outDir, ".trace-indexes");
+  const values = new ServerMatchedValues(indexDir);
+  try {
+    for (const item of train) {
+      const path = pathOf.get(item.db_id)!;
+      let schema = schemas.get(item.db_id);
+      if (schema === undefined) {
+        schema = schemaText(path);
+        schemas.set(item.db_id, schema);
+      }
+      const matched = values.lines(path, item.question, item.evidence);
+      for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`, matched)) {
+        lines.push(JSON.stringify(rec));
+        tokens += approxRecordTokens(rec);
+      }
+    }
+  } finally {
+    values.close();
+    rmSync(indexDir, { recursive: true, force: true });
+  }
+  return { lines, tokens };
+}
+
 /** Builds every database, question and trace into `outDir` (created if needed; files it writes are replaced). */
 export function generateSynth(outDir: string, options: SynthOptions = {}): SynthResult {
   const seed = options.seed ?? 1;
@@ -189,30 +223,9 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
     let traceTokens = 0;
     const tracesPath = join(outDir, SYNTH_FILES.traces);
     if (options.traces ?? true) {
-      const lines: string[] = [];
-      const schemas = new Map<string, string>();
-      const pathOf = new Map(databases.map((d) => [d.dbId, d.path]));
-      const indexDir = join(outDir, ".trace-indexes");
-      const values = new ServerMatchedValues(indexDir);
-      try {
-        for (const item of train) {
-          const path = pathOf.get(item.db_id)!;
-          let schema = schemas.get(item.db_id);
-          if (schema === undefined) {
-            schema = schemaText(path);
-            schemas.set(item.db_id, schema);
-          }
-          const matched = values.lines(path, item.question, item.evidence);
-          for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`, matched)) {
-            const line = JSON.stringify(rec);
-            lines.push(line);
-            traceTokens += approxRecordTokens(rec);
-          }
-        }
-      } finally {
-        values.close();
-        rmSync(indexDir, { recursive: true, force: true });
-      }
+      const written = traceLines(train, databases, outDir, seed);
+      const lines = written.lines;
+      traceTokens = written.tokens;
       traces = lines.length;
       writeFileSync(tracesPath, lines.length ? `${lines.join("\n")}\n` : "");
     } else {
