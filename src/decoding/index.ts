@@ -13,6 +13,7 @@ export {
   type DecoderDeps,
 } from "./decode.js";
 export {
+  DEFAULT_MATCH_LIMIT,
   createGrammarBuilder,
   createPromptBuilder,
   schemaNames,

@@ -60,13 +60,16 @@ export interface GrammarBuilderOptions {
   linkValues?: boolean;
 }
 
+/** Matched values a prompt shows at most, unless `matchLimit` says otherwise: 10. */
+export const DEFAULT_MATCH_LIMIT = 10;
+
 /** How the default prompt builder reads a database. */
 export interface PromptBuilderOptions {
   /** Folder of value-index files. Default ".reex/indexes". */
   indexDir?: string;
   /** Match question words against stored values. Default true. */
   matchValues?: boolean;
-  /** Matched values shown at most. Default 10. */
+  /** Matched values shown at most. Default {@link DEFAULT_MATCH_LIMIT}. */
   matchLimit?: number;
   /** Schema text token budget (over it, tables are ranked by the question and the prefix stops being shared). Default 2048 (the decoder passes a quarter of the context: the estimate is ≈ characters / 4, and small tokenizers spend more). */
   schemaTokenBudget?: number;
@@ -158,7 +161,7 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     const large = isLarge(dbPath);
     const schema = cachedSchema(dbPath) ?? (large ? undefined : loadSchema(dbPath));
     const text = evidence ? `${question} ${evidence}` : question;
-    const matches = options.matchValues === false ? [] : await matchValues(dbPath, text, large, { limit: options.matchLimit ?? 10 });
+    const matches = options.matchValues === false ? [] : await matchValues(dbPath, text, large, { limit: options.matchLimit ?? DEFAULT_MATCH_LIMIT });
     const textOptions = { question: text, matches, format: options.schemaFormat ?? profile.schemaFormat, tokenBudget: budget };
     const schemaText =
       (!schema || schema.tables.length > OFF_THREAD_TABLES) && !options.countTokens

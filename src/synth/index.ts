@@ -63,7 +63,6 @@ export {
   schemaText,
   ServerMatchedValues,
   standardResponse,
-  TRACE_MATCH_LIMIT,
   traceProbes,
   type SftRecord,
   type SynthItem,

@@ -18,7 +18,7 @@
  * shows for the question ({@link ServerMatchedValues}).
  */
 import { PROMPT_FAMILIES, buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
-import type { PromptFamily } from "../decoding/index.js";
+import { DEFAULT_MATCH_LIMIT, type PromptFamily } from "../decoding/index.js";
 import { Rng } from "../examples/index.js";
 import type { ChatMessage } from "../policy/index.js";
 import { rmSync } from "node:fs";
@@ -54,12 +54,9 @@ export const TRACE_FEEDBACK = { mode: "full", rows: 3 } as const;
 /** The families, in record order. */
 export const TRACE_FAMILIES: readonly PromptFamily[] = PROMPT_FAMILIES;
 
-/** Values the server matches per question at most (src/decoding's prompt builder's `matchLimit`). */
-export const TRACE_MATCH_LIMIT = 10;
-
 /**
  * The "Matched values" lines the server's prompt shows for a question: the database's value index
- * matched against the question and its evidence, {@link TRACE_MATCH_LIMIT} at most. One index is
+ * matched against the question and its evidence, `DEFAULT_MATCH_LIMIT` at most (as the prompt builder). One index is
  * open at a time, built under `indexDir` and deleted when another database's is opened or at
  * `close` (records come database by database).
  */
@@ -74,7 +71,7 @@ export class ServerMatchedValues {
       this.close();
       this.current = { dbPath, index: ValueIndex.open(dbPath, { indexDir: this.indexDir }) };
     }
-    const matches = this.current.index.match(evidence ? `${question} ${evidence}` : question, { limit: TRACE_MATCH_LIMIT });
+    const matches = this.current.index.match(evidence ? `${question} ${evidence}` : question, { limit: DEFAULT_MATCH_LIMIT });
     return matches.length > 0 ? formatMatchedValues(matches) : undefined;
   }
 
