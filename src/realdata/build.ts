@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, wr
 import { join } from "node:path";
 import type { BirdQuestion, Difficulty } from "../examples/index.js";
 import { closeDirectConnections } from "../sql/index.js";
-import { approxRecordTokens, buildTraces, schemaText, ServerMatchedValues, type TraceItem } from "../synth/index.js";
+import { approxRecordTokens, buildTraces, ServerPromptParts, type TraceItem } from "../synth/index.js";
 import { buildAdvising } from "./advising.js";
 import { defaultDataDir, readWikiSqlEntries, type RealSplit } from "./source.js";
 import { buildSpider } from "./spider.js";
@@ -226,15 +226,12 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
       const started = performance.now();
       const train = all.filter((it) => it.split === "train");
       const fd = openSync(tracesPath, "w");
-      const indexDir = join(outDir, ".trace-indexes");
-      const values = new ServerMatchedValues(indexDir);
+      const prompts = new ServerPromptParts(join(outDir, ".trace-indexes"));
       try {
-        let schemaOf: { dbId: string; text: string } | undefined;
         for (const item of train) {
           const path = realDbPath(outDir, item.db_id);
-          if (schemaOf?.dbId !== item.db_id) schemaOf = { dbId: item.db_id, text: schemaText(path) };
-          const matched = values.lines(path, item.question, item.evidence);
-          const recs = buildTraces(item, path, schemaOf.text, `reex-real:${seed}:trace:${item.source}:${item.question_id}`, matched);
+          const { schema, matchedValues } = prompts.for(path, item.question, item.evidence);
+          const recs = buildTraces(item, path, schema, `reex-real:${seed}:trace:${item.source}:${item.question_id}`, matchedValues);
           writeSync(fd, recs.map((rec) => `${JSON.stringify(rec)}\n`).join(""));
           for (const rec of recs) traceTokens += approxRecordTokens(rec);
           traces += recs.length;
@@ -242,8 +239,7 @@ export function generateRealData(outDir: string, options: RealDataOptions = {}):
         }
       } finally {
         closeSync(fd);
-        values.close();
-        rmSync(indexDir, { recursive: true, force: true });
+        prompts.close();
       }
       files[REAL_FILES.traces] = sha256(tracesPath);
       progress(`traces: ${traces} SFT records (~${traceTokens} tokens) in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -6,7 +6,7 @@
  * check on held-out dev items through the real rollout. `scripts/make-starter-model.ts` is the command.
  */
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -16,7 +16,7 @@ import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
 import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
 import { ExecutorPool } from "../sql/index.js";
-import { birdRecord, generateSynth, schemaText, ServerMatchedValues, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
+import { birdRecord, generateSynth, ServerPromptParts, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
 import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
@@ -139,19 +139,16 @@ export async function quickCheck(
   };
   let interactions = 0;
   let generated = 0;
-  const indexDir = join(synth.outDir, ".check-indexes");
-  const values = new ServerMatchedValues(indexDir);
+  const prompts = new ServerPromptParts(join(synth.outDir, ".check-indexes"));
   try {
     for (const item of picked) {
       const dbPath = synthDbPath(synth.outDir, item.db_id);
       // the server's prompt, as the SFT records have it
-      const matchedValues = values.lines(dbPath, item.question, item.evidence);
       const prompt = buildPrompt({
         family: "execution-aware",
-        schema: schemaText(dbPath),
         question: item.question,
         evidence: item.evidence,
-        ...(matchedValues ? { matchedValues } : {}),
+        ...prompts.for(dbPath, item.question, item.evidence),
       });
       const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: options.maxTokens ?? 512 });
       const format = formatCheck(r.text, "execution-aware").ok;
@@ -173,8 +170,7 @@ export async function quickCheck(
       options.log?.(`  check ${out.items}/${picked.length}: format=${format} probes=${r.probes.length} runs=${runs} correct=${ok}`);
     }
   } finally {
-    values.close();
-    rmSync(indexDir, { recursive: true, force: true });
+    prompts.close();
     await Promise.allSettled([policy.close(), executor.close()]);
   }
   out.meanInteractions = out.items ? interactions / out.items : 0;

@@ -12,7 +12,7 @@ import { closeDirectConnections } from "../sql/index.js";
 import { DEFAULT_DEV_DOMAINS, DOMAINS, LOOKALIKE_DOMAINS, type DomainTemplate } from "./domains.js";
 import { generateDatabase, writeSynthDb, type SynthDb } from "./generate.js";
 import { buildQuestions, type SynthQuestion } from "./questions.js";
-import { buildTraces, schemaText, ServerMatchedValues, type SftRecord, type SynthItem } from "./traces.js";
+import { buildTraces, ServerPromptParts, type SftRecord, type SynthItem } from "./traces.js";
 
 /** Bump when the generator's output changes for the same seed. */
 export const SYNTH_VERSION = 4;
@@ -130,36 +130,22 @@ function difficultyCounts(items: SynthItem[]): Record<Difficulty, number> {
 
 const share = (items: SynthItem[]): number => (items.length ? Number((items.filter((i) => i.encoded).length / items.length).toFixed(4)) : 0);
 
-/** The SFT records of the training questions, one JSON line each, prompted with the matched values the server would show; their approximate token count. */
-function traceLines(
-  train: readonly SynthItem[],
-  databases: readonly { dbId: string; path: string }[],
-  outDir: string,
-  seed: number,
-): { lines: string[]; tokens: number } {
+/** The SFT records of the training questions, one JSON line each, prompted as the server prompts; their approximate token count. */
+function traceLines(train: readonly SynthItem[], pathOf: ReadonlyMap<string, string>, outDir: string, seed: number): { lines: string[]; tokens: number } {
   const lines: string[] = [];
   let tokens = 0;
-  const schemas = new Map<string, string>();
-  const pathOf = new Map(databases.map((d) => [d.dbId, d.path]));
-  const indexDir = join(outDir, ".trace-indexes");
-  const values = new ServerMatchedValues(indexDir);
+  const prompts = new ServerPromptParts(join(outDir, ".trace-indexes"));
   try {
     for (const item of train) {
       const path = pathOf.get(item.db_id)!;
-      let schema = schemas.get(item.db_id);
-      if (schema === undefined) {
-        schema = schemaText(path);
-        schemas.set(item.db_id, schema);
-      }
-      const matched = values.lines(path, item.question, item.evidence);
-      for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`, matched)) {
+      const { schema, matchedValues } = prompts.for(path, item.question, item.evidence);
+      for (const rec of buildTraces(item, path, schema, `reex-synth:${seed}:trace:${item.db_id}:${item.question_id}`, matchedValues)) {
         lines.push(JSON.stringify(rec));
         tokens += approxRecordTokens(rec);
       }
     }
   } finally {
-    values.close();
-    rmSync(indexDir, { recursive: true, force: true });
+    prompts.close();
   }
   return { lines, tokens };
 }
@@ -223,9 +209,8 @@ export function generateSynth(outDir: string, options: SynthOptions = {}): Synth
     let traceTokens = 0;
     const tracesPath = join(outDir, SYNTH_FILES.traces);
     if (options.traces ?? true) {
-      const written = traceLines(train, databases, outDir, seed);
-      const lines = written.lines;
-      traceTokens = written.tokens;
+      const { lines, tokens } = traceLines(train, new Map(databases.map((d) => [d.dbId, d.path])), outDir, seed);
+      traceTokens = tokens;
       traces = lines.length;
       writeFileSync(tracesPath, lines.length ? `${lines.join("\n")}\n` : "");
     } else {

@@ -61,7 +61,7 @@ export {
   executionAwareResponse,
   mappingText,
   schemaText,
-  ServerMatchedValues,
+  ServerPromptParts,
   standardResponse,
   traceProbes,
   type SftRecord,

@@ -15,7 +15,7 @@
  *
  * The prompt is `buildPrompt` with the whole schema (`schemaPrompt` without a budget, the text the
  * server shows by default, example values included) and, given them, the matched values the server
- * shows for the question ({@link ServerMatchedValues}).
+ * shows for the question ({@link ServerPromptParts}).
  */
 import { PROMPT_FAMILIES, buildPrompt, formatCheck, formatFeedback, identifiersIn, normalizeSql, resultBlock } from "../agent/index.js";
 import { DEFAULT_MATCH_LIMIT, type PromptFamily } from "../decoding/index.js";
@@ -55,28 +55,33 @@ export const TRACE_FEEDBACK = { mode: "full", rows: 3 } as const;
 export const TRACE_FAMILIES: readonly PromptFamily[] = PROMPT_FAMILIES;
 
 /**
- * The "Matched values" lines the server's prompt shows for a question: the database's value index
- * matched against the question and its evidence, `DEFAULT_MATCH_LIMIT` at most (as the prompt builder). One index is
- * open at a time, built under `indexDir` and deleted when another database's is opened or at
- * `close` (records come database by database).
+ * What the server's prompt holds for a question beside the question itself: the database's whole
+ * schema text ({@link schemaText}) and the "Matched values" lines of its value index for the question
+ * and evidence (`DEFAULT_MATCH_LIMIT` at most, as the prompt builder). Questions come database by
+ * database: one schema and one index are kept, the index built under `indexDir`, which `close` removes.
  */
-export class ServerMatchedValues {
-  private current: { dbPath: string; index: ValueIndex } | undefined;
+export class ServerPromptParts {
+  private current: { dbPath: string; schema: string; index: ValueIndex } | undefined;
 
   constructor(private readonly indexDir: string) {}
 
-  /** The lines for `question` (and `evidence`) over `dbPath`; undefined when nothing matches. */
-  lines(dbPath: string, question: string, evidence: string): string | undefined {
+  /** The schema text and matched-value lines (undefined when nothing matches) for `question` over `dbPath`. */
+  for(dbPath: string, question: string, evidence: string): { schema: string; matchedValues?: string } {
     if (this.current?.dbPath !== dbPath) {
-      this.close();
-      this.current = { dbPath, index: ValueIndex.open(dbPath, { indexDir: this.indexDir }) };
+      this.closeIndex();
+      this.current = { dbPath, schema: schemaText(dbPath), index: ValueIndex.open(dbPath, { indexDir: this.indexDir }) };
     }
     const matches = this.current.index.match(evidence ? `${question} ${evidence}` : question, { limit: DEFAULT_MATCH_LIMIT });
-    return matches.length > 0 ? formatMatchedValues(matches) : undefined;
+    return { schema: this.current.schema, ...(matches.length > 0 ? { matchedValues: formatMatchedValues(matches) } : {}) };
   }
 
-  /** Closes and deletes the open index. */
+  /** Closes the open index and removes `indexDir`. */
   close(): void {
+    this.closeIndex();
+    rmSync(this.indexDir, { recursive: true, force: true });
+  }
+
+  private closeIndex(): void {
     if (!this.current) return;
     const file = this.current.index.file;
     this.current.index.close();
@@ -420,7 +425,7 @@ export function directResponse(item: Pick<TraceItem, "SQL">): string {
 
 /**
  * The three SFT records of one item (execution-aware, standard, direct), prompted with `matchedValues`
- * (lines of {@link ServerMatchedValues}; default none); throws if one fails `formatCheck`.
+ * (lines of {@link ServerPromptParts}; default none); throws if one fails `formatCheck`.
  */
 export function buildTraces(item: TraceItem, dbPath: string, schema: string, seed: string, matchedValues?: string): SftRecord[] {
   const rng = new Rng(seed);
