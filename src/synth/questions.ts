@@ -1,9 +1,7 @@
 /**
  * Question templates over a generated database. A question names values the way a person would
  * ("from France", "made in March 2021", "above 20 dollars") while the gold SQL uses what the file
- * stores ('FR', '%/03/2021', 2000); the hint points at the column and, in some questions, writes
- * the condition or the stored unit out as BIRD's evidence does ("Canada refers to ship_country = 'CA'",
- * "price is stored in cents").
+ * stores ('FR', '%/03/2021', 2000); the hint points at the column, never at the stored value.
  * Every candidate is executed: the gold SQL must run and return a non-trivial result (and a unique
  * top row for ORDER BY … LIMIT 1), and the "naive" SQL — the same query written with the natural
  * values and units — is run to record whether the question really needs probing.
@@ -119,21 +117,10 @@ interface Cond {
   phrase: string;
   /** Before the noun, where the filter reads as an adjective: "Electronic", "returned". */
   pre?: string;
-  hint: Hint;
+  hint: string;
   gold: (q: string) => string;
   naive: (q: string) => string;
   lookup?: Lookup;
-}
-
-/** A hint: "<words> refers to <t>.<c>", and the condition or stored unit it may spell out instead. */
-interface Hint {
-  words: string;
-  table: string;
-  column: string;
-  /** The gold condition's operator and literal ("= 'CA'", "> 5400", "LIKE '2023-03-%'"). */
-  condition?: string;
-  /** The stored unit when it differs from the asked one ("cents"). */
-  unit?: string;
 }
 
 /** A measured column aggregated in the asked unit. */
@@ -146,7 +133,7 @@ interface Measure {
   unitText: string;
   /** " / 100.0" etc. when the stored unit differs from the asked one. */
   scale: string;
-  hint: Hint;
+  hint: string;
   lookup?: Lookup;
 }
 
@@ -186,39 +173,19 @@ function singularNoun(nouns: string): string {
 }
 
 /**
- * A hint as people write evidence (BIRD's and the examples'). Its column reads `t.c` (40%),
- * `the <t's singular>'s c` (25%), `c` alone (20%) or `c in the t table` (15%); a hint with a
- * condition spells it out instead in 30% ("Canada refers to ship_country = 'CA'"), one with a
- * stored unit says it in 30% ("fee is stored in cents"). Drawn from its own generator, so the rest
- * of the data is the same whatever is drawn here.
+ * A hint's column in one of the ways people write evidence (BIRD's and the examples'): `t.c` (40%),
+ * `the <t's singular>'s c` (25%), `c` alone (20%), `c in the t table` (15%). Drawn from its own
+ * generator, so the rest of the data is the same whatever is drawn here.
  */
-function phraseHints(hints: readonly Hint[], rng: Rng): string[] {
-  const out = hints.map((h) => {
+function phraseHints(hints: readonly string[], rng: Rng): string[] {
+  return hints.map((hint) => {
+    const m = / refers to ([^\s.]+)\.([^\s.]+)$/.exec(hint);
+    if (!m) return hint;
+    const [, table, column] = m as unknown as [string, string, string];
     const r = rng.next();
-    const spelled = rng.next() < 0.3;
-    const column = rng.next() < 0.6 ? h.column : `${h.table}.${h.column}`;
-    if (spelled && h.condition) return `${h.words} refers to ${column} ${h.condition}`;
-    if (spelled && h.unit) return `${h.words} refers to ${column}; ${h.column} is stored in ${h.unit}`;
-    const where =
-      r < 0.4
-        ? `${h.table}.${h.column}`
-        : r < 0.65
-          ? `the ${singularNoun(h.table)}'s ${h.column}`
-          : r < 0.85
-            ? h.column
-            : `${h.column} in the ${h.table} table`;
-    return `${h.words} refers to ${where}`;
+    const where = r < 0.4 ? `${table}.${column}` : r < 0.65 ? `the ${singularNoun(table)}'s ${column}` : r < 0.85 ? column : `${column} in the ${table} table`;
+    return `${hint.slice(0, m.index)} refers to ${where}`;
   });
-  return [...new Set(out)];
-}
-
-function uniqueHints(hints: readonly Hint[]): Hint[] {
-  const seen = new Map<string, Hint>();
-  for (const h of hints) {
-    const key = `${h.words}|${h.table}.${h.column}`;
-    if (!seen.has(key)) seen.set(key, h);
-  }
-  return [...seen.values()];
 }
 
 const ING_VERBS: Readonly<Record<string, string>> = {
@@ -294,11 +261,6 @@ function storedThreshold(col: ColumnInst, n: number): number {
   }
 }
 
-/** The unit a scaled column stores, for a hint that says it ("cents"). */
-function storedUnit(enc: Encoding): { unit?: string } {
-  return SCALE[enc] ? { unit: enc } : {};
-}
-
 const UNIT_WORD: Record<string, string> = { money: "dollars", weight: "kilograms", duration: "minutes" };
 const SCALE: Partial<Record<Encoding, string>> = { cents: " / 100.0", grams: " / 1000.0", seconds: " / 60.0" };
 
@@ -361,6 +323,7 @@ export class QuestionBuilder {
   private cond(t: TableInst, col: ColumnInst): Cond | null {
     const rng = this.rng;
     const rows = this.rows(t);
+    const where = `${t.name}.${col.name}`;
     const tpl = col.template;
     const row = rng.pick(rows);
     const value = row[col.key];
@@ -378,7 +341,7 @@ export class QuestionBuilder {
           col,
           phrase: fill(tpl.phrase, { v: display }),
           ...(tpl.kind === "category" ? { pre: display } : {}),
-          hint: { words: hintName, table: t.name, column: col.name, condition: `= ${stored}` },
+          hint: `${hintName} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
           naive: (q) => `${q}${col.name} = ${sqlString(natural)}`,
           lookup: { kind: "value", table: t.name, column: col.name, attr: tpl.kind, encoding: col.encoding, text: hintName, literal: stored },
@@ -392,7 +355,7 @@ export class QuestionBuilder {
           col,
           phrase: positive ? tpl.yes : tpl.no,
           ...(positive ? { pre: tpl.word } : {}),
-          hint: { words: tpl.word, table: t.name, column: col.name, condition: `= ${stored}` },
+          hint: `${tpl.word} refers to ${where}`,
           gold: (q) => `${q}${col.name} = ${stored}`,
           naive: (q) => `${q}${col.name} = ${positive ? 1 : 0}`,
           lookup: { kind: "flag", table: t.name, column: col.name, attr: "bool", encoding: col.encoding, text: tpl.word, literal: stored, positive },
@@ -426,7 +389,7 @@ export class QuestionBuilder {
           table: t,
           col,
           phrase: fill(tpl.phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] }),
-          hint: { words: tpl.noun, table: t.name, column: col.name, ...storedUnit(col.encoding) },
+          hint: `${tpl.noun} refers to ${where}`,
           gold: (q) => `${q}${col.name} ${op} ${stored}`,
           naive: (q) => `${q}${col.name} ${op} ${n}`,
           ...(lookup ? { lookup } : {}),
@@ -443,7 +406,7 @@ export class QuestionBuilder {
           table: t,
           col,
           phrase: fill(tpl.phrase, { v: text }),
-          hint: { words: text, table: t.name, column: col.name, condition: `LIKE ${pattern}` },
+          hint: `${text} refers to ${where}`,
           gold: (q) => `${q}${col.name} LIKE ${pattern}`,
           naive: (q) => (byMonth ? `STRFTIME('%Y-%m', ${q}${col.name}) = '${year}-${month}'` : `STRFTIME('%Y', ${q}${col.name}) = '${year}'`),
           lookup: { kind: "date", table: t.name, column: col.name, attr: "date", encoding: col.encoding, text, literal: pattern, month: byMonth },
@@ -467,6 +430,7 @@ export class QuestionBuilder {
     const tpl = c.template as MeasureColumn;
     const unit = UNIT_WORD[tpl.kind];
     const scale = SCALE[c.encoding] ?? "";
+    const where = `${t.name}.${c.name}`;
     return {
       table: t,
       col: c,
@@ -474,7 +438,7 @@ export class QuestionBuilder {
       noun: tpl.noun,
       unitText: unit ? ` in ${unit}` : "",
       scale,
-      hint: { words: tpl.noun, table: t.name, column: c.name, ...storedUnit(c.encoding) },
+      hint: `${tpl.noun} refers to ${where}`,
       ...(unit
         ? {
             lookup: {
@@ -923,7 +887,7 @@ export class QuestionBuilder {
     return {
       db_id: this.db.dbId,
       question: c.question,
-      evidence: phraseHints(uniqueHints(hints), new Rng(`hint:${this.db.dbId}:${c.SQL}`)).join("; "),
+      evidence: phraseHints([...new Set(hints)], new Rng(`hint:${this.db.dbId}:${c.SQL}`)).join("; "),
       SQL: c.SQL,
       difficulty: TEMPLATE_DIFFICULTY[c.template],
       template: c.template,
