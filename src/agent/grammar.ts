@@ -42,7 +42,7 @@ export interface SegmentGrammars {
 }
 
 /** Keywords that must be quoted to be used as identifiers (and that the identifier check ignores). */
-const RESERVED = new Set(
+export const RESERVED = new Set(
   (
     "ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE BEGIN BETWEEN BY CASCADE CASE CAST " +
     "CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE CROSS CURRENT CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DATABASE " +
@@ -125,7 +125,7 @@ function isBare(name: string): boolean {
 }
 
 /** The spellings of one identifier: bare (when allowed), "double-quoted", `backticked`, [bracketed]. */
-function identifierSpellings(name: string): string[] {
+export function identifierSpellings(name: string): string[] {
   if (isBare(name)) return [name];
   const out: string[] = [];
   out.push(`"${name.replace(/"/g, '""')}"`);
@@ -798,19 +798,22 @@ const KEYWORD_LIKE = new Set([
   "ROWID",
 ]);
 
-type Tok = { kind: "word" | "quoted" | "punct" | "other"; text: string };
+/** One lexeme of a SQL text; `start`/`end` are its offsets in the text (quotes included). */
+export type Tok = { kind: "word" | "quoted" | "punct" | "other"; text: string; start: number; end: number };
 
-function tokenize(sql: string): Tok[] {
+/** The lexemes of `sql` (whitespace and comments dropped): words, quoted names (unquoted), punctuation, the rest. */
+export function tokenize(sql: string): Tok[] {
   const out: Tok[] = [];
   const re =
     /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_][A-Za-z0-9_$]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
   for (let m = re.exec(sql); m; m = re.exec(sql)) {
-    if (m[1] !== undefined) out.push({ kind: "quoted", text: m[1].replace(/""/g, '"') });
-    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2] });
-    else if (m[3] !== undefined) out.push({ kind: "quoted", text: m[3] });
-    else if (m[4] !== undefined) out.push({ kind: "word", text: m[4] });
-    else if (m[6] !== undefined) out.push({ kind: "punct", text: m[6] });
-    else if (m[5] !== undefined || m[7] !== undefined || m[0].startsWith("'")) out.push({ kind: "other", text: m[0] });
+    const at = { start: m.index, end: m.index + m[0].length };
+    if (m[1] !== undefined) out.push({ kind: "quoted", text: m[1].replace(/""/g, '"'), ...at });
+    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2], ...at });
+    else if (m[3] !== undefined) out.push({ kind: "quoted", text: m[3], ...at });
+    else if (m[4] !== undefined) out.push({ kind: "word", text: m[4], ...at });
+    else if (m[6] !== undefined) out.push({ kind: "punct", text: m[6], ...at });
+    else if (m[5] !== undefined || m[7] !== undefined || m[0].startsWith("'")) out.push({ kind: "other", text: m[0], ...at });
   }
   return out;
 }

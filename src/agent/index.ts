@@ -32,3 +32,4 @@ export {
 } from "./rollout.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
 export { preparePrompt } from "./inputs.js";
+export { repairTables, type TableRepair, type TableSwap } from "./repair.js";

@@ -31,6 +31,7 @@ import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback }
 import type { SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
+import { repairTables, type TableSwap } from "./repair.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
 import type { FeedbackMode, PromptFamily } from "./types.js";
@@ -75,6 +76,11 @@ export interface RolloutOptions {
    * again); needs the execution-aware family and a trajectory that can rewind. Default 0 (off).
    */
   finalRetries?: number;
+  /**
+   * A final SQL that fails on a missing column is rebound to the tables that hold its columns when
+   * exactly one fits ({@link repairTables}), before any retry; needs a trajectory that can rewind. Default false.
+   */
+  repairTables?: boolean;
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -139,6 +145,8 @@ export interface RolloutState {
   forcedFinal: boolean;
   /** Failed final SQL taken back as probes so far (see `finalRetries`). */
   finalRetries?: number;
+  /** Tables the final SQL was rebound to (see `repairTables`); absent when none was. */
+  repairs?: TableSwap[];
   done: boolean;
   stopReason: RolloutStopReason | null;
   error?: { code: string; message: string };
@@ -168,6 +176,8 @@ export interface RolloutResult {
   stopReason: RolloutStopReason;
   /** Mean log-probability of the sampled tokens: 0 when none was sampled, NaN when they were sampled without log-probabilities (`logprobs: false`). */
   meanLogprob: number;
+  /** Tables the final SQL was rebound to (see `repairTables`); absent when it was not. */
+  repairs?: TableSwap[];
   error?: { code: string; message: string };
 }
 
@@ -247,10 +257,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const blocks = segments(generated.text, profile.syntax);
   const finalClosed =
     blocks.some((b) => b.role === "final" && b.closed) || (state.forcedFinal && generated.text.toLowerCase().includes(profile.answer.close.toLowerCase()));
-  if (finalClosed) {
-    const retried = probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) ? await retryFinal(trajectory, state, options, start, path) : undefined;
-    return retried ?? end(state, "final");
-  }
+  if (finalClosed) return closeFinal(trajectory, state, options, start, path, probing);
   const probe = probing ? closingProbe(blocks, generated.stop !== undefined && generated.stop === profile.probe?.close) : undefined;
   if (!probe && generated.stopReason === "maxTokens" && reserve > 0) return forceFinal(trajectory, state, options, path);
   if (!probe) return end(state, generated.stopReason === "maxTokens" ? "maxTokens" : "end");
@@ -281,33 +288,110 @@ async function forceFinal(trajectory: Trajectory, state: RolloutState, options: 
   return rolloutStep(trajectory, state, options);
 }
 
+/** Where a segment starts: its first token and its offset in the rollout's text. */
+type SegmentStart = { tokens: number; text: number };
+
 /**
- * Runs the final SQL the segment since `start` closed; when it fails, rewinds the segment, writes it
- * back (as injected text) with the final SQL inside the profile's probe tags and answers that probe
- * with the error. Undefined when the final SQL runs, is unanswerable, or cannot be taken back.
+ * The final SQL a segment closed, unwrapped, and its offset in the segment; undefined when there is
+ * none, it is unanswerable or empty, or it cannot be located. After a server-opened answer the
+ * segment holds the body only, up to the answer's closer.
+ */
+function closedFinal(segment: string, profile: ModelProfile, forced: boolean): { sql: string; at: number } | undefined {
+  const block = segments(segment, profile.syntax).find((b) => b.role === "final" && b.closed);
+  const close = forced && !block ? segment.toLowerCase().indexOf(profile.answer.close.toLowerCase()) : -1;
+  const content = block ? block.content : close >= 0 ? segment.slice(0, close) : undefined;
+  if (content === undefined || unanswerableReason(content) !== null) return undefined;
+  const sql = unwrapSql(content);
+  const from = block ? segment.indexOf(content, block.start) : 0;
+  const at = from < 0 ? -1 : segment.indexOf(sql, from);
+  return sql.length > 0 && at >= 0 ? { sql, at } : undefined;
+}
+
+/**
+ * Ends the rollout on the final SQL the segment since `start` closed. When that SQL fails to run,
+ * a missing column is first repaired by rebinding its tables (`repairTables`), and otherwise the
+ * answer goes back to the model as a probe (`finalRetries`).
+ */
+async function closeFinal(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: RolloutOptions,
+  start: SegmentStart,
+  path: string,
+  probing: boolean,
+): Promise<StepOutcome> {
+  const retry =
+    probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) && state.interactions < (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions);
+  if ((!retry && !options.repairTables) || !trajectory.rewind) return end(state, "final");
+  const segment = state.text.slice(start.text);
+  const final = closedFinal(segment, options.profile ?? reexProfile, state.forcedFinal);
+  if (!final) return end(state, "final");
+  let result: ExecResult;
+  try {
+    result = await execute(options, final.sql);
+  } catch (error) {
+    return fail(state, error, guardSink(options.sink), path);
+  }
+  if (result.ok || options.signal?.aborted) return end(state, "final");
+  const repaired =
+    options.repairTables && result.error.category === "missing_column" ? await repairFinal(trajectory, state, options, start, path, final) : undefined;
+  if (repaired) return repaired;
+  return (retry ? await retryFinal(trajectory, state, options, start, path, result) : undefined) ?? end(state, "final");
+}
+
+/**
+ * Rebinds the failing final SQL's FROM tables to the schema ({@link repairTables}) and, when the
+ * repaired SQL runs, rewrites the segment with it (injected text) and ends the rollout; undefined
+ * when no repair applies or the repaired SQL fails too.
+ */
+async function repairFinal(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: RolloutOptions,
+  start: SegmentStart,
+  path: string,
+  final: { sql: string; at: number },
+): Promise<StepOutcome | undefined> {
+  const schema = hintSchema(options.dbPath);
+  const repair = schema ? repairTables(final.sql, { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) }) : undefined;
+  if (!repair) return undefined;
+  const sink = guardSink(options.sink);
+  try {
+    const result = await execute(options, repair.sql);
+    if (!result.ok || options.signal?.aborted) return undefined;
+    const segment = state.text.slice(start.text);
+    const rewritten = `${segment.slice(0, final.at)}${repair.sql}${segment.slice(final.at + final.sql.length)}`;
+    await trajectory.rewind!(start.tokens);
+    state.text = state.text.slice(0, start.text);
+    await trajectory.append(rewritten);
+    state.text += rewritten;
+  } catch (error) {
+    return fail(state, error, sink, path);
+  }
+  state.repairs = [...(state.repairs ?? []), ...repair.swaps];
+  sink?.({ type: "repair", path, sql: final.sql, repaired: repair.sql, swaps: repair.swaps });
+  return end(state, "final");
+}
+
+/**
+ * Takes back the final SQL the segment since `start` closed, which failed with `result`: rewinds the
+ * segment, writes it back (as injected text) with the final SQL inside the profile's probe tags and
+ * answers that probe with the error. Undefined when the profile has no probes.
  */
 async function retryFinal(
   trajectory: Trajectory,
   state: RolloutState,
   options: RolloutOptions,
-  start: { tokens: number; text: number },
+  start: SegmentStart,
   path: string,
+  result: ExecResult,
 ): Promise<StepOutcome | undefined> {
   const profile = options.profile ?? reexProfile;
   const probeTags = profile.probe;
-  if (!probeTags || !trajectory.rewind || state.interactions >= (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions)) return undefined;
   const segment = state.text.slice(start.text);
   const final = segments(segment, profile.syntax).find((b) => b.role === "final" && b.closed);
-  if (!final || unanswerableReason(final.content) !== null) return undefined;
+  if (!probeTags || !trajectory.rewind || !final) return undefined;
   const sql = unwrapSql(final.content);
-  if (sql.length === 0) return undefined;
-  let result: ExecResult;
-  try {
-    result = await execute(options, sql);
-  } catch (error) {
-    return fail(state, error, guardSink(options.sink), path);
-  }
-  if (result.ok || options.signal?.aborted) return undefined;
   const rewritten = `${segment.slice(0, final.start)}${probeTags.open}${final.content}${probeTags.close}`;
   try {
     await trajectory.rewind(start.tokens);
@@ -482,6 +566,7 @@ export function finishRollout(
     truncated: stopReason === "maxTokens" && !closedAnswer,
     stopReason,
     meanLogprob: count ? sum / count : 0,
+    ...(state.repairs ? { repairs: state.repairs.map((s) => ({ ...s })) } : {}),
     ...(state.error ? { error: { ...state.error } } : {}),
   };
   if (options.emitFinal)

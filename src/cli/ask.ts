@@ -56,6 +56,9 @@ function printEvent(event: ReexEvent, out: (s: string) => void): void {
     case "probe":
       out(`\n[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${event.sql}\n`);
       break;
+    case "repair":
+      out(`\n[${event.path}] final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")}): ${event.repaired}\n`);
+      break;
     case "result":
       out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);
       break;

@@ -171,6 +171,8 @@ const agentSchema = z
     finalReserve: z.number().int().min(0).default(0),
     /** Times a final SQL that fails to run goes back to the model as a probe with its error (execution-aware family; tree-prune prunes it instead). 0 = off. Default 1. */
     finalRetries: z.number().int().min(0).max(10).default(1),
+    /** A final SQL that fails on a missing column is rebound, before any retry, to the tables that hold its columns when exactly one fits each misplaced table (serving only). Default true. */
+    repairTables: z.boolean().default(true),
   })
   .strict();
 

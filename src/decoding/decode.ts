@@ -43,6 +43,8 @@ export interface DecoderDefaults {
   finalReserve: number;
   /** Times a failing final SQL is answered as a probe instead (the rollout's `finalRetries`; not under tree-prune, which prunes it). Default 1. */
   finalRetries: number;
+  /** A final SQL that fails on a missing column is rebound to the tables that hold its columns when exactly one fits (the rollout's `repairTables`), before any retry. Default true. */
+  repairTables: boolean;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -83,6 +85,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     schemaHints: config.agent.schemaHints,
     finalReserve: config.agent.finalReserve,
     finalRetries: config.agent.finalRetries,
+    repairTables: config.agent.repairTables,
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -248,6 +251,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           finalReserve: defaults.finalReserve,
           // tree-prune drops a branch whose SQL fails and samples another in its place
           finalRetries: o.strategy === "tree-prune" ? 0 : defaults.finalRetries,
+          repairTables: defaults.repairTables,
           // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
           logprobs: o.candidates > 1,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),

@@ -27,6 +27,16 @@ export interface ResultEvent {
   result: ExecResult;
   feedback: string;
 }
+/** A final SQL that failed on a missing column, rebound to the tables that hold its columns (`agent.repairTables`); `repaired` ran and is the trajectory's answer. */
+export interface RepairEvent {
+  type: "repair";
+  path: string;
+  /** The model's final SQL, which failed. */
+  sql: string;
+  repaired: string;
+  /** Each FROM table replaced, as written and as put in its place. */
+  swaps: { from: string; to: string }[];
+}
 /** A tree node expanded into a new branch forked from `parent`. */
 export interface BranchEvent {
   type: "branch";
@@ -78,7 +88,7 @@ export interface ErrorEvent {
 }
 
 /** Everything a request can emit, in order of occurrence. */
-export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | BranchEvent | PruneEvent | CandidateEvent | VoteEvent | FinalEvent | ErrorEvent;
+export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | RepairEvent | BranchEvent | PruneEvent | CandidateEvent | VoteEvent | FinalEvent | ErrorEvent;
 
 /** A consumer of events; must not throw and should return quickly. */
 export type EventSink = (event: ReexEvent) => void;

@@ -74,6 +74,8 @@ export function traceLine(event: ReexEvent): string | undefined {
   switch (event.type) {
     case "probe":
       return `[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${clip(event.sql)}`;
+    case "repair":
+      return `[${event.path}] final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")}): ${clip(event.repaired)}`;
     case "result":
       return event.result.ok
         ? `[${event.path}] result ${event.step}: ${event.result.rowCount} ${event.result.rowCount === 1 ? "row" : "rows"}${event.result.truncated ? " (truncated)" : ""}`

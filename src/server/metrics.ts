@@ -153,6 +153,8 @@ export interface ServerMetrics {
   probes: Counter;
   /** Final SQL that failed to run and went back to the model as a probe (`agent.finalRetries`). */
   finalRetries: Counter;
+  /** Final SQL that failed on a missing column and was rebound to the tables that hold its columns (`agent.repairTables`). */
+  finalRepairs: Counter;
   sqlTimeouts: Counter;
   queueDepth: Gauge;
   liveSequences: Gauge;
@@ -177,6 +179,9 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     passesSaved: registry.register(new Counter("reex_forward_passes_saved_total", "Decode steps speculative decoding saved.")),
     probes: registry.register(new Counter("reex_probes_total", "Probe queries the model wrote.")),
     finalRetries: registry.register(new Counter("reex_final_retries_total", "Final SQL that failed to run and went back to the model as a probe.")),
+    finalRepairs: registry.register(
+      new Counter("reex_final_repairs_total", "Final SQL that failed on a missing column and was rebound to the tables that hold its columns."),
+    ),
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),
     queueDepth: registry.register(new Gauge("reex_queue_depth", "Generations waiting for a slot.", read.queueDepth)),
     liveSequences: registry.register(new Gauge("reex_live_sequences", "Live policy trajectories (sequences in use).", read.liveSequences)),

@@ -27,7 +27,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reex-rollout-llama-"));
   dbPath = join(dir, "shop.sqlite");
   const db = new Database(dbPath);
-  db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT)");
+  db.exec(
+    "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT, city TEXT); CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer_id INTEGER, total INTEGER)",
+  );
   const insert = db.prepare("INSERT INTO customers (name, city) VALUES (?, ?)");
   for (const [n, c] of [
     ["Ann", "LYON"],
@@ -117,6 +119,27 @@ describe("rollout through llama.cpp", () => {
     expect(r.record.sampled.slice(0, injected).every((s) => s === 0)).toBe(true);
     expect(r.record.sampled.slice(injected).every((s) => s === 1)).toBe(true);
     expect(formatCheck(r.text, "execution-aware").ok).toBe(true);
+    expect(policy.liveTrajectories()).toBe(0);
+  });
+
+  it("rebinds a final SQL's table to the one holding its columns: the KV state is rewound and the answer written back with the repaired SQL", async () => {
+    const wrong = "<think>Count the big orders.</think>\n<final_sql>SELECT count(*) FROM customers WHERE total > 10</final_sql>";
+    const r = await runRollout(policy, prompt(), {
+      executor,
+      dbPath,
+      grammar: { first: exactTextGrammar(wrong) },
+      maxTokens: 300,
+      seed: 6,
+      repairTables: true,
+      finalRetries: 1,
+    });
+    expect(r.finalSql).toBe("SELECT count(*) FROM orders WHERE total > 10");
+    expect(r.probes).toEqual([]);
+    expect(r.text).toBe(wrong.replace("FROM customers", "FROM orders"));
+    expect(policy.detokenize(r.record.tokens)).toBe(r.text);
+    expect(r.record.tokens).toEqual(policy.tokenize(r.text));
+    expect(r.record.sampled.every((s) => s === 0)).toBe(true);
+    expect(r.usage.generatedTokens).toBeGreaterThan(0);
     expect(policy.liveTrajectories()).toBe(0);
   });
 

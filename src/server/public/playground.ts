@@ -226,6 +226,11 @@ function onEvent(ev) {
       else p.appendChild(el("div", "err", ev.result.error.code + ": " + ev.result.error.message));
       break;
     }
+    case "repair": {
+      const n = node(ev.path); const p = el("div", "probe");
+      const h = el("div", "probe-head"); h.appendChild(el("strong", null, "final SQL failed; tables rebound: " + ev.swaps.map((s) => s.from + " → " + s.to).join(", "))); p.appendChild(h);
+      p.appendChild(el("pre", null, ev.repaired)); n.probes.appendChild(p); break;
+    }
     case "prune": { const n = node(ev.path); n.box.classList.add("pruned"); badge(n, "pruned: " + ev.reason.replace(/_/g, " ")); break; }
     case "candidate": {
       const n = node(ev.path); state.candidates.set(ev.index, n);

@@ -1,0 +1,129 @@
+/**
+ * Table repair: a query that reads a column its FROM table lacks is rebound to the one table that
+ * has every column the query reads through that table. Small models often write the right columns
+ * under the wrong table (`SELECT COUNT(*) FROM hosting_city WHERE city = 'Vienna'`) or join a
+ * table to itself where another table was meant (`people AS T1 JOIN people AS T2 ON … WHERE
+ * T2.support_rate < 650`); the executor's "no such column" says so, and the schema says where the
+ * columns live. Only table names in FROM change; a query with a subquery or a compound, a derived
+ * table, or more than one table that fits is left alone.
+ */
+import { RESERVED, identifierSpellings, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+
+/** One FROM table replaced: the name the query had and the schema's table put in its place. */
+export interface TableSwap {
+  from: string;
+  to: string;
+}
+
+/** A repaired query and the tables it swapped. */
+export interface TableRepair {
+  sql: string;
+  swaps: TableSwap[];
+}
+
+interface FromEntry {
+  /** Index of the table's token. */
+  at: number;
+  table: string;
+  alias?: string;
+  /** Index of the alias's token. */
+  aliasAt?: number;
+  /** Columns the query reads through this table (lower case). */
+  reads: Set<string>;
+}
+
+const CLAUSE_END = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "WINDOW"]);
+
+/** Words that are never a name here; a function's name is one unless a "(" follows it (SQLite has a `total()`, a table may have a `total`). */
+const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
+
+const isIdent = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.text.toUpperCase())));
+const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
+
+/** The FROM clause's tables and aliases; undefined when it holds anything but schema tables (a derived table, a function). */
+function fromEntries(toks: Tok[], from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
+  const entries: FromEntry[] = [];
+  for (let i = from + 1; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (t.text === ")" || (t.kind === "word" && CLAUSE_END.has(t.text.toUpperCase()))) break;
+    const startsEntry = i === from + 1 || toks[i - 1]!.text === "," || isWord(toks[i - 1], "JOIN");
+    if (!startsEntry) continue;
+    if (!isIdent(t) || !tables.has(t.text.toLowerCase())) return undefined;
+    const entry: FromEntry = { at: i, table: t.text.toLowerCase(), reads: new Set() };
+    let j = i + 1;
+    if (isWord(toks[j], "AS")) j++;
+    if (isIdent(toks[j])) Object.assign(entry, { alias: toks[j]!.text.toLowerCase(), aliasAt: j });
+    entries.push(entry);
+  }
+  return entries.length > 0 ? entries : undefined;
+}
+
+/**
+ * Assigns each column reference to its FROM entry (a bare one too when FROM has one table) and
+ * returns the bare columns of a multi-table FROM; undefined when a qualifier names no entry.
+ */
+function assignReads(toks: Tok[], entries: FromEntry[]): Set<string> | undefined {
+  const names = new Set(entries.flatMap((e) => (e.aliasAt === undefined ? [e.at] : [e.at, e.aliasAt])));
+  const bare = new Set<string>();
+  const outputAliases = new Set<string>();
+  toks.forEach((t, i) => {
+    if (isWord(t, "AS") && isIdent(toks[i + 1]) && !names.has(i + 1)) outputAliases.add(toks[i + 1]!.text.toLowerCase());
+  });
+  const byQualifier = (q: string): FromEntry | undefined => entries.find((e) => e.alias === q) ?? entries.find((e) => e.alias === undefined && e.table === q);
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (!isIdent(t) || names.has(i) || toks[i + 1]?.text === "(" || toks[i + 1]?.text === "." || isWord(toks[i - 1], "COLLATE")) continue;
+    const column = t.text.toLowerCase();
+    if (toks[i - 1]?.text === ".") {
+      const entry = byQualifier(toks[i - 2]?.text.toLowerCase() ?? "");
+      if (!entry) return undefined;
+      entry.reads.add(column);
+    } else if (!outputAliases.has(column)) {
+      if (entries.length === 1) entries[0]!.reads.add(column);
+      else bare.add(column);
+    }
+  }
+  return bare;
+}
+
+/**
+ * `sql` with each FROM table that lacks a column read through it replaced by the schema's only
+ * table holding all of them that is not already in FROM; undefined when every table fits, or when
+ * the query is out of scope or any misfit has no unique replacement.
+ */
+export function repairTables(sql: string, schema: SchemaNames): TableRepair | undefined {
+  const toks = tokenize(sql);
+  if (toks.filter((t) => isWord(t, "SELECT")).length !== 1 || toks.some((t) => isWord(t, "UNION") || isWord(t, "INTERSECT") || isWord(t, "EXCEPT")))
+    return undefined;
+  const from = toks.findIndex((t) => isWord(t, "FROM"));
+  if (from < 0) return undefined;
+  const columnsOf = new Map<string, ReadonlySet<string>>();
+  const spelled = new Map<string, string>();
+  for (const t of schema.tables) {
+    columnsOf.set(t.name.toLowerCase(), new Set(t.columns.map((c) => c.toLowerCase())));
+    spelled.set(t.name.toLowerCase(), t.name);
+  }
+  const entries = fromEntries(toks, from, columnsOf);
+  const bare = entries && assignReads(toks, entries);
+  if (!entries || !bare) return undefined;
+  const fits = (table: string, reads: ReadonlySet<string>): boolean => [...reads].every((c) => columnsOf.get(table)!.has(c));
+  const misfits = entries.filter((e) => !fits(e.table, e.reads));
+  if (misfits.length === 0) return undefined;
+  const used = new Set(entries.filter((e) => !misfits.includes(e)).map((e) => e.table));
+  const swaps: { entry: FromEntry; to: string }[] = [];
+  for (const entry of misfits) {
+    // a table already in FROM is never the replacement: a table joined to itself on its own key is what the repair undoes
+    const pick = [...columnsOf.keys()].filter((t) => fits(t, entry.reads) && !used.has(t));
+    if (pick.length !== 1) return undefined;
+    used.add(pick[0]!);
+    swaps.push({ entry, to: pick[0]! });
+  }
+  const tablesAfter = entries.map((e) => swaps.find((s) => s.entry === e)?.to ?? e.table);
+  if (![...bare].every((c) => tablesAfter.some((t) => columnsOf.get(t)!.has(c)))) return undefined;
+  let out = sql;
+  for (const { entry, to } of [...swaps].sort((a, b) => b.entry.at - a.entry.at)) {
+    const tok = toks[entry.at]!;
+    out = `${out.slice(0, tok.start)}${identifierSpellings(spelled.get(to)!)[0]}${out.slice(tok.end)}`;
+  }
+  return { sql: out, swaps: swaps.map(({ entry, to }) => ({ from: toks[entry.at]!.text, to: spelled.get(to)! })) };
+}
