@@ -3,51 +3,19 @@
  * with its error, so the model answers again. Fake policy (one token per character) on a real
  * SQLite file; the llama.cpp path is in rollout-llama.test.ts.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, formatCheck, runRollout, type RolloutOptions } from "../../src/agent/index.js";
-import type { ReexEvent } from "../../src/events/index.js";
-import { ExecutorPool } from "../../src/sql/index.js";
-import { FakePolicy, type Responder } from "./fake-policy.js";
-import { CountingExecutor } from "../helpers/executor.js";
+import { describe, expect, it } from "vitest";
+import { formatCheck } from "../../src/agent/index.js";
+import type { Responder } from "./fake-policy.js";
+import { finalSqlHarness } from "./final-harness.js";
 
 const BAD = "SELECT COUNT(*) FROM singers WHERE country = 'France'";
 const GOOD = "SELECT COUNT(*) FROM singer WHERE country = 'France'";
 const FIRST = `<think>Count the singers from France.</think>\n<final_sql>${BAD}</final_sql>`;
 
-let dir: string;
-let dbPath: string;
-let pool: ExecutorPool;
-
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "reex-final-retries-"));
-  dbPath = join(dir, "singers.sqlite");
-  const db = new Database(dbPath);
-  db.exec("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT); INSERT INTO singer VALUES (1, 'Ann', 'France'), (2, 'Bob', 'Spain')");
-  db.close();
-  pool = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
-});
-
-afterAll(async () => {
-  await pool.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function run(responder: Responder, options: Partial<RolloutOptions> = {}) {
-  const policy = new FakePolicy(responder);
-  const executor = new CountingExecutor(pool);
-  const events: ReexEvent[] = [];
-  const prompt = buildPrompt({
-    family: "execution-aware",
-    schema: "singer.singer_id (integer)\nsinger.name (text)\nsinger.country (text)",
-    question: "How many singers are from France?",
-  });
-  const result = await runRollout(policy, prompt, { executor, dbPath, sink: (e) => events.push(e), ...options });
-  return { result, events, executor, policy };
-}
+const { run } = finalSqlHarness(
+  "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT); INSERT INTO singer VALUES (1, 'Ann', 'France'), (2, 'Bob', 'Spain')",
+  { schema: "singer.singer_id (integer)\nsinger.name (text)\nsinger.country (text)", question: "How many singers are from France?" },
+);
 
 /** Writes FIRST, then (after a result) the corrected final. */
 const corrects: Responder = (response) => (response.includes("<result>") ? `<think>The table is singer.</think>\n<final_sql>${GOOD}</final_sql>` : FIRST);

@@ -3,56 +3,23 @@
  * holds its columns, written back into the response and kept. Fake policy (one token per
  * character) on a real SQLite file; the llama.cpp path is in rollout-llama.test.ts.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, formatCheck, runRollout, type RolloutOptions } from "../../src/agent/index.js";
-import type { ReexEvent } from "../../src/events/index.js";
-import { ExecutorPool } from "../../src/sql/index.js";
-import { FakePolicy, type Responder } from "./fake-policy.js";
-import { CountingExecutor } from "../helpers/executor.js";
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { formatCheck } from "../../src/agent/index.js";
+import type { Responder } from "./fake-policy.js";
+import { finalSqlHarness } from "./final-harness.js";
 
 const WRONG_TABLE = "SELECT COUNT(*) FROM singer WHERE venue = 'Arena'";
 const REPAIRED = "SELECT COUNT(*) FROM concert WHERE venue = 'Arena'";
 const NO_TABLE_FITS = "SELECT COUNT(*) FROM singer WHERE shoe_size = 44";
 const GOOD = "SELECT COUNT(*) FROM concert WHERE venue = 'Arena'";
 
-let dir: string;
-let dbPath: string;
-let pool: ExecutorPool;
-
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "reex-repair-"));
-  dbPath = join(dir, "music.sqlite");
-  const db = new Database(dbPath);
-  db.exec(
-    "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT);" +
-      "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER, venue TEXT);" +
-      "INSERT INTO singer VALUES (1, 'Ann', 'France'); INSERT INTO concert VALUES (1, 1, 'Arena'), (2, 1, 'Arena'), (3, 1, 'Club')",
-  );
-  db.close();
-  pool = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
-});
-
-afterAll(async () => {
-  await pool.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function run(responder: Responder, options: Partial<RolloutOptions> = {}) {
-  const policy = new FakePolicy(responder);
-  const executor = new CountingExecutor(pool);
-  const events: ReexEvent[] = [];
-  const prompt = buildPrompt({
-    family: "execution-aware",
-    schema: "singer(singer_id, name, country)\nconcert(concert_id, singer_id, venue)",
-    question: "How many concerts were at the Arena?",
-  });
-  const result = await runRollout(policy, prompt, { executor, dbPath, sink: (e) => events.push(e), ...options });
-  return { result, events, executor, policy };
-}
+const { files, run } = finalSqlHarness(
+  "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT);" +
+    "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER, venue TEXT);" +
+    "INSERT INTO singer VALUES (1, 'Ann', 'France'); INSERT INTO concert VALUES (1, 1, 'Arena'), (2, 1, 'Arena'), (3, 1, 'Club')",
+  { schema: "singer(singer_id, name, country)\nconcert(concert_id, singer_id, venue)", question: "How many concerts were at the Arena?" },
+);
 
 /** Answers `first`, then GOOD after reading a result. */
 const answers =
@@ -62,7 +29,7 @@ const answers =
 
 describe("rollout: a failing final SQL rebound to the table that holds its columns (repairTables)", () => {
   it("rewrites the answer with the repaired SQL as injected text, reports the swap and ends there, before any retry", async () => {
-    const bytesBefore = readFileSync(dbPath);
+    const bytesBefore = readFileSync(files.dbPath);
     const { result, events, executor, policy } = await run(answers(WRONG_TABLE), { repairTables: true, finalRetries: 1 });
     expect(result.finalSql).toBe(REPAIRED);
     expect(result.stopReason).toBe("final");
@@ -77,7 +44,7 @@ describe("rollout: a failing final SQL rebound to the table that holds its colum
     ]);
     expect(events.some((e) => e.type === "probe")).toBe(false);
     expect(policy.liveTrajectories()).toBe(0);
-    expect(readFileSync(dbPath).equals(bytesBefore)).toBe(true);
+    expect(readFileSync(files.dbPath).equals(bytesBefore)).toBe(true);
   });
 
   it("falls back to the retry when no table holds the columns", async () => {
