@@ -109,15 +109,26 @@ export function repairTables(sql: string, schema: SchemaNames): TableRepair | un
   const fits = (table: string, reads: ReadonlySet<string>): boolean => [...reads].every((c) => columnsOf.get(table)!.has(c));
   const misfits = entries.filter((e) => !fits(e.table, e.reads));
   if (misfits.length === 0) return undefined;
-  const used = new Set(entries.filter((e) => !misfits.includes(e)).map((e) => e.table));
+  // a table already in FROM is never the replacement: a table joined to itself on its own key is what the repair undoes
+  const kept = new Set(entries.filter((e) => !misfits.includes(e)).map((e) => e.table));
+  const candidates = new Map(misfits.map((e) => [e, [...columnsOf.keys()].filter((t) => fits(t, e.reads) && !kept.has(t))]));
   const swaps: { entry: FromEntry; to: string }[] = [];
-  for (const entry of misfits) {
-    // a table already in FROM is never the replacement: a table joined to itself on its own key is what the repair undoes
-    const pick = [...columnsOf.keys()].filter((t) => fits(t, entry.reads) && !used.has(t));
-    if (pick.length !== 1) return undefined;
-    used.add(pick[0]!);
-    swaps.push({ entry, to: pick[0]! });
+  // settle the misfits with one candidate first; each settled table is taken from the others' candidates
+  for (let settled = true; settled; ) {
+    settled = false;
+    for (const [entry, tables] of candidates) {
+      if (tables.length !== 1) continue;
+      swaps.push({ entry, to: tables[0]! });
+      candidates.delete(entry);
+      for (const [other, rest] of candidates)
+        candidates.set(
+          other,
+          rest.filter((t) => t !== tables[0]),
+        );
+      settled = true;
+    }
   }
+  if (candidates.size > 0) return undefined;
   const tablesAfter = entries.map((e) => swaps.find((s) => s.entry === e)?.to ?? e.table);
   if (![...bare].every((c) => tablesAfter.some((t) => columnsOf.get(t)!.has(c)))) return undefined;
   let out = sql;

@@ -31,6 +31,14 @@ describe("repairTables", () => {
     expect(repairTables("SELECT MIN(T1.age) FROM candidate AS T1 JOIN people AS T2 ON T1.people_id = T2.people_id", schema)).toBeUndefined();
   });
 
+  it("settles misfits whatever their order: one that only one table fits takes it, the other gets what is left", () => {
+    // the alias reading support_rate fits candidate only; the other (people_id) people or candidate
+    const first = "SELECT T1.support_rate FROM hosting_city AS T1 JOIN hosting_city AS T2 ON T1.people_id = T2.people_id";
+    const second = "SELECT T2.support_rate FROM hosting_city AS T1 JOIN hosting_city AS T2 ON T1.people_id = T2.people_id";
+    expect(repairTables(first, schema)?.sql).toBe("SELECT T1.support_rate FROM candidate AS T1 JOIN people AS T2 ON T1.people_id = T2.people_id");
+    expect(repairTables(second, schema)?.sql).toBe("SELECT T2.support_rate FROM people AS T1 JOIN candidate AS T2 ON T1.people_id = T2.people_id");
+  });
+
   it("reads columns qualified by a table name and keeps every other character of the query", () => {
     const sql = "select people.support_rate , people.poll_source\nfrom   people  -- why\nwhere people.support_rate>1";
     expect(repairTables(sql, schema)?.sql).toBe("select people.support_rate , people.poll_source\nfrom   candidate  -- why\nwhere people.support_rate>1");
