@@ -87,6 +87,28 @@ function assignReads(toks: Tok[], entries: FromEntry[]): Set<string> | undefined
 }
 
 /**
+ * One table for each misfit from its candidates, all different: a misfit left with one candidate
+ * takes it and that table leaves the others' candidates, until every misfit is settled; undefined
+ * when one is left with none or several, so the order of the misfits never decides.
+ */
+function settle(candidates: Map<FromEntry, string[]>): { entry: FromEntry; to: string }[] | undefined {
+  const open = new Map(candidates);
+  const swaps: { entry: FromEntry; to: string }[] = [];
+  for (;;) {
+    const next = [...open].find(([, tables]) => tables.length === 1);
+    if (!next) return open.size === 0 ? swaps : undefined;
+    const [entry, [to]] = next as [FromEntry, [string]];
+    swaps.push({ entry, to });
+    open.delete(entry);
+    for (const [other, tables] of open)
+      open.set(
+        other,
+        tables.filter((t) => t !== to),
+      );
+  }
+}
+
+/**
  * `sql` with each FROM table that lacks a column read through it replaced by the schema's only
  * table holding all of them that is not already in FROM; undefined when every table fits, or when
  * the query is out of scope or any misfit has no unique replacement.
@@ -112,23 +134,8 @@ export function repairTables(sql: string, schema: SchemaNames): TableRepair | un
   // a table already in FROM is never the replacement: a table joined to itself on its own key is what the repair undoes
   const kept = new Set(entries.filter((e) => !misfits.includes(e)).map((e) => e.table));
   const candidates = new Map(misfits.map((e) => [e, [...columnsOf.keys()].filter((t) => fits(t, e.reads) && !kept.has(t))]));
-  const swaps: { entry: FromEntry; to: string }[] = [];
-  // settle the misfits with one candidate first; each settled table is taken from the others' candidates
-  for (let settled = true; settled; ) {
-    settled = false;
-    for (const [entry, tables] of candidates) {
-      if (tables.length !== 1) continue;
-      swaps.push({ entry, to: tables[0]! });
-      candidates.delete(entry);
-      for (const [other, rest] of candidates)
-        candidates.set(
-          other,
-          rest.filter((t) => t !== tables[0]),
-        );
-      settled = true;
-    }
-  }
-  if (candidates.size > 0) return undefined;
+  const swaps = settle(candidates);
+  if (!swaps) return undefined;
   const tablesAfter = entries.map((e) => swaps.find((s) => s.entry === e)?.to ?? e.table);
   if (![...bare].every((c) => tablesAfter.some((t) => columnsOf.get(t)!.has(c)))) return undefined;
   let out = sql;
