@@ -283,6 +283,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           votes: group === null ? 0 : outcomeOfVote.groups[group]!.votes,
           ...(error !== undefined ? { error } : {}),
           interactions: l.rollout.interactions,
+          ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
           meanLogprob: l.rollout.meanLogprob,
           text: l.rollout.text,
         };

@@ -1,4 +1,5 @@
 /** What the front ends show of a decoder answer. */
+import type { TableSwap } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
 /** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
@@ -32,6 +33,8 @@ export interface CandidateView {
   votes: number;
   group: number | null;
   error?: string;
+  /** The FROM tables its final SQL was rebound to after it failed (`agent.repairTables`); absent when it was not. */
+  repairs?: TableSwap[];
 }
 
 /** The REST and MCP answers' view of one candidate. */
@@ -44,5 +47,6 @@ export function candidateView(c: Candidate): CandidateView {
     votes: c.votes,
     group: c.group,
     ...(c.error !== undefined ? { error: c.error } : {}),
+    ...(c.repairs ? { repairs: c.repairs.map((s) => ({ ...s })) } : {}),
   };
 }

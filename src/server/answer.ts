@@ -3,7 +3,7 @@
  * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { answerStatus, candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
+import { answerStatus, candidateView, type Answer, type AnswerRequest, type CandidateView } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
 import { jsonResult, jsonSafe } from "./json.js";
@@ -18,7 +18,7 @@ export interface SqlResponse {
   error?: { code: string; message: string };
   notice?: string;
   result: ReturnType<typeof jsonResult>;
-  candidates: { index: number; path: string; sql: string | null; answerable: boolean; votes: number; group: number | null; error?: string }[];
+  candidates: CandidateView[];
   winner: number | null;
   decidedBy: Answer["decidedBy"];
   shortfall?: string;

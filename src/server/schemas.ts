@@ -107,6 +107,12 @@ export const candidateSchema = z.object({
   votes: z.number().int(),
   group: z.number().int().nullable(),
   error: z.string().optional(),
+  repairs: z
+    .array(z.object({ from: z.string(), to: z.string() }))
+    .optional()
+    .describe(
+      "FROM tables its final SQL was rebound to after it failed on a missing column (`agent.repairTables`): the table written and the one put in its place.",
+    ),
 });
 
 /** Token counts of an answer. */

@@ -37,6 +37,7 @@ describe("decoder: a failing final SQL rebound to the table that holds its colum
     expect(answer.result).toMatchObject({ ok: true, rows: [[7]] });
     expect(log.of("repair")).toEqual([{ type: "repair", path: expect.any(String), sql: BAD, repaired: REPAIRED, swaps: [{ from: "tt", to: "t" }] }]);
     expect(log.of("probe")).toEqual([]);
+    expect(answer.candidates[0]!.repairs).toEqual([{ from: "tt", to: "t" }]);
     expect(s.policy.liveTrajectories()).toBe(0);
   });
 
@@ -57,6 +58,7 @@ describe("decoder: a failing final SQL rebound to the table that holds its colum
     const log = eventLog();
     const answer = await s.decode({ dbPath, question: "how many?", strategy: "greedy" }, { sink: log.sink });
     expect(log.of("repair")).toEqual([]);
+    expect(answer.candidates[0]!.repairs).toBeUndefined();
     expect(log.of("probe").map((e) => e.sql)).toEqual([BAD]);
     expect(answer.sql).toBe("SELECT 2");
   });

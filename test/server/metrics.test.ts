@@ -105,6 +105,45 @@ describe("metrics", () => {
     expect(text).toContain("reex_final_retries_total 1");
   });
 
+  it("counts final SQL rebound to the tables that hold its columns, and shows each candidate's swaps in the answer", async () => {
+    const swaps = [{ from: "singers", to: "concert" }];
+    t = await makeApp({
+      deps: {
+        decode: async (_req, ctx) => {
+          ctx.sink?.({ type: "repair", path: "0", sql: "SELECT venue FROM singers", repaired: "SELECT venue FROM concert", swaps });
+          return {
+            sql: "SELECT venue FROM concert",
+            answerable: true,
+            result: { ok: true, columns: ["venue"], rows: [["Arena"]], rowCount: 1, truncated: false, empty: false, elapsedMs: 1 },
+            candidates: [
+              {
+                index: 0,
+                path: "0",
+                sql: "SELECT venue FROM concert",
+                answerable: true,
+                group: 0,
+                votes: 1,
+                interactions: 0,
+                repairs: swaps,
+                meanLogprob: Number.NaN,
+                text: "",
+              },
+            ],
+            winner: 0,
+            decidedBy: "majority",
+            usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 },
+            timings: { totalMs: 1 },
+          };
+        },
+      },
+    });
+    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    expect(res.json().candidates[0].repairs).toEqual(swaps);
+    const text = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
+    expect(text).toContain("reex_final_repairs_total 1");
+    expect(text).not.toMatch(/reex_final_retries_total [1-9]/);
+  });
+
   it("counts SQL timeouts seen in probe results", async () => {
     t = await makeApp({
       deps: {
