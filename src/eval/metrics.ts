@@ -3,7 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
-import { checkIdentifiers, identifiersIn, type SchemaNames } from "../agent/index.js";
+import { checkIdentifiers, identifiersIn, type SchemaNames, type TableSwap } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -76,6 +76,8 @@ export interface CandidateInput {
   votes?: number;
   group?: number | null;
   interactions?: number;
+  /** Tables the decoder rebound its failing final SQL to (`agent.repairTables`). */
+  repairs?: TableSwap[];
 }
 
 /** A candidate's summary in the record. */
@@ -88,6 +90,7 @@ export interface CandidateScore {
   votes?: number;
   group?: number | null;
   interactions?: number;
+  repairs?: TableSwap[];
 }
 
 /** Everything known about one evaluated question, before scoring. */
@@ -174,6 +177,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.votes !== undefined ? { votes: c.votes } : {}),
     ...(c.group !== undefined ? { group: c.group } : {}),
     ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
+    ...(c.repairs ? { repairs: c.repairs } : {}),
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);

@@ -241,6 +241,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           votes: c.votes,
           group: c.group,
           interactions: c.interactions,
+          ...(c.repairs ? { repairs: c.repairs } : {}),
         })),
         winner: answer.winner,
         interactions: (winner ?? candidates[0])?.interactions ?? 0,

@@ -36,7 +36,18 @@ vi.mock("../../src/runtime/index.js", () => ({
           answerable: true,
           candidates: [
             { index: 0, path: "0", sql: "SELECT 42", answerable: true, group: 0, votes: 1, interactions: 2, meanLogprob: -0.1, text: "" },
-            { index: 1, path: "1", sql: gold, answerable: true, group: 1, votes: 1, interactions: 3, meanLogprob: -0.9, text: "" },
+            {
+              index: 1,
+              path: "1",
+              sql: gold,
+              answerable: true,
+              group: 1,
+              votes: 1,
+              interactions: 3,
+              meanLogprob: -0.9,
+              text: "",
+              repairs: [{ from: "x", to: "y" }],
+            },
           ],
           winner: 0,
           decidedBy: "tie-logprob",
@@ -94,6 +105,8 @@ describe("reex eval --strategy", () => {
     expect(linear.summary.voting.bird).toBe(0);
     expect(linear.summary.passK.bird).toBe(1);
     expect(linear.summary.avgInteractions).toBe(2);
+    // a candidate whose final SQL the decoder rebound keeps its swaps in the report; the others have none
+    expect(linear.items[0].candidates.map((c: { repairs?: unknown }) => c.repairs)).toEqual([undefined, [{ from: "x", to: "y" }]]);
     const html = readFileSync(join(outDir, "report.html"), "utf8");
     expect(html).toContain('<svg id="accuracy-latency"');
     expect(out.some((l) => l.startsWith("greedy"))).toBe(true);
