@@ -12,9 +12,9 @@ import type { Executor } from "../sql/index.js";
 import { RequestControl } from "./control.js";
 import { runLinear } from "./linear.js";
 import { createGrammarBuilder, createPromptBuilder, type GrammarFor, type PromptBuilderOptions, type PromptFor } from "./prompt.js";
-import { LeafCollector, leafError, type Run, type StrategyOutcome } from "./run.js";
+import { LeafCollector, leafCandidate, type Run, type StrategyOutcome } from "./run.js";
 import { runTree } from "./tree.js";
-import type { Answer, AnswerRequest, Candidate, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
+import type { Answer, AnswerRequest, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
 import { VOTE_RULE, vote } from "./vote.js";
 
 /** Values used where a request leaves a field out. */
@@ -270,24 +270,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         ...(l.exec ? { result: l.exec } : {}),
       }));
       const outcomeOfVote = vote(ballots);
-      const candidates: Candidate[] = leaves.leaves.map((l, index) => {
-        const group = outcomeOfVote.groupOf[index] ?? null;
-        const error = leafError(l.rollout, l.exec);
-        return {
-          index,
-          path: l.path,
-          sql: l.rollout.finalSql,
-          answerable: l.rollout.answerable,
-          ...(l.exec ? { result: l.exec } : {}),
-          group,
-          votes: group === null ? 0 : outcomeOfVote.groups[group]!.votes,
-          ...(error !== undefined ? { error } : {}),
-          interactions: l.rollout.interactions,
-          ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
-          meanLogprob: l.rollout.meanLogprob,
-          text: l.rollout.text,
-        };
-      });
+      const candidates = leaves.leaves.map((l, index) => leafCandidate(l, index, outcomeOfVote));
       emit({
         type: "vote",
         winner: outcomeOfVote.winner,

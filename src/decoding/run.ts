@@ -8,6 +8,8 @@ import type { EventSink } from "../events/index.js";
 import type { Policy, PromptSpec } from "../policy/index.js";
 import type { ExecResult, Executor } from "../sql/index.js";
 import type { RequestControl } from "./control.js";
+import type { Candidate } from "./types.js";
+import type { VoteOutcome } from "./vote.js";
 
 /** The rollout settings every trajectory of a decode shares (path, seed, temperature, signal and sink are set per branch). */
 export type BaseRolloutOptions = Omit<RolloutOptions, "path" | "seed" | "temperature" | "topP" | "signal" | "sink" | "emitFinal">;
@@ -95,6 +97,26 @@ export function leafError(rollout: RolloutResult, exec: ExecResult | undefined):
   if (rollout.truncated) return "ran out of tokens before a final SQL";
   if (rollout.stopReason === "aborted") return "stopped before a final SQL";
   return "no final SQL";
+}
+
+/** A leaf as the answer lists it: its SQL, how the vote grouped it, and what its rollout did. */
+export function leafCandidate(l: Leaf, index: number, outcome: VoteOutcome): Candidate {
+  const group = outcome.groupOf[index] ?? null;
+  const error = leafError(l.rollout, l.exec);
+  return {
+    index,
+    path: l.path,
+    sql: l.rollout.finalSql,
+    answerable: l.rollout.answerable,
+    ...(l.exec ? { result: l.exec } : {}),
+    group,
+    votes: group === null ? 0 : outcome.groups[group]!.votes,
+    ...(error !== undefined ? { error } : {}),
+    interactions: l.rollout.interactions,
+    ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
+    meanLogprob: l.rollout.meanLogprob,
+    text: l.rollout.text,
+  };
 }
 
 /** Everything a strategy runs with. */
