@@ -15,7 +15,7 @@ import { buildQuestions, type SynthQuestion } from "./questions.js";
 import { buildTraces, ServerPromptParts, type SftRecord, type SynthItem } from "./traces.js";
 
 /** Bump when the generator's output changes for the same seed. */
-export const SYNTH_VERSION = 4;
+export const SYNTH_VERSION = 5;
 
 /** File names under the output root. */
 export const SYNTH_FILES = { train: "train.json", dev: "dev.json", traces: "train_sft.jsonl", manifest: "synth.json" } as const;

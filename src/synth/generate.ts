@@ -1,7 +1,7 @@
 /**
  * One synthetic database from a domain template: naming variations, value encodings, rows drawn
  * from a seeded PRNG, and the SQLite file. Rows are kept in their natural form (country names,
- * booleans, cents, grams, seconds, ISO dates) so that question templates can reason about them;
+ * booleans, cents, grams, seconds, milliseconds, ISO dates) so that question templates can reason about them;
  * {@link storedValue} turns a natural value into what the file stores under a column's encoding.
  */
 import Database from "better-sqlite3";
@@ -45,6 +45,7 @@ export type Encoding =
   | "kg"
   | "seconds"
   | "minutes"
+  | "ms"
   // dates
   | "iso"
   | "dmy"
@@ -112,7 +113,7 @@ const ENCODINGS: Record<string, Readonly<Record<string, number>>> = {
   bool: { YN: 30, "10": 25, yesno: 15, TF: 15, truefalse: 15 },
   money: { cents: 60, dollars: 40 },
   weight: { grams: 55, kg: 45 },
-  duration: { seconds: 50, minutes: 50 },
+  duration: { seconds: 40, minutes: 35, ms: 25 },
   date: { iso: 30, dmy: 25, mdy: 20, compact: 10, slash: 15 },
 };
 
@@ -441,7 +442,9 @@ export function storedValue(col: ColumnInst, value: NatValue): string | number |
     case "weight":
       return col.encoding === "kg" ? Number(value) / 1000 : Number(value);
     case "duration":
-      return col.encoding === "minutes" ? Math.floor(Number(value) / 60) : Number(value);
+      if (col.encoding === "minutes") return Math.floor(Number(value) / 60);
+      // milliseconds with a deterministic sub-second part, as a media library stores them
+      return col.encoding === "ms" ? Number(value) * 1000 + ((Number(value) * 379) % 1000) : Number(value);
     case "date":
       return formatDate(String(value), col.encoding);
     default:

@@ -87,6 +87,8 @@ export interface Lookup {
   month?: boolean;
   /** unit: "threshold" (a comparison) or "scale" (an aggregate converted to the asked unit). */
   purpose?: "threshold" | "scale";
+  /** unit: the unit the question asks in, where it is not the kind's usual one ("hours", "seconds"). */
+  asked?: string;
 }
 
 /** A generated question before ids are assigned. */
@@ -256,13 +258,27 @@ function storedThreshold(col: ColumnInst, n: number): number {
       return Math.round(n * 1000);
     case "seconds":
       return Math.round(n * 60);
+    case "ms":
+      return Math.round(n * 60000);
     default:
       return n;
   }
 }
 
 const UNIT_WORD: Record<string, string> = { money: "dollars", weight: "kilograms", duration: "minutes" };
-const SCALE: Partial<Record<Encoding, string>> = { cents: " / 100.0", grams: " / 1000.0", seconds: " / 60.0" };
+const SCALE: Partial<Record<Encoding, string>> = { cents: " / 100.0", grams: " / 1000.0", seconds: " / 60.0", ms: " / 60000.0" };
+
+/** Other units a duration aggregate is asked in, by stored encoding: [unit, the gold's conversion]. */
+const DURATION_UNITS: Partial<Record<Encoding, { sum: readonly [string, string]; other?: readonly [string, string] }>> = {
+  seconds: { sum: ["hours", " / 3600.0"] },
+  minutes: { sum: ["hours", " / 60.0"] },
+  ms: { sum: ["hours", " / 3600000.0"], other: ["seconds", " / 1000.0"] },
+};
+
+/** A duration threshold in minutes as people say it ("half an hour"), or undefined. */
+function spokenMinutes(n: number): string | undefined {
+  return n === 30 ? "half an hour" : n === 60 ? "an hour" : n === 90 ? "an hour and a half" : n === 120 ? "two hours" : undefined;
+}
 
 function datePattern(enc: Encoding, year: string, month?: string): string {
   switch (enc) {
@@ -385,10 +401,12 @@ export class QuestionBuilder {
                 literal: String(stored),
                 purpose: "threshold",
               };
+        const spoken = tpl.kind === "duration" ? spokenMinutes(n) : undefined;
+        const phrase = spoken && rng.chance(0.6) ? tpl.phrase.replace("{n} minutes", spoken) : tpl.phrase;
         return {
           table: t,
           col,
-          phrase: fill(tpl.phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] }),
+          phrase: fill(phrase, { n: rng.chance(0.4) ? numberInWords(n) : String(n), cmp: greater ? tpl.cmp[0] : tpl.cmp[1] }),
           hint: `${tpl.noun} refers to ${where}`,
           gold: (q) => `${q}${col.name} ${op} ${stored}`,
           naive: (q) => `${q}${col.name} ${op} ${n}`,
@@ -454,6 +472,15 @@ export class QuestionBuilder {
           }
         : {}),
     };
+  }
+
+  /** The measure asked in another unit where its kind has one for this aggregate (a duration's total in hours, milliseconds in seconds), else as it is. */
+  private askedIn(m: Measure, fn: string): Measure {
+    const units = m.template.kind === "duration" ? DURATION_UNITS[m.col.encoding] : undefined;
+    const pick = !units ? undefined : fn === "SUM" && this.rng.chance(0.6) ? units.sum : units.other && this.rng.chance(0.5) ? units.other : undefined;
+    if (!pick || !m.lookup) return m;
+    const [unit, scale] = pick;
+    return { ...m, unitText: ` in ${unit}`, scale, lookup: { ...m.lookup, literal: scale, asked: unit } };
   }
 
   private variant(options: string[]): string {
@@ -575,17 +602,20 @@ export class QuestionBuilder {
     const measured = tables.filter((x) => this.measures(x).length > 0);
     const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
     if (!t) return null;
-    const m = this.measure(t);
-    if (!m) return null;
-    const f = this.randomCond(t, m.col);
+    const measured0 = this.measure(t);
+    if (!measured0) return null;
+    const f = this.randomCond(t, measured0.col);
     if (!f) return null;
-    const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const [word, fn] = rng.pick(summable(measured0) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const m = this.askedIn(measured0, fn);
+    // "the average fee, in dollars, of …": the commas hand-written questions put around the unit
+    const unitText = m.unitText && rng.chance(0.3) ? `,${m.unitText},` : m.unitText;
     return {
       template: kind,
       question:
         f.pre && rng.chance(0.4)
-          ? `What is the ${word} ${m.noun}${m.unitText} of ${f.pre} ${t.plural}?`
-          : `What is the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}?`,
+          ? `What is the ${word} ${m.noun}${unitText} of ${f.pre} ${t.plural}?`
+          : `What is the ${word} ${m.noun}${unitText} of ${t.plural} ${f.phrase}?`,
       goal: `the ${word} ${m.noun}${m.unitText} of ${t.plural} ${f.phrase}`,
       conds: [f],
       measure: m,
@@ -654,10 +684,11 @@ export class QuestionBuilder {
     const ok = links.filter((l) => this.measures(l.child).length > 0);
     if (ok.length === 0) return null;
     const { child, parent, fk } = rng.pick(ok);
-    const m = this.measure(child);
+    const measured0 = this.measure(child);
     const f = this.randomCond(parent);
-    if (!m || !f) return null;
-    const [word, fn] = rng.pick(m.template.kind === "money" ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    if (!measured0 || !f) return null;
+    const [word, fn] = rng.pick(summable(measured0) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const m = this.askedIn(measured0, fn);
     const via = (fk.template as { via: string }).via;
     const on = `T1.${fk.name} = T2.${parent.pk}`;
     return {
@@ -916,6 +947,11 @@ export class QuestionBuilder {
     }
     return out;
   }
+}
+
+/** A total makes sense of money and durations ("the total running time"), not of weights or counts. */
+function summable(m: Measure): boolean {
+  return m.template.kind === "money" || m.template.kind === "duration";
 }
 
 const AGGS: readonly (readonly [string, string])[] = [

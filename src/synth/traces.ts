@@ -130,6 +130,7 @@ const UNIT_NAME: Partial<Record<Encoding, string>> = {
   kg: "kilograms",
   seconds: "seconds",
   minutes: "minutes",
+  ms: "milliseconds",
 };
 const ASKED_UNIT: Record<string, string> = { money: "dollars", weight: "kilograms", duration: "minutes" };
 const DATE_DESC: Partial<Record<Encoding, string>> = {
@@ -171,7 +172,7 @@ export function mappingText(l: Lookup): string {
     case "unit": {
       const unit = UNIT_NAME[l.encoding] ?? "the asked unit";
       if (l.purpose === "threshold") return `${where(l)} is in ${unit}, so ${l.text} is ${l.literal}.`;
-      const asked = ASKED_UNIT[l.attr] ?? unit;
+      const asked = l.asked ?? ASKED_UNIT[l.attr] ?? unit;
       return l.literal ? `${where(l)} is in ${unit}; divide by ${divisor(l.literal)} for ${asked}.` : `${where(l)} is already in ${asked}.`;
     }
     case "date":
@@ -319,7 +320,7 @@ function probeLookup(dbPath: string, l: Lookup, extra: boolean): Probe[] {
           l.purpose === "threshold"
             ? `${l.text} is ${l.literal}.`
             : l.literal
-              ? `Divide by ${divisor(l.literal)} for ${ASKED_UNIT[l.attr] ?? unit}.`
+              ? `Divide by ${divisor(l.literal)} for ${l.asked ?? ASKED_UNIT[l.attr] ?? unit}.`
               : "No conversion is needed.";
         return `${where(l)} runs from ${row[0]} to ${row[1]}, so it is stored in ${unit}. ${tail}`;
       });

@@ -250,6 +250,42 @@ describe("synthetic data: questions", () => {
     ).toBe(true);
   });
 
+  it("converts a duration stored in seconds, minutes or milliseconds to the unit the question asks in", () => {
+    const dir = mkdtempSync(join(tmpdir(), "reex-synth-units-"));
+    dirs.push(dir);
+    const r = generateSynth(dir, { seed: SEED, dbs: 36, lookalikes: 24, traces: false });
+    const items = [...r.train, ...r.dev];
+    // every duration template spans 1 to 721 minutes a row; a wrong divisor lands outside the band of the asked unit
+    const band: Record<string, [number, number]> = { minutes: [1, 721], hours: [1 / 60, 721 / 60], seconds: [60, 721 * 60] };
+    const asked = new Set<string>();
+    let checked = 0;
+    for (const item of items) {
+      for (const l of item.lookups) {
+        if (l.kind !== "unit" || l.attr !== "duration" || l.purpose !== "scale") continue;
+        const unit = /\bin (minutes|hours|seconds)\b/.exec(item.question)?.[1];
+        expect(unit, item.question).toBeDefined();
+        asked.add(`${l.encoding}>${unit}`);
+        expect(item.SQL).toContain(l.literal);
+        const res = executeDirect(synthDbPath(dir, item.db_id), `SELECT MIN(${l.column})${l.literal}, MAX(${l.column})${l.literal} FROM ${l.table}`);
+        if (!res.ok) throw new Error(res.error.message);
+        const [lo, hi] = res.rows[0] as [number, number];
+        const [min, max] = band[unit!]!;
+        expect(lo, `${item.question} ${l.literal}`).toBeGreaterThanOrEqual(min);
+        expect(hi, `${item.question} ${l.literal}`).toBeLessThan(max);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+    for (const pair of ["ms>minutes", "ms>seconds", "seconds>hours", "seconds>minutes"]) expect([...asked], pair).toContain(pair);
+    // thresholds in the stored unit: "longer than half an hour" is 1800 where seconds are stored, 1800000 in milliseconds
+    const perMinute: Record<string, number> = { minutes: 1, seconds: 60, ms: 60000 };
+    const thresholds = items.flatMap((q) => q.lookups.filter((l) => l.kind === "unit" && l.attr === "duration" && l.purpose === "threshold"));
+    expect(thresholds.some((l) => l.encoding === "ms")).toBe(true);
+    for (const l of thresholds) expect(Number(l.literal) / perMinute[l.encoding]!, l.text).toBe(Number.parseFloat(l.text));
+    expect(items.some((q) => /\b(half an hour|an hour)\b/.test(q.question))).toBe(true);
+    expect(items.some((q) => /, in (dollars|minutes|hours|seconds|kilograms),/.test(q.question))).toBe(true);
+  });
+
   it("uses the templates' SQL shapes: joins, GROUP BY, HAVING, nesting, ORDER BY LIMIT", () => {
     const sqls = all().map((q) => q.SQL);
     for (const re of [/INNER JOIN/, /GROUP BY/, /HAVING COUNT/, /\(SELECT/, /ORDER BY .* LIMIT 1/, /CAST\(SUM\(CASE WHEN/]) {
