@@ -22,6 +22,7 @@ export type TemplateKind =
   | "join_agg"
   | "group_count"
   | "top_measure"
+  | "top_list"
   | "top_parent"
   | "having"
   | "above_avg"
@@ -39,6 +40,7 @@ export const TEMPLATE_DIFFICULTY: Readonly<Record<TemplateKind, Difficulty>> = {
   join_agg: "moderate",
   group_count: "moderate",
   top_measure: "challenging",
+  top_list: "moderate",
   top_parent: "challenging",
   having: "challenging",
   above_avg: "challenging",
@@ -57,6 +59,7 @@ const TEMPLATE_WEIGHTS: Readonly<Record<TemplateKind, number>> = {
   join_agg: 5,
   group_count: 5,
   top_measure: 5,
+  top_list: 5,
   top_parent: 5,
   having: 4,
   above_avg: 4,
@@ -503,6 +506,7 @@ export class QuestionBuilder {
     join_agg: (kind) => this.joinAggCandidate(kind),
     group_count: (kind) => this.groupCountCandidate(kind),
     top_measure: (kind) => this.topMeasureCandidate(kind),
+    top_list: (kind) => this.topListCandidate(kind),
     top_parent: (kind) => this.topParentCandidate(kind),
     having: (kind) => this.havingCandidate(kind),
     above_avg: (kind) => this.aboveAvgCandidate(kind),
@@ -746,6 +750,46 @@ export class QuestionBuilder {
       naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")} ORDER BY ${m.col.name} ${dir} LIMIT 1`,
       tables: [t.name],
       tieCheck: `SELECT ${m.col.name} FROM ${t.name} WHERE ${f.gold("")} ORDER BY ${m.col.name} ${dir} LIMIT 2`,
+    };
+  }
+
+  /** "List the titles of the three most played explicit tracks": the first n rows by a measure, n from 2 to 5. */
+  private topListCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const ok = this.db.tables.filter((t) => this.label(t) && this.measures(t).length > 0);
+    if (ok.length === 0) return null;
+    const t = rng.pick(ok);
+    const label = this.label(t)!;
+    const m = this.measure(t)!;
+    const f = this.randomCond(t, m.col);
+    if (!f) return null;
+    const high = rng.chance(0.7);
+    const dir = high ? "DESC" : "ASC";
+    const n = rng.int(2, 5);
+    const nouns = (label.template as { nouns: string }).nouns;
+    const most = `${high ? "highest" : "lowest"} ${m.noun}`;
+    const question = fill(
+      this.variant([
+        "List the {ns} of the {n} {p} {f} with the {most}.",
+        "What are the {ns} of the {n} {p} {f} with the {most}?",
+        "Which {n} {p} {f} have the {most}? Give their {ns}.",
+        f.pre ? "List the {ns} of the {n} {pre} {p} with the {most}." : "List the {ns} of the {n} {p} that {pred} with the {most}.",
+      ]),
+      { ns: nouns, n: numberInWords(n), p: t.plural, f: f.phrase, pred: predicateOf(f.phrase), pre: f.pre ?? "", most },
+    );
+    const order = `ORDER BY ${m.col.name} ${dir}`;
+    return {
+      template: kind,
+      question,
+      goal: `list the ${nouns} of the ${n} ${t.plural} ${f.phrase} with the ${most}`,
+      conds: [f],
+      // the measure's hint without its unit lookup: an order needs no conversion
+      ...(rng.chance(0.6) ? { measure: { ...m, lookup: undefined } } : {}),
+      SQL: `SELECT ${label.name} FROM ${t.name} WHERE ${f.gold("")} ${order} LIMIT ${n}`,
+      naive: `SELECT ${label.name} FROM ${t.name} WHERE ${f.naive("")} ${order} LIMIT ${n}`,
+      tables: [t.name],
+      // the n-th and the next row must differ, so that the n rows are well defined
+      tieCheck: `SELECT ${m.col.name} FROM ${t.name} WHERE ${f.gold("")} ${order} LIMIT 2 OFFSET ${n - 1}`,
     };
   }
 

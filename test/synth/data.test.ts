@@ -286,6 +286,18 @@ describe("synthetic data: questions", () => {
     expect(items.some((q) => /, in (dollars|minutes|hours|seconds|kilograms),/.test(q.question))).toBe(true);
   });
 
+  it("asks for the first few rows by a measure, as many as the question says", () => {
+    const words = ["two", "three", "four", "five"];
+    const top = all().filter((q) => q.template === "top_list");
+    expect(top.length).toBeGreaterThan(0);
+    for (const q of top) {
+      const n = Number(/LIMIT (\d)$/.exec(q.SQL)![1]);
+      expect(q.question).toContain(` ${words[n - 2]} `);
+      const res = executeDirect(synthDbPath(dirA, q.db_id), q.SQL);
+      expect(res.ok && res.rows.length).toBe(n);
+    }
+  });
+
   it("uses the templates' SQL shapes: joins, GROUP BY, HAVING, nesting, ORDER BY LIMIT", () => {
     const sqls = all().map((q) => q.SQL);
     for (const re of [/INNER JOIN/, /GROUP BY/, /HAVING COUNT/, /\(SELECT/, /ORDER BY .* LIMIT 1/, /CAST\(SUM\(CASE WHEN/]) {
