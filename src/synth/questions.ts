@@ -283,7 +283,9 @@ function spokenMinutes(n: number): string | undefined {
   return n === 30 ? "half an hour" : n === 60 ? "an hour" : n === 90 ? "an hour and a half" : n === 120 ? "two hours" : undefined;
 }
 
+/** A LIKE pattern for a year, a month of a year, or a decade (`year` of three digits, "199"). */
 function datePattern(enc: Encoding, year: string, month?: string): string {
+  if (year.length === 3) return enc === "dmy" || enc === "mdy" ? `%/${year}_` : `${year}%`;
   switch (enc) {
     case "dmy":
       return month ? `%/${month}/${year}` : `%/${year}`;
@@ -421,15 +423,23 @@ export class QuestionBuilder {
         const [year, month] = iso.split("-") as [string, string];
         const byMonth = rng.chance(0.3);
         if (byMonth && col.encoding === "dmy" && !rows.some((r) => Number(String(r[col.key]).slice(8, 10)) > 12)) return null;
-        const text = byMonth ? `${MONTHS[Number(month) - 1]} ${year}` : year;
-        const pattern = sqlString(datePattern(col.encoding, year, byMonth ? month : undefined));
+        // "in the 1990s" where the dates span decades
+        const span = rows.map((r) => String(r[col.key]).slice(0, 3));
+        const byDecade = !byMonth && new Set(span).size > 1 && rng.chance(0.2);
+        const text = byMonth ? `${MONTHS[Number(month) - 1]} ${year}` : byDecade ? `the ${year.slice(0, 3)}0s` : year;
+        const pattern = sqlString(datePattern(col.encoding, byDecade ? year.slice(0, 3) : year, byMonth ? month : undefined));
         return {
           table: t,
           col,
           phrase: fill(tpl.phrase, { v: text }),
           hint: `${text} refers to ${where}`,
           gold: (q) => `${q}${col.name} LIKE ${pattern}`,
-          naive: (q) => (byMonth ? `STRFTIME('%Y-%m', ${q}${col.name}) = '${year}-${month}'` : `STRFTIME('%Y', ${q}${col.name}) = '${year}'`),
+          naive: (q) =>
+            byMonth
+              ? `STRFTIME('%Y-%m', ${q}${col.name}) = '${year}-${month}'`
+              : byDecade
+                ? `STRFTIME('%Y', ${q}${col.name}) BETWEEN '${year.slice(0, 3)}0' AND '${year.slice(0, 3)}9'`
+                : `STRFTIME('%Y', ${q}${col.name}) = '${year}'`,
           lookup: { kind: "date", table: t.name, column: col.name, attr: "date", encoding: col.encoding, text, literal: pattern, month: byMonth },
         };
       }

@@ -283,6 +283,16 @@ describe("synthetic data: questions", () => {
     expect(thresholds.some((l) => l.encoding === "ms")).toBe(true);
     for (const l of thresholds) expect(Number(l.literal) / perMinute[l.encoding]!, l.text).toBe(Number.parseFloat(l.text));
     expect(items.some((q) => /\b(half an hour|an hour)\b/.test(q.question))).toBe(true);
+    // "in the 1990s": every date the pattern matches lies in that decade, whatever the stored format
+    const decades = items.filter((q) => q.lookups.some((l) => l.kind === "date" && /^the \d{3}0s$/.test(l.text)));
+    expect(decades.length).toBeGreaterThan(0);
+    for (const q of decades) {
+      const l = q.lookups.find((x) => x.kind === "date" && /^the \d{3}0s$/.test(x.text))!;
+      const res = executeDirect(synthDbPath(dir, q.db_id), `SELECT ${l.column} FROM ${l.table} WHERE ${l.column} LIKE ${l.literal}`);
+      if (!res.ok) throw new Error(res.error.message);
+      expect(res.rows.length).toBeGreaterThan(0);
+      for (const [d] of res.rows) expect(String(d), `${l.text} ${l.literal}`).toMatch(new RegExp(l.text.slice(4, 7)));
+    }
     expect(items.some((q) => /, in (dollars|minutes|hours|seconds|kilograms),/.test(q.question))).toBe(true);
   });
 
