@@ -738,16 +738,21 @@ export class QuestionBuilder {
     };
   }
 
-  private topMeasureCandidate(kind: TemplateKind): Candidate | null {
-    const rng = this.rng;
-    const withLabel = this.db.tables.filter((t) => this.label(t));
-    const ok = withLabel.filter((t) => this.measures(t).length > 0);
+  /** A table with a label and a measure, its label, a measure and a filter on another column: the draws of the top-row templates. */
+  private rankedDraw(): { t: TableInst; label: ColumnInst; m: Measure; f: Cond } | null {
+    const ok = this.db.tables.filter((t) => this.label(t) && this.measures(t).length > 0);
     if (ok.length === 0) return null;
-    const t = rng.pick(ok);
-    const label = this.label(t)!;
+    const t = this.rng.pick(ok);
     const m = this.measure(t)!;
     const f = this.randomCond(t, m.col);
-    if (!f) return null;
+    return f ? { t, label: this.label(t)!, m, f } : null;
+  }
+
+  private topMeasureCandidate(kind: TemplateKind): Candidate | null {
+    const rng = this.rng;
+    const draw = this.rankedDraw();
+    if (!draw) return null;
+    const { t, label, m, f } = draw;
     const high = rng.chance(0.65);
     const dir = high ? "DESC" : "ASC";
     const noun = singularNoun((label.template as { nouns: string }).nouns);
@@ -766,13 +771,9 @@ export class QuestionBuilder {
   /** "List the titles of the three most played explicit tracks": the first n rows by a measure, n from 2 to 5. */
   private topListCandidate(kind: TemplateKind): Candidate | null {
     const rng = this.rng;
-    const ok = this.db.tables.filter((t) => this.label(t) && this.measures(t).length > 0);
-    if (ok.length === 0) return null;
-    const t = rng.pick(ok);
-    const label = this.label(t)!;
-    const m = this.measure(t)!;
-    const f = this.randomCond(t, m.col);
-    if (!f) return null;
+    const draw = this.rankedDraw();
+    if (!draw) return null;
+    const { t, label, m, f } = draw;
     const high = rng.chance(0.7);
     const dir = high ? "DESC" : "ASC";
     const n = rng.int(2, 5);
