@@ -616,12 +616,12 @@ export class QuestionBuilder {
     const measured = tables.filter((x) => this.measures(x).length > 0);
     const t = measured.length > 0 ? rng.pick(measured) : undefined; // same draw as before when some table has a measure
     if (!t) return null;
-    const measured0 = this.measure(t);
-    if (!measured0) return null;
-    const f = this.randomCond(t, measured0.col);
+    const base = this.measure(t);
+    if (!base) return null;
+    const f = this.randomCond(t, base.col);
     if (!f) return null;
-    const [word, fn] = rng.pick(summable(measured0) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
-    const m = this.askedIn(measured0, fn);
+    const [word, fn] = rng.pick(summable(base) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const m = this.askedIn(base, fn);
     // "the average fee, in dollars, of …": the commas hand-written questions put around the unit
     const unitText = m.unitText && rng.chance(0.3) ? `,${m.unitText},` : m.unitText;
     return {
@@ -698,11 +698,11 @@ export class QuestionBuilder {
     const ok = links.filter((l) => this.measures(l.child).length > 0);
     if (ok.length === 0) return null;
     const { child, parent, fk } = rng.pick(ok);
-    const measured0 = this.measure(child);
+    const base = this.measure(child);
     const f = this.randomCond(parent);
-    if (!measured0 || !f) return null;
-    const [word, fn] = rng.pick(summable(measured0) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
-    const m = this.askedIn(measured0, fn);
+    if (!base || !f) return null;
+    const [word, fn] = rng.pick(summable(base) ? AGGS : AGGS.filter((a) => a[1] !== "SUM"));
+    const m = this.askedIn(base, fn);
     const via = (fk.template as { via: string }).via;
     const on = `T1.${fk.name} = T2.${parent.pk}`;
     return {
