@@ -26,11 +26,12 @@ import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
-import { loadSchema, type DatabaseSchema, type ExecResult, type Executor } from "../sql/index.js";
+import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
-import type { SegmentGrammars } from "./grammar.js";
+import type { SchemaNames, SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
+import { repairLiterals, type LiteralFix } from "./literals.js";
 import { repairTables, type TableSwap } from "./repair.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
@@ -81,6 +82,11 @@ export interface RolloutOptions {
    * exactly one fits ({@link repairTables}), before any retry; needs a trajectory that can rewind. Default false.
    */
   repairTables?: boolean;
+  /**
+   * A final SQL that runs (or was rebound) has its string comparisons fitted to the column's values: its
+   * date format, its spelling, or all its spellings ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
+   */
+  repairLiterals?: boolean;
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -147,6 +153,8 @@ export interface RolloutState {
   finalRetries?: number;
   /** Tables the final SQL was rebound to (see `repairTables`); absent when none was. */
   repairs?: TableSwap[];
+  /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
+  literals?: LiteralFix[];
   done: boolean;
   stopReason: RolloutStopReason | null;
   error?: { code: string; message: string };
@@ -178,6 +186,8 @@ export interface RolloutResult {
   meanLogprob: number;
   /** Tables the final SQL was rebound to (see `repairTables`); absent when it was not. */
   repairs?: TableSwap[];
+  /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
+  literals?: LiteralFix[];
   error?: { code: string; message: string };
 }
 
@@ -310,7 +320,8 @@ function closedFinal(segment: string, profile: ModelProfile, forced: boolean): {
 /**
  * Ends the rollout on the final SQL the segment since `start` closed. When that SQL fails to run,
  * a missing column is first repaired by rebinding its tables (`repairTables`), and otherwise the
- * answer goes back to the model as a probe (`finalRetries`).
+ * answer goes back to the model as a probe (`finalRetries`); when it runs (or once rebound), a
+ * string comparison is fitted to the column's values (`repairLiterals`).
  */
 async function closeFinal(
   trajectory: Trajectory,
@@ -322,45 +333,68 @@ async function closeFinal(
 ): Promise<StepOutcome> {
   const retry =
     probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) && state.interactions < (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions);
-  if ((!retry && !options.repairTables) || !trajectory.rewind) return end(state, "final");
+  if ((!retry && !options.repairTables && !options.repairLiterals) || !trajectory.rewind) return end(state, "final");
   const segment = state.text.slice(start.text);
   const final = closedFinal(segment, options.profile ?? reexProfile, state.forcedFinal);
   if (!final) return end(state, "final");
   let result: ExecResult;
+  let rewrite: FinalRewrite | undefined;
   try {
     result = await execute(options, final.sql);
+    if (options.signal?.aborted) return end(state, "final");
+    const schema = result.ok
+      ? options.repairLiterals && repairSchema(options.dbPath)
+      : options.repairTables && result.error.category === "missing_column" && repairSchema(options.dbPath);
+    const tables = !result.ok && schema ? repairTables(final.sql, schema) : undefined;
+    const sql = result.ok ? final.sql : tables?.sql;
+    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, (q) => readRows(options, q)) : undefined;
+    if (sql && (tables || literals)) rewrite = { sql: literals?.sql ?? sql, swaps: tables?.swaps ?? [], ...(literals ? { literals: literals.fixes } : {}) };
   } catch (error) {
     return fail(state, error, guardSink(options.sink), path);
   }
-  if (result.ok || options.signal?.aborted) return end(state, "final");
-  const repaired =
-    options.repairTables && result.error.category === "missing_column" ? await repairFinal(trajectory, state, options, start, path, final) : undefined;
-  if (repaired) return repaired;
+  const rewritten = rewrite ? await rewriteFinal(trajectory, state, options, start, path, final, rewrite) : undefined;
+  if (rewritten || result.ok) return rewritten ?? end(state, "final");
   return (retry ? await retryFinal(trajectory, state, options, start, path, result) : undefined) ?? end(state, "final");
 }
 
+/** A final SQL rewritten by the server: its tables rebound (`repairTables`) and/or its literals mended (`repairLiterals`). */
+interface FinalRewrite {
+  sql: string;
+  swaps: TableSwap[];
+  literals?: LiteralFix[];
+}
+
+/** The schema's names for the repairs, read from `dbPath`; undefined when it cannot be read. */
+function repairSchema(dbPath: string): SchemaNames | undefined {
+  const schema = hintSchema(dbPath);
+  return schema ? { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) } : undefined;
+}
+
+/** The rows of a lookup query, or undefined when it fails. */
+async function readRows(options: RolloutOptions, sql: string): Promise<SqlValue[][] | undefined> {
+  const result = await execute(options, sql);
+  return result.ok ? result.rows : undefined;
+}
+
 /**
- * Rebinds the failing final SQL's FROM tables to the schema ({@link repairTables}) and, when the
- * repaired SQL runs, rewrites the segment with it (injected text) and ends the rollout; undefined
- * when no repair applies or the repaired SQL fails too.
+ * Runs the rewritten final SQL and, when it runs, writes the segment back with it (injected text)
+ * and ends the rollout; undefined when the rewrite fails to run.
  */
-async function repairFinal(
+async function rewriteFinal(
   trajectory: Trajectory,
   state: RolloutState,
   options: RolloutOptions,
   start: SegmentStart,
   path: string,
   final: { sql: string; at: number },
+  rewrite: FinalRewrite,
 ): Promise<StepOutcome | undefined> {
-  const schema = hintSchema(options.dbPath);
-  const repair = schema ? repairTables(final.sql, { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) }) : undefined;
-  if (!repair) return undefined;
   const sink = guardSink(options.sink);
   try {
-    const result = await execute(options, repair.sql);
+    const result = await execute(options, rewrite.sql);
     if (!result.ok || options.signal?.aborted) return undefined;
     const segment = state.text.slice(start.text);
-    const rewritten = `${segment.slice(0, final.at)}${repair.sql}${segment.slice(final.at + final.sql.length)}`;
+    const rewritten = `${segment.slice(0, final.at)}${rewrite.sql}${segment.slice(final.at + final.sql.length)}`;
     await trajectory.rewind!(start.tokens);
     state.text = state.text.slice(0, start.text);
     await trajectory.append(rewritten);
@@ -368,8 +402,16 @@ async function repairFinal(
   } catch (error) {
     return fail(state, error, sink, path);
   }
-  state.repairs = [...(state.repairs ?? []), ...repair.swaps];
-  sink?.({ type: "repair", path, sql: final.sql, repaired: repair.sql, swaps: repair.swaps });
+  if (rewrite.swaps.length > 0) state.repairs = [...(state.repairs ?? []), ...rewrite.swaps];
+  if (rewrite.literals) state.literals = [...(state.literals ?? []), ...rewrite.literals];
+  sink?.({
+    type: "repair",
+    path,
+    sql: final.sql,
+    repaired: rewrite.sql,
+    swaps: rewrite.swaps,
+    ...(rewrite.literals ? { literals: rewrite.literals.map((l) => ({ ...l })) } : {}),
+  });
   return end(state, "final");
 }
 
@@ -567,6 +609,7 @@ export function finishRollout(
     stopReason,
     meanLogprob: count ? sum / count : 0,
     ...(state.repairs ? { repairs: state.repairs.map((s) => ({ ...s })) } : {}),
+    ...(state.literals ? { literals: state.literals.map((l) => ({ ...l })) } : {}),
     ...(state.error ? { error: { ...state.error } } : {}),
   };
   if (options.emitFinal)

@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, loadConfig, splitSettings, unknownOption } from "../config/index.js";
 import { answerStatus, type Answer, type AnswerRequest, type FeedbackMode, type Strategy } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
-import type { ReexEvent } from "../events/index.js";
+import { describeRepair, type ReexEvent } from "../events/index.js";
 import { formatTable, toJson } from "./exec.js";
 
 /** One-line description shown by `reex --help`. */
@@ -57,7 +57,7 @@ function printEvent(event: ReexEvent, out: (s: string) => void): void {
       out(`\n[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${event.sql}\n`);
       break;
     case "repair":
-      out(`\n[${event.path}] final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")}): ${event.repaired}\n`);
+      out(`\n[${event.path}] ${describeRepair(event)}: ${event.repaired}\n`);
       break;
     case "result":
       out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);

@@ -45,6 +45,8 @@ export interface DecoderDefaults {
   finalRetries: number;
   /** A final SQL that fails on a missing column is rebound to the tables that hold its columns when exactly one fits (the rollout's `repairTables`), before any retry. Default true. */
   repairTables: boolean;
+  /** A final SQL's string comparisons are fitted to the column's values: its date format, its spelling, or all its spellings (the rollout's `repairLiterals`). Default true. */
+  repairLiterals: boolean;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -86,6 +88,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     finalReserve: config.agent.finalReserve,
     finalRetries: config.agent.finalRetries,
     repairTables: config.agent.repairTables,
+    repairLiterals: config.agent.repairLiterals,
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -252,6 +255,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           // tree-prune drops a branch whose SQL fails and samples another in its place
           finalRetries: o.strategy === "tree-prune" ? 0 : defaults.finalRetries,
           repairTables: defaults.repairTables,
+          repairLiterals: defaults.repairLiterals,
           // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
           logprobs: o.candidates > 1,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),

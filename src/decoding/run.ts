@@ -114,6 +114,7 @@ export function leafCandidate(l: Leaf, index: number, outcome: VoteOutcome): Can
     ...(error !== undefined ? { error } : {}),
     interactions: l.rollout.interactions,
     ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
+    ...(l.rollout.literals ? { literals: l.rollout.literals } : {}),
     meanLogprob: l.rollout.meanLogprob,
     text: l.rollout.text,
   };

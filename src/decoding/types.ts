@@ -5,7 +5,7 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
-import type { FeedbackMode, PromptFamily, TableSwap } from "../agent/index.js";
+import type { FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 
@@ -67,6 +67,8 @@ export interface Candidate {
   interactions: number;
   /** The FROM tables its final SQL was rebound to after it failed (`agent.repairTables`); absent when it was not. */
   repairs?: TableSwap[];
+  /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
+  literals?: LiteralFix[];
   /** Mean log-probability of the sampled tokens; NaN for a single candidate (greedy), which has no tie to break and skips computing them. */
   meanLogprob: number;
   /** The whole response after the prompt, injected feedback included (the server leaves it out of its answers). */

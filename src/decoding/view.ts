@@ -1,5 +1,5 @@
 /** What the front ends show of a decoder answer. */
-import type { TableSwap } from "../agent/index.js";
+import type { LiteralFix, TableSwap } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
 /** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
@@ -35,6 +35,8 @@ export interface CandidateView {
   error?: string;
   /** The FROM tables its final SQL was rebound to after it failed (`agent.repairTables`); absent when it was not. */
   repairs?: TableSwap[];
+  /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
+  literals?: LiteralFix[];
 }
 
 /** The REST and MCP answers' view of one candidate. */
@@ -48,5 +50,6 @@ export function candidateView(c: Candidate): CandidateView {
     group: c.group,
     ...(c.error !== undefined ? { error: c.error } : {}),
     ...(c.repairs ? { repairs: c.repairs.map((s) => ({ ...s })) } : {}),
+    ...(c.literals ? { literals: c.literals.map((l) => ({ ...l })) } : {}),
   };
 }

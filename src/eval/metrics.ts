@@ -3,7 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
-import { checkIdentifiers, identifiersIn, type SchemaNames, type TableSwap } from "../agent/index.js";
+import { checkIdentifiers, identifiersIn, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -78,6 +78,8 @@ export interface CandidateInput {
   interactions?: number;
   /** Tables the decoder rebound its failing final SQL to (`agent.repairTables`). */
   repairs?: TableSwap[];
+  /** Comparisons the decoder fitted to the column's values (`agent.repairLiterals`). */
+  literals?: LiteralFix[];
 }
 
 /** A candidate's summary in the record. */
@@ -91,6 +93,7 @@ export interface CandidateScore {
   group?: number | null;
   interactions?: number;
   repairs?: TableSwap[];
+  literals?: LiteralFix[];
 }
 
 /** Everything known about one evaluated question, before scoring. */
@@ -178,6 +181,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.group !== undefined ? { group: c.group } : {}),
     ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
     ...(c.repairs ? { repairs: c.repairs } : {}),
+    ...(c.literals ? { literals: c.literals } : {}),
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);

@@ -242,6 +242,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           group: c.group,
           interactions: c.interactions,
           ...(c.repairs ? { repairs: c.repairs } : {}),
+          ...(c.literals ? { literals: c.literals } : {}),
         })),
         winner: answer.winner,
         interactions: (winner ?? candidates[0])?.interactions ?? 0,

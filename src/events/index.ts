@@ -27,15 +27,21 @@ export interface ResultEvent {
   result: ExecResult;
   feedback: string;
 }
-/** A final SQL that failed on a missing column, rebound to the tables that hold its columns (`agent.repairTables`); `repaired` ran and is the trajectory's answer. */
+/**
+ * A final SQL the server rewrote: rebound to the tables that hold its columns after it failed on a
+ * missing column (`agent.repairTables`), and/or with its string comparisons fitted to the column's
+ * values (`agent.repairLiterals`); `repaired` ran and is the trajectory's answer.
+ */
 export interface RepairEvent {
   type: "repair";
   path: string;
-  /** The model's final SQL, which failed. */
+  /** The model's final SQL. */
   sql: string;
   repaired: string;
-  /** Each FROM table replaced, as written and as put in its place. */
+  /** Each FROM table replaced, as written and as put in its place; empty when none was. */
   swaps: { from: string; to: string }[];
+  /** Each comparison rewritten (`table.column`, as written, as rewritten, the rule); absent when none was. */
+  literals?: { column: string; from: string; to: string; rule: "date-format" | "case" | "variants" }[];
 }
 /** A tree node expanded into a new branch forked from `parent`. */
 export interface BranchEvent {
@@ -97,6 +103,14 @@ export type EventSink = (event: ReexEvent) => void;
  * `sink` with its exceptions caught, so a failing consumer (a closed socket) cannot break a decode
  * or a rollout: it loses only its own events; `onError` hears of each failure (default: ignored).
  */
+/** One line on what a repair changed: the tables rebound and the comparisons rewritten (`a -> b`, comma-separated). */
+export function describeRepair(event: Pick<RepairEvent, "swaps" | "literals">): string {
+  const parts: string[] = [];
+  if (event.swaps.length > 0) parts.push(`final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")})`);
+  if (event.literals?.length) parts.push(`literals fitted to the column's values (${event.literals.map((l) => `${l.from} -> ${l.to}`).join(", ")})`);
+  return parts.join("; ");
+}
+
 export function guardSink(sink: EventSink | undefined, onError?: (err: unknown) => void): EventSink | undefined {
   if (!sink) return undefined;
   return (event) => {

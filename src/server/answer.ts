@@ -163,8 +163,10 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
     if (event.type === "probe") {
       metrics.probes.inc();
       if (event.retried) metrics.finalRetries.inc();
-    } else if (event.type === "repair") metrics.finalRepairs.inc();
-    else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
+    } else if (event.type === "repair") {
+      if (event.swaps.length > 0) metrics.finalRepairs.inc();
+      if (event.literals) metrics.literalRepairs.inc();
+    } else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     else if (event.type === "candidate" && event.errorCode === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     if (options.sink) {
       try {

@@ -155,6 +155,8 @@ export interface ServerMetrics {
   finalRetries: Counter;
   /** Final SQL that failed on a missing column and was rebound to the tables that hold its columns (`agent.repairTables`). */
   finalRepairs: Counter;
+  /** Final SQL whose string comparisons were fitted to the column's values (`agent.repairLiterals`). */
+  literalRepairs: Counter;
   sqlTimeouts: Counter;
   queueDepth: Gauge;
   liveSequences: Gauge;
@@ -181,6 +183,9 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     finalRetries: registry.register(new Counter("reex_final_retries_total", "Final SQL that failed to run and went back to the model as a probe.")),
     finalRepairs: registry.register(
       new Counter("reex_final_repairs_total", "Final SQL that failed on a missing column and was rebound to the tables that hold its columns."),
+    ),
+    literalRepairs: registry.register(
+      new Counter("reex_final_literal_repairs_total", "Final SQL whose string comparisons were fitted to the column's values (date format, spelling)."),
     ),
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),
     queueDepth: registry.register(new Gauge("reex_queue_depth", "Generations waiting for a slot.", read.queueDepth)),

@@ -228,7 +228,10 @@ function onEvent(ev) {
     }
     case "repair": {
       const n = node(ev.path); const p = el("div", "probe");
-      const h = el("div", "probe-head"); h.appendChild(el("strong", null, "final SQL failed; tables rebound: " + ev.swaps.map((s) => s.from + " → " + s.to).join(", "))); p.appendChild(h);
+      const said = [];
+      if (ev.swaps.length > 0) said.push("final SQL failed; tables rebound: " + ev.swaps.map((s) => s.from + " → " + s.to).join(", "));
+      if (ev.literals && ev.literals.length > 0) said.push("literals fitted to the column's values: " + ev.literals.map((l) => l.from + " → " + l.to).join(", "));
+      const h = el("div", "probe-head"); h.appendChild(el("strong", null, said.join("; "))); p.appendChild(h);
       p.appendChild(el("pre", null, ev.repaired)); n.probes.appendChild(p); break;
     }
     case "prune": { const n = node(ev.path); n.box.classList.add("pruned"); badge(n, "pruned: " + ev.reason.replace(/_/g, " ")); break; }
