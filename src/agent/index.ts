@@ -33,4 +33,4 @@ export {
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
 export { preparePrompt } from "./inputs.js";
 export { repairTables, type TableRepair, type TableSwap } from "./repair.js";
-export { repairLiterals, type LiteralFix, type LiteralRepair, type ReadRows } from "./literals.js";
+export { NAMED_SCORE, repairLiterals, type LiteralFix, type LiteralRepair, type NamedValue, type ReadRows } from "./literals.js";

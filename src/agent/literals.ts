@@ -9,13 +9,24 @@
  *   (`= 'JUNIOR'` where the column holds `Junior`);
  * - a string the column holds in several spellings that differ only in case and spacing (`Leeds`,
  *   `LEEDS`, ` leeds`: one city, entered by hand): `= 'LEEDS'` becomes
- *   `LOWER(TRIM(city)) = 'leeds'`, so every spelling counts, whichever one the model wrote.
+ *   `LOWER(TRIM(city)) = 'leeds'`, so every spelling counts, whichever one the model wrote;
+ * - a string no row holds, in a column for which the question names exactly one value (the
+ *   prompt's matched values at {@link NAMED_SCORE} or above: a code the question spells out, a
+ *   plural of a stored singular, a typo): `hanyu_pinyin = 'JUNIOR'` becomes `= 'JUN'`.
  * Only `column = 'text'` and `column LIKE 'text'` are looked at, where the column resolves to one
  * table of the query; a rewrite must match rows, and a literal the column holds is only widened to
  * its other spellings.
  */
 import type { SqlValue } from "../sql/index.js";
 import { RESERVED, identifierSpellings, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+
+/** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
+export interface NamedValue {
+  table: string;
+  column: string;
+  value: string;
+  score: number;
+}
 
 /** Runs a read-only query for {@link repairLiterals}: its rows, or undefined when it fails. */
 export type ReadRows = (sql: string) => Promise<SqlValue[][] | undefined>;
@@ -25,7 +36,7 @@ export interface LiteralFix {
   column: string;
   from: string;
   to: string;
-  rule: "date-format" | "case" | "variants";
+  rule: "date-format" | "case" | "variants" | "named";
 }
 
 /** A query whose literals were rewritten, and each rewrite. */
@@ -33,6 +44,9 @@ export interface LiteralRepair {
   sql: string;
   fixes: LiteralFix[];
 }
+
+/** Matched values at least this sure name a column's value for the repair: codes (0.8 and up), plurals (0.95), spellings one edit in five apart. */
+export const NAMED_SCORE = 0.8;
 
 /** Distinct values read to learn a column's date format. */
 const FORMAT_SAMPLE = 200;
@@ -215,7 +229,7 @@ export function datePattern(date: DateParts, format: DateFormat): string | undef
 }
 
 /** The rewrite of one comparison (see the module doc); undefined when it needs none or none is certain. */
-async function mend(c: Comparison, read: ReadRows): Promise<Omit<LiteralFix, "column" | "from"> | undefined> {
+async function mend(c: Comparison, read: ReadRows, named: readonly NamedValue[]): Promise<Omit<LiteralFix, "column" | "from"> | undefined> {
   const table = identifierSpellings(c.table)[0]!;
   const column = identifierSpellings(c.column)[0]!;
   if (c.op === "=") {
@@ -232,25 +246,37 @@ async function mend(c: Comparison, read: ReadRows): Promise<Omit<LiteralFix, "co
     if (!held || held.length > 0) return undefined;
   }
   const date = parseDateLiteral(c.value);
-  if (!date) return undefined;
-  const sample = await read(`SELECT DISTINCT ${column} FROM ${table} WHERE ${column} IS NOT NULL LIMIT ${FORMAT_SAMPLE}`);
-  const format = sample ? detectDateFormat(sample.map((r) => r[0]!)) : undefined;
-  const pattern = format ? datePattern(date, format) : undefined;
-  if (!pattern || pattern === c.value) return undefined;
-  const matched = await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quote(pattern)} LIMIT 1`);
-  return matched?.length === 1 ? { to: `${c.ref} LIKE ${quote(pattern)}`, rule: "date-format" } : undefined;
+  if (date) {
+    const sample = await read(`SELECT DISTINCT ${column} FROM ${table} WHERE ${column} IS NOT NULL LIMIT ${FORMAT_SAMPLE}`);
+    const format = sample ? detectDateFormat(sample.map((r) => r[0]!)) : undefined;
+    const pattern = format ? datePattern(date, format) : undefined;
+    if (pattern && pattern !== c.value && (await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quote(pattern)} LIMIT 1`))?.length === 1)
+      return { to: `${c.ref} LIKE ${quote(pattern)}`, rule: "date-format" };
+  }
+  // a LIKE pattern with wildcards asks for more than one value: no single named value replaces it
+  if (c.op === "LIKE" && /[%_]/.test(c.value)) return undefined;
+  const values = [
+    ...new Set(
+      named
+        .filter((n) => n.score >= NAMED_SCORE && n.table.toLowerCase() === c.table.toLowerCase() && n.column.toLowerCase() === c.column.toLowerCase())
+        .map((n) => n.value),
+    ),
+  ];
+  if (values.length !== 1 || values[0] === c.value) return undefined;
+  const held = await read(`SELECT 1 FROM ${table} WHERE ${column} = ${quote(values[0]!)} LIMIT 1`);
+  return held?.length === 1 ? { to: `${c.ref} = ${quote(values[0]!)}`, rule: "named" } : undefined;
 }
 
 /**
  * `sql` with each `column = 'text'` / `column LIKE 'text'` whose text no row of the column holds
- * rewritten to the date format or the spelling the column uses, and each the column holds in several
- * spellings widened to all of them (see the module doc); `read` runs the lookups. Undefined when
- * nothing was rewritten.
+ * rewritten to the date format or the spelling the column uses, or to the one value the question
+ * names for the column (`named`, default none), and each the column holds in several spellings
+ * widened to all of them (see the module doc); `read` runs the lookups. Undefined when nothing was rewritten.
  */
-export async function repairLiterals(sql: string, schema: SchemaNames, read: ReadRows): Promise<LiteralRepair | undefined> {
+export async function repairLiterals(sql: string, schema: SchemaNames, read: ReadRows, named: readonly NamedValue[] = []): Promise<LiteralRepair | undefined> {
   const fixes: (LiteralFix & { start: number; end: number })[] = [];
   for (const c of comparisons(sql, schema)) {
-    const fix = await mend(c, read);
+    const fix = await mend(c, read, named);
     if (fix) fixes.push({ column: `${c.table}.${c.column}`, from: sql.slice(c.start, c.end), ...fix, start: c.start, end: c.end });
   }
   if (fixes.length === 0) return undefined;

@@ -59,6 +59,8 @@ export interface BuiltPrompt {
    * occurrence is identical for every question on this database (pass it to `Policy.renderChat`).
    */
   sharedPrefix: string;
+  /** The database values the question names, as the prompt's matched values show them (the decoder's prompt builder sets it; the server's literal repair reads it). */
+  matches?: readonly { table: string; column: string; value: string; score: number }[];
 }
 
 /** The schema section that opens the user message; the prompt's cacheable part. */

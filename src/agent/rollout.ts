@@ -31,7 +31,7 @@ import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback }
 import type { SchemaNames, SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
-import { repairLiterals, type LiteralFix } from "./literals.js";
+import { repairLiterals, type LiteralFix, type NamedValue } from "./literals.js";
 import { repairTables, type TableSwap } from "./repair.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
@@ -87,6 +87,8 @@ export interface RolloutOptions {
    * date format, its spelling, or all its spellings ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
    */
   repairLiterals?: boolean;
+  /** The values the question names (the prompt's matched values), for `repairLiterals`; default none. */
+  namedValues?: readonly NamedValue[];
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -347,7 +349,7 @@ async function closeFinal(
       : options.repairTables && result.error.category === "missing_column" && repairSchema(options.dbPath);
     const tables = !result.ok && schema ? repairTables(final.sql, schema) : undefined;
     const sql = result.ok ? final.sql : tables?.sql;
-    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, (q) => readRows(options, q)) : undefined;
+    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, (q) => readRows(options, q), options.namedValues) : undefined;
     if (sql && (tables || literals)) rewrite = { sql: literals?.sql ?? sql, swaps: tables?.swaps ?? [], ...(literals ? { literals: literals.fixes } : {}) };
   } catch (error) {
     return fail(state, error, guardSink(options.sink), path);

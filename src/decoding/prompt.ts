@@ -167,7 +167,7 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
       (!schema || schema.tables.length > OFF_THREAD_TABLES) && !options.countTokens
         ? await (off ??= new OffThread()).schemaText(dbPath, textOptions)
         : schemaPrompt(schema ?? loadSchema(dbPath), { ...textOptions, ...(options.countTokens ? { countTokens: options.countTokens } : {}) }).text;
-    return profile.buildPrompt({
+    const built = profile.buildPrompt({
       family,
       schema: schemaText,
       question,
@@ -175,6 +175,7 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
       ...(evidence ? { evidence } : {}),
       dialect: dialectOf(dbPath),
     });
+    return matches.length > 0 ? { ...built, matches } : built;
   };
 
   return {

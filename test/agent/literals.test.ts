@@ -148,3 +148,27 @@ describe("repairLiterals: strings in another case or spacing", () => {
     expect(readFileSync(dbPath).equals(before)).toBe(true);
   });
 });
+
+describe("repairLiterals: a string no row holds, where the question names one value of the column", () => {
+  const named = (value: string, score = 1, column = "level") => ({ table: "city", column, value, score });
+
+  it("puts the named value in its place", async () => {
+    const r = await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'the level'", schema, read, [named("Senior"), named("Hull", 1, "name")]);
+    expect(r).toEqual({
+      sql: "SELECT COUNT(*) FROM city WHERE level = 'Senior'",
+      fixes: [{ column: "city.level", from: "level = 'the level'", to: "level = 'Senior'", rule: "named" }],
+    });
+    expect((await repairLiterals("SELECT COUNT(*) FROM city WHERE level LIKE 'SENIOR LEVEL'", schema, read, [named("Senior")]))?.sql).toBe(
+      "SELECT COUNT(*) FROM city WHERE level = 'Senior'",
+    );
+  });
+
+  it("leaves it when the match is unsure, names two values, names a value no row holds, or the literal is a pattern or held", async () => {
+    const sql = "SELECT COUNT(*) FROM city WHERE level = 'the level'";
+    expect(await repairLiterals(sql, schema, read, [named("Senior", 0.6)])).toBeUndefined();
+    expect(await repairLiterals(sql, schema, read, [named("Senior"), named("Junior")])).toBeUndefined();
+    expect(await repairLiterals(sql, schema, read, [named("Retired")])).toBeUndefined();
+    expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level LIKE '%lev%'", schema, read, [named("Senior")])).toBeUndefined();
+    expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'Junior'", schema, read, [named("Senior")])).toBeUndefined();
+  });
+});
