@@ -12,7 +12,10 @@
  *   `LOWER(TRIM(city)) = 'leeds'`, so every spelling counts, whichever one the model wrote;
  * - a string no row holds, in a column for which the question names exactly one value (the
  *   prompt's matched values at {@link NAMED_SCORE} or above: a code the question spells out, a
- *   plural of a stored singular, a typo): `hanyu_pinyin = 'JUNIOR'` becomes `= 'JUN'`.
+ *   plural of a stored singular, a typo): `hanyu_pinyin = 'JUNIOR'` becomes `= 'JUN'`;
+ * - a string no row of the column holds and exactly one other column of the same table does, as
+ *   written: the model took the wrong column (`location = 'Alvernia University'` becomes
+ *   `institution = 'Alvernia University'`; the qualifier stays).
  * Only `column = 'text'` and `column LIKE 'text'` are looked at, where the column resolves to one
  * table of the query; a rewrite must match rows, and a literal the column holds is only widened to
  * its other spellings.
@@ -36,7 +39,7 @@ export interface LiteralFix {
   column: string;
   from: string;
   to: string;
-  rule: "date-format" | "case" | "variants" | "named";
+  rule: "date-format" | "case" | "variants" | "named" | "column";
 }
 
 /** A query whose literals were rewritten, and each rewrite. */
@@ -47,6 +50,9 @@ export interface LiteralRepair {
 
 /** Matched values at least this sure name a column's value for the repair: codes (0.8 and up), plurals (0.95), spellings one edit in five apart. */
 export const NAMED_SCORE = 0.8;
+
+/** Columns of a table looked through for a string its compared column lacks, at most. */
+const MAX_OTHER_COLUMNS = 64;
 
 /** Distinct values read to learn a column's date format. */
 const FORMAT_SAMPLE = 200;
@@ -67,6 +73,8 @@ interface Comparison {
   column: string;
   /** The column as written, qualifier included. */
   ref: string;
+  /** The column's own token as written (quotes included), the end of `ref`. */
+  columnText: string;
   op: "=" | "LIKE";
   value: string;
   start: number;
@@ -129,6 +137,7 @@ function comparisons(sql: string, schema: SchemaNames): Comparison[] {
       table,
       column: columns.get(table)!.get(column)!,
       ref: sql.slice(toks[first]!.start, col.end),
+      columnText: sql.slice(col.start, col.end),
       op,
       value: lit.text.slice(1, -1).replace(/''/g, "'"),
       start: toks[first]!.start,
@@ -229,7 +238,12 @@ export function datePattern(date: DateParts, format: DateFormat): string | undef
 }
 
 /** The rewrite of one comparison (see the module doc); undefined when it needs none or none is certain. */
-async function mend(c: Comparison, read: ReadRows, named: readonly NamedValue[]): Promise<Omit<LiteralFix, "column" | "from"> | undefined> {
+async function mend(
+  c: Comparison,
+  read: ReadRows,
+  named: readonly NamedValue[],
+  columnsOf: (table: string) => readonly string[],
+): Promise<Omit<LiteralFix, "column" | "from"> | undefined> {
   const table = identifierSpellings(c.table)[0]!;
   const column = identifierSpellings(c.column)[0]!;
   if (c.op === "=") {
@@ -240,7 +254,8 @@ async function mend(c: Comparison, read: ReadRows, named: readonly NamedValue[])
       const folded = (await read(`SELECT LOWER(TRIM(${quote(c.value)}))`))?.[0]?.[0];
       return typeof folded === "string" ? { to: `LOWER(TRIM(${c.ref})) = ${quote(folded)}`, rule: "variants" } : undefined;
     }
-    if (same.length === 1) return texts.length === 1 && texts[0] !== c.value ? { to: `${c.ref} = ${quote(texts[0]!)}`, rule: "case" } : undefined;
+    if (same.length > 0)
+      return same.length === 1 && texts.length === 1 && texts[0] !== c.value ? { to: `${c.ref} = ${quote(texts[0]!)}`, rule: "case" } : undefined;
   } else {
     const held = await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quote(c.value)} LIMIT 1`);
     if (!held || held.length > 0) return undefined;
@@ -262,21 +277,35 @@ async function mend(c: Comparison, read: ReadRows, named: readonly NamedValue[])
         .map((n) => n.value),
     ),
   ];
-  if (values.length !== 1 || values[0] === c.value) return undefined;
-  const held = await read(`SELECT 1 FROM ${table} WHERE ${column} = ${quote(values[0]!)} LIMIT 1`);
-  return held?.length === 1 ? { to: `${c.ref} = ${quote(values[0]!)}`, rule: "named" } : undefined;
+  if (values.length === 1 && values[0] !== c.value) {
+    const held = await read(`SELECT 1 FROM ${table} WHERE ${column} = ${quote(values[0]!)} LIMIT 1`);
+    return held?.length === 1 ? { to: `${c.ref} = ${quote(values[0]!)}`, rule: "named" } : undefined;
+  }
+  if (values.length > 0) return undefined;
+  const others = columnsOf(c.table).filter((o) => o.toLowerCase() !== c.column.toLowerCase());
+  if (others.length > MAX_OTHER_COLUMNS) return undefined;
+  const holders: string[] = [];
+  for (const other of others) {
+    const held = await read(`SELECT 1 FROM ${table} WHERE ${identifierSpellings(other)[0]} = ${quote(c.value)} LIMIT 1`);
+    if (held?.length === 1) holders.push(other);
+    if (holders.length > 1) return undefined;
+  }
+  if (holders.length !== 1) return undefined;
+  const qualifier = c.ref.slice(0, c.ref.length - c.columnText.length);
+  return { to: `${qualifier}${identifierSpellings(holders[0]!)[0]} = ${quote(c.value)}`, rule: "column" };
 }
 
 /**
  * `sql` with each `column = 'text'` / `column LIKE 'text'` whose text no row of the column holds
  * rewritten to the date format or the spelling the column uses, or to the one value the question
- * names for the column (`named`, default none), and each the column holds in several spellings
+ * names for the column (`named`, default none) or the one other column that holds it, and each the column holds in several spellings
  * widened to all of them (see the module doc); `read` runs the lookups. Undefined when nothing was rewritten.
  */
 export async function repairLiterals(sql: string, schema: SchemaNames, read: ReadRows, named: readonly NamedValue[] = []): Promise<LiteralRepair | undefined> {
   const fixes: (LiteralFix & { start: number; end: number })[] = [];
+  const columnsOf = (table: string): readonly string[] => schema.tables.find((t) => t.name === table)?.columns ?? [];
   for (const c of comparisons(sql, schema)) {
-    const fix = await mend(c, read, named);
+    const fix = await mend(c, read, named, columnsOf);
     if (fix) fixes.push({ column: `${c.table}.${c.column}`, from: sql.slice(c.start, c.end), ...fix, start: c.start, end: c.end });
   }
   if (fixes.length === 0) return undefined;

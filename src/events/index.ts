@@ -41,7 +41,7 @@ export interface RepairEvent {
   /** Each FROM table replaced, as written and as put in its place; empty when none was. */
   swaps: { from: string; to: string }[];
   /** Each comparison rewritten (`table.column`, as written, as rewritten, the rule); absent when none was. */
-  literals?: { column: string; from: string; to: string; rule: "date-format" | "case" | "variants" | "named" }[];
+  literals?: { column: string; from: string; to: string; rule: "date-format" | "case" | "variants" | "named" | "column" }[];
 }
 /** A tree node expanded into a new branch forked from `parent`. */
 export interface BranchEvent {

@@ -114,10 +114,10 @@ export const candidateSchema = z.object({
       "FROM tables its final SQL was rebound to after it failed on a missing column (`agent.repairTables`): the table written and the one put in its place.",
     ),
   literals: z
-    .array(z.object({ column: z.string(), from: z.string(), to: z.string(), rule: z.enum(["date-format", "case", "variants", "named"]) }))
+    .array(z.object({ column: z.string(), from: z.string(), to: z.string(), rule: z.enum(["date-format", "case", "variants", "named", "column"]) }))
     .optional()
     .describe(
-      "Comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`): the column (`table.column`), the comparison written, the one put in its place, and the rule (`date-format`: a date in the column's format; `case`: the one value equal but for case and spacing; `variants`: all the spellings the column holds; `named`: the one value the question names for the column).",
+      "Comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`): the column (`table.column`), the comparison written, the one put in its place, and the rule (`date-format`: a date in the column's format; `case`: the one value equal but for case and spacing; `variants`: all the spellings the column holds; `named`: the one value the question names for the column; `column`: the one other column of the table that holds the string).",
     ),
 });
 

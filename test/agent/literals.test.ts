@@ -172,3 +172,20 @@ describe("repairLiterals: a string no row holds, where the question names one va
     expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'Junior'", schema, read, [named("Senior")])).toBeUndefined();
   });
 });
+
+describe("repairLiterals: a string its column lacks and one other column of the table holds", () => {
+  it("moves the comparison to that column, keeping the qualifier", async () => {
+    const r = await repairLiterals("SELECT T1.town FROM city AS T1 WHERE T1.level = 'Hull'", schema, read);
+    expect(r).toEqual({
+      sql: "SELECT T1.town FROM city AS T1 WHERE T1.name = 'Hull'",
+      fixes: [{ column: "city.level", from: "T1.level = 'Hull'", to: "T1.name = 'Hull'", rule: "column" }],
+    });
+  });
+
+  it("leaves it when two other columns hold the string, or the question names a value of the compared column", async () => {
+    // 'York' is both a name and a town
+    expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'York'", schema, read)).toBeUndefined();
+    const named = [{ table: "city", column: "level", value: "Retired", score: 1 }];
+    expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'Hull'", schema, read, named)).toBeUndefined();
+  });
+});
