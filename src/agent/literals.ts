@@ -1,7 +1,7 @@
 /**
- * Literal repair: a final SQL that runs but compares a column with a string no row holds is
- * rewritten when the database shows what was meant. Two misses are mended, both common in small
- * models and both visible in the column's own values:
+ * Literal repair: a final SQL that runs is checked against the data its string comparisons name,
+ * and a comparison is rewritten when the database shows what was meant. Five cases, all common in
+ * small models and all visible in the table's own values:
  * - a date in another format than the column's (`date LIKE 'December 2008'`, `'1998/%'` or
  *   `'2019%'` where the column holds `12/05/2008`): the year (with the month and day, or a decade,
  *   when the literal gives them) is rewritten as a LIKE pattern in the column's format;
@@ -18,7 +18,8 @@
  *   `institution = 'Alvernia University'`; the qualifier stays).
  * Only `column = 'text'` and `column LIKE 'text'` are looked at, where the column resolves to one
  * table of the query; a rewrite must match rows, and a literal the column holds is only widened to
- * its other spellings.
+ * its other spellings. The lookups are a few read-only queries per comparison, each under the
+ * reader's own time limit (the rollout's probe limit).
  */
 import type { SqlValue } from "../sql/index.js";
 import { RESERVED, identifierSpellings, tokenize, type SchemaNames, type Tok } from "./grammar.js";
@@ -284,12 +285,12 @@ async function mend(
   if (values.length > 0) return undefined;
   const others = columnsOf(c.table).filter((o) => o.toLowerCase() !== c.column.toLowerCase());
   if (others.length > MAX_OTHER_COLUMNS) return undefined;
-  const holders: string[] = [];
-  for (const other of others) {
-    const held = await read(`SELECT 1 FROM ${table} WHERE ${identifierSpellings(other)[0]} = ${quote(c.value)} LIMIT 1`);
-    if (held?.length === 1) holders.push(other);
-    if (holders.length > 1) return undefined;
-  }
+  if (others.length === 0) return undefined;
+  // one query (one time limit) for all the columns; compared as text, which PostgreSQL needs for a number column
+  const held = await read(
+    `SELECT ${others.map((o) => `EXISTS (SELECT 1 FROM ${table} WHERE CAST(${identifierSpellings(o)[0]} AS TEXT) = ${quote(c.value)})`).join(", ")}`,
+  );
+  const holders = others.filter((_, k) => held?.[0]?.[k] === 1);
   if (holders.length !== 1) return undefined;
   const qualifier = c.ref.slice(0, c.ref.length - c.columnText.length);
   return { to: `${qualifier}${identifierSpellings(holders[0]!)[0]} = ${quote(c.value)}`, rule: "column" };

@@ -51,3 +51,10 @@ test("a city the table holds in several spellings is widened to all of them, and
 test("a lookup PostgreSQL rejects (TRIM of an integer column) leaves the comparison as written", async () => {
   expect(await repairLiterals("SELECT COUNT(*) FROM patients WHERE patient_id = '1x'", names, read)).toBeUndefined();
 });
+
+test("a string its column lacks moves to the one other column that holds it, looked up as text across number and date columns", async () => {
+  const r = await repairLiterals("SELECT COUNT(*) FROM patients WHERE city = 'F'", names, read);
+  expect(r?.sql).toBe("SELECT COUNT(*) FROM patients WHERE sex = 'F'");
+  expect(r?.fixes[0]?.rule).toBe("column");
+  expect((await pool.execute(clinic.key, r!.sql)).ok).toBe(true);
+});
