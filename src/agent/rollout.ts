@@ -83,8 +83,8 @@ export interface RolloutOptions {
    */
   repairTables?: boolean;
   /**
-   * A final SQL that runs (or was rebound) has its string comparisons fitted to the column's values: its
-   * date format, its spelling, or all its spellings ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
+   * A final SQL that runs (or was rebound) has its string comparisons fitted to the data: the column's date
+   * format, spelling or spellings, the value the question names, the column that holds the string ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
    */
   repairLiterals?: boolean;
   /** The values the question names (the prompt's matched values), for `repairLiterals`; default none. */

@@ -173,7 +173,7 @@ const agentSchema = z
     finalRetries: z.number().int().min(0).max(10).default(1),
     /** A final SQL that fails on a missing column is rebound, before any retry, to the tables that hold its columns when exactly one fits each misplaced table (serving only). Default true. */
     repairTables: z.boolean().default(true),
-    /** A final SQL that runs (or was rebound) has its string comparisons fitted to the column's values: a string no row holds rewritten to the column's date format, its one value of another case or spacing, or the one value the question names for the column; one it holds in several such spellings widened to all (serving only). Default true. */
+    /** A final SQL that runs (or was rebound) has its string comparisons fitted to the column's values: a string no row holds rewritten to the column's date format, its one value of another case or spacing, the one value the question names for the column, or the one other column of the table that holds it; one it holds in several such spellings widened to all (serving only). Default true. */
     repairLiterals: z.boolean().default(true),
   })
   .strict();

@@ -45,7 +45,7 @@ export interface DecoderDefaults {
   finalRetries: number;
   /** A final SQL that fails on a missing column is rebound to the tables that hold its columns when exactly one fits (the rollout's `repairTables`), before any retry. Default true. */
   repairTables: boolean;
-  /** A final SQL's string comparisons are fitted to the column's values: its date format, its spelling, all its spellings, or the value the question names (the rollout's `repairLiterals`, given the prompt's matched values). Default true. */
+  /** A final SQL's string comparisons are fitted to the column's values: its date format, its spelling, all its spellings, the value the question names, or the other column that holds it (the rollout's `repairLiterals`, given the prompt's matched values). Default true. */
   repairLiterals: boolean;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
