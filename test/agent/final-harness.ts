@@ -10,6 +10,15 @@ import { ExecutorPool } from "../../src/sql/index.js";
 import { CountingExecutor } from "../helpers/executor.js";
 import { FakePolicy, type Responder } from "./fake-policy.js";
 
+/** Singers and their concerts (two at the 'Arena', one at the 'Club'): the database and prompt the final-SQL repair tests share. */
+export const CONCERTS = {
+  setupSql:
+    "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT);" +
+    "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER, venue TEXT);" +
+    "INSERT INTO singer VALUES (1, 'Ann', 'France'); INSERT INTO concert VALUES (1, 1, 'Arena'), (2, 1, 'Arena'), (3, 1, 'Club')",
+  prompt: { schema: "singer(singer_id, name, country)\nconcert(concert_id, singer_id, venue)", question: "How many concerts were at the Arena?" },
+};
+
 /** Registers the suite's database (built by `setupSql`) and executor pool; `run` rolls one response out against them. */
 export function finalSqlHarness(setupSql: string, prompt: { schema: string; question: string }) {
   let dir: string;

@@ -7,18 +7,13 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { formatCheck } from "../../src/agent/index.js";
 import type { Responder } from "./fake-policy.js";
-import { finalSqlHarness } from "./final-harness.js";
+import { CONCERTS, finalSqlHarness } from "./final-harness.js";
 
 const WRONG_CASE = "SELECT COUNT(*) FROM concert WHERE venue = 'ARENA'";
 const MENDED = "SELECT COUNT(*) FROM concert WHERE venue = 'Arena'";
 const WRONG_TABLE_AND_CASE = "SELECT COUNT(*) FROM singer WHERE venue = 'arena'";
 
-const { files, run } = finalSqlHarness(
-  "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT);" +
-    "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER, venue TEXT);" +
-    "INSERT INTO singer VALUES (1, 'Ann', 'France'); INSERT INTO concert VALUES (1, 1, 'Arena'), (2, 1, 'Arena'), (3, 1, 'Club')",
-  { schema: "singer(singer_id, name, country)\nconcert(concert_id, singer_id, venue)", question: "How many concerts were at the Arena?" },
-);
+const { files, run } = finalSqlHarness(CONCERTS.setupSql, CONCERTS.prompt);
 
 const answers =
   (sql: string): Responder =>

@@ -7,19 +7,14 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { formatCheck } from "../../src/agent/index.js";
 import type { Responder } from "./fake-policy.js";
-import { finalSqlHarness } from "./final-harness.js";
+import { CONCERTS, finalSqlHarness } from "./final-harness.js";
 
 const WRONG_TABLE = "SELECT COUNT(*) FROM singer WHERE venue = 'Arena'";
 const REPAIRED = "SELECT COUNT(*) FROM concert WHERE venue = 'Arena'";
 const NO_TABLE_FITS = "SELECT COUNT(*) FROM singer WHERE shoe_size = 44";
 const GOOD = "SELECT COUNT(*) FROM concert WHERE venue = 'Arena'";
 
-const { files, run } = finalSqlHarness(
-  "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT);" +
-    "CREATE TABLE concert (concert_id INTEGER PRIMARY KEY, singer_id INTEGER, venue TEXT);" +
-    "INSERT INTO singer VALUES (1, 'Ann', 'France'); INSERT INTO concert VALUES (1, 1, 'Arena'), (2, 1, 'Arena'), (3, 1, 'Club')",
-  { schema: "singer(singer_id, name, country)\nconcert(concert_id, singer_id, venue)", question: "How many concerts were at the Arena?" },
-);
+const { files, run } = finalSqlHarness(CONCERTS.setupSql, CONCERTS.prompt);
 
 /** Answers `first`, then GOOD after reading a result. */
 const answers =
