@@ -152,7 +152,7 @@ function comparisons(sql: string, schema: SchemaNames): Comparison[] {
 type DateParts = { decade: string } | { year: string; month?: number; day?: number };
 
 /** The date a literal names (`'December 2008'`, `'1998/%'`, `'%/09/2016'`, `'2010s'`); undefined when it names none, or several, or is ambiguous. */
-export function parseDateLiteral(literal: string): DateParts | undefined {
+function parseDateLiteral(literal: string): DateParts | undefined {
   const text = literal.trim();
   const decade = /(?<!\d)(1[89]\d|20\d)0'?s\b/i.exec(text) ?? /^(1[89]\d|20\d)[%_]+$/.exec(text);
   if (decade) return { decade: decade[1]! };
@@ -203,7 +203,7 @@ const FORMATS: { re: RegExp; yearFirst: boolean; sep: string }[] = [
 ];
 
 /** The date format of a column's text values: the one nine in ten of them follow; undefined for none. */
-export function detectDateFormat(values: readonly SqlValue[]): DateFormat | undefined {
+function detectDateFormat(values: readonly SqlValue[]): DateFormat | undefined {
   const texts = values.filter((v): v is string => typeof v === "string");
   if (texts.length === 0 || texts.length < values.length * 0.9) return undefined;
   const format = FORMATS.find((f) => texts.filter((t) => f.re.test(t)).length >= texts.length * 0.9);
@@ -219,7 +219,7 @@ export function detectDateFormat(values: readonly SqlValue[]): DateFormat | unde
 }
 
 /** The LIKE pattern for `date` in `format`; undefined when the format cannot place its month or day. */
-export function datePattern(date: DateParts, format: DateFormat): string | undefined {
+function datePattern(date: DateParts, format: DateFormat): string | undefined {
   const { sep, tail } = format;
   const end = tail ? "%" : "";
   if (format.yearFirst) {
