@@ -818,6 +818,14 @@ export function tokenize(sql: string): Tok[] {
   return out;
 }
 
+/** `t` is the word `w` (given in upper case), in any case. */
+export const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
+
+const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
+
+/** `t` can name a table, column or alias: a quoted name, or a word that is no reserved keyword (nor TRUE/FALSE); a function's name counts (a table may have a `total`), so callers look for a following "(". */
+export const isName = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.text.toUpperCase())));
+
 /** The identifiers of `sql` (words that are not keywords or functions, and quoted names; string literals and comments skipped), lowercased, in order. */
 export function identifiersIn(sql: string): string[] {
   return tokenize(sql)
@@ -834,7 +842,6 @@ export function checkIdentifiers(sql: string, schema: SchemaNames): string[] {
   const tables = new Set(schema.tables.map((t) => t.name.toLowerCase()));
   const columns = new Set(schema.tables.flatMap((t) => t.columns.map((c) => c.toLowerCase())));
   const isIdent = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.text.toUpperCase())));
-  const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
 
   const aliases = new Set<string>();
   toks.forEach((t, i) => {

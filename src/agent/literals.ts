@@ -22,7 +22,7 @@
  * reader's own time limit (the rollout's probe limit).
  */
 import type { SqlValue } from "../sql/index.js";
-import { RESERVED, identifierSpellings, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { RESERVED, identifierSpellings, isName, isWord, tokenize, type SchemaNames, type Tok } from "./grammar.js";
 
 /** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
 export interface NamedValue {
@@ -63,8 +63,6 @@ const MONTHS = ["january", "february", "march", "april", "may", "june", "july", 
 /** Tokens after which a comparison starts a condition. */
 const CONDITION_START = new Set(["WHERE", "AND", "OR", "ON", "WHEN", "HAVING", "NOT", "("]);
 
-const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
-const isName = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !RESERVED.has(t.text.toUpperCase())));
 const isString = (t: Tok | undefined): t is Tok => !!t && t.kind === "other" && t.text.length >= 2 && t.text.startsWith("'") && t.text.endsWith("'");
 const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
@@ -284,8 +282,7 @@ async function mend(
   }
   if (values.length > 0) return undefined;
   const others = columnsOf(c.table).filter((o) => o.toLowerCase() !== c.column.toLowerCase());
-  if (others.length > MAX_OTHER_COLUMNS) return undefined;
-  if (others.length === 0) return undefined;
+  if (others.length === 0 || others.length > MAX_OTHER_COLUMNS) return undefined;
   // one query (one time limit) for all the columns; compared as text, which PostgreSQL needs for a number column
   const held = await read(
     `SELECT ${others.map((o) => `EXISTS (SELECT 1 FROM ${table} WHERE CAST(${identifierSpellings(o)[0]} AS TEXT) = ${quote(c.value)})`).join(", ")}`,
@@ -298,9 +295,10 @@ async function mend(
 
 /**
  * `sql` with each `column = 'text'` / `column LIKE 'text'` whose text no row of the column holds
- * rewritten to the date format or the spelling the column uses, or to the one value the question
- * names for the column (`named`, default none) or the one other column that holds it, and each the column holds in several spellings
- * widened to all of them (see the module doc); `read` runs the lookups. Undefined when nothing was rewritten.
+ * rewritten to the column's date format or spelling, the one value the question names for the
+ * column (`named`, default none) or the one other column that holds it, and each text the column
+ * holds in several spellings widened to all of them (see the module doc); `read` runs the lookups.
+ * Undefined when nothing was rewritten.
  */
 export async function repairLiterals(sql: string, schema: SchemaNames, read: ReadRows, named: readonly NamedValue[] = []): Promise<LiteralRepair | undefined> {
   const fixes: (LiteralFix & { start: number; end: number })[] = [];

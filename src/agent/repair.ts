@@ -7,7 +7,7 @@
  * columns live. Only table names in FROM change; a query with a subquery or a compound, a derived
  * table, or more than one table that fits is left alone.
  */
-import { RESERVED, identifierSpellings, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { identifierSpellings, isName, isWord, tokenize, type SchemaNames, type Tok } from "./grammar.js";
 
 /** One FROM table replaced: the name the query had and the schema's table put in its place. */
 export interface TableSwap {
@@ -34,12 +34,6 @@ interface FromEntry {
 
 const CLAUSE_END = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "WINDOW"]);
 
-/** Words that are never a name here; a function's name is one unless a "(" follows it (SQLite has a `total()`, a table may have a `total`). */
-const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
-
-const isIdent = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.text.toUpperCase())));
-const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
-
 /** The FROM clause's tables and aliases; undefined when it holds anything but schema tables (a derived table, a function). */
 function fromEntries(toks: Tok[], from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
   const entries: FromEntry[] = [];
@@ -48,11 +42,11 @@ function fromEntries(toks: Tok[], from: number, tables: ReadonlyMap<string, unkn
     if (t.text === ")" || (t.kind === "word" && CLAUSE_END.has(t.text.toUpperCase()))) break;
     const startsEntry = i === from + 1 || toks[i - 1]!.text === "," || isWord(toks[i - 1], "JOIN");
     if (!startsEntry) continue;
-    if (!isIdent(t) || !tables.has(t.text.toLowerCase())) return undefined;
+    if (!isName(t) || !tables.has(t.text.toLowerCase())) return undefined;
     const entry: FromEntry = { at: i, table: t.text.toLowerCase(), reads: new Set() };
     let j = i + 1;
     if (isWord(toks[j], "AS")) j++;
-    if (isIdent(toks[j])) Object.assign(entry, { alias: toks[j]!.text.toLowerCase(), aliasAt: j });
+    if (isName(toks[j])) Object.assign(entry, { alias: toks[j]!.text.toLowerCase(), aliasAt: j });
     entries.push(entry);
   }
   return entries.length > 0 ? entries : undefined;
@@ -67,12 +61,12 @@ function assignReads(toks: Tok[], entries: FromEntry[]): Set<string> | undefined
   const bare = new Set<string>();
   const outputAliases = new Set<string>();
   toks.forEach((t, i) => {
-    if (isWord(t, "AS") && isIdent(toks[i + 1]) && !names.has(i + 1)) outputAliases.add(toks[i + 1]!.text.toLowerCase());
+    if (isWord(t, "AS") && isName(toks[i + 1]) && !names.has(i + 1)) outputAliases.add(toks[i + 1]!.text.toLowerCase());
   });
   const byQualifier = (q: string): FromEntry | undefined => entries.find((e) => e.alias === q) ?? entries.find((e) => e.alias === undefined && e.table === q);
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]!;
-    if (!isIdent(t) || names.has(i) || toks[i + 1]?.text === "(" || toks[i + 1]?.text === "." || isWord(toks[i - 1], "COLLATE")) continue;
+    if (!isName(t) || names.has(i) || toks[i + 1]?.text === "(" || toks[i + 1]?.text === "." || isWord(toks[i - 1], "COLLATE")) continue;
     const column = t.text.toLowerCase();
     if (toks[i - 1]?.text === ".") {
       const entry = byQualifier(toks[i - 2]?.text.toLowerCase() ?? "");
