@@ -81,7 +81,7 @@ interface Comparison {
 }
 
 /** Each table name or alias of the query's FROM clauses and the tables it stands for. */
-function bindings(toks: Tok[], tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
+export function bindings(toks: Tok[], tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
   const names = new Map<string, Set<string>>();
   const used = new Set<string>();
   const bind = (name: string, table: string): void => {
@@ -147,7 +147,7 @@ function comparisons(sql: string, schema: SchemaNames): Comparison[] {
 }
 
 /** A date as a literal gives it: a decade, or a year with perhaps a month and a day. */
-type DateParts = { decade: string } | { year: string; month?: number; day?: number };
+export type DateParts = { decade: string } | { year: string; month?: number; day?: number };
 
 /** The date a literal names (`'December 2008'`, `'1998/%'`, `'%/09/2016'`, `'2010s'`); undefined when it names none, or several, or is ambiguous. */
 function parseDateLiteral(literal: string): DateParts | undefined {
@@ -179,7 +179,7 @@ function parseDateLiteral(literal: string): DateParts | undefined {
 }
 
 /** How a column writes its dates. */
-interface DateFormat {
+export interface DateFormat {
   /** Year first (`2008-12-05`, `2008/12/05`, `20081205`) or last (`12/05/2008`, `05.12.2008`). */
   yearFirst: boolean;
   sep: string;
@@ -201,7 +201,7 @@ const FORMATS: { re: RegExp; yearFirst: boolean; sep: string }[] = [
 ];
 
 /** The date format of a column's text values: the one nine in ten of them follow; undefined for none. */
-function detectDateFormat(values: readonly SqlValue[]): DateFormat | undefined {
+export function detectDateFormat(values: readonly SqlValue[]): DateFormat | undefined {
   const texts = values.filter((v): v is string => typeof v === "string");
   if (texts.length === 0 || texts.length < values.length * 0.9) return undefined;
   const format = FORMATS.find((f) => texts.filter((t) => f.re.test(t)).length >= texts.length * 0.9);
@@ -217,7 +217,7 @@ function detectDateFormat(values: readonly SqlValue[]): DateFormat | undefined {
 }
 
 /** The LIKE pattern for `date` in `format`; undefined when the format cannot place its month or day. */
-function datePattern(date: DateParts, format: DateFormat): string | undefined {
+export function datePattern(date: DateParts, format: DateFormat): string | undefined {
   const { sep, tail } = format;
   const end = tail ? "%" : "";
   if (format.yearFirst) {

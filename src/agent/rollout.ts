@@ -31,6 +31,7 @@ import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback }
 import type { SchemaNames, SegmentGrammars } from "./grammar.js";
 import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
+import { repairCoverage, type CoverageFix } from "./coverage.js";
 import { repairLiterals, type LiteralFix, type NamedValue } from "./literals.js";
 import { repairTables, type TableSwap } from "./repair.js";
 import { closeTag } from "./syntax.js";
@@ -87,8 +88,15 @@ export interface RolloutOptions {
    * format, spelling or spellings, the value the question names, the column that holds the string ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
    */
   repairLiterals?: boolean;
-  /** The values the question names (the prompt's matched values), for `repairLiterals`; default none. */
+  /**
+   * A final SQL that runs (or was rebound) gets what the question names and it leaves out: the one exactly named
+   * value of a column it never reads, the year, the number of rows ({@link repairCoverage}); needs a trajectory that can rewind. Default false.
+   */
+  repairCoverage?: boolean;
+  /** The values the question names (the prompt's matched values), for `repairLiterals` and `repairCoverage`; default none. */
   namedValues?: readonly NamedValue[];
+  /** The user's question, for `repairCoverage`'s year and row count; default none. */
+  question?: string;
   /** Default 0 (greedy). */
   temperature?: number;
   /** Default 1. */
@@ -157,6 +165,8 @@ export interface RolloutState {
   repairs?: TableSwap[];
   /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
   literals?: LiteralFix[];
+  /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
+  coverage?: CoverageFix[];
   done: boolean;
   stopReason: RolloutStopReason | null;
   error?: { code: string; message: string };
@@ -190,6 +200,8 @@ export interface RolloutResult {
   repairs?: TableSwap[];
   /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
   literals?: LiteralFix[];
+  /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
+  coverage?: CoverageFix[];
   error?: { code: string; message: string };
 }
 
@@ -323,7 +335,8 @@ function closedFinal(segment: string, profile: ModelProfile, forced: boolean): {
  * Ends the rollout on the final SQL the segment since `start` closed. When that SQL fails to run,
  * a missing column is first repaired by rebinding its tables (`repairTables`), and otherwise the
  * answer goes back to the model as a probe (`finalRetries`); when it runs (or once rebound), a
- * string comparison is fitted to the column's values (`repairLiterals`).
+ * string comparison is fitted to the column's values (`repairLiterals`) and what the question names
+ * and the query leaves out is put in (`repairCoverage`).
  */
 async function closeFinal(
   trajectory: Trajectory,
@@ -335,7 +348,8 @@ async function closeFinal(
 ): Promise<StepOutcome> {
   const retry =
     probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) && state.interactions < (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions);
-  if ((!retry && !options.repairTables && !options.repairLiterals) || !trajectory.rewind) return end(state, "final");
+  const rewriting = options.repairLiterals || options.repairCoverage;
+  if ((!retry && !options.repairTables && !rewriting) || !trajectory.rewind) return end(state, "final");
   const segment = state.text.slice(start.text);
   const final = closedFinal(segment, options.profile ?? reexProfile, state.forcedFinal);
   if (!final) return end(state, "final");
@@ -345,12 +359,26 @@ async function closeFinal(
     result = await execute(options, final.sql);
     if (options.signal?.aborted) return end(state, "final");
     const schema = result.ok
-      ? options.repairLiterals && repairSchema(options.dbPath)
+      ? rewriting && repairSchema(options.dbPath)
       : options.repairTables && result.error.category === "missing_column" && repairSchema(options.dbPath);
     const tables = !result.ok && schema ? repairTables(final.sql, schema) : undefined;
     const sql = result.ok ? final.sql : tables?.sql;
-    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, (q) => readRows(options, q), options.namedValues) : undefined;
-    if (sql && (tables || literals)) rewrite = { sql: literals?.sql ?? sql, swaps: tables?.swaps ?? [], ...(literals ? { literals: literals.fixes } : {}) };
+    const read = (q: string): Promise<SqlValue[][] | undefined> => readRows(options, q);
+    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, read, options.namedValues) : undefined;
+    const covered =
+      schema && sql && options.repairCoverage
+        ? await repairCoverage(literals?.sql ?? sql, schema, read, {
+            ...(options.namedValues ? { named: options.namedValues } : {}),
+            ...(options.question !== undefined ? { question: options.question } : {}),
+          })
+        : undefined;
+    if (sql && (tables || literals || covered))
+      rewrite = {
+        sql: covered?.sql ?? literals?.sql ?? sql,
+        swaps: tables?.swaps ?? [],
+        ...(literals ? { literals: literals.fixes } : {}),
+        ...(covered ? { coverage: covered.fixes } : {}),
+      };
   } catch (error) {
     return fail(state, error, guardSink(options.sink), path);
   }
@@ -359,11 +387,12 @@ async function closeFinal(
   return (retry ? await retryFinal(trajectory, state, options, start, path, result) : undefined) ?? end(state, "final");
 }
 
-/** A final SQL rewritten by the server: its tables rebound (`repairTables`) and/or its literals mended (`repairLiterals`). */
+/** A final SQL rewritten by the server: its tables rebound (`repairTables`), its literals mended (`repairLiterals`), what the question names put in (`repairCoverage`). */
 interface FinalRewrite {
   sql: string;
   swaps: TableSwap[];
   literals?: LiteralFix[];
+  coverage?: CoverageFix[];
 }
 
 /** The schema's names for the repairs, read from `dbPath`; undefined when it cannot be read. */
@@ -406,6 +435,7 @@ async function rewriteFinal(
   }
   if (rewrite.swaps.length > 0) state.repairs = [...(state.repairs ?? []), ...rewrite.swaps];
   if (rewrite.literals) state.literals = [...(state.literals ?? []), ...rewrite.literals];
+  if (rewrite.coverage) state.coverage = [...(state.coverage ?? []), ...rewrite.coverage];
   sink?.({
     type: "repair",
     path,
@@ -413,6 +443,7 @@ async function rewriteFinal(
     repaired: rewrite.sql,
     swaps: rewrite.swaps,
     ...(rewrite.literals ? { literals: rewrite.literals.map((l) => ({ ...l })) } : {}),
+    ...(rewrite.coverage ? { coverage: rewrite.coverage.map((c) => ({ ...c })) } : {}),
   });
   return end(state, "final");
 }
@@ -612,6 +643,7 @@ export function finishRollout(
     meanLogprob: count ? sum / count : 0,
     ...(state.repairs ? { repairs: state.repairs.map((s) => ({ ...s })) } : {}),
     ...(state.literals ? { literals: state.literals.map((l) => ({ ...l })) } : {}),
+    ...(state.coverage ? { coverage: state.coverage.map((c) => ({ ...c })) } : {}),
     ...(state.error ? { error: { ...state.error } } : {}),
   };
   if (options.emitFinal)

@@ -47,6 +47,8 @@ export interface DecoderDefaults {
   repairTables: boolean;
   /** A final SQL's string comparisons are fitted to the column's values: its date format, its spelling, all its spellings, the value the question names, or the other column that holds it (the rollout's `repairLiterals`, given the prompt's matched values). Default true. */
   repairLiterals: boolean;
+  /** A final SQL gets what the question names and it leaves out: the one exactly named value of a column it never reads, the year, the number of rows (the rollout's `repairCoverage`, given the prompt's matched values and the question). Default true. */
+  repairCoverage: boolean;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -89,6 +91,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     finalRetries: config.agent.finalRetries,
     repairTables: config.agent.repairTables,
     repairLiterals: config.agent.repairLiterals,
+    repairCoverage: config.agent.repairCoverage,
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -256,7 +259,9 @@ export function createDecoder(deps: DecoderDeps): Decoder {
           finalRetries: o.strategy === "tree-prune" ? 0 : defaults.finalRetries,
           repairTables: defaults.repairTables,
           repairLiterals: defaults.repairLiterals,
+          repairCoverage: defaults.repairCoverage,
           ...(prompt.matches ? { namedValues: prompt.matches } : {}),
+          question: req.question,
           // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
           logprobs: o.candidates > 1,
           ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),

@@ -115,6 +115,7 @@ export function leafCandidate(l: Leaf, index: number, outcome: VoteOutcome): Can
     interactions: l.rollout.interactions,
     ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
     ...(l.rollout.literals ? { literals: l.rollout.literals } : {}),
+    ...(l.rollout.coverage ? { coverage: l.rollout.coverage } : {}),
     meanLogprob: l.rollout.meanLogprob,
     text: l.rollout.text,
   };

@@ -5,7 +5,7 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
-import type { FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
+import type { CoverageFix, FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 
@@ -69,6 +69,8 @@ export interface Candidate {
   repairs?: TableSwap[];
   /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
   literals?: LiteralFix[];
+  /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
+  coverage?: CoverageFix[];
   /** Mean log-probability of the sampled tokens; NaN for a single candidate (greedy), which has no tie to break and skips computing them. */
   meanLogprob: number;
   /** The whole response after the prompt, injected feedback included (the server leaves it out of its answers). */

@@ -1,5 +1,5 @@
 /** What the front ends show of a decoder answer. */
-import type { LiteralFix, TableSwap } from "../agent/index.js";
+import type { CoverageFix, LiteralFix, TableSwap } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
 /** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
@@ -37,6 +37,8 @@ export interface CandidateView {
   repairs?: TableSwap[];
   /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
   literals?: LiteralFix[];
+  /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
+  coverage?: CoverageFix[];
 }
 
 /** The REST and MCP answers' view of one candidate. */
@@ -51,5 +53,6 @@ export function candidateView(c: Candidate): CandidateView {
     ...(c.error !== undefined ? { error: c.error } : {}),
     ...(c.repairs ? { repairs: c.repairs.map((s) => ({ ...s })) } : {}),
     ...(c.literals ? { literals: c.literals.map((l) => ({ ...l })) } : {}),
+    ...(c.coverage ? { coverage: c.coverage.map((f) => ({ ...f })) } : {}),
   };
 }

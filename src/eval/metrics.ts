@@ -3,7 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
-import { checkIdentifiers, identifiersIn, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
+import { checkIdentifiers, identifiersIn, type CoverageFix, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -80,6 +80,8 @@ export interface CandidateInput {
   repairs?: TableSwap[];
   /** Comparisons the decoder fitted to the column's values (`agent.repairLiterals`). */
   literals?: LiteralFix[];
+  /** Parts of the question the decoder put into the final SQL (`agent.repairCoverage`). */
+  coverage?: CoverageFix[];
 }
 
 /** A candidate's summary in the record. */
@@ -94,6 +96,7 @@ export interface CandidateScore {
   interactions?: number;
   repairs?: TableSwap[];
   literals?: LiteralFix[];
+  coverage?: CoverageFix[];
 }
 
 /** Everything known about one evaluated question, before scoring. */
@@ -182,6 +185,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
     ...(c.repairs ? { repairs: c.repairs } : {}),
     ...(c.literals ? { literals: c.literals } : {}),
+    ...(c.coverage ? { coverage: c.coverage } : {}),
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);

@@ -243,6 +243,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           interactions: c.interactions,
           ...(c.repairs ? { repairs: c.repairs } : {}),
           ...(c.literals ? { literals: c.literals } : {}),
+          ...(c.coverage ? { coverage: c.coverage } : {}),
         })),
         winner: answer.winner,
         interactions: (winner ?? candidates[0])?.interactions ?? 0,

@@ -29,8 +29,9 @@ export interface ResultEvent {
 }
 /**
  * A final SQL the server rewrote: rebound to the tables that hold its columns after it failed on a
- * missing column (`agent.repairTables`), and/or with its string comparisons fitted to the column's
- * values (`agent.repairLiterals`); `repaired` ran and is the trajectory's answer.
+ * missing column (`agent.repairTables`), with its string comparisons fitted to the column's values
+ * (`agent.repairLiterals`), and/or with what the question names and it left out put in
+ * (`agent.repairCoverage`); `repaired` ran and is the trajectory's answer.
  */
 export interface RepairEvent {
   type: "repair";
@@ -42,6 +43,8 @@ export interface RepairEvent {
   swaps: { from: string; to: string }[];
   /** Each comparison rewritten (`table.column`, as written, as rewritten, the rule); absent when none was. */
   literals?: { column: string; from: string; to: string; rule: "date-format" | "case" | "variants" | "named" | "column" }[];
+  /** Each part of the question put in (the rule, what the query had: empty for an added condition, what it has now); absent when none was. */
+  coverage?: { rule: "condition" | "year" | "limit"; from: string; to: string }[];
 }
 /** A tree node expanded into a new branch forked from `parent`. */
 export interface BranchEvent {
@@ -99,18 +102,20 @@ export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | RepairEvent | Br
 /** A consumer of events; must not throw and should return quickly. */
 export type EventSink = (event: ReexEvent) => void;
 
+/** One line on what a repair changed: the tables rebound, the comparisons rewritten (`a -> b`, comma-separated) and the parts of the question put in. */
+export function describeRepair(event: Pick<RepairEvent, "swaps" | "literals" | "coverage">): string {
+  const parts: string[] = [];
+  if (event.swaps.length > 0) parts.push(`final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")})`);
+  if (event.literals?.length) parts.push(`literals fitted to the column's values (${event.literals.map((l) => `${l.from} -> ${l.to}`).join(", ")})`);
+  if (event.coverage?.length)
+    parts.push(`what the question names put in (${event.coverage.map((c) => (c.from ? `${c.from} -> ${c.to}` : `+ ${c.to}`)).join(", ")})`);
+  return parts.join("; ");
+}
+
 /**
  * `sink` with its exceptions caught, so a failing consumer (a closed socket) cannot break a decode
  * or a rollout: it loses only its own events; `onError` hears of each failure (default: ignored).
  */
-/** One line on what a repair changed: the tables rebound and the comparisons rewritten (`a -> b`, comma-separated). */
-export function describeRepair(event: Pick<RepairEvent, "swaps" | "literals">): string {
-  const parts: string[] = [];
-  if (event.swaps.length > 0) parts.push(`final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")})`);
-  if (event.literals?.length) parts.push(`literals fitted to the column's values (${event.literals.map((l) => `${l.from} -> ${l.to}`).join(", ")})`);
-  return parts.join("; ");
-}
-
 export function guardSink(sink: EventSink | undefined, onError?: (err: unknown) => void): EventSink | undefined {
   if (!sink) return undefined;
   return (event) => {

@@ -166,6 +166,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
     } else if (event.type === "repair") {
       if (event.swaps.length > 0) metrics.finalRepairs.inc();
       if (event.literals) metrics.literalRepairs.inc();
+      if (event.coverage) metrics.coverageRepairs.inc();
     } else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     else if (event.type === "candidate" && event.errorCode === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     if (options.sink) {

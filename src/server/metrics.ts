@@ -157,6 +157,8 @@ export interface ServerMetrics {
   finalRepairs: Counter;
   /** Final SQL whose string comparisons were fitted to the column's values (`agent.repairLiterals`). */
   literalRepairs: Counter;
+  /** Final SQL that got what the question names and it left out (`agent.repairCoverage`). */
+  coverageRepairs: Counter;
   sqlTimeouts: Counter;
   queueDepth: Gauge;
   liveSequences: Gauge;
@@ -186,6 +188,9 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     ),
     literalRepairs: registry.register(
       new Counter("reex_final_literal_repairs_total", "Final SQL whose string comparisons were fitted to the column's values (date format, spelling)."),
+    ),
+    coverageRepairs: registry.register(
+      new Counter("reex_final_coverage_repairs_total", "Final SQL that got a condition, year or row count the question names and it left out."),
     ),
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),
     queueDepth: registry.register(new Gauge("reex_queue_depth", "Generations waiting for a slot.", read.queueDepth)),

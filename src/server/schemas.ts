@@ -119,6 +119,12 @@ export const candidateSchema = z.object({
     .describe(
       "Comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`): the column (`table.column`), the comparison written, the one put in its place, and the rule (`date-format`: a date in the column's format; `case`: the one value equal but for case and spacing; `variants`: all the spellings the column holds; `named`: the one value the question names for the column; `column`: the one other column of the table that holds the string).",
     ),
+  coverage: z
+    .array(z.object({ rule: z.enum(["condition", "year", "limit"]), from: z.string(), to: z.string() }))
+    .optional()
+    .describe(
+      "Parts of the question put into its final SQL (`agent.repairCoverage`): the rule (`condition`: the one value the question names exactly, in a column of its tables it never read; `year`: the year the question names, on its tables' one date column; `limit`: the number of rows the question asks for), what the query had (empty for an added condition) and what it has now.",
+    ),
 });
 
 /** Token counts of an answer. */

@@ -1,4 +1,4 @@
-/** The MCP trace line of a `repair` event says what the server changed: tables rebound, literals fitted, or both. */
+/** The MCP trace line of a `repair` event says what the server changed: tables rebound, literals fitted, parts of the question put in. */
 import { describe, expect, it } from "vitest";
 import { traceLine } from "../../src/mcp/format.js";
 
@@ -15,5 +15,14 @@ describe("MCP trace: repair events", () => {
     expect(traceLine({ ...base, swaps: [{ from: "rooms", to: "reservations" }], literals })).toContain(
       "tables rebound (rooms -> reservations); literals fitted to the column's values (city = 'LEEDS'",
     );
+  });
+
+  it("names each part of the question put in: an added condition with +, a changed limit as before -> after", () => {
+    const base = { type: "repair" as const, path: "0", sql: "SELECT 1", repaired: "SELECT 2", swaps: [] };
+    const coverage = [
+      { rule: "condition" as const, from: "", to: "country = 'AU'" },
+      { rule: "limit" as const, from: "LIMIT 1", to: "LIMIT 5" },
+    ];
+    expect(traceLine({ ...base, coverage })).toBe("[0] what the question names put in (+ country = 'AU', LIMIT 1 -> LIMIT 5): SELECT 2");
   });
 });

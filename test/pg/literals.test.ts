@@ -1,12 +1,12 @@
 /**
- * Literal repair on PostgreSQL: the lookups run through the executor on a real server holding the
- * example clinic database (read-only role), and the rewrites they choose run there too.
+ * Literal and coverage repair on PostgreSQL: the lookups run through the executor on a real server
+ * holding the example clinic database (read-only role), and the rewrites they choose run there too.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { repairLiterals, type ReadRows, type SchemaNames } from "../../src/agent/index.js";
+import { repairCoverage, repairLiterals, type ReadRows, type SchemaNames } from "../../src/agent/index.js";
 import { PostgresSource, openPostgresSource } from "../../src/pg/index.js";
 import { ExecutorPool, loadSchema, unregisterSource } from "../../src/sql/index.js";
 import { loadExamples, startPostgres, type PgServer } from "../helpers/postgres.js";
@@ -57,4 +57,14 @@ test("a string its column lacks moves to the one other column that holds it, loo
   expect(r?.sql).toBe("SELECT COUNT(*) FROM patients WHERE sex = 'F'");
   expect(r?.fixes[0]?.rule).toBe("column");
   expect((await pool.execute(clinic.key, r!.sql)).ok).toBe(true);
+});
+
+test("a year the question names goes on the visits' one date column, read and run on PostgreSQL", async () => {
+  const question = "How many telehealth visits took place in 2022?";
+  const r = await repairCoverage("SELECT COUNT(*) FROM visits WHERE visit_type = 'TEL'", names, read, { question });
+  expect(r?.sql).toBe("SELECT COUNT(*) FROM visits WHERE visit_type = 'TEL' AND visit_date LIKE '2022%'");
+  const covered = await pool.execute(clinic.key, r!.sql);
+  const all = await pool.execute(clinic.key, "SELECT COUNT(*) FROM visits WHERE visit_type = 'TEL'");
+  expect(covered.ok && all.ok).toBe(true);
+  if (covered.ok && all.ok) expect(Number(covered.rows[0]![0])).toBeLessThan(Number(all.rows[0]![0]));
 });

@@ -144,6 +144,34 @@ describe("metrics", () => {
     expect(text).not.toMatch(/reex_final_retries_total [1-9]/);
   });
 
+  it("counts final SQL given what the question names and left out, apart from literal repairs, and shows each candidate's additions", async () => {
+    const coverage = [{ rule: "condition" as const, from: "", to: "country = 'AU'" }];
+    const sql = "SELECT COUNT(*) FROM customers WHERE tier = 'G' AND country = 'AU'";
+    t = await makeApp({
+      deps: {
+        decode: async (_req, ctx) => {
+          ctx.sink?.({ type: "repair", path: "0", sql: "SELECT COUNT(*) FROM customers WHERE tier = 'G'", repaired: sql, swaps: [], coverage });
+          return {
+            sql,
+            answerable: true,
+            result: { ok: true, columns: ["COUNT(*)"], rows: [[2]], rowCount: 1, truncated: false, empty: false, elapsedMs: 1 },
+            candidates: [{ index: 0, path: "0", sql, answerable: true, group: 0, votes: 1, interactions: 0, coverage, meanLogprob: Number.NaN, text: "" }],
+            winner: 0,
+            decidedBy: "majority",
+            usage: { promptTokens: 1, evaluatedTokens: 1, generatedTokens: 1 },
+            timings: { totalMs: 1 },
+          };
+        },
+      },
+    });
+    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+    expect(res.json().candidates[0].coverage).toEqual(coverage);
+    const text = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
+    expect(text).toContain("reex_final_coverage_repairs_total 1");
+    expect(text).not.toMatch(/reex_final_literal_repairs_total [1-9]/);
+    expect(text).not.toMatch(/reex_final_repairs_total [1-9]/);
+  });
+
   it("counts SQL timeouts seen in probe results", async () => {
     t = await makeApp({
       deps: {

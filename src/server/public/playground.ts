@@ -231,6 +231,7 @@ function onEvent(ev) {
       const said = [];
       if (ev.swaps.length > 0) said.push("final SQL failed; tables rebound: " + ev.swaps.map((s) => s.from + " → " + s.to).join(", "));
       if (ev.literals && ev.literals.length > 0) said.push("literals fitted to the column's values: " + ev.literals.map((l) => l.from + " → " + l.to).join(", "));
+      if (ev.coverage && ev.coverage.length > 0) said.push("what the question names put in: " + ev.coverage.map((c) => (c.from ? c.from + " → " : "+ ") + c.to).join(", "));
       const h = el("div", "probe-head"); h.appendChild(el("strong", null, said.join("; "))); p.appendChild(h);
       p.appendChild(el("pre", null, ev.repaired)); n.probes.appendChild(p); break;
     }
