@@ -12,6 +12,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { buildPrompt, formatCheck, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
+import { Rng } from "../examples/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
 import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
@@ -66,13 +67,29 @@ export {
 export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json", val: STARTER_VAL_FILE } as const;
 
 /**
- * With real questions, also: each source's own test split, spread over its databases (`REAL_EVAL_ITEMS` items; databases under
- * `<work>/real/databases`). The training records never hold a test question (src/realdata traces only `train`).
+ * With real questions, also: each source's own test split, drawn at random and spread over its databases (`REAL_EVAL_ITEMS` items,
+ * {@link heldOutSample}; databases under `<work>/real/databases`). The training records never hold a test question (src/realdata
+ * traces only `train`).
  */
 export const REAL_EVAL_FILES = { wikisql: "eval_wikisql_test.json", advising: "eval_advising_test.json" } as const;
 
 /** Items per real evaluation file: 400 WikiSQL test questions (one per table), 100 Advising ones. */
 export const REAL_EVAL_ITEMS = { wikisql: 400, advising: 100 } as const;
+
+/**
+ * Up to `n` items drawn at random (seeded) and spread over their databases: {@link spread} over the items in an order drawn from `seed`,
+ * so neither a database's first question (in WikiSQL the simplest: 393 of the first 400 tables' first questions have one condition,
+ * against 68% of the split) nor the first databases of the file are favoured.
+ */
+export function heldOutSample<T extends { db_id: string }>(items: readonly T[], n: number, seed: string): T[] {
+  const rng = new Rng(seed);
+  const order = items.slice();
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return spread(order, n);
+}
 
 /** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
 export function spread<T extends { db_id: string }>(items: readonly T[], n: number): T[] {
@@ -624,7 +641,7 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
       const testFile = join(realDir, `${source}_test.json`);
       if (!existsSync(testFile)) continue;
       const items = JSON.parse(readFileSync(testFile, "utf8")) as { db_id: string }[];
-      await writeFileAtomic(join(work, REAL_EVAL_FILES[source]), Buffer.from(`${JSON.stringify(spread(items, REAL_EVAL_ITEMS[source]), null, 2)}\n`));
+      await writeFileAtomic(join(work, REAL_EVAL_FILES[source]), Buffer.from(`${JSON.stringify(heldOutSample(items, REAL_EVAL_ITEMS[source], `reex-eval:${source}:${seed}`), null, 2)}\n`));
     }
     log(`      ${built.manifest.traces} real SFT records beside ${synth.traces} synthetic ones → ${sftPath}`);
   }
