@@ -12,7 +12,7 @@
  *   for `home_team`); it becomes one more `AND column = 'value'`. Only when exactly one such
  *   value is left, so two readings of the question never compete;
  * - year: a year the question names ("in 2022", "during 1998") that the query never writes, when
- *   its tables have exactly one column of dates and none named for years: `column LIKE '2022-%'`
+ *   its tables have exactly one column of dates and none named for years: `column LIKE '2022%'`
  *   in the column's own format, which must match rows;
  * - limit: the number of rows the question asks for ("the five most expensive", "top 3"; not
  *   "which of the two") where the query orders its rows and keeps another number: `LIMIT 1`
@@ -121,9 +121,10 @@ function addCondition(s: Shape, condition: string): string {
 }
 
 /** The tables the query reads, each with how to qualify its columns; a table read twice is left out. */
-function readTables(s: Shape, schema: SchemaNames, multi: boolean): Map<string, string> {
+function readTables(s: Shape, schema: SchemaNames): Map<string, string> {
   const tables = new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]));
   const { names, used } = bindings(s.toks, tables);
+  const multi = used.size > 1;
   const out = new Map<string, string>();
   for (const table of used) {
     const aliases = [...names].filter(([n, ts]) => ts.has(table) && n !== table.toLowerCase()).map(([n]) => n);
@@ -204,9 +205,10 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
   let s = shape(out);
   if (!s) return undefined;
   const filtering = !s.grouped && !s.or;
-  const multi = bindings(s.toks, new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]))).used.size > 1;
+  // an added condition changes neither the tables nor their aliases
+  const tables = readTables(s, schema);
   if (filtering && input.named?.length) {
-    const condition = missingCondition(s, schema, input.named, readTables(s, schema, multi));
+    const condition = missingCondition(s, schema, input.named, tables);
     if (condition) {
       out = addCondition(s, condition);
       fixes.push({ rule: "condition", from: "", to: condition });
@@ -214,7 +216,7 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
     }
   }
   if (filtering && input.question) {
-    const condition = await missingYear(s, schema, read, input.question, readTables(s, schema, multi));
+    const condition = await missingYear(s, schema, read, input.question, tables);
     if (condition) {
       out = addCondition(s, condition);
       fixes.push({ rule: "year", from: "", to: condition });

@@ -175,7 +175,7 @@ const agentSchema = z
     repairTables: z.boolean().default(true),
     /** A final SQL that runs (or was rebound) has its string comparisons fitted to the column's values: a string no row holds rewritten to the column's date format, its one value of another case or spacing, the one value the question names for the column, or the one other column of the table that holds it; one it holds in several such spellings widened to all (serving only). Default true. */
     repairLiterals: z.boolean().default(true),
-    /** A final SQL that runs (or was rebound) gets what the question names and it leaves out: one more `AND column = 'value'` for the one value the question names exactly in a column of its tables that it never reads, `date LIKE '2022-%'` for a year the question names when its tables have one date column, and the question's row count ("the five most …") for its `LIMIT` (serving only). Default true. */
+    /** A final SQL that runs (or was rebound) gets what the question names and it leaves out: one more `AND column = 'value'` for the one value the question names exactly in a column of its tables that it never reads, `date LIKE '2022%'` for a year the question names when its tables have one date column, and the question's row count ("the five most …") for its `LIMIT` (serving only). Default true. */
     repairCoverage: z.boolean().default(true),
   })
   .strict();
