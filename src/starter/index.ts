@@ -641,7 +641,10 @@ async function starterData(options: StarterOptions, work: string, seed: number, 
       const testFile = join(realDir, `${source}_test.json`);
       if (!existsSync(testFile)) continue;
       const items = JSON.parse(readFileSync(testFile, "utf8")) as { db_id: string }[];
-      await writeFileAtomic(join(work, REAL_EVAL_FILES[source]), Buffer.from(`${JSON.stringify(heldOutSample(items, REAL_EVAL_ITEMS[source], `reex-eval:${source}:${seed}`), null, 2)}\n`));
+      await writeFileAtomic(
+        join(work, REAL_EVAL_FILES[source]),
+        Buffer.from(`${JSON.stringify(heldOutSample(items, REAL_EVAL_ITEMS[source], `reex-eval:${source}:${seed}`), null, 2)}\n`),
+      );
     }
     log(`      ${built.manifest.traces} real SFT records beside ${synth.traces} synthetic ones → ${sftPath}`);
   }
