@@ -12,7 +12,6 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { buildPrompt, formatCheck, runRollout } from "../agent/index.js";
 import { compareResults } from "../eval/index.js";
-import { Rng } from "../examples/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
 import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
@@ -77,18 +76,18 @@ export const REAL_EVAL_FILES = { wikisql: "eval_wikisql_test.json", advising: "e
 export const REAL_EVAL_ITEMS = { wikisql: 400, advising: 100 } as const;
 
 /**
- * Up to `n` items drawn at random (seeded) and spread over their databases: {@link spread} over the items in an order drawn from `seed`,
+ * Up to `n` items drawn at random (seeded) and spread over their databases: {@link spread} over the items in an order drawn from `seed`
+ * (each item's place is the SHA-256 of the seed and its index),
  * so neither a database's first question (in WikiSQL the simplest: 393 of the first 400 tables' first questions have one condition,
  * against 68% of the split) nor the first databases of the file are favoured.
  */
 export function heldOutSample<T extends { db_id: string }>(items: readonly T[], n: number, seed: string): T[] {
-  const rng = new Rng(seed);
-  const order = items.slice();
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = rng.int(0, i);
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
-  return spread(order, n);
+  const keyed = items.map((item, k) => ({ item, key: createHash("sha256").update(`${seed}:${k}`).digest("hex") }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return spread(
+    keyed.map((k) => k.item),
+    n,
+  );
 }
 
 /** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
