@@ -22,7 +22,7 @@
  * result before it takes it.
  */
 import type { SqlValue } from "../sql/index.js";
-import { identifierSpellings, isName, isWord, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { identifierSpellings, isName, isString, isWord, quoteString, tokenize, type SchemaNames, type Tok } from "./grammar.js";
 import { bindings, datePattern, detectDateFormat, type NamedValue, type ReadRows } from "./literals.js";
 
 /** One part of the question put into the final SQL: the rule, what the query had (empty for an added condition) and what it has now. */
@@ -64,8 +64,6 @@ const ROWS_ASKED = [new RegExp(`\\b(?:the|top|first|last)\\s+${COUNT}\\b`, "i"),
 const ROWS_COMPARED = new RegExp(`\\b(?:which|one|any|each|either|neither|none|who|what|both|all)\\s+of\\s+the\\s+${COUNT}\\b`, "i");
 const YEAR_NAMED = /\b(?:in|during)\s+((?:1[89]|20)\d\d)\b/gi;
 
-const isString = (t: Tok | undefined): t is Tok => !!t && t.kind === "other" && t.text.length >= 2 && t.text.startsWith("'") && t.text.endsWith("'");
-const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 const nameText = (t: Tok): string => (t.kind === "quoted" ? t.text.slice(1, -1) : t.text).toLowerCase();
 const beginsLike = (a: string, b: string): boolean => {
   const [x, y] = [a.trim().toLowerCase(), b.trim().toLowerCase()];
@@ -152,7 +150,7 @@ function missingCondition(s: Shape, schema: SchemaNames, named: readonly NamedVa
     if (columnNames.has(value) || [...mentioned].some((m) => columnNames.has(m) && `_${m}_`.includes(`_${value}_`))) continue;
     if (strings.some((v) => beginsLike(v, n.value))) continue;
     if (found.some((f) => f.column === n.column.toLowerCase() || beginsLike(f.value, n.value))) continue;
-    found.push({ column: n.column.toLowerCase(), value: n.value, condition: `${qualifier}${identifierSpellings(n.column)[0]} = ${quote(n.value)}` });
+    found.push({ column: n.column.toLowerCase(), value: n.value, condition: `${qualifier}${identifierSpellings(n.column)[0]} = ${quoteString(n.value)}` });
   }
   return found.length === 1 ? found[0]!.condition : undefined;
 }
@@ -180,8 +178,8 @@ async function missingYear(s: Shape, schema: SchemaNames, read: ReadRows, questi
   if (dates.length !== 1 || mentioned.has(dates[0]!.column.toLowerCase())) return undefined;
   const { table, column, pattern } = dates[0]!;
   const ref = identifierSpellings(column)[0]!;
-  const held = await read(`SELECT 1 FROM ${identifierSpellings(table)[0]} WHERE ${ref} LIKE ${quote(pattern)} LIMIT 1`);
-  return held?.length === 1 ? `${tables.get(table)}${ref} LIKE ${quote(pattern)}` : undefined;
+  const held = await read(`SELECT 1 FROM ${identifierSpellings(table)[0]} WHERE ${ref} LIKE ${quoteString(pattern)} LIMIT 1`);
+  return held?.length === 1 ? `${tables.get(table)}${ref} LIKE ${quoteString(pattern)}` : undefined;
 }
 
 /** The number of rows the question asks for ("the five most …", "top 3"), or undefined. */

@@ -826,6 +826,12 @@ const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
 /** `t` can name a table, column or alias: a quoted name, or a word that is no reserved keyword (nor TRUE/FALSE); a function's name counts (a table may have a `total`), so callers look for a following "(". */
 export const isName = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.text.toUpperCase())));
 
+/** `t` is a single-quoted string literal (its text keeps the quotes). */
+export const isString = (t: Tok | undefined): t is Tok => !!t && t.kind === "other" && t.text.length >= 2 && t.text.startsWith("'") && t.text.endsWith("'");
+
+/** `s` as a SQL string literal, its quotes doubled. */
+export const quoteString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
 /** The identifiers of `sql` (words that are not keywords or functions, and quoted names; string literals and comments skipped), lowercased, in order. */
 export function identifiersIn(sql: string): string[] {
   return tokenize(sql)

@@ -22,7 +22,7 @@
  * reader's own time limit (the rollout's probe limit).
  */
 import type { SqlValue } from "../sql/index.js";
-import { RESERVED, identifierSpellings, isName, isWord, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { RESERVED, identifierSpellings, isName, isString, isWord, quoteString, tokenize, type SchemaNames, type Tok } from "./grammar.js";
 
 /** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
 export interface NamedValue {
@@ -62,9 +62,6 @@ const MONTHS = ["january", "february", "march", "april", "may", "june", "july", 
 
 /** Tokens after which a comparison starts a condition. */
 const CONDITION_START = new Set(["WHERE", "AND", "OR", "ON", "WHEN", "HAVING", "NOT", "("]);
-
-const isString = (t: Tok | undefined): t is Tok => !!t && t.kind === "other" && t.text.length >= 2 && t.text.startsWith("'") && t.text.endsWith("'");
-const quote = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** A `column = 'text'` or `column LIKE 'text'` of the query. */
 interface Comparison {
@@ -246,17 +243,17 @@ async function mend(
   const table = identifierSpellings(c.table)[0]!;
   const column = identifierSpellings(c.column)[0]!;
   if (c.op === "=") {
-    const same = await read(`SELECT DISTINCT ${column} FROM ${table} WHERE LOWER(TRIM(${column})) = LOWER(TRIM(${quote(c.value)})) LIMIT 3`);
+    const same = await read(`SELECT DISTINCT ${column} FROM ${table} WHERE LOWER(TRIM(${column})) = LOWER(TRIM(${quoteString(c.value)})) LIMIT 3`);
     if (!same) return undefined;
     const texts = same.map((r) => r[0]).filter((v): v is string => typeof v === "string");
     if (texts.length >= 2) {
-      const folded = (await read(`SELECT LOWER(TRIM(${quote(c.value)}))`))?.[0]?.[0];
-      return typeof folded === "string" ? { to: `LOWER(TRIM(${c.ref})) = ${quote(folded)}`, rule: "variants" } : undefined;
+      const folded = (await read(`SELECT LOWER(TRIM(${quoteString(c.value)}))`))?.[0]?.[0];
+      return typeof folded === "string" ? { to: `LOWER(TRIM(${c.ref})) = ${quoteString(folded)}`, rule: "variants" } : undefined;
     }
     if (same.length > 0)
-      return same.length === 1 && texts.length === 1 && texts[0] !== c.value ? { to: `${c.ref} = ${quote(texts[0]!)}`, rule: "case" } : undefined;
+      return same.length === 1 && texts.length === 1 && texts[0] !== c.value ? { to: `${c.ref} = ${quoteString(texts[0]!)}`, rule: "case" } : undefined;
   } else {
-    const held = await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quote(c.value)} LIMIT 1`);
+    const held = await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quoteString(c.value)} LIMIT 1`);
     if (!held || held.length > 0) return undefined;
   }
   const date = parseDateLiteral(c.value);
@@ -264,8 +261,8 @@ async function mend(
     const sample = await read(`SELECT DISTINCT ${column} FROM ${table} WHERE ${column} IS NOT NULL LIMIT ${FORMAT_SAMPLE}`);
     const format = sample ? detectDateFormat(sample.map((r) => r[0]!)) : undefined;
     const pattern = format ? datePattern(date, format) : undefined;
-    if (pattern && pattern !== c.value && (await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quote(pattern)} LIMIT 1`))?.length === 1)
-      return { to: `${c.ref} LIKE ${quote(pattern)}`, rule: "date-format" };
+    if (pattern && pattern !== c.value && (await read(`SELECT 1 FROM ${table} WHERE ${column} LIKE ${quoteString(pattern)} LIMIT 1`))?.length === 1)
+      return { to: `${c.ref} LIKE ${quoteString(pattern)}`, rule: "date-format" };
   }
   // a LIKE pattern with wildcards asks for more than one value: no single named value replaces it
   if (c.op === "LIKE" && /[%_]/.test(c.value)) return undefined;
@@ -277,20 +274,20 @@ async function mend(
     ),
   ];
   if (values.length === 1 && values[0] !== c.value) {
-    const held = await read(`SELECT 1 FROM ${table} WHERE ${column} = ${quote(values[0]!)} LIMIT 1`);
-    return held?.length === 1 ? { to: `${c.ref} = ${quote(values[0]!)}`, rule: "named" } : undefined;
+    const held = await read(`SELECT 1 FROM ${table} WHERE ${column} = ${quoteString(values[0]!)} LIMIT 1`);
+    return held?.length === 1 ? { to: `${c.ref} = ${quoteString(values[0]!)}`, rule: "named" } : undefined;
   }
   if (values.length > 0) return undefined;
   const others = columnsOf(c.table).filter((o) => o.toLowerCase() !== c.column.toLowerCase());
   if (others.length === 0 || others.length > MAX_OTHER_COLUMNS) return undefined;
   // one query (one time limit) for all the columns; compared as text, which PostgreSQL needs for a number column
   const held = await read(
-    `SELECT ${others.map((o) => `EXISTS (SELECT 1 FROM ${table} WHERE CAST(${identifierSpellings(o)[0]} AS TEXT) = ${quote(c.value)})`).join(", ")}`,
+    `SELECT ${others.map((o) => `EXISTS (SELECT 1 FROM ${table} WHERE CAST(${identifierSpellings(o)[0]} AS TEXT) = ${quoteString(c.value)})`).join(", ")}`,
   );
   const holders = others.filter((_, k) => held?.[0]?.[k] === 1);
   if (holders.length !== 1) return undefined;
   const qualifier = c.ref.slice(0, c.ref.length - c.columnText.length);
-  return { to: `${qualifier}${identifierSpellings(holders[0]!)[0]} = ${quote(c.value)}`, rule: "column" };
+  return { to: `${qualifier}${identifierSpellings(holders[0]!)[0]} = ${quoteString(c.value)}`, rule: "column" };
 }
 
 /**
