@@ -265,3 +265,45 @@ describe("the remote backend takes its profile and chat template from what llama
     }
   });
 });
+
+describe("the shipped Q8_0 starter served by llama-server: the portable build computes on a quantised model", () => {
+  const STARTER = new URL("../../models/reex-starter.gguf", import.meta.url).pathname;
+  let llama: LlamaServer;
+  let runtime: Runtime;
+  let server: RunningServer;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    llama = await startLlamaServer(tools.server, STARTER, ["-c", "8192", "-np", "2", "-t", "1", "-tb", "1"]);
+    dataDir = mkdtempSync(join(tmpdir(), "reex-llama-server-q8-"));
+    const config = parseConfig({
+      server: { port: 0, logLevel: "silent" },
+      sql: { dataDir },
+      policy: { backend: "remote", remoteUrl: `${llama.url}/v1`, remoteTimeoutMs: 60_000 },
+    });
+    runtime = await createRuntime(config);
+    server = await startServer(config, runtime);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.close();
+    await runtime?.close();
+    await llama?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("loads the Q8_0 tensors and answers the README's clinic question over reex's REST API with probes and a final SQL", async () => {
+    expect(llama.output()).toMatch(/q8_0/i);
+    const res = await fetch(`${server.url}/v1/sql`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ database: "clinic", question: "How many doctors specialise in dermatology?", strategy: "greedy", includeTrace: true }),
+    });
+    const body = (await res.json()) as SqlBody & { result: { rows: unknown[][] } | null };
+    expect(res.status, JSON.stringify(body)).toBe(200);
+    expect(body.usage.generatedTokens).toBeGreaterThan(10);
+    expect(body.sql).toMatch(/^SELECT /i);
+    expect(body.trace?.some((e) => e.type === "probe")).toBe(true);
+    expect(llama.output()).not.toMatch(/general protection|illegal instruction|segmentation fault/i);
+  }, 180_000);
+});
