@@ -114,11 +114,19 @@ export async function run(argv: string[]): Promise<number> {
   const config = loadConfig({ env: process.env });
   const limits = { ...(timeoutMs ? { timeoutMs } : {}), ...(maxRows !== undefined ? { maxRows } : {}) };
   let result: ExecResult;
-  const { isPostgresUrl, PostgresSource } = await import("../pg/index.js");
-  if (isPostgresUrl(db)) {
+  const { isPostgresSetting, parseSourceSetting, PostgresSource } = await import("../pg/index.js");
+  if (isPostgresSetting(db)) {
     let source;
     try {
-      source = new PostgresSource({ url: db, poolSize: 1, timeoutMs: config.sql.timeoutMs, maxRows: config.sql.maxRows });
+      const { name, url } = parseSourceSetting(db);
+      source = new PostgresSource({
+        url,
+        name,
+        poolSize: 1,
+        timeoutMs: config.sql.timeoutMs,
+        maxRows: config.sql.maxRows,
+        allowFunctions: config.sql.postgresFunctions,
+      });
     } catch (err) {
       console.error(`reex exec: ${(err as Error).message}`);
       return 2;

@@ -112,6 +112,11 @@ const sqlSchema = z
      * give the password as `${ENV_VAR}` (or PGPASSWORD) so it never sits in a file. Default none.
      */
     postgres: z.array(z.string().regex(/^([A-Za-z0-9_.-]+=)?postgres(ql)?:\/\//i, "a postgres:// URL, optionally as name=postgres://…")).default([]),
+    /**
+     * Functions PostgreSQL queries may call besides the built-in IMMUTABLE/STABLE ones that take no
+     * SQL text, as `name` or `schema.name` (exact, as the catalogue stores them). Default none.
+     */
+    postgresFunctions: z.array(z.string().min(1).max(200)).default([]),
   })
   .strict();
 

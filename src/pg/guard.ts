@@ -1,11 +1,15 @@
 /**
- * The first two layers of the Postgres guard, before anything reaches the server: PostgreSQL's own
- * parser (libpg_query compiled to WebAssembly) must find exactly one plain read statement, and no
- * call in it may name a function that reaches outside the database. The third layer, the READ ONLY
- * transaction with its limits, is in ./session.ts; the fourth is the operator's SELECT-only role.
+ * The first layers of the Postgres guard, before anything reaches the server: PostgreSQL's own
+ * parser (libpg_query compiled to WebAssembly) must find exactly one plain read statement, every
+ * function, operator and cast in it must be one the server's catalogue declares safe
+ * (./functions.ts), and no call may name a function on the deny-list (./denied.ts). The next layer,
+ * the READ ONLY transaction with its limits, is in ./session.ts; the last is the operator's
+ * SELECT-only role.
  */
 import { parse } from "libpg-query";
 import type { SqlErrorInfo } from "../sql/index.js";
+import { deniedFunction } from "./denied.js";
+import { callAllowed, type FunctionPolicy } from "./functions.js";
 
 /** The single statement that may run, cut out of the text (no trailing `;` or comments after it). */
 export type PgGuardResult = { ok: true; statement: string } | { ok: false; error: SqlErrorInfo };
@@ -29,73 +33,32 @@ const KIND_MESSAGES: Record<string, string> = {
   ExplainStmt: "EXPLAIN is not allowed: " + ONLY_READS,
 };
 
-/**
- * Functions refused by name (schema qualification ignored, case folded as PostgreSQL folds
- * unquoted names): files, large objects, other servers, sleeping, signalling backends, settings,
- * locks, notifications, replication, WAL and backups, sequences, and the *_to_xml family that runs
- * SQL given as a string.
- */
-const DENIED_PREFIXES = [
-  "pg_read_",
-  "pg_ls_",
-  "pg_stat_file",
-  "pg_file_",
-  "lo_",
-  "dblink",
-  "pg_sleep",
-  "pg_terminate_backend",
-  "pg_cancel_backend",
-  "pg_signal_",
-  "pg_reload_conf",
-  "pg_rotate_logfile",
-  "pg_log_",
-  "set_config",
-  "pg_advisory",
-  "pg_try_advisory",
-  "pg_notify",
-  "pg_logical_",
-  "pg_replication_",
-  "pg_create_",
-  "pg_drop_",
-  "pg_copy_",
-  "pg_switch_wal",
-  "pg_promote",
-  "pg_backup_",
-  "pg_start_backup",
-  "pg_stop_backup",
-  "pg_export_snapshot",
-  "pg_import_",
-  "pg_wal_",
-  "pg_current_logfile",
-  "pg_stat_reset",
-  "pg_truncate_",
-  "query_to_xml",
-  "cursor_to_xml",
-  "database_to_xml",
-  "schema_to_xml",
-  "table_to_xml",
-  "nextval",
-  "setval",
-  "txid_current",
-  "pg_current_xact_id",
-  "pg_walfile_name",
-  "postgres_fdw",
-];
-
-/** The function name (last part, lower-cased) when it is one the guard refuses, else null. */
-export function deniedFunction(name: string): string | null {
-  const n = name.toLowerCase();
-  return DENIED_PREFIXES.some((p) => n.startsWith(p)) ? n : null;
-}
-
 interface Found {
-  functions: string[];
+  /** Function calls, as the parser names them (`[name]` or `[schema, name]`). */
+  functions: string[][];
+  /** Operator names (last part), BETWEEN and its kin read as the comparisons they stand for. */
+  operators: string[];
+  /** Type names (last part) cast to. */
+  casts: string[];
+  /** Field names of column references and indirections, which may call a function in column notation. */
+  fields: string[];
   writes: string[];
   into: boolean;
   locking: boolean;
 }
 
-/** Walks a libpg_query JSON tree, noting function calls, nested write statements, SELECT INTO and FOR UPDATE/SHARE. */
+const newFound = (): Found => ({ functions: [], operators: [], casts: [], fields: [], writes: [], into: false, locking: false });
+
+type Named = { String?: { sval?: string } }[] | undefined;
+const names = (list: Named): string[] => (list ?? []).flatMap((p) => (p.String?.sval === undefined ? [] : [p.String.sval]));
+
+function operatorNames(expr: { kind?: string; name?: Named }): string[] {
+  if (expr.kind?.startsWith("AEXPR_BETWEEN") || expr.kind?.startsWith("AEXPR_NOT_BETWEEN")) return [">=", "<="];
+  const n = names(expr.name);
+  return n.length > 0 ? [n[n.length - 1]!] : [];
+}
+
+/** Walks a libpg_query JSON tree, noting calls, operators, casts, field names, nested writes, SELECT INTO and FOR UPDATE/SHARE. */
 function walk(node: unknown, found: Found): void {
   if (Array.isArray(node)) {
     for (const item of node) walk(item, found);
@@ -104,8 +67,16 @@ function walk(node: unknown, found: Found): void {
   if (node === null || typeof node !== "object") return;
   for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
     if (key === "FuncCall") {
-      const parts = ((value as { funcname?: { String?: { sval?: string } }[] }).funcname ?? []).map((p) => p.String?.sval ?? "");
-      found.functions.push(parts[parts.length - 1] ?? "");
+      found.functions.push(names((value as { funcname?: Named }).funcname));
+    } else if (key === "A_Expr") {
+      found.operators.push(...operatorNames(value as { kind?: string; name?: Named }));
+    } else if (key === "TypeCast") {
+      const n = names((value as { typeName?: { names?: Named } }).typeName?.names);
+      if (n.length > 0) found.casts.push(n[n.length - 1]!);
+    } else if (key === "ColumnRef") {
+      found.fields.push(...names((value as { fields?: Named }).fields));
+    } else if (key === "A_Indirection") {
+      found.fields.push(...names((value as { indirection?: Named }).indirection));
     } else if (key === "InsertStmt" || key === "UpdateStmt" || key === "DeleteStmt" || key === "MergeStmt") {
       found.writes.push(key);
     } else if (key === "intoClause") {
@@ -115,6 +86,21 @@ function walk(node: unknown, found: Found): void {
     }
     walk(value, found);
   }
+}
+
+/** The first use in `found` that `policy` does not allow, as a message for the model; null when all are allowed. */
+function disallowed(found: Found, policy: FunctionPolicy): string | null {
+  for (const parts of found.functions) {
+    if (!callAllowed(policy, parts))
+      return `${parts.join(".")}() is not among the functions this database allows (built-in IMMUTABLE or STABLE functions that take no SQL text): query the tables with ordinary expressions instead`;
+  }
+  const op = found.operators.find((o) => policy.unsafeOperators.has(o));
+  if (op !== undefined) return `the operator ${op} is backed by a function this database does not allow`;
+  const cast = found.casts.find((t) => policy.unsafeCastTargets.has(t));
+  if (cast !== undefined) return `a cast to ${cast} calls a function this database does not allow`;
+  const field = found.fields.find((f) => policy.unsafeProjections.has(f));
+  if (field !== undefined) return `${field} names a function this database does not allow (t.${field} calls ${field}(t))`;
+  return null;
 }
 
 /**
@@ -128,18 +114,19 @@ export async function deniedFunctionsIn(sql: string): Promise<string[]> {
   } catch {
     return [];
   }
-  const found: Found = { functions: [], writes: [], into: false, locking: false };
+  const found = newFound();
   walk(tree, found);
-  return found.functions.flatMap((f) => deniedFunction(f) ?? []);
+  return found.functions.flatMap((f) => deniedFunction(f.at(-1) ?? "") ?? []);
 }
 
 /**
  * Checks `sql` with PostgreSQL's parser: exactly one statement, a plain SELECT (VALUES, TABLE and
  * WITH … SELECT are SELECTs to the parser) with no data-modifying WITH, no SELECT INTO, no FOR
- * UPDATE/SHARE, no bind parameters and no refused function. A parse error is SQL_SYNTAX with
- * PostgreSQL's message; every refusal is SQL_REFUSED.
+ * UPDATE/SHARE, no bind parameters, no function on the deny-list and, given the server's
+ * `functions` policy (./functions.ts), no function, operator, cast or column-notation call it does
+ * not allow. A parse error is SQL_SYNTAX with PostgreSQL's message; every refusal is SQL_REFUSED.
  */
-export async function checkPostgresSql(sql: string): Promise<PgGuardResult> {
+export async function checkPostgresSql(sql: string, functions?: FunctionPolicy): Promise<PgGuardResult> {
   let tree: { stmts?: { stmt?: Record<string, unknown>; stmt_location?: number; stmt_len?: number }[] };
   try {
     tree = (await parse(sql)) as typeof tree;
@@ -161,15 +148,17 @@ export async function checkPostgresSql(sql: string): Promise<PgGuardResult> {
             : ONLY_READS),
       ),
     };
-  const found: Found = { functions: [], writes: [], into: false, locking: false };
+  const found = newFound();
   walk(stmt, found);
   if (found.writes.length > 0) return { ok: false, error: refusal("writes are not allowed, not even inside WITH: " + ONLY_READS) };
   if (found.into) return { ok: false, error: refusal("SELECT INTO creates a table and is not allowed: " + ONLY_READS) };
   if (found.locking) return { ok: false, error: refusal("FOR UPDATE / FOR SHARE lock rows and are not allowed: " + ONLY_READS) };
-  const denied = found.functions.flatMap((f) => deniedFunction(f) ?? []);
+  const denied = found.functions.flatMap((f) => deniedFunction(f.at(-1) ?? "") ?? []);
   if (denied.length > 0) {
     return { ok: false, error: refusal(`${denied[0]}() reaches outside the database and is not allowed: query only the tables`) };
   }
+  const notAllowed = functions ? disallowed(found, functions) : null;
+  if (notAllowed !== null) return { ok: false, error: refusal(notAllowed) };
   if (JSON.stringify(stmt).includes('"ParamRef"')) {
     return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: "the query has bind parameters ($1, …); write literal values instead" } };
   }

@@ -1,11 +1,14 @@
 /** PostgreSQL as a database source: the guard layers, the read-only session, type normalisation and the source itself. */
-export { checkPostgresSql, deniedFunction, deniedFunctionsIn, type PgGuardResult } from "./guard.js";
+export { checkPostgresSql, deniedFunctionsIn, type PgGuardResult } from "./guard.js";
+export { deniedFunction } from "./denied.js";
+export { callAllowed, compileFunctionPolicy, procAllowed, type FunctionPolicy, type ProcRow } from "./functions.js";
 export { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
 export { classifyPostgresError, parserFor, reexTypes } from "./types.js";
 export {
   PostgresSource,
   defaultSourceName,
   expandUrl,
+  isPostgresSetting,
   isPostgresUrl,
   openPostgresSource,
   parseSourceSetting,

@@ -29,14 +29,71 @@ function tooBig(limit: number): string {
   return `the result is larger than ${Math.round((limit / 1024 / 1024) * 10) / 10} MiB; select fewer rows or columns, or aggregate`;
 }
 
+function tooLarge(limit: number, start: number): ExecResult {
+  return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: tooBig(limit) }, elapsedMs: round(performance.now() - start) };
+}
+
 function cellBytes(v: SqlValue): number {
   if (typeof v === "string") return v.length;
   if (v instanceof Uint8Array) return v.byteLength;
   return 8;
 }
 
-/** A client that stopped answering within the grace period; the caller must discard the connection. */
-export class ClientStuck extends Error {}
+/**
+ * A connection the caller must discard: it stopped answering within the grace period, or reex cut
+ * it because the result was about to pass its byte cap (then `result` is the answer to give).
+ */
+export class ClientStuck extends Error {
+  constructor(
+    message: string,
+    readonly result?: ExecResult,
+  ) {
+    super(message);
+  }
+}
+
+/** The socket under a node-postgres client (pg's `connection.stream`, public since pg 7). */
+function socketOf(client: pg.PoolClient): NodeJS.EventEmitter & { destroy(): void } {
+  return (client as unknown as { connection: { stream: NodeJS.EventEmitter & { destroy(): void } } }).connection.stream;
+}
+
+/**
+ * Follows the protocol's message framing on `client`'s socket until stopped, adding up the lengths
+ * the DataRow messages declare in their headers, and destroys the socket as soon as a header would
+ * take them past `budget`: a row that does not fit is cut before its body arrives, so the client
+ * never buffers more than the cap. Measured as PostgreSQL sends rows (text form: bytea as hex).
+ */
+function meter(client: pg.PoolClient, budget: number): { tripped(): boolean; stop(): void } {
+  const socket = socketOf(client);
+  let rows = 0;
+  let body = 0;
+  let header: number[] = [];
+  let tripped = false;
+  const trip = (): void => {
+    tripped = true;
+    // the client reports the cut as an error event; it is discarded, so the event has no one else to reach
+    client.on("error", () => {});
+    socket.destroy();
+  };
+  const onData = (chunk: Buffer): void => {
+    for (let i = 0; i < chunk.length && !tripped; ) {
+      if (body > 0) {
+        const take = Math.min(body, chunk.length - i);
+        body -= take;
+        i += take;
+        continue;
+      }
+      header.push(chunk[i++]!);
+      if (header.length < 5) continue;
+      const length = ((header[1]! << 24) | (header[2]! << 16) | (header[3]! << 8) | header[4]!) >>> 0;
+      if (header[0] === 0x44 && (rows += length + 1) > budget) trip();
+      body = length - 4;
+      header = [];
+    }
+  };
+  socket.on("data", onData);
+  return { tripped: () => tripped, stop: () => socket.off("data", onData) };
+}
 
 async function withDeadline<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -71,7 +128,16 @@ export async function runReadOnly(client: pg.PoolClient, statement: string, limi
       ),
       grace(),
     );
-    result = await fetchAll(client, statement, limits, start, remaining, grace);
+    const bytes = meter(client, limits.maxResultBytes);
+    try {
+      result = await fetchAll(client, statement, limits, start, remaining, grace);
+    } catch (err) {
+      if (!bytes.tripped()) throw err;
+      result = tooLarge(limits.maxResultBytes, start);
+    } finally {
+      bytes.stop();
+    }
+    if (bytes.tripped()) throw new ClientStuck("the result passed its byte cap; the connection was cut", tooLarge(limits.maxResultBytes, start));
   } catch (err) {
     if (err instanceof ClientStuck) throw err;
     result = fail(err);
@@ -120,13 +186,7 @@ async function fetchAll(
         break;
       }
       for (const v of row) bytes += cellBytes(v);
-      if (bytes > limits.maxResultBytes) {
-        return {
-          ok: false,
-          error: { code: "SQL_RUNTIME", category: "runtime", message: tooBig(limits.maxResultBytes) },
-          elapsedMs: round(performance.now() - start),
-        };
-      }
+      if (bytes > limits.maxResultBytes) return tooLarge(limits.maxResultBytes, start);
       rows.push(row);
     }
     if (truncated || chunk.rows.length < want) break;

@@ -20,6 +20,7 @@ import {
   type SqlValue,
   type TableInfo,
 } from "../sql/index.js";
+import { compileFunctionPolicy, FUNCTION_CATALOG_SQL, type FunctionPolicy } from "./functions.js";
 import { checkPostgresSql } from "./guard.js";
 import { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
 import { reexTypes } from "./types.js";
@@ -46,6 +47,11 @@ export interface PostgresSourceOptions {
   maxValuesPerColumn?: number;
   /** Example values per column in the schema. Default 3. */
   examples?: number;
+  /**
+   * Functions allowed besides the built-in IMMUTABLE/STABLE ones, as `name` or `schema.name`
+   * (exact, as PostgreSQL stores them): e.g. an extension's. Default none.
+   */
+  allowFunctions?: string[];
 }
 
 /** Counters of a source's pool, for health checks. */
@@ -58,6 +64,11 @@ export interface PostgresPoolStats {
 /** True for `postgres://` and `postgresql://` URLs. */
 export function isPostgresUrl(text: string): boolean {
   return /^postgres(ql)?:\/\//i.test(text.trim());
+}
+
+/** True for a Postgres source setting: a `postgres://` URL, optionally as `name=postgres://…`. */
+export function isPostgresSetting(text: string): boolean {
+  return /^([A-Za-z0-9_.-]+=)?postgres(ql)?:\/\//i.test(text.trim());
 }
 
 /** Expands `${NAME}` from the environment; a missing variable is CONFIG_INVALID (named, never its value). */
@@ -104,6 +115,8 @@ export class PostgresSource implements ExternalSource {
   private readonly snapshotDir: string;
   private readonly maxValuesPerColumn: number;
   private readonly examples: number;
+  private readonly allowFunctions: string[];
+  private functions: Promise<FunctionPolicy> | undefined;
   private closed = false;
 
   constructor(options: PostgresSourceOptions) {
@@ -114,6 +127,7 @@ export class PostgresSource implements ExternalSource {
     this.snapshotDir = resolve(options.snapshotDir ?? ".reex/pg");
     this.maxValuesPerColumn = options.maxValuesPerColumn ?? 50_000;
     this.examples = options.examples ?? 3;
+    this.allowFunctions = options.allowFunctions ?? [];
     this.pool = new pg.Pool({
       connectionString: expandUrl(options.url),
       max: options.poolSize ?? 4,
@@ -133,7 +147,13 @@ export class PostgresSource implements ExternalSource {
 
   /** Runs one query through every guard layer; never rejects for bad SQL (see {@link ExecResult}). */
   async execute(sql: string, options: ExecuteOptions = {}): Promise<ExecResult> {
-    const checked = await checkPostgresSql(sql);
+    let functions: FunctionPolicy;
+    try {
+      functions = await this.functionPolicy();
+    } catch (err) {
+      return { ok: false, error: { code: "DB_UNREACHABLE", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
+    }
+    const checked = await checkPostgresSql(sql, functions);
     if (!checked.ok) return { ok: false, error: checked.error, elapsedMs: 0 };
     return this.runChecked(checked.statement, options);
   }
@@ -165,6 +185,7 @@ export class PostgresSource implements ExternalSource {
     } catch (err) {
       client.release(err instanceof Error ? err : new Error(String(err)));
       if (err instanceof ClientStuck) {
+        if (err.result) return err.result;
         return {
           ok: false,
           error: {
@@ -177,6 +198,42 @@ export class PostgresSource implements ExternalSource {
       }
       return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
     }
+  }
+
+  /**
+   * What the guard allows on this server, read once from its catalogue (pg_proc, pg_operator,
+   * pg_cast) and kept; a failed read is retried on the next call. Throws DB_UNREACHABLE.
+   */
+  functionPolicy(): Promise<FunctionPolicy> {
+    this.functions ??= this.readFunctionPolicy();
+    this.functions.catch(() => (this.functions = undefined));
+    return this.functions;
+  }
+
+  private async readFunctionPolicy(): Promise<FunctionPolicy> {
+    const q = async (sql: string): Promise<string[][]> => {
+      const r = await this.runChecked(sql, { timeoutMs: 30_000, maxRows: 1_000_000 });
+      if (!r.ok)
+        throw new ReexError(
+          "DB_UNREACHABLE",
+          r.error.code === "DB_UNREACHABLE" ? r.error.message : `could not read the function catalogue of database "${this.name}": ${r.error.message}`,
+        );
+      return r.rows.map((row) => row.map((v) => (v === null ? "" : String(v))));
+    };
+    const split = (text: string | undefined): string[] => (text ? text.split(",") : []);
+    const procs = (await q(FUNCTION_CATALOG_SQL.functions)).map(([schema, name, kind, volatility, argNames, argTypes, projectable]) => ({
+      schema: schema!,
+      name: name!,
+      kind: kind!,
+      volatility: volatility!,
+      argNames: split(argNames),
+      argTypes: split(argTypes),
+      projectable: projectable === "1" || projectable === "true",
+    }));
+    const operators = (await q(FUNCTION_CATALOG_SQL.operators)).map(([name, schema, proc]) => ({ name: name!, schema: schema!, proc: proc! }));
+    const casts = (await q(FUNCTION_CATALOG_SQL.casts)).map(([target, schema, proc]) => ({ target: target!, schema: schema!, proc: proc! }));
+    const path = split((await q(FUNCTION_CATALOG_SQL.searchPath))[0]?.[0]);
+    return compileFunctionPolicy(procs, operators, casts, path, this.allowFunctions);
   }
 
   /** Checks the server answers; throws DB_UNREACHABLE naming only the display name. */
@@ -372,6 +429,7 @@ export async function openPostgresSource(options: PostgresSourceOptions): Promis
   const source = new PostgresSource(options);
   try {
     await source.ping();
+    await source.functionPolicy();
     await source.loadSchema();
     await source.valuesFile();
   } catch (err) {

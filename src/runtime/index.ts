@@ -72,6 +72,7 @@ export async function connectPostgres(config: Config, registry: DatabaseRegistry
         timeoutMs: config.sql.timeoutMs,
         maxRows: config.sql.maxRows,
         snapshotDir: join(config.sql.dataDir, "pg"),
+        allowFunctions: config.sql.postgresFunctions,
       });
       sources.push(source);
       const tables = (source.schema?.tables ?? []).map((t) => t.name);

@@ -47,8 +47,11 @@ afterAll(async () => {
 });
 
 describe("the transaction layer alone (parser check skipped)", () => {
-  test("a write hidden in a function the parser lets through is refused by the READ ONLY transaction", async () => {
-    const through = await retail.execute("SELECT sneaky()");
+  test("a write hidden in a user's function is refused by the allow-list, and by the READ ONLY transaction when the guard is skipped", async () => {
+    const guarded = await retail.execute("SELECT sneaky()");
+    expect(guarded).toMatchObject({ ok: false, error: { code: "SQL_REFUSED", category: "refused" } });
+    if (!guarded.ok) expect(guarded.error.message).toMatch(/sneaky\(\) is not among the functions this database allows/);
+    const through = await retail.runChecked("SELECT sneaky()");
     expect(through).toMatchObject({ ok: false, error: { code: "SQL_REFUSED", category: "refused" } });
     if (!through.ok) expect(through.error.message).toMatch(/read-only transaction/);
     const seq = await retail.runChecked("SELECT nextval('counter')");

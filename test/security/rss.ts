@@ -30,11 +30,14 @@ export function descendants(pid: number): number[] {
   return out;
 }
 
-/** Samples the largest resident set among `root`'s descendants every 2 ms until stopped; returns the peak in MiB. */
-export function watchPeak(root: number): { stop(): number } {
+/**
+ * Samples the largest resident set among `root`'s descendants (and `root` itself with `self`)
+ * every 2 ms until stopped; returns the peak in MiB.
+ */
+export function watchPeak(root: number, options: { self?: boolean } = {}): { stop(): number } {
   let peak = 0;
   const timer = setInterval(() => {
-    for (const pid of descendants(root)) peak = Math.max(peak, rssMiB(pid));
+    for (const pid of options.self ? [root, ...descendants(root)] : descendants(root)) peak = Math.max(peak, rssMiB(pid));
   }, 2);
   return {
     stop() {
