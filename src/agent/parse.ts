@@ -50,13 +50,30 @@ export interface Segment {
   end: number;
 }
 
+const asciiLower = (code: number): number => (code >= 65 && code <= 90 ? code + 32 : code);
+
+/**
+ * Where `needle` (a tag: ASCII) first occurs in `text` at or after `from`, ignoring ASCII case
+ * only, as an offset into `text` itself; -1 when it does not. Lower-casing the whole text instead
+ * would shift offsets wherever a character's lower case has another length (İ, ẞ).
+ */
+export function indexOfTag(text: string, needle: string, from = 0): number {
+  const n = needle.length;
+  outer: for (let i = Math.max(0, from); i + n <= text.length; i++) {
+    for (let j = 0; j < n; j++) {
+      if (asciiLower(text.charCodeAt(i + j)) !== asciiLower(needle.charCodeAt(j))) continue outer;
+    }
+    return i;
+  }
+  return -1;
+}
+
 /**
  * Splits a response into top-level blocks and text; a block's content is opaque up to its own
  * closing tag. Only the syntax's tags are blocks. Default syntax: the ReEx tags.
  */
 export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Segment[] {
   const out: Segment[] = [];
-  const lower = text.toLowerCase();
   let pos = 0;
   const pushText = (end: number): void => {
     if (end > pos) out.push({ kind: "text", role: "text", content: text.slice(pos, end), closed: true, start: pos, end });
@@ -65,7 +82,7 @@ export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Se
     pushText(open.index);
     const contentStart = open.index + open.length;
     const closeTag = `</${open.tag}>`;
-    const closeAt = lower.indexOf(closeTag, contentStart);
+    const closeAt = indexOfTag(text, closeTag, contentStart);
     const role = syntax.tags[open.tag]!;
     if (closeAt < 0) {
       out.push({ kind: open.tag, role, content: text.slice(contentStart), closed: false, start: open.index, end: text.length });

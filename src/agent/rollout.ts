@@ -29,7 +29,7 @@ import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/inde
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { SchemaNames, SegmentGrammars } from "./grammar.js";
-import { extractFinal, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
+import { extractFinal, indexOfTag, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
 import { repairCoverage, type CoverageFix } from "./coverage.js";
 import { repairLiterals, type LiteralFix, type NamedValue } from "./literals.js";
@@ -322,7 +322,7 @@ type SegmentStart = { tokens: number; text: number };
  */
 function closedFinal(segment: string, profile: ModelProfile, forced: boolean): { sql: string; at: number } | undefined {
   const block = segments(segment, profile.syntax).find((b) => b.role === "final" && b.closed);
-  const close = forced && !block ? segment.toLowerCase().indexOf(profile.answer.close.toLowerCase()) : -1;
+  const close = forced && !block ? indexOfTag(segment, profile.answer.close) : -1;
   const content = block ? block.content : close >= 0 ? segment.slice(0, close) : undefined;
   if (content === undefined || unanswerableReason(content) !== null) return undefined;
   const sql = unwrapSql(content);

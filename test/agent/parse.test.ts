@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { extractFinal, extractProbes, formatCheck, normalizeSql, segments } from "../../src/agent/index.js";
+import { PROFILES, extractFinal, extractProbes, formatCheck, normalizeSql, segments, tagWith } from "../../src/agent/index.js";
 import { unwrapSql } from "../../src/agent/testing.js";
 
 describe("extractFinal reads the final SQL of every response format", () => {
@@ -186,5 +186,52 @@ describe("formatCheck follows the template of each family", () => {
 
   it("rejects other formats' tags even when parseable", () => {
     expect(formatCheck("<think>a</think><answer>SELECT 1</answer>", "standard").ok).toBe(false);
+  });
+});
+
+const tagRoleOf = (profile: (typeof PROFILES)[number], role: string): string =>
+  tagWith(profile.syntax, role as Parameters<typeof tagWith>[1]) !== undefined ? role : role === "think" ? "think-alias" : "final-alias";
+
+describe("offsets survive text whose case mapping changes its length", () => {
+  // each lower-cases (İ → i̇) or upper-cases (ß → SS, ﬁ → FI) to another number of code units, or folds by context (Σ)
+  const SHIFTING = "İstanbul İzmir ẞtraße ﬁnal ΣΊΣΥΦΟΣ";
+  const rows = Array.from({ length: 40 }, (_, i) => `İstanbul-${i}`).join("\n");
+
+  it.each(PROFILES.map((p) => [p.id, p] as const))("the %s profile's final SQL and every block read exactly after such values", (_, profile) => {
+    const block = (role: Parameters<typeof tagWith>[1], body: string, upper = false): { role: string; text: string }[] => {
+      const alias = role === "think" ? "think-alias" : role === "final" ? "final-alias" : role;
+      const tag = tagWith(profile.syntax, role) ?? tagWith(profile.syntax, alias);
+      if (tag === undefined) return role === "final" ? [{ role: "fence", text: `\`\`\`sql\n${body}\n\`\`\`` }] : [];
+      const name = upper ? tag.toUpperCase() : tag;
+      return [{ role, text: `<${name}>${body}</${name}>\n` }];
+    };
+    const sql = "SELECT COUNT(*) FROM customers WHERE city = 'İstanbul'";
+    const blocks = [
+      ...block("think", SHIFTING),
+      ...block("probe", "SELECT DISTINCT city FROM customers"),
+      ...block("feedback", `\n${rows}\n`),
+      ...block("think", `${SHIFTING} again`, true),
+      ...block("final", sql),
+    ];
+    const text = `${SHIFTING}\n${blocks.map((b) => b.text).join("")}`;
+    expect(extractFinal(text, profile.syntax)).toMatchObject({ sql, answerable: true, closed: true });
+    const segs = segments(text, profile.syntax);
+    for (const s of segs) {
+      const whole = text.slice(s.start, s.end);
+      if (s.kind === "text") expect(whole).toBe(s.content);
+      else {
+        expect(whole.toLowerCase().startsWith(`<${s.kind}>`)).toBe(true);
+        expect(whole.toLowerCase().endsWith(`</${s.kind}>`)).toBe(true);
+        expect(whole.slice(s.kind.length + 2, whole.length - s.kind.length - 3)).toBe(s.content);
+      }
+    }
+    expect(segs.filter((s) => s.kind !== "text").map((s) => s.role)).toEqual(blocks.filter((b) => b.role !== "fence").map((b) => tagRoleOf(profile, b.role)));
+    if (blocks.some((b) => b.role === "feedback")) expect(segs.find((s) => s.role === "feedback")!.content).toBe(`\n${rows}\n`);
+  });
+
+  it("a value that looks like a tag only after case folding is not a tag", () => {
+    // 'ı' (dotless i) upper-cases to I and 'ſ' (long s) to S; neither may make a closing tag
+    const text = "<final_sql>SELECT 'x</fınal_sql>' AS a, 'y</final_ſql>' AS b</final_sql>";
+    expect(extractFinal(text).sql).toBe("SELECT 'x</fınal_sql>' AS a, 'y</final_ſql>' AS b");
   });
 });
