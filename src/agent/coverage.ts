@@ -109,13 +109,21 @@ function shape(sql: string): Shape | undefined {
   return out;
 }
 
-/** `sql` with `condition` added to its WHERE clause (or a new one), before any GROUP/ORDER/LIMIT. */
-function addCondition(s: Shape, condition: string): string {
-  const { sql } = s;
-  // a trailing `;` goes with the end of the query; one after GROUP/ORDER/LIMIT stays where it is
-  const at = s.tail === undefined ? sql.replace(/[\s;]+$/, "").length : s.toks[s.tail]!.start;
-  const rest = s.tail === undefined ? "" : ` ${sql.slice(at).trimStart()}`;
-  return `${sql.slice(0, at).trimEnd()} ${s.where === undefined ? "WHERE" : "AND"} ${condition}${rest}`;
+/**
+ * `sql` with `condition` added to its WHERE clause (or a new one), right after the token before any
+ * GROUP/ORDER/LIMIT (or the last token), so that comments and a trailing `;` stay where they are;
+ * undefined when the result does not read as the query with exactly the condition's tokens added.
+ */
+function addCondition(s: Shape, condition: string): string | undefined {
+  const { sql, toks } = s;
+  const last = s.tail === undefined ? (toks.at(-1)?.text === ";" ? toks.length - 2 : toks.length - 1) : s.tail - 1;
+  if (last < 0) return undefined;
+  const at = toks[last]!.end;
+  const added = ` ${s.where === undefined ? "WHERE" : "AND"} ${condition}`;
+  const out = `${sql.slice(0, at)}${added}${sql.slice(at)}`;
+  const expected = [...toks.slice(0, last + 1), ...tokenize(added), ...toks.slice(last + 1)].map((t) => t.text);
+  const got = tokenize(out).map((t) => t.text);
+  return got.length === expected.length && got.every((t, i) => t === expected[i]) ? out : undefined;
 }
 
 /** The tables the query reads, each with how to qualify its columns; a table read twice is left out. */
@@ -207,16 +215,18 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
   const tables = readTables(s, schema);
   if (filtering && input.named?.length) {
     const condition = missingCondition(s, schema, input.named, tables);
-    if (condition) {
-      out = addCondition(s, condition);
+    const added = condition ? addCondition(s, condition) : undefined;
+    if (condition && added) {
+      out = added;
       fixes.push({ rule: "condition", from: "", to: condition });
       s = shape(out)!;
     }
   }
   if (filtering && input.question) {
     const condition = await missingYear(s, schema, read, input.question, tables);
-    if (condition) {
-      out = addCondition(s, condition);
+    const added = condition ? addCondition(s, condition) : undefined;
+    if (condition && added) {
+      out = added;
       fixes.push({ rule: "year", from: "", to: condition });
       s = shape(out)!;
     }

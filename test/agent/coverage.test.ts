@@ -80,9 +80,9 @@ describe("repairCoverage: a value the question names that the query never compar
     expect(rows(r!.sql)).toEqual([["Cy"]]);
   });
 
-  it("opens a WHERE clause when the query has none", async () => {
+  it("opens a WHERE clause when the query has none, before its `;`", async () => {
     const r = await repairCoverage("SELECT COUNT(*) FROM customers;", schema, read, { named: [named("customers", "tier", "S")] });
-    expect(r?.sql).toBe("SELECT COUNT(*) FROM customers WHERE tier = 'S'");
+    expect(r?.sql).toBe("SELECT COUNT(*) FROM customers WHERE tier = 'S';");
   });
 
   it("leaves the query alone when the value is only a near match, names a column already read, or the table is not in the query", async () => {
@@ -183,5 +183,33 @@ describe("repairCoverage: the number of rows the question asks for", () => {
     });
     expect(r?.sql).toBe("SELECT first_name FROM customers WHERE tier = 'G' AND country = 'AU' ORDER BY customer_id LIMIT 2");
     expect(r?.fixes.map((f) => f.rule)).toEqual(["condition", "limit"]);
+  });
+});
+
+describe("repairCoverage: comments and strings are never rewritten into", () => {
+  const shipped = named("orders", "status", "SHP");
+
+  it("puts a condition and a year before a trailing comment, where they take effect", async () => {
+    const r = await repairCoverage("SELECT COUNT(*) FROM orders -- all orders", schema, read, {
+      named: [shipped],
+      question: "How many orders shipped in 2022?",
+    });
+    expect(r?.sql).toBe("SELECT COUNT(*) FROM orders WHERE status = 'SHP' AND order_date LIKE '2022%' -- all orders");
+    expect(r?.fixes.map((f) => f.rule)).toEqual(["condition", "year"]);
+    expect(rows(r!.sql)).toEqual([[1]]);
+  });
+
+  it("puts a condition before a comment that sits ahead of ORDER BY or after a `;`", async () => {
+    const ordered = await repairCoverage("SELECT order_id FROM orders /* newest first */\nORDER BY order_date DESC", schema, read, { named: [shipped] });
+    expect(ordered?.sql).toBe("SELECT order_id FROM orders WHERE status = 'SHP' /* newest first */\nORDER BY order_date DESC");
+    expect(rows(ordered!.sql)).toEqual([[2], [1]]);
+    const ended = await repairCoverage("SELECT COUNT(*) FROM orders; -- done", schema, read, { named: [shipped] });
+    expect(ended?.sql).toBe("SELECT COUNT(*) FROM orders WHERE status = 'SHP'; -- done");
+    expect(ended?.fixes).toHaveLength(1);
+  });
+
+  it("leaves a query whose words sit only in comments or strings as it was when the query itself is covered", async () => {
+    const r = await repairCoverage("SELECT COUNT(*) FROM orders WHERE status = 'SHP' -- WHERE order_date", schema, read, { named: [shipped] });
+    expect(r).toBeUndefined();
   });
 });
