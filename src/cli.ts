@@ -2,7 +2,7 @@
  * The `reex` command line: one sub-command per job. Each lives in src/cli/<name>.ts, exports
  * `summary` and `run(argv)`, and is loaded only when used so `reex exec` never loads llama.cpp.
  */
-import { isReexError } from "./errors/index.js";
+import { isReexError, redactSecrets } from "./errors/index.js";
 
 const COMMANDS = ["serve", "ask", "mcp", "exec", "schema", "eval", "train", "reward", "examples"] as const;
 type CommandName = (typeof COMMANDS)[number];
@@ -41,6 +41,20 @@ async function main(argv: string[]): Promise<number> {
   return (await load(name as CommandName)).run(rest);
 }
 
+/**
+ * Everything the commands write to stderr (errors, progress, warnings, a library's stack trace)
+ * passes {@link redactSecrets} first, so no front end prints a `postgres://` password.
+ */
+function redactStderr(): void {
+  const write = process.stderr.write.bind(process.stderr) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  process.stderr.write = ((chunk: unknown, ...rest: unknown[]) =>
+    write(
+      typeof chunk === "string" ? redactSecrets(chunk) : chunk instanceof Uint8Array ? redactSecrets(Buffer.from(chunk).toString("utf8")) : chunk,
+      ...rest,
+    )) as typeof process.stderr.write;
+}
+
+redactStderr();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

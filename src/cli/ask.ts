@@ -145,8 +145,8 @@ export async function run(argv: string[]): Promise<number> {
   const flags: Record<string, string> = { ...settings.flags };
   if (values.model) flags["policy.model"] = values.model;
   const config = loadConfig({ env: process.env, flags, ...(settings.file !== undefined ? { file: settings.file } : {}) });
-  const { isPostgresUrl } = await import("../pg/index.js");
-  const postgres = isPostgresUrl(values.db) ? [values.db] : [];
+  const { isPostgresSetting } = await import("../pg/index.js");
+  const postgres = isPostgresSetting(values.db) ? [values.db] : [];
   const { checkDatabasePath } = await import("../sql/index.js");
   // checked as a registration would be, but not registered: one question leaves the server's list as it was
   const fileEntry = postgres.length > 0 ? undefined : checkDatabasePath(values.db);

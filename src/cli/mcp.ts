@@ -75,11 +75,11 @@ export async function run(argv: string[]): Promise<number> {
   const { pino } = await import("pino");
   const log = pino({ level: config.server.logLevel, base: { front: "mcp" } }, pino.destination(2));
   const { createRuntime } = await import("../runtime/index.js");
-  const { isPostgresUrl } = await import("../pg/index.js");
-  const postgres = args.dbs.filter((db) => isPostgresUrl(db));
+  const { isPostgresSetting } = await import("../pg/index.js");
+  const postgres = args.dbs.filter((db) => isPostgresSetting(db));
   const runtime = await createRuntime(config, { examples: args.examples, postgres, log: (message: string) => console.error(`reex: ${message}`) });
   try {
-    for (const path of args.dbs.filter((db) => !isPostgresUrl(db))) {
+    for (const path of args.dbs.filter((db) => !isPostgresSetting(db))) {
       const entry = await runtime.registry.registerPath(path);
       console.error(`reex: registered ${entry.name} (${entry.id}) from ${entry.path}`);
     }

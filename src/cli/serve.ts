@@ -70,11 +70,14 @@ export async function run(argv: string[]): Promise<number> {
   const { checkPort, startServer } = await import("../server/index.js");
   await checkPort(config);
   const { createRuntime } = await import("../runtime/index.js");
-  const { isPostgresUrl } = await import("../pg/index.js");
-  const runtime = await createRuntime(config, { postgres: dbs.filter((db) => isPostgresUrl(db)), log: (message: string) => console.error(`reex: ${message}`) });
+  const { isPostgresSetting } = await import("../pg/index.js");
+  const runtime = await createRuntime(config, {
+    postgres: dbs.filter((db) => isPostgresSetting(db)),
+    log: (message: string) => console.error(`reex: ${message}`),
+  });
   let server;
   try {
-    for (const path of dbs.filter((db) => !isPostgresUrl(db))) await runtime.registry.registerPath(path);
+    for (const path of dbs.filter((db) => !isPostgresSetting(db))) await runtime.registry.registerPath(path);
     server = await startServer(config, runtime);
   } catch (err) {
     await runtime.close();

@@ -61,7 +61,16 @@ export interface Issue {
   code?: string;
 }
 
-/** The error class of reex: a stable code, a human message, optional structured issues and details. */
+/**
+ * `text` with the password of every `postgres://` / `postgresql://` URL in it (the part between
+ * `user:` and `@`, and any `password=` parameter) replaced by `***`: the one helper every message,
+ * log line and CLI output that may hold a connection URL goes through.
+ */
+export function redactSecrets(text: string): string {
+  return text.replace(/(postgres(?:ql)?:\/\/[^\s:/@?#]*):[^\s@]*@/gi, "$1:***@").replace(/(postgres(?:ql)?:\/\/[^\s]*?[?&]password=)[^\s&#]*/gi, "$1***");
+}
+
+/** The error class of reex: a stable code, a human message (passwords redacted), optional structured issues and details. */
 export class ReexError extends Error {
   override readonly name = "ReexError";
   readonly code: ErrorCode;
@@ -69,9 +78,9 @@ export class ReexError extends Error {
   readonly details?: Record<string, unknown>;
 
   constructor(code: ErrorCode, message: string, options: { issues?: Issue[]; details?: Record<string, unknown>; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(redactSecrets(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    if (options.issues) this.issues = options.issues;
+    if (options.issues) this.issues = options.issues.map((i) => ({ ...i, message: redactSecrets(i.message) }));
     if (options.details) this.details = options.details;
   }
 
