@@ -72,16 +72,27 @@ export function streamRequestSchema(config: Config) {
 /** A message a /v1/stream client may send after its request. */
 export const streamControlSchema = z.object({ type: z.literal("cancel") }).strict();
 
+/** Control, format (bidi overrides, zero-width) and line/paragraph separator characters. */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** A database's display name: 1–128 characters, none of them control, format or bidi characters. */
+const displayName = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine((n) => !UNPRINTABLE.test(n), "a database name may not hold control, format or bidirectional characters (NUL, newlines, U+202E, …)")
+  .refine((n) => n.trim() === n, "a database name may not begin or end with spaces");
+
 /** JSON body of POST /v1/databases registering a server-side path. */
 export const registerPathSchema = z
   .object({
     path: z.string().min(1).max(4096).describe("Absolute path of a SQLite file under one of server.allowedRoots."),
-    name: z.string().min(1).max(128).optional().describe("Display name; default the file name."),
+    name: displayName.optional().describe("Display name; default the file name."),
   })
   .strict();
 
 /** Query of POST /v1/databases for raw uploads. */
-export const uploadQuerySchema = z.object({ name: z.string().min(1).max(128).optional().describe("Display name of the uploaded database.") }).strict();
+export const uploadQuerySchema = z.object({ name: displayName.optional().describe("Display name of the uploaded database.") }).strict();
 
 /** Path parameters of /v1/databases/:id. */
 export const databaseParamsSchema = z.object({ id: z.string().min(1).max(200) }).strict();

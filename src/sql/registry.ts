@@ -303,9 +303,13 @@ export class DatabaseRegistry {
    * the same owner give the same id. A WAL-mode header is switched to rollback mode in the copy so
    * read-only connections never create -wal/-shm files. The same bytes again (unnamed, or under
    * the same name) give the same entry; under another name they are another entry, so requests by
-   * the first name keep working. Throws DB_INVALID.
+   * the first name keep working. The names of the server's own databases (its examples, paths and
+   * PostgreSQL sources) are reserved. Throws DB_INVALID, or BAD_REQUEST for a reserved name.
    */
   async registerBytes(bytes: Uint8Array, options: RegisterOptions = {}): Promise<DatabaseEntry> {
+    const name = options.name;
+    if (name !== undefined && [...this.entries.values(), ...this.external.values()].some((e) => e.source !== "upload" && e.name === name))
+      throw new ReexError("BAD_REQUEST", `the name "${name}" belongs to a database the server serves; upload under another name`);
     const large = bytes.length >= LARGE_UPLOAD_BYTES;
     const hash = large ? await sha256Yielding(options.owner ?? "", bytes) : sha256(options.owner ?? "", "\0", bytes);
     const contentId = `up-${hash.slice(0, 16)}`;

@@ -62,6 +62,32 @@ describe("/v1/databases", () => {
     expect(up.json().name).toBe("x");
   });
 
+  it("refuses upload names with control, format or bidi characters and names the server's own databases hold, and keeps every other name", async () => {
+    t = await makeApp();
+    const bytes = sqliteBytes(t.dir);
+    const upload = (name: string) =>
+      t!.app.inject({
+        method: "POST",
+        url: `/v1/databases?name=${encodeURIComponent(name)}`,
+        headers: { "content-type": "application/octet-stream" },
+        payload: bytes,
+      });
+    for (const name of ["a\u0000b", "two\nlines", "tab\there", "evil\u202Egnp.exe", "zero\u200Bwidth", "line\u2028sep", " padded"]) {
+      const r = await upload(name);
+      expect(r.statusCode, JSON.stringify(name)).toBe(400);
+      expect(r.json().code).toBe("BAD_REQUEST");
+    }
+    const taken = await upload("shared");
+    expect(taken.statusCode).toBe(400);
+    expect(taken.json()).toMatchObject({ code: "BAD_REQUEST", message: expect.stringMatching(/"shared" belongs to a database the server serves/) });
+    const byName = await t.app.inject({ method: "GET", url: "/v1/databases/shared" });
+    expect(byName.statusCode).toBe(200);
+    expect(byName.json().source).toBe("path");
+    const turkish = await upload("İstanbul müşterileri");
+    expect(turkish.statusCode).toBe(201);
+    expect(turkish.json().name).toBe("İstanbul müşterileri");
+  });
+
   it("rejects bytes that are not SQLite with DB_INVALID and empty uploads with BAD_REQUEST", async () => {
     t = await makeApp();
     const bad = await t.app.inject({
