@@ -4,7 +4,7 @@
  */
 import { isReexError, redactSecrets } from "./errors/index.js";
 
-const COMMANDS = ["serve", "ask", "mcp", "exec", "schema", "eval", "train", "reward", "examples"] as const;
+const COMMANDS = ["serve", "ask", "mcp", "exec", "schema", "eval", "train", "reward", "examples", "models"] as const;
 type CommandName = (typeof COMMANDS)[number];
 
 interface CommandModule {

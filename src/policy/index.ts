@@ -21,3 +21,4 @@ export type {
 export { createLlamaPolicy, type LlamaPolicyOptions } from "./llama.js";
 export { createRemotePolicy, type RemotePolicyOptions } from "./remote/index.js";
 export { modelDisplayName } from "./info.js";
+export { modelsCacheDir, PACKAGED_MODELS, pullModel, type PackagedModel, type PullOptions } from "./pull.js";
