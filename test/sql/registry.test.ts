@@ -64,7 +64,7 @@ describe("DatabaseRegistry", () => {
   it("names the ids a shared name stands for, only those the caller may see", async () => {
     const { db, dataDir } = setup();
     const registry = new DatabaseRegistry({ dataDir });
-    const shared = await registry.registerPath(db, { name: "sales" });
+    const shared = await registry.registerBytes(readFileSync(db), { name: "sales" });
     const mine = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-a" });
     const theirs = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-b" });
     const error = (() => {
@@ -78,6 +78,17 @@ describe("DatabaseRegistry", () => {
     expect(error?.message).toContain(shared.id);
     expect(error?.message).toContain(mine.id);
     expect(error?.message).not.toContain(theirs.id);
+  });
+
+  it("keeps the names of the server's own databases for them: an upload may not take one", async () => {
+    const { db, dataDir } = setup();
+    const registry = new DatabaseRegistry({ dataDir });
+    const served = await registry.registerPath(db, { name: "sales" });
+    for (const owner of [undefined, "key-a"]) {
+      await expect(registry.registerBytes(readFileSync(db), { name: "sales", ...(owner ? { owner } : {}) })).rejects.toMatchObject({ code: "BAD_REQUEST" });
+    }
+    expect(registry.get("sales").id).toBe(served.id);
+    expect(registry.list().filter((e) => e.name === "sales")).toHaveLength(1);
   });
 
   it("stores uploaded bytes under dataDir/uploads with a content-hash id, queryable, leaving the source alone", async () => {
