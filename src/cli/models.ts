@@ -57,7 +57,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const path = await pullModel(name, {
       modelsDir: values["models-dir"] ?? join(packageRoot(), "models"),
-      cacheDir: modelsCacheDir(),
+      cacheDir: modelsCacheDir(process.env),
+      pythons: [...(process.env.REEX_PYTHON ? [process.env.REEX_PYTHON] : []), "python3", "/usr/bin/python3"],
       log: (m) => console.error(`reex models: ${m}`),
     });
     console.log(path);

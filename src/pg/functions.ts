@@ -68,7 +68,7 @@ function parseAllowed(entry: string): { schema: string | null; name: string } {
 }
 
 /** Whether one overload is allowed by the rules of this module's header. */
-export function procAllowed(row: ProcRow, allow: readonly string[] = []): boolean {
+function procAllowed(row: ProcRow, allow: readonly string[] = []): boolean {
   for (const entry of allow) {
     const a = parseAllowed(entry);
     if (a.name === row.name && (a.schema === null || a.schema === row.schema)) return true;

@@ -1,7 +1,7 @@
 /** PostgreSQL as a database source: the guard layers, the read-only session, type normalisation and the source itself. */
 export { checkPostgresSql, deniedFunctionsIn, type PgGuardResult } from "./guard.js";
 export { deniedFunction } from "./denied.js";
-export { callAllowed, compileFunctionPolicy, procAllowed, type FunctionPolicy, type ProcRow } from "./functions.js";
+export type { FunctionPolicy } from "./functions.js";
 export { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
 export { classifyPostgresError, parserFor, reexTypes } from "./types.js";
 export {

@@ -15,7 +15,7 @@ export interface ReadOnlyLimits {
   timeoutMs: number;
   /** Rows returned at most; more set `truncated`. */
   maxRows: number;
-  /** Result size cap (text length + bytes + 8 per other cell); past it the run fails SQL_RUNTIME. */
+  /** Result size cap: the bytes of the rows as PostgreSQL sends them (text form, bytea as hex); past it the run fails SQL_RUNTIME. */
   maxResultBytes: number;
 }
 
@@ -25,18 +25,9 @@ const CLIENT_GRACE_MS = 2000;
 
 const round = (ms: number): number => Math.round(ms * 1000) / 1000;
 
-function tooBig(limit: number): string {
-  return `the result is larger than ${Math.round((limit / 1024 / 1024) * 10) / 10} MiB; select fewer rows or columns, or aggregate`;
-}
-
 function tooLarge(limit: number, start: number): ExecResult {
-  return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: tooBig(limit) }, elapsedMs: round(performance.now() - start) };
-}
-
-function cellBytes(v: SqlValue): number {
-  if (typeof v === "string") return v.length;
-  if (v instanceof Uint8Array) return v.byteLength;
-  return 8;
+  const message = `the result is larger than ${Math.round((limit / 1024 / 1024) * 10) / 10} MiB; select fewer rows or columns, or aggregate`;
+  return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message }, elapsedMs: round(performance.now() - start) };
 }
 
 /**
@@ -129,15 +120,16 @@ export async function runReadOnly(client: pg.PoolClient, statement: string, limi
       grace(),
     );
     const bytes = meter(client, limits.maxResultBytes);
+    let fetched: ExecResult | undefined;
     try {
-      result = await fetchAll(client, statement, limits, start, remaining, grace);
+      fetched = await fetchAll(client, statement, limits, start, remaining, grace);
     } catch (err) {
       if (!bytes.tripped()) throw err;
-      result = tooLarge(limits.maxResultBytes, start);
     } finally {
       bytes.stop();
     }
-    if (bytes.tripped()) throw new ClientStuck("the result passed its byte cap; the connection was cut", tooLarge(limits.maxResultBytes, start));
+    if (bytes.tripped() || !fetched) throw new ClientStuck("the result passed its byte cap; the connection was cut", tooLarge(limits.maxResultBytes, start));
+    result = fetched;
   } catch (err) {
     if (err instanceof ClientStuck) throw err;
     result = fail(err);
@@ -168,7 +160,6 @@ async function fetchAll(
   }
   const rows: SqlValue[][] = [];
   let columns: string[] = [];
-  let bytes = 0;
   let truncated = false;
   let first = true;
   for (;;) {
@@ -185,8 +176,6 @@ async function fetchAll(
         truncated = true;
         break;
       }
-      for (const v of row) bytes += cellBytes(v);
-      if (bytes > limits.maxResultBytes) return tooLarge(limits.maxResultBytes, start);
       rows.push(row);
     }
     if (truncated || chunk.rows.length < want) break;

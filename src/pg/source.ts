@@ -37,7 +37,7 @@ export interface PostgresSourceOptions {
   timeoutMs?: number;
   /** Rows returned per query when a call gives no limit. Default 1000. */
   maxRows?: number;
-  /** Largest result (text + bytes + 8 per other cell) before a query fails SQL_RUNTIME. Default 32 MiB. */
+  /** Largest result, in bytes as PostgreSQL sends the rows (text form, bytea as hex), before a query fails SQL_RUNTIME. Default 32 MiB. */
   maxResultBytes?: number;
   /** How long connecting may take, ms. Default 10000. */
   connectTimeoutMs?: number;

