@@ -35,6 +35,28 @@ async function promptTokensProcessed(url: string): Promise<number> {
   return Number(m[1]);
 }
 
+/** reex's runtime on the remote backend against `llamaUrl`, behind the real server on a free port; `close` undoes it all. */
+async function serveRemote(llamaUrl: string, agent: Record<string, number> = {}): Promise<{ runtime: Runtime; server: RunningServer; close(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), "reex-llama-server-"));
+  const config = parseConfig({
+    server: { port: 0, logLevel: "silent" },
+    sql: { dataDir },
+    policy: { backend: "remote", remoteUrl: `${llamaUrl}/v1`, remoteTimeoutMs: 60_000 },
+    agent,
+  });
+  const runtime = await createRuntime(config);
+  const server = await startServer(config, runtime);
+  return {
+    runtime,
+    server,
+    async close() {
+      await server.close();
+      await runtime.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 interface SqlBody {
   sql: string | null;
   candidates: { sql: string | null; path: string; error?: string }[];
@@ -46,29 +68,20 @@ describe("reex on the remote backend, served by llama-server (qwen2 architecture
   let llama: LlamaServer;
   let runtime: Runtime;
   let server: RunningServer;
-  let dataDir: string;
+  let served: Awaited<ReturnType<typeof serveRemote>> | undefined;
   let model: string;
 
   beforeAll(async () => {
     model = await buildRealModel("qwen2");
     // 4 slots of 4096 tokens; one thread, as the machine's other tests need the second core.
     llama = await startLlamaServer(tools.server, model, ["-c", "16384", "-np", "4", "-t", "1", "-tb", "1", "--metrics"]);
-    dataDir = mkdtempSync(join(tmpdir(), "reex-llama-server-"));
-    const config = parseConfig({
-      server: { port: 0, logLevel: "silent" },
-      sql: { dataDir },
-      policy: { backend: "remote", remoteUrl: `${llama.url}/v1`, remoteTimeoutMs: 60_000 },
-      agent: { maxTokens: 400, finalReserve: 200, maxInteractions: 2 },
-    });
-    runtime = await createRuntime(config);
-    server = await startServer(config, runtime);
+    served = await serveRemote(llama.url, { maxTokens: 400, finalReserve: 200, maxInteractions: 2 });
+    ({ runtime, server } = served);
   }, 120_000);
 
   afterAll(async () => {
-    await server?.close();
-    await runtime?.close();
+    await served?.close();
     await llama?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   const ask = async (body: Record<string, unknown>): Promise<{ status: number; body: SqlBody }> => {
@@ -270,27 +283,18 @@ describe("the remote backend takes its profile and chat template from what llama
 describe("the shipped Q8_0 starter served by llama-server: the portable build computes on a quantised model", () => {
   const STARTER = new URL("../../models/reex-starter.gguf", import.meta.url).pathname;
   let llama: LlamaServer;
-  let runtime: Runtime;
   let server: RunningServer;
-  let dataDir: string;
+  let served: Awaited<ReturnType<typeof serveRemote>> | undefined;
 
   beforeAll(async () => {
     llama = await startLlamaServer(tools.server, STARTER, ["-c", "8192", "-np", "2", "-t", "1", "-tb", "1"]);
-    dataDir = mkdtempSync(join(tmpdir(), "reex-llama-server-q8-"));
-    const config = parseConfig({
-      server: { port: 0, logLevel: "silent" },
-      sql: { dataDir },
-      policy: { backend: "remote", remoteUrl: `${llama.url}/v1`, remoteTimeoutMs: 60_000 },
-    });
-    runtime = await createRuntime(config);
-    server = await startServer(config, runtime);
+    served = await serveRemote(llama.url);
+    server = served.server;
   }, 120_000);
 
   afterAll(async () => {
-    await server?.close();
-    await runtime?.close();
+    await served?.close();
     await llama?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("loads the Q8_0 tensors and answers the README's clinic question over reex's REST API with probes and a final SQL", async () => {
