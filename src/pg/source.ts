@@ -25,6 +25,9 @@ import { checkPostgresSql } from "./guard.js";
 import { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
 import { reexTypes } from "./types.js";
 
+/** How long a dropped connection's backend gets to end on its own before it is terminated, ms. */
+const BACKEND_END_MS = 500;
+
 /** Settings of one {@link PostgresSource}; the limits match the `sql` config section. */
 export interface PostgresSourceOptions {
   /** `postgres://user[:password]@host[:port]/database`; `${NAME}` parts are read from the environment. */
@@ -183,8 +186,10 @@ export class PostgresSource implements ExternalSource {
       client.release();
       return result;
     } catch (err) {
+      const pid = (client as unknown as { processID: number | null }).processID;
       client.release(err instanceof Error ? err : new Error(String(err)));
       if (err instanceof ClientStuck) {
+        if (pid !== null) await this.endBackend(pid);
         if (err.result) return err.result;
         return {
           ok: false,
@@ -197,6 +202,34 @@ export class PostgresSource implements ExternalSource {
         };
       }
       return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
+    }
+  }
+
+  /**
+   * After a dropped connection: waits (bounded) until its backend is gone, terminating it if it is
+   * still there, so that no query of reex runs on after its answer. Best effort: the backend's own
+   * statement and idle timeouts end it anyway.
+   */
+  private async endBackend(pid: number): Promise<void> {
+    const until = performance.now() + BACKEND_END_MS;
+    const alive = async (): Promise<boolean> =>
+      (await this.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).rowCount !== 0;
+    const settle = async (): Promise<void> => {
+      while (await alive()) {
+        if (performance.now() > until) {
+          await this.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([settle(), new Promise<void>((r) => (timer = setTimeout(r, 2 * BACKEND_END_MS)))]);
+    } catch {
+      // the server is unreachable or the role may not see the backend: its own timeouts end it
+    } finally {
+      clearTimeout(timer);
     }
   }
 
