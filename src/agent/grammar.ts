@@ -25,6 +25,7 @@
  */
 import type { PromptFamily } from "./types.js";
 import { TABLE_ALIASES, UNANSWERABLE_MARKER } from "./prompts.js";
+import type { NameBinding } from "./binding.js";
 
 /** The identifiers of a database: its tables and each table's columns. */
 export interface SchemaNames {
@@ -39,6 +40,8 @@ export interface SegmentGrammars {
   first?: string;
   segment?: string;
   finalBody?: string;
+  /** Also keep the SQL's names bound to its FROM lists as it is drawn (see binding.ts); default none. */
+  binding?: NameBinding;
 }
 
 /** Keywords that must be quoted to be used as identifiers (and that the identifier check ignores). */
@@ -782,7 +785,8 @@ export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, 
   };
 }
 
-const KEYWORD_LIKE = new Set([
+/** Keywords, functions and type names: words the identifier check does not take for names. */
+export const KEYWORD_LIKE = new Set([
   ...RESERVED,
   ...FUNCTIONS,
   ...TYPES,

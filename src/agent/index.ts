@@ -30,6 +30,7 @@ export {
   type RolloutResult,
   type RolloutState,
 } from "./rollout.js";
+export { NameBinding } from "./binding.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
 export { preparePrompt } from "./inputs.js";
 export { repairTables, type TableRepair, type TableSwap } from "./repair.js";

@@ -28,7 +28,8 @@ import { guardSink, type EventSink } from "../events/index.js";
 import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
-import type { SchemaNames, SegmentGrammars } from "./grammar.js";
+import type { GrammarStart, SchemaNames, SegmentGrammars } from "./grammar.js";
+import type { NameBinding } from "./binding.js";
 import { extractFinal, indexOfTag, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
 import { repairCoverage, type CoverageFix } from "./coverage.js";
@@ -167,6 +168,8 @@ export interface RolloutState {
   literals?: LiteralFix[];
   /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
   coverage?: CoverageFix[];
+  /** How the grammars' name binding went (see `SegmentGrammars.binding`); absent without one. */
+  binding?: BindingReport;
   done: boolean;
   stopReason: RolloutStopReason | null;
   error?: { code: string; message: string };
@@ -202,7 +205,22 @@ export interface RolloutResult {
   literals?: LiteralFix[];
   /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
   coverage?: CoverageFix[];
+  /** How the grammars' name binding went; absent without one. */
+  binding?: BindingReport;
   error?: { code: string; message: string };
+}
+
+/**
+ * How name binding went in a rollout: "decoder" when every SQL token passed the check as it was
+ * drawn, "fallback" when some position was kept after every redraw was refused, "unavailable" when
+ * the decode path could not apply it (the final SQL is then only checked afterwards: `unbound`).
+ */
+export interface BindingReport {
+  mode: "decoder" | "fallback" | "unavailable";
+  /** Tokens drawn again because they would not bind. */
+  redrawn: number;
+  /** Why the final SQL's names do not bind, when they do not (checked after generation). */
+  unbound?: string;
 }
 
 /** A fresh state for a rollout that starts right after the prompt. */
@@ -212,7 +230,7 @@ export function createRolloutState(): RolloutState {
 
 /** An independent copy of a state (probe records are immutable and shared). */
 export function cloneRolloutState(state: RolloutState): RolloutState {
-  return { ...state, probes: state.probes.slice(), ...(state.error ? { error: { ...state.error } } : {}) };
+  return { ...state, probes: state.probes.slice(), ...(state.error ? { error: { ...state.error } } : {}), ...(state.binding ? { binding: { ...state.binding } } : {}) };
 }
 
 /** Forks a trajectory and copies its rollout state so both can continue independently. */
@@ -255,6 +273,8 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const probing = profile.probe !== undefined && (options.family ?? profile.families[0]) === "execution-aware" && !state.forcedFinal;
   const grammars = options.grammar;
   const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
+  const binding = grammar !== undefined ? grammars?.binding : undefined;
+  const segmentStart: GrammarStart = state.forcedFinal ? "final-body" : state.text.length === 0 ? "first" : "segment";
 
   const start = { tokens: trajectory.record.tokens.length, text: state.text.length };
   let generated;
@@ -268,6 +288,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
       ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
       ...(options.ignoreEos ? { ignoreEos: true } : {}),
       ...(grammar !== undefined ? { grammar } : {}),
+      ...(binding ? { admit: (text: string) => binding.admits(text, segmentStart) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),
     });
@@ -276,6 +297,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   }
   state.text += generated.text;
   state.generatedTokens += generated.tokens.length;
+  if (binding) state.binding = mergeBinding(state.binding, generated.admitted ?? "unavailable", generated.redrawn ?? 0);
   if (generated.stopReason === "aborted" || options.signal?.aborted) return end(state, "aborted");
 
   const blocks = segments(generated.text, profile.syntax);
@@ -604,7 +626,7 @@ export async function runRollout(policy: Policy, prompt: BuiltPrompt, options: R
 export function finishRollout(
   trajectory: Trajectory,
   state: RolloutState,
-  options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile"> = {},
+  options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile" | "grammar"> = {},
 ): RolloutResult {
   if (!state.done) throw new ReexError("INTERNAL", "finishRollout called on a rollout that has not ended");
   const profile = options.profile ?? reexProfile;
@@ -644,9 +666,23 @@ export function finishRollout(
     ...(state.repairs ? { repairs: state.repairs.map((s) => ({ ...s })) } : {}),
     ...(state.literals ? { literals: state.literals.map((l) => ({ ...l })) } : {}),
     ...(state.coverage ? { coverage: state.coverage.map((c) => ({ ...c })) } : {}),
+    ...(state.binding ? { binding: bindingOf(state.binding, finalSql, options.grammar?.binding) } : {}),
     ...(state.error ? { error: { ...state.error } } : {}),
   };
   if (options.emitFinal)
     guardSink(options.sink)?.({ type: "final", sql: finalSql, answerable, ...(result.reason !== undefined ? { reason: result.reason } : {}) });
   return result;
+}
+
+const BINDING_RANK = { decoder: 0, fallback: 1, unavailable: 2 } as const;
+
+function mergeBinding(report: BindingReport | undefined, mode: BindingReport["mode"], redrawn: number): BindingReport {
+  const prior = report?.mode ?? "decoder";
+  return { mode: BINDING_RANK[mode] > BINDING_RANK[prior] ? mode : prior, redrawn: (report?.redrawn ?? 0) + redrawn };
+}
+
+/** The report with the final SQL checked after generation. */
+function bindingOf(report: BindingReport, finalSql: string | null, binding: NameBinding | undefined): BindingReport {
+  const unbound = finalSql && binding ? binding.check(finalSql) : undefined;
+  return { mode: report.mode, redrawn: report.redrawn, ...(unbound !== undefined ? { unbound } : {}) };
 }

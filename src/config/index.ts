@@ -208,6 +208,12 @@ const decodingSchema = z
      * for any other model (the grammar caps reasoning and covers a subset of SQLite). Default "auto".
      */
     constrained: z.enum(["auto", "on", "off"]).default("auto"),
+    /**
+     * With constrained decoding, also keep every SQL name bound to its FROM list as it is drawn
+     * (PICARD-style: a column only of a table in scope, FROM tables that hold the columns named
+     * before it, aliases only as bound); see README "SQL that binds". Default true.
+     */
+    bindNames: z.boolean().default(true),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */

@@ -61,6 +61,8 @@ export interface DecoderDefaults {
   maxCandidates: number;
   /** Constrained decoding of requests that do not say: "auto" is on for the project's starter model only. Default "auto". */
   constrained: "auto" | "on" | "off";
+  /** Constrained requests also bind names to their FROM lists as they are drawn. Default true. */
+  bindNames: boolean;
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -82,6 +84,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     topP: config.decoding.topP,
     maxCandidates: config.decoding.maxCandidates,
     constrained: config.decoding.constrained,
+    bindNames: config.decoding.bindNames,
     maxInteractions: config.agent.maxInteractions,
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
@@ -222,10 +225,11 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     });
     try {
       const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
-      const grammar: SegmentGrammars | undefined =
+      const built: SegmentGrammars | undefined =
         (req.constrained ?? constrainedByDefault)
           ? await grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
           : undefined;
+      const grammar = built && defaults.bindNames === false ? withoutBinding(built) : built;
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(
@@ -327,4 +331,8 @@ function genericShortfall(control: RequestControl, got: number, wanted: number, 
   if (control.cause === "deadline") return `${head}: the deadline of ${req.deadlineMs} ms passed`;
   if (control.cause === "budget") return `${head}: the request's budget of ${req.maxTotalTokens} generated tokens was spent`;
   return `${head}: the other trajectories failed before a final answer`;
+}
+
+function withoutBinding({ binding: _, ...grammars }: SegmentGrammars): SegmentGrammars {
+  return grammars;
 }

@@ -567,7 +567,11 @@ export class TreeDecoder {
       run.emit({ type: "prune", path: b.path, reason: stopPruneReason(run) });
       return;
     }
-    const rollout = finishRollout(b.trajectory, b.state, { path: b.path, ...(run.base.profile ? { profile: run.base.profile } : {}) });
+    const rollout = finishRollout(b.trajectory, b.state, {
+      path: b.path,
+      ...(run.base.profile ? { profile: run.base.profile } : {}),
+      ...(run.base.grammar ? { grammar: run.base.grammar } : {}),
+    });
     await b.trajectory.release();
     if (!this.options.prune) {
       await this.giveBackFrom(b, leftover);

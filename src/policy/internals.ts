@@ -27,7 +27,7 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { getModuleVersion, type LlamaContext, type LlamaContextSequence, type Token } from "node-llama-cpp";
 import { StepCosts } from "./draft.js";
-import type { StepCost } from "./types.js";
+import { MAX_REDRAWS, MAX_REFUSALS, type StepCost } from "./types.js";
 
 /** The node-llama-cpp version this module was verified against. */
 export const VERIFIED_NODE_LLAMA_CPP_VERSION = "3.22.1";
@@ -506,6 +506,8 @@ export interface DirectSampling {
   dispose(): void;
   /** What the context's decode steps have cost, by the tokens they evaluated (for sizing drafts). */
   readonly costs: StepCosts;
+  /** With `admit`: how its check went so far; undefined where it cannot be applied (no grammar, or bindings without grammar calls). */
+  readonly admission?: Admission;
 }
 
 /** The sampling options {@link directSampling} passes to node-llama-cpp's own sampler config. */
@@ -517,6 +519,17 @@ export interface DirectSamplingOptions {
   grammarEvaluationState?: unknown;
   /** Return each token's probability. */
   confidence: boolean;
+  /**
+   * With a grammar: whether `token`, after the step's tokens `prefix`, may be drawn; a refused one
+   * is drawn again without it (see {@link DirectSampling.admission}). Default none.
+   */
+  admit?: (prefix: readonly number[], token: number) => boolean;
+}
+
+/** How a sampler's `admit` check went: tokens drawn again, positions kept after every redraw was refused. */
+export interface Admission {
+  redrawn: number;
+  fallbacks: number;
 }
 
 interface NativeBatchContext {
@@ -544,7 +557,7 @@ interface DirectSequence {
   tokenMeter: { useTokens(tokens: number, type: "input" | "output"): void };
   model: {
     _model?: unknown;
-    _llama?: { _bindings?: { AddonSampler?: new (model: unknown) => NativeSampler } };
+    _llama?: { _bindings?: { AddonSampler?: new (model: unknown) => NativeSampler; AddonGrammarEvaluationState?: new (existing: unknown) => unknown } };
     isEogToken?: (token: Token) => boolean;
   };
 }
@@ -569,6 +582,8 @@ interface DirectRequest {
   confidence: boolean;
   /** Set where a grammar constrains sampling and probabilities are wanted (see {@link GrammarFirstDraw}). */
   grammarFirst?: GrammarFirstDraw;
+  /** Set with `DirectSamplingOptions.admit` where a grammar is (see {@link DirectDecoder.drawAdmitted}). */
+  admit?: { check: (prefix: readonly number[], token: number) => boolean; admission: Admission; on: boolean };
   resolve: (value: StepTokens) => void;
   reject: (err: unknown) => void;
 }
@@ -586,6 +601,10 @@ interface GrammarFirstDraw {
   free: NativeSampler;
   allows(token: number): boolean;
   accept(token: number): void;
+  isEog(token: number): boolean;
+  /** A sampler over a copy of the grammar state (the real one is left as it is) that never draws `banned`. */
+  scratch(banned: readonly number[]): NativeSampler;
+  dispose(): void;
 }
 
 /**
@@ -725,6 +744,57 @@ class DirectDecoder {
   }
 
   /**
+   * One position behind the grammar and `req.admit`: draws from the model without the grammar and
+   * keeps the token if both allow it, as {@link GrammarFirstDraw} does; otherwise draws with the
+   * grammar on a copy of its state and without the tokens refused so far, until `admit` takes one
+   * or {@link MAX_REDRAWS} redraws are spent (then the last is kept and the check turned off for
+   * the rest of the call). Only the kept token reaches the real grammar state.
+   */
+  private async drawAdmitted(req: DirectRequest, g: GrammarFirstDraw, index: number, prefix: readonly number[]): Promise<unknown> {
+    const native = this.context._ctx;
+    const admit = req.admit!;
+    const ok = (t: number): boolean => g.isEog(t) || admit.check(prefix, t);
+    const banned: number[] = [];
+    let out = await native.sampleToken(index, g.free, false, req.confidence);
+    let t = tokenOf(out);
+    if (t == null || t === -1) return out;
+    if (g.allows(t)) {
+      if (ok(t)) {
+        g.accept(t);
+        return out;
+      }
+      banned.push(t);
+      admit.admission.redrawn++;
+    }
+    let last: { out: unknown; token: number } | undefined = banned.length > 0 ? { out, token: t } : undefined;
+    for (let k = 0; ; k++) {
+      try {
+        out = await native.sampleToken(index, g.scratch(banned), false, req.confidence);
+        t = tokenOf(out);
+      } catch {
+        // every token the grammar allows is refused: llama.cpp drew one it does not, and the copy of the state broke
+        t = -1;
+      }
+      if (t == null || t === -1 || k >= MAX_REDRAWS || admit.admission.redrawn >= MAX_REFUSALS) {
+        // nothing more the grammar allows, or the redraws are spent: keep the last and stop checking
+        const kept = t == null || t === -1 ? last : { out, token: t };
+        admit.admission.fallbacks++;
+        admit.on = false;
+        if (!kept) return native.sampleToken(index, req.sampler, false, req.confidence);
+        g.accept(kept.token);
+        return kept.out;
+      }
+      if (ok(t)) {
+        g.accept(t);
+        return out;
+      }
+      banned.push(t);
+      admit.admission.redrawn++;
+      last = { out, token: t };
+    }
+  }
+
+  /**
    * Samples `req`'s positions in order, one native sample each, as long as the model samples what
    * was drafted: a token sampled differently (or the one after the draft) ends the step. Since
    * each kept token is one draw of the sampler from the same logits a plain step would compute,
@@ -743,6 +813,7 @@ class DirectDecoder {
     let accepted = 0;
     const { grammarFirst } = req;
     const sample = async (i: number, sampler: NativeSampler): Promise<unknown> => {
+      if (req.admit?.on && grammarFirst && sampler === req.sampler) return this.drawAdmitted(req, grammarFirst, indexes[i]!, req.draft.slice(0, i));
       if (!req.confidence) return native.sampleToken(indexes[i]!, sampler);
       if (grammarFirst && sampler === req.sampler) {
         const out = await native.sampleToken(indexes[i]!, grammarFirst.free, false, true);
@@ -773,6 +844,11 @@ class DirectDecoder {
     seq.tokenMeter.useTokens(evaluated.length, "output");
     return { tokens, compared: Math.min(req.draft.length, accepted + 1), accepted, evaluated: evaluated.length };
   }
+}
+
+/** The first token of a native sample's output. */
+function tokenOf(out: unknown): number | null | undefined {
+  return Array.isArray(out) ? (out[0] as number | null | undefined) : (out as number | null | undefined);
 }
 
 const decoders = new WeakMap<object, DirectDecoder>();
@@ -849,7 +925,8 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   sampler.applyConfig(config);
   // greedy without a grammar keeps no state between draws: one sampler per drafted position
   const stateless = options.temperature <= 0 && options.grammarEvaluationState == null;
-  const grammarFirst = options.confidence ? grammarFirstDraw(s, config, Sampler) : undefined;
+  const grammarFirst = options.confidence || options.admit ? grammarFirstDraw(s, config, Sampler) : undefined;
+  const admit = options.admit && grammarFirst ? { check: options.admit, admission: { redrawn: 0, fallbacks: 0 }, on: true } : undefined;
   const extra: NativeSampler[] = [];
   const samplerAt = (position: number): NativeSampler => {
     if (position === 0) return sampler;
@@ -864,6 +941,7 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   let disposed = false;
   return {
     costs: decoder.costs,
+    ...(admit ? { admission: admit.admission } : {}),
     next(token, draft) {
       const result = new Promise<StepTokens>((resolve, reject) => {
         if (disposed) throw new Error("the sampler was disposed");
@@ -877,6 +955,7 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
           ...(stateless ? { samplerAt } : {}),
           confidence: options.confidence,
           ...(grammarFirst ? { grammarFirst } : {}),
+          ...(admit ? { admit } : {}),
           resolve,
           reject,
         });
@@ -892,7 +971,7 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
       disposed = true;
       void pending.then(() => {
         sampler.dispose();
-        grammarFirst?.free.dispose();
+        grammarFirst?.dispose();
         for (const more of extra) more.dispose();
       });
     },
@@ -919,12 +998,26 @@ function grammarFirstDraw(
   const free = new Sampler(s.model._model);
   free.applyConfig(rest);
   const isEog = (token: number) => s.model.isEogToken!(token as Token);
+  const States = s.model._llama?._bindings?.AddonGrammarEvaluationState;
+  let scratch: NativeSampler | undefined;
   return {
     free,
     allows: (token) => statics.canBeNextTokenForGrammarEvaluationState!(state, token),
     // the native sampler's own accept skips end-of-generation tokens
     accept: (token) => {
       if (!isEog(token)) statics.acceptGrammarEvaluationStateToken!(state, token);
+    },
+    isEog,
+    scratch: (banned) => {
+      if (!States) throw new Error("these llama.cpp bindings cannot copy a grammar state");
+      scratch ??= new Sampler(s.model._model);
+      const bias = banned.length > 0 ? { tokenBiasKeys: Uint32Array.from(banned), tokenBiasValues: new Float32Array(banned.length).fill(-Infinity) } : {};
+      scratch.applyConfig({ ...rest, ...bias, grammarEvaluationState: new States(state) });
+      return scratch;
+    },
+    dispose: () => {
+      free.dispose();
+      scratch?.dispose();
     },
   };
 }

@@ -294,7 +294,13 @@ export class LlamaTrajectory implements Trajectory {
     };
     let next: () => Promise<SampledToken>;
     let finish: () => Promise<unknown>;
-    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs });
+    const check = options.admit && grammarEvaluationState ? options.admit : undefined;
+    // the segment's text with a step's earlier tokens and a candidate after it
+    const admit = check
+      ? (prefix: readonly number[], token: number): boolean =>
+          check(model.detokenize(asTokens([...textTokens, ...prefix.filter((t) => !model.isEogToken(t as Token)), token]), false, asTokens(before)))
+      : undefined;
+    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs, ...(admit ? { admit } : {}) });
     if (direct) {
       try {
         await this.settle();
@@ -368,7 +374,9 @@ export class LlamaTrajectory implements Trajectory {
     }
     const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
     if (full.length > emitted) options.onText?.(full.slice(emitted));
-    return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}) };
+    const admission = options.admit ? direct?.admission : undefined;
+    const admitted = !options.admit ? {} : admission ? { admitted: admission.fallbacks > 0 ? ("fallback" as const) : ("decoder" as const), redrawn: admission.redrawn } : { admitted: "unavailable" as const };
+    return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}), ...admitted };
   }
 
   append(text: string): Promise<{ tokens: number[] }> {

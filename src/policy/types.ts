@@ -50,6 +50,13 @@ export interface GenerateOptions {
   seed?: number;
   /** GBNF grammar text that constrains this segment; default none. */
   grammar?: string;
+  /**
+   * A check on the segment's text so far, asked with each drawn token's text appended: a token
+   * that makes it false is drawn again without it (up to {@link MAX_REDRAWS} times, then kept and
+   * the check dropped for the rest of the call; so too after {@link MAX_REFUSALS} refusals in all). Needs `grammar`, on the direct decode path;
+   * elsewhere it is not applied and `GenerateResult.admitted` says so. Default none.
+   */
+  admit?: (text: string) => boolean;
   /** Aborting ends generation promptly with `stopReason: "aborted"`. */
   signal?: AbortSignal;
   /** Called with each decoded piece of text as it is sampled (incomplete UTF-8 characters held back). */
@@ -94,7 +101,24 @@ export interface GenerateResult {
   stopReason: StopReason;
   /** The stop string that matched, when `stopReason` is "stop". */
   stop?: string;
+  /**
+   * With `admit`: "decoder" when every token passed it, "fallback" when a token was kept after
+   * {@link MAX_REDRAWS} refusals, "unavailable" when this path cannot apply it.
+   */
+  admitted?: "decoder" | "fallback" | "unavailable";
+  /** With `admit`: tokens drawn again because the check refused them. */
+  redrawn?: number;
 }
+
+/** Draws one position may take when `GenerateOptions.admit` refuses, before the last is kept. */
+export const MAX_REDRAWS = 8;
+
+/**
+ * Refusals one generate call may meet in all before `GenerateOptions.admit` is dropped for the rest
+ * of it: a model that keeps reaching for names that cannot bind would otherwise wander to its token
+ * limit instead of finishing SQL that fails (and that a probe's error then corrects).
+ */
+export const MAX_REFUSALS = 24;
 
 /** One path of generation with its own KV state. Release it when done. */
 export interface Trajectory {

@@ -1,0 +1,506 @@
+/**
+ * Name binding, PICARD-style: an incremental check that a partial SQL text can still become a
+ * query whose names bind, run by the decoder on each token it draws inside SQL (a token that fails
+ * it is drawn again without it) and on whole SQL after generation.
+ *
+ * SQL names columns before FROM, so the check decides in both orders: a column written before its
+ * SELECT's FROM is remembered, and the FROM list is then held to tables that bind it (the first
+ * table must hold one of those columns when any is left, every table must leave the rest coverable
+ * by the tables still allowed, and the clause cannot end while one is unbound); a column written
+ * after FROM (WHERE, ON, GROUP BY, HAVING, ORDER BY) must belong to a table in scope: its SELECT's
+ * FROM list, then the enclosing SELECTs' (correlated subqueries); `T1.col` must name a bound alias
+ * (before FROM: the table in the alias's FROM position must hold it) whose table has `col`; output
+ * aliases (`AS n`) may be named after their SELECT list. A partial name at the end of the text must
+ * be the start of a name that binds there (or of a keyword or function). A FROM holding a derived
+ * table leaves its SELECT unchecked (its columns are the subquery's outputs).
+ *
+ * Pure and schema-only: the grammar keeps the syntax and the names inside the schema; this only
+ * judges which of the schema's names can go where.
+ */
+import { KEYWORD_LIKE, RESERVED, REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar.js";
+import { indexOfTag } from "./parse.js";
+
+/** Tables one FROM list may hold (the grammar's statement-level bound). */
+const MAX_TABLES = 4;
+
+/** Words that may follow a table in a FROM list without ending it. */
+const FROM_CONTINUES = ["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "OUTER", "ON", "AS", "USING", "T1", "T2", "T3", "T4"];
+
+/** Words that end a FROM list. */
+const CLAUSE_ENDS = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "INTERSECT", "EXCEPT", "WINDOW"]);
+
+type LexKind = "word" | "quoted" | "string" | "number" | "punct" | "op" | "end";
+interface Lex {
+  kind: LexKind;
+  /** A word's or quoted name's text (unquoted), a punctuation's character. */
+  text: string;
+  /** Runs to the end of the text: the model may still be writing it. */
+  partial: boolean;
+}
+
+/** Lexemes of SQL text up to its end or a `</` (a closing tag); Unicode-aware names. */
+function lex(sql: string, complete: boolean): Lex[] {
+  const out: Lex[] = [];
+  const re = /\s+|'(?:[^']|'')*('?)|"((?:[^"]|"")*)("?)|`([^`]*)(`?)|\[([^\]]*)(\]?)|([\p{L}_][\p{L}\p{N}_$]*)|(\d+(?:\.\d*)?|\.\d+)|(<\/|<$)|([(),.;*])|(.)/gsu;
+  for (let m = re.exec(sql); m; m = re.exec(sql)) {
+    const atEnd = !complete && m.index + m[0].length === sql.length;
+    if (/^\s/.test(m[0])) continue;
+    if (m[0].startsWith("'")) out.push({ kind: "string", text: m[0], partial: !complete && m[1] === "" });
+    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2].replace(/""/g, '"'), partial: !complete && m[3] === "" });
+    else if (m[4] !== undefined) out.push({ kind: "quoted", text: m[4], partial: !complete && m[5] === "" });
+    else if (m[6] !== undefined) out.push({ kind: "quoted", text: m[6], partial: !complete && m[7] === "" });
+    else if (m[8] !== undefined) out.push({ kind: "word", text: m[8], partial: atEnd });
+    else if (m[9] !== undefined) out.push({ kind: "number", text: m[9], partial: atEnd });
+    else if (m[10] !== undefined) {
+      out.push({ kind: "end", text: m[10], partial: !complete && m[10] === "<" });
+      break;
+    } else if (m[11] !== undefined) out.push({ kind: "punct", text: m[11], partial: false });
+    else out.push({ kind: "op", text: m[0], partial: false });
+  }
+  return out;
+}
+
+interface Table {
+  name: string;
+  columns: Set<string>;
+}
+
+interface FromEntry {
+  /** Undefined for a derived table. */
+  table?: Table;
+  alias?: string;
+}
+
+interface Scope {
+  parent?: Scope;
+  phase: "select" | "from" | "after";
+  from: FromEntry[];
+  /** Unqualified columns named before FROM. */
+  pending: Set<string>;
+  /** Columns named as `Tn.col` before FROM, by alias. */
+  qualified: Map<string, Set<string>>;
+  /** Columns named as `table.col` before FROM, by table. */
+  byTable: Map<string, Set<string>>;
+  outputs: Set<string>;
+  /** A derived table is in FROM: columns are not checked. */
+  open: boolean;
+  /** In FROM: a table reference comes next. */
+  expectTable: boolean;
+}
+
+type Frame = { kind: "group" } | { kind: "select"; scope: Scope };
+
+const newScope = (parent?: Scope): Scope => ({
+  ...(parent ? { parent } : {}),
+  phase: "select",
+  from: [],
+  pending: new Set(),
+  qualified: new Map(),
+  byTable: new Map(),
+  outputs: new Set(),
+  open: false,
+  expectTable: false,
+});
+
+class Refused extends Error {}
+
+/** The binding check of one schema (see the module doc). */
+export class NameBinding {
+  private readonly tables: Table[];
+  private readonly byName = new Map<string, Table>();
+  private readonly columns = new Set<string>();
+  private readonly keywords: string[];
+
+  constructor(
+    schema: SchemaNames,
+    private readonly skeleton: GrammarSkeleton = REEX_SKELETON,
+  ) {
+    this.tables = schema.tables.map((t) => ({ name: t.name.toLowerCase(), columns: new Set(t.columns.map((c) => c.toLowerCase())) }));
+    for (const t of this.tables) {
+      if (!this.byName.has(t.name)) this.byName.set(t.name, t);
+      for (const c of t.columns) this.columns.add(c);
+    }
+    this.keywords = [...KEYWORD_LIKE].map((k) => k.toLowerCase());
+  }
+
+  /**
+   * Whether a generate segment's text so far (from the segment's start) can still be completed
+   * into SQL whose names bind; text outside a probe or the answer always can.
+   */
+  admits(text: string, start: GrammarStart = "segment"): boolean {
+    const sql = this.sqlOf(text, start);
+    return sql === undefined || this.problem(sql, false) === undefined;
+  }
+
+  /** Why a whole SQL's names do not bind (the first problem), or undefined when they do. */
+  check(sql: string): string | undefined {
+    return this.problem(sql, true);
+  }
+
+  /** The SQL being written at the end of a segment's text, or undefined outside SQL. */
+  private sqlOf(text: string, start: GrammarStart): string | undefined {
+    if (start === "final-body") return text;
+    let at = -1;
+    let open = "";
+    for (const tag of [this.skeleton.probe?.open, this.skeleton.answer.open]) {
+      if (!tag) continue;
+      for (let i = indexOfTag(text, tag); i >= 0; i = indexOfTag(text, tag, i + 1)) {
+        if (i > at) {
+          at = i;
+          open = tag;
+        }
+      }
+    }
+    return at < 0 ? undefined : text.slice(at + open.length);
+  }
+
+  private problem(sql: string, complete: boolean): string | undefined {
+    // a control character is no SQL (byte tokens a grammar can let through when nothing else fits)
+    if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(sql)) return "the SQL holds a control character";
+    try {
+      this.walk(lex(sql, complete), complete);
+      return undefined;
+    } catch (err) {
+      if (err instanceof Refused) return err.message;
+      throw err;
+    }
+  }
+
+  private isKeyword(word: string): boolean {
+    const upper = word.toUpperCase();
+    return RESERVED.has(upper) || (KEYWORD_LIKE.has(upper) && !this.columns.has(word.toLowerCase()) && !this.byName.has(word.toLowerCase()));
+  }
+
+  private walk(toks: Lex[], complete: boolean): void {
+    const first = toks.find((t) => t.kind !== "punct" || t.text !== "(");
+    // an UNANSWERABLE answer, or text the grammar let through that is no SELECT: nothing to bind
+    if (!first || first.kind !== "word" || (first.partial ? !"select".startsWith(first.text.toLowerCase()) : first.text.toUpperCase() !== "SELECT")) return;
+    const frames: Frame[] = [];
+    let scope: Scope | undefined;
+    let compound = false;
+    const current = (): Scope | undefined => scope;
+    for (let i = 0; i < toks.length; i++) {
+      const t = toks[i]!;
+      const prev = toks[i - 1];
+      const next = toks[i + 1];
+      if (t.kind === "end") {
+        if (t.partial && !complete) {
+          // a "<" at the very end: the closing tag's start, or an operator
+          if (scope?.phase === "from") this.endFrom(scope);
+          return;
+        }
+        // a closing tag: the SQL is whole
+        complete = true;
+        break;
+      }
+      if (t.kind === "punct") {
+        if (t.text === "(") {
+          if (scope?.phase === "from" && scope.expectTable && !topIsGroupIn(frames, scope)) {
+            // a derived table: its columns are the subquery's outputs, which this does not follow
+            scope.open = true;
+            scope.from.push({});
+            scope.expectTable = false;
+          }
+          frames.push({ kind: "group" });
+        }
+        else if (t.text === ")") {
+          const frame = frames.pop();
+          if (frame?.kind === "select") {
+            this.endClause(frame.scope);
+            scope = frame.scope.parent;
+          }
+        } else if (t.text === "," && scope?.phase === "from" && !topIsGroupIn(frames, scope)) scope.expectTable = true;
+        else if (t.text === ";" && scope) this.endClause(scope);
+        continue;
+      }
+      if (t.kind !== "word" && t.kind !== "quoted") continue;
+      const upper = t.kind === "word" ? t.text.toUpperCase() : "";
+      if (t.kind === "word" && upper === "SELECT" && !t.partial) {
+        if (prev?.kind === "punct" && prev.text === "(" && frames.at(-1)?.kind === "group") {
+          const s = newScope(scope);
+          frames[frames.length - 1] = { kind: "select", scope: s };
+          scope = s;
+        } else if (compound && scope) {
+          const old = scope;
+          scope = newScope(old.parent);
+          for (let f = frames.length - 1; f >= 0; f--) {
+            const frame = frames[f]!;
+            if (frame.kind === "select") {
+              if (frame.scope === old) frame.scope = scope;
+              break;
+            }
+          }
+        } else if (!scope) scope = newScope();
+        compound = false;
+        continue;
+      }
+      const s = current();
+      if (!s) continue;
+      if (t.kind === "word" && !t.partial && CLAUSE_ENDS.has(upper) && !topIsGroupIn(frames, s)) {
+        this.endClause(s);
+        if (upper === "UNION" || upper === "INTERSECT" || upper === "EXCEPT") compound = true;
+        continue;
+      }
+      if (t.kind === "word" && !t.partial && upper === "FROM" && s.phase === "select" && !topIsGroupIn(frames, s)) {
+        s.phase = "from";
+        s.expectTable = true;
+        continue;
+      }
+      // a word after AS: an output alias, a table alias, or a CAST's type
+      if (prev?.kind === "word" && prev.text.toUpperCase() === "AS") {
+        if (topIsGroupIn(frames, s)) continue;
+        if (s.phase === "select") s.outputs.add(t.text.toLowerCase());
+        else if (s.phase === "from" && !t.partial) this.alias(s, t.text);
+        continue;
+      }
+      if (s.phase === "from" && !topIsGroupIn(frames, s) && t.kind === "word" && upper === "JOIN") {
+        s.expectTable = true;
+        continue;
+      }
+      if (s.phase === "from" && !topIsGroupIn(frames, s) && !inOn(toks, i, s)) {
+        if (s.expectTable) {
+          if (t.kind === "word" && !t.partial && this.isKeyword(t.text)) continue; // INNER, LEFT, …
+          this.table(s, t);
+          continue;
+        }
+        if (t.kind === "word" && !t.partial && (JOIN_WORDS.has(upper) || upper === "ON" || upper === "USING")) continue;
+        if (t.partial && t.kind === "word") {
+          this.partialAfterTable(s, t.text);
+          continue;
+        }
+        if (t.kind === "word" && this.isKeyword(t.text)) continue;
+        // a bare name after a table: its alias
+        this.alias(s, t.text);
+        continue;
+      }
+      if (t.kind === "word" && !t.partial && this.isKeyword(t.text) && !(next?.kind === "punct" && next.text === ".")) continue;
+      if (next?.kind === "punct" && next.text === "(" && t.kind === "word") continue; // a function call
+      const qualified = prev?.kind === "punct" && prev.text === "." && (toks[i - 2]?.kind === "word" || toks[i - 2]?.kind === "quoted");
+      if (next?.kind === "punct" && next.text === ".") {
+        if (!t.partial) this.qualifier(s, t.text);
+        continue;
+      }
+      if (qualified) this.qualifiedColumn(s, toks[i - 2]!.text, t);
+      else this.column(s, t);
+    }
+    if (complete) {
+      for (let s: Scope | undefined = scope; s; s = s.parent) this.endClause(s);
+    }
+  }
+
+  /** The FROM list ends (a clause keyword, a closing paren, the SQL's end): everything named before it must bind. */
+  private endClause(s: Scope): void {
+    if (s.phase === "from") this.endFrom(s);
+    else if (s.phase === "select" && !s.open && (s.pending.size > 0 || s.qualified.size > 0 || s.byTable.size > 0))
+      throw new Refused("columns are named but the SELECT has no FROM");
+    s.phase = s.phase === "select" ? "select" : "after";
+    s.expectTable = false;
+  }
+
+  private endFrom(s: Scope): void {
+    if (s.open) return;
+    const left = this.uncovered(s, s.from);
+    if (left.length > 0) throw new Refused(`column ${left[0]} is in no table of the FROM list`);
+    for (const [alias, cols] of s.qualified) {
+      const entry = s.from.find((e) => e.alias === alias);
+      if (!entry) throw new Refused(`alias ${alias} is not bound in the FROM list`);
+      for (const c of cols) if (entry.table && !entry.table.columns.has(c)) throw new Refused(`${alias}'s table has no column ${c}`);
+    }
+    for (const [name, cols] of s.byTable) {
+      const entry = s.from.find((e) => e.table?.name === name);
+      if (!entry) throw new Refused(`table ${name} is named but not in the FROM list`);
+      for (const c of cols) if (!entry.table!.columns.has(c)) throw new Refused(`table ${name} has no column ${c}`);
+    }
+    s.phase = "after";
+  }
+
+  private uncovered(s: Scope, from: FromEntry[]): string[] {
+    if (s.open || from.some((e) => !e.table)) return [];
+    return [...s.pending].filter((c) => !from.some((e) => e.table!.columns.has(c)) && !s.outputs.has(c));
+  }
+
+  /** Whether `cols` can be covered by at most `slots` tables. */
+  private coverable(cols: string[], slots: number): boolean {
+    if (cols.length === 0) return true;
+    if (slots === 0) return false;
+    const first = cols[0]!;
+    for (const t of this.tables) {
+      if (!t.columns.has(first)) continue;
+      if (this.coverable(cols.filter((c) => !t.columns.has(c)), slots - 1)) return true;
+    }
+    return false;
+  }
+
+  /** Whether `table` may take the next FROM position of `s`. */
+  private slotAllows(s: Scope, table: Table): boolean {
+    if (s.open) return true;
+    const k = s.from.length;
+    const wanted = s.qualified.get(`t${k + 1}`);
+    if (wanted) for (const c of wanted) if (!table.columns.has(c)) return false;
+    const left = this.uncovered(s, s.from);
+    if (left.length === 0) return true;
+    if (k === 0 && !left.some((c) => table.columns.has(c))) return false;
+    const rest = left.filter((c) => !table.columns.has(c));
+    return this.coverable(rest, MAX_TABLES - k - 1);
+  }
+
+  private table(s: Scope, t: Lex): void {
+    const name = t.text.toLowerCase();
+    if (t.partial) {
+      if (!this.tables.some((tb) => tb.name.startsWith(name) && this.slotAllows(s, tb)))
+        throw new Refused(`no table starting "${t.text}" binds here`);
+      return;
+    }
+    const table = this.byName.get(name);
+    if (!table) {
+      // not a schema table (a CTE, or text the grammar let through): stop checking this SELECT
+      s.open = true;
+      s.from.push({});
+    } else {
+      if (!this.slotAllows(s, table)) throw new Refused(`table ${table.name} does not hold the columns named before FROM`);
+      s.from.push({ table });
+    }
+    s.expectTable = false;
+  }
+
+  private alias(s: Scope, alias: string): void {
+    const last = s.from.at(-1);
+    if (!last || last.alias !== undefined) return;
+    last.alias = alias.toLowerCase();
+    const wanted = s.qualified.get(last.alias);
+    if (wanted && last.table) for (const c of wanted) if (!last.table.columns.has(c)) throw new Refused(`${alias}'s table has no column ${c}`);
+  }
+
+  /** A partial word after a table in FROM: it may only end the clause if everything binds. */
+  private partialAfterTable(s: Scope, word: string): void {
+    const w = word.toUpperCase();
+    if (FROM_CONTINUES.some((k) => k.startsWith(w))) return;
+    if ([...CLAUSE_ENDS].some((k) => k.startsWith(w))) {
+      const left = this.uncovered(s, s.from);
+      if (left.length > 0) throw new Refused(`column ${left[0]} is in no table of the FROM list`);
+    }
+  }
+
+  /** The tables visible from `s`: its own FROM list, then the enclosing ones'. */
+  private *visible(s: Scope): Generator<{ scope: Scope; entry: FromEntry }> {
+    for (let at: Scope | undefined = s; at; at = at.parent) {
+      if (at.phase === "select" && at !== s) continue;
+      for (const entry of at.from) yield { scope: at, entry };
+    }
+  }
+
+  private anyOpen(s: Scope): boolean {
+    for (let at: Scope | undefined = s; at; at = at.parent) if (at.open) return true;
+    return false;
+  }
+
+  /** A qualifier before `.`: an alias or a table name that can be bound. */
+  private qualifier(s: Scope, name: string): void {
+    const q = name.toLowerCase();
+    // before FROM, any other name is an alias the FROM list is still to bind
+    if (s.phase === "select") return;
+    if (this.anyOpen(s)) return;
+    for (const { entry } of this.visible(s)) if (entry.alias === q || (entry.table?.name === q && entry.alias === undefined) || entry.table?.name === q) return;
+    throw new Refused(`${name} is not bound in the FROM list`);
+  }
+
+  private qualifiedColumn(s: Scope, qualifier: string, t: Lex): void {
+    const q = qualifier.toLowerCase();
+    const col = t.text.toLowerCase();
+    const fits = (has: (c: string) => boolean): boolean => (t.partial ? [...this.columns].some((c) => c.startsWith(col) && has(c)) : has(col));
+    if (this.anyOpen(s)) return;
+    if (s.phase === "select") {
+      // before FROM: Tn's table is the one FROM will put at position n; a table name must hold it
+      const table = this.byName.get(q);
+      if (table && !/^t[1-4]$/.test(q)) {
+        if (!fits((c) => table.columns.has(c))) throw new Refused(`table ${q} has no column ${t.text}`);
+        if (!t.partial) add(s.byTable, q, col);
+        return;
+      }
+      for (const { entry } of this.visible(s.parent ?? s)) {
+        if (entry.alias === q && entry.table) {
+          if (!fits((c) => entry.table!.columns.has(c))) throw new Refused(`${qualifier}'s table has no column ${t.text}`);
+          return;
+        }
+      }
+      const wanted = [...(s.qualified.get(q) ?? [])];
+      if (!fits((c) => this.tables.some((tb) => tb.columns.has(c) && wanted.every((w) => tb.columns.has(w)))))
+        throw new Refused(`no table holds ${[...wanted, t.text].join(", ")} together`);
+      if (!t.partial) add(s.qualified, q, col);
+      return;
+    }
+    for (const { entry } of this.visible(s)) {
+      if (entry.alias === q || entry.table?.name === q) {
+        if (!entry.table) return;
+        if (!fits((c) => entry.table!.columns.has(c))) throw new Refused(`${qualifier}'s table has no column ${t.text}`);
+        return;
+      }
+    }
+    throw new Refused(`${qualifier} is not bound`);
+  }
+
+  private column(s: Scope, t: Lex): void {
+    const name = t.text.toLowerCase();
+    if (s.phase === "select") {
+      if (t.partial) return;
+      // a name no table has can still be a derived table's output: the FROM list decides
+      if (!this.byName.has(name) || this.columns.has(name)) s.pending.add(name);
+      return;
+    }
+    if (this.anyOpen(s)) return;
+    const inScope = (c: string): boolean => {
+      for (let at: Scope | undefined = s; at; at = at.parent) {
+        if (at.outputs.has(c)) return true;
+        if (at !== s && at.phase === "select") continue;
+        for (const e of at.from) if (e.table?.columns.has(c)) return true;
+      }
+      return false;
+    };
+    if (t.partial) {
+      if ([...this.columns].some((c) => c.startsWith(name) && inScope(c))) return;
+      if (t.kind === "word" && this.keywords.some((k) => k.startsWith(name))) return;
+      for (const { entry } of this.visible(s)) if (entry.alias?.startsWith(name) || entry.table?.name.startsWith(name)) return;
+      for (let at: Scope | undefined = s; at; at = at.parent) for (const o of at.outputs) if (o.startsWith(name)) return;
+      throw new Refused(`no name starting "${t.text}" is in scope`);
+    }
+    if (this.byName.has(name) || inScope(name)) return;
+    throw new Refused(this.columns.has(name) ? `column ${t.text} is in no table in scope` : `${t.text} is no column in scope`);
+  }
+}
+
+const JOIN_WORDS = new Set(["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "OUTER"]);
+
+function add(map: Map<string, Set<string>>, key: string, value: string): void {
+  const set = map.get(key) ?? new Set<string>();
+  set.add(value);
+  map.set(key, set);
+}
+
+/** Whether the innermost open paren lies inside `s` (a function call or list within its clause). */
+function topIsGroupIn(frames: Frame[], s: Scope): boolean {
+  for (let i = frames.length - 1; i >= 0; i--) {
+    const f = frames[i]!;
+    if (f.kind === "select") return f.scope !== s;
+    return true;
+  }
+  return false;
+}
+
+/** Whether token `i` lies in an ON condition of `s`'s FROM list (after ON, before the next JOIN or comma). */
+function inOn(toks: Lex[], i: number, s: Scope): boolean {
+  if (s.phase !== "from") return false;
+  let depth = 0;
+  for (let j = i - 1; j >= 0; j--) {
+    const t = toks[j]!;
+    if (t.kind === "punct" && t.text === ")") depth++;
+    else if (t.kind === "punct" && t.text === "(") {
+      if (depth === 0) return false;
+      depth--;
+    } else if (depth === 0 && t.kind === "word") {
+      const u = t.text.toUpperCase();
+      if (u === "ON") return true;
+      if (u === "JOIN" || u === "FROM") return false;
+    } else if (depth === 0 && t.kind === "punct" && t.text === ",") return false;
+  }
+  return false;
+}

@@ -1,0 +1,101 @@
+import { describe, expect, test } from "vitest";
+import { NameBinding } from "../../src/agent/index.js";
+
+const schema = {
+  tables: [
+    { name: "singer", columns: ["singer_id", "name", "age", "country"] },
+    { name: "concert", columns: ["concert_id", "concert_name", "stadium_id", "year"] },
+    { name: "stadium", columns: ["stadium_id", "name", "capacity"] },
+    { name: "singer_in_concert", columns: ["concert_id", "singer_id"] },
+    { name: "città", columns: ["nome", "popolazione"] },
+  ],
+};
+const binding = new NameBinding(schema);
+const body = (sql: string): boolean => binding.admits(sql, "final-body");
+
+describe("name binding on partial SQL", () => {
+  test("holds the FROM list to tables that have the columns named before it", () => {
+    expect(body("SELECT name FROM singer")).toBe(true);
+    expect(body("SELECT concert_name FROM singer")).toBe(false);
+    expect(body("SELECT concert_name FROM s")).toBe(false);
+    expect(body("SELECT concert_name FROM c")).toBe(true);
+    expect(body("SELECT T1.capacity FROM singer AS T1")).toBe(false);
+    expect(body("SELECT T1.capacity FROM stadium AS T1")).toBe(true);
+  });
+
+  test("keeps joins that need two tables possible, but not a FROM list that ends unbound", () => {
+    expect(body("SELECT name, year FROM singer")).toBe(true);
+    expect(body("SELECT name, year FROM singer W")).toBe(false);
+    expect(body("SELECT name, year FROM singer WHERE")).toBe(false);
+    expect(body("SELECT name, year FROM singer O")).toBe(true);
+    expect(body("SELECT name, year FROM singer JOIN concert ON")).toBe(true);
+    expect(body("SELECT name, year FROM singer JOIN concert WHERE year > 2000")).toBe(true);
+    expect(body("SELECT T1.name, T2.year FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id")).toBe(true);
+    expect(body("SELECT name FROM singer <")).toBe(true);
+    expect(body("SELECT name, year FROM singer <")).toBe(false);
+  });
+
+  test("after FROM, names only columns of tables in scope and bound aliases", () => {
+    expect(body("SELECT name FROM singer WHERE age > 30")).toBe(true);
+    expect(body("SELECT name FROM singer WHERE capacity")).toBe(false);
+    expect(body("SELECT name FROM singer WHERE cap")).toBe(false);
+    expect(body("SELECT name FROM singer WHERE a")).toBe(true);
+    expect(body("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.stadium_id WHERE T2.age")).toBe(false);
+    expect(body("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.stadium_id WHERE T2.ye")).toBe(true);
+    expect(body("SELECT T1.name FROM singer AS T1 WHERE T3.")).toBe(false);
+    expect(body("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.capacity")).toBe(false);
+  });
+
+  test("before FROM, an alias's columns must fit one table", () => {
+    expect(body("SELECT T1.concert_name, T1.year")).toBe(true);
+    expect(body("SELECT T1.concert_name, T1.capacity")).toBe(false);
+  });
+
+  test("subqueries see their own FROM list and the enclosing ones", () => {
+    expect(body("SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM singer_in_concert)")).toBe(true);
+    expect(body("SELECT name FROM singer WHERE singer_id IN (SELECT singer_id FROM conc")).toBe(false);
+    expect(body("SELECT name FROM singer AS T1 WHERE EXISTS (SELECT concert_id FROM singer_in_concert WHERE singer_id = T1.singer_id AND age > 3)")).toBe(true);
+    expect(body("SELECT name FROM singer WHERE age > (SELECT AVG(capacity) FROM stadium) AND capacity")).toBe(false);
+  });
+
+  test("SELECT *, COUNT(*), output aliases and compound selects keep working", () => {
+    expect(body("SELECT COUNT(*) FROM concert")).toBe(true);
+    expect(body("SELECT * FROM stadium WHERE capacity > 10")).toBe(true);
+    expect(body("SELECT country, COUNT(*) AS n FROM singer GROUP BY country ORDER BY n DESC")).toBe(true);
+    expect(body("SELECT CAST(age AS REAL) FROM singer")).toBe(true);
+    expect(body("SELECT name FROM singer UNION SELECT name FROM stadium")).toBe(true);
+    expect(body("SELECT name FROM singer UNION SELECT capacity FROM singer")).toBe(false);
+  });
+
+  test("non-ASCII and quoted names bind like any other", () => {
+    expect(body("SELECT nome FROM città")).toBe(true);
+    expect(body('SELECT "nome" FROM "città" WHERE popolazione > 5')).toBe(true);
+    expect(body("SELECT nome FROM singer")).toBe(false);
+    expect(body("SELECT popolazione FROM città WHERE nom")).toBe(true);
+  });
+
+  test("a name that is no column in scope, or a control character, is refused; a derived table's outputs are not", () => {
+    expect(body("SELECT COUNT(*) FROM singer WHERE se x")).toBe(false);
+    expect(body("SELECT name FROM singer WHERE \u0000")).toBe(false);
+    expect(body("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM singer GROUP BY country)")).toBe(true);
+    expect(body("SELECT MAX(n) FROM singer")).toBe(false);
+  });
+
+  test("text outside SQL and an UNANSWERABLE answer are always admitted", () => {
+    expect(binding.admits("<think>name FROM singer, capacity</think>", "segment")).toBe(true);
+    expect(binding.admits("<think>x</think><intermediate_sql>SELECT concert_name FROM singer", "segment")).toBe(false);
+    expect(binding.admits("<think>x</think><intermediate_sql>SELECT concert_name FROM concert", "first")).toBe(true);
+    expect(body("UNANSWERABLE: nothing holds the weather")).toBe(true);
+    expect(body("SELECT concert_name FROM concert</final_sql>")).toBe(true);
+  });
+});
+
+describe("name binding on whole SQL", () => {
+  test("names the first name that does not bind", () => {
+    expect(binding.check("SELECT name FROM singer")).toBeUndefined();
+    expect(binding.check("SELECT concert_name FROM singer")).toMatch(/concert_name|singer/);
+    expect(binding.check("SELECT name, year FROM singer")).toMatch(/year/);
+    expect(binding.check("SELECT name")).toMatch(/no FROM/);
+    expect(binding.check("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id WHERE T2.year = 1")).toBeUndefined();
+  });
+});
