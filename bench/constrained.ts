@@ -7,7 +7,8 @@
  * outside the schema (total, and share of SQL statements, probes and finals, with any), executed
  * probes and their outcome categories, stop reasons and sampled tokens; and last, the time a
  * sampled token took with the grammar, with and without log-probabilities, and without it (what
- * tree decoding's log-probabilities cost behind a grammar: see src/policy/internals.ts).
+ * tree decoding's log-probabilities cost behind a grammar: see src/policy/internals.ts), and with
+ * the name binding (src/agent/binding.ts) against the same grammar without it.
  *
  *   npx tsx bench/constrained.ts [--rollouts 100] [--db retail|clinic|music] [--max-interactions 1]
  *                                [--max-tokens 1024] [--temperature 1] [--seed 1] [--model PATH] [--threads T]
@@ -25,7 +26,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { checkIdentifiers, formatCheck, runRollout, type RolloutResult, type SchemaNames, type SegmentGrammars } from "../src/agent/index.js";
+import { checkIdentifiers, formatCheck, NameBinding, runRollout, type RolloutResult, type SchemaNames, type SegmentGrammars } from "../src/agent/index.js";
 import { createGrammarBuilder, createPromptBuilder, schemaNames } from "../src/decoding/index.js";
 import type { PromptFamily } from "../src/decoding/types.js";
 import { buildExamples } from "../src/examples/index.js";
@@ -72,6 +73,11 @@ interface ModeStats {
   formatProblems: Map<string, number>;
   tokens: number[];
   ms: number;
+  /** SQL statements whose names do not bind to their FROM lists (see src/agent/binding.ts). */
+  unbound: number;
+  /** Tokens drawn again by the binding check; rollouts where it fell back. */
+  redrawn: number;
+  fallbacks: number;
 }
 
 function bump(map: Map<string, number>, key: string, by = 1): void {
@@ -96,11 +102,16 @@ function emptyStats(): ModeStats {
     formatProblems: new Map(),
     tokens: [],
     ms: 0,
+    unbound: 0,
+    redrawn: 0,
+    fallbacks: 0,
   };
 }
 
-function record(stats: ModeStats, r: RolloutResult, names: SchemaNames): void {
+function record(stats: ModeStats, r: RolloutResult, names: SchemaNames, binding: NameBinding): void {
   stats.rollouts++;
+  stats.redrawn += r.binding?.redrawn ?? 0;
+  if (r.binding?.mode === "fallback") stats.fallbacks++;
   const verdict = formatCheck(r.text, FAMILY);
   if (verdict.ok) stats.formatOk++;
   // the problem's kind, without the tag names and counts that vary per rollout
@@ -117,6 +128,7 @@ function record(stats: ModeStats, r: RolloutResult, names: SchemaNames): void {
     const unknown = checkIdentifiers(sql, names);
     if (unknown.length > 0) stats.statementsWithUnknown++;
     stats.unknownIdentifiers += unknown.length;
+    if (binding.check(sql) !== undefined) stats.unbound++;
     for (const u of unknown) bump(stats.unknownExamples, u);
   }
   for (const p of r.probes) {
@@ -156,6 +168,9 @@ function report(label: string, s: ModeStats): void {
     console.log(`    most frequent               ${tally(shown, 6)}`);
   }
   console.log(
+    `  names that do not bind        ${s.unbound}/${s.statements} SQL statements (${pct(s.unbound, s.statements)}); binding redrew ${s.redrawn} tokens, fell back in ${s.fallbacks} rollouts`,
+  );
+  console.log(
     `  executed probes               ${s.executedProbes} (${(s.executedProbes / Math.max(1, s.rollouts)).toFixed(2)} per rollout); repeated ${s.repeatedProbes}, refused at the limit ${s.refusedProbes}`,
   );
   console.log(`    outcomes                    ${tally(s.outcomes)}`);
@@ -176,6 +191,11 @@ function tagsOnly(grammars: SegmentGrammars): SegmentGrammars {
     return `${swapped}free-sql ::= [^<;\\x00-\\x1F]{1,160}\n`;
   };
   return { first: free(grammars.first), segment: free(grammars.segment), finalBody: free(grammars.finalBody) };
+}
+
+/** The same grammars without the name binding. */
+function unbound({ binding: _, ...grammars }: SegmentGrammars): SegmentGrammars {
+  return grammars;
 }
 
 async function main(): Promise<void> {
@@ -199,6 +219,7 @@ async function main(): Promise<void> {
   const prompts = createPromptBuilder({ indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) });
   const names = schemaNames(loadSchema(set.path));
   const grammar = await createGrammarBuilder()(set.path, FAMILY);
+  const binding = grammar.binding ?? new NameBinding(names);
   try {
     console.log(
       `model ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}); ` +
@@ -210,8 +231,10 @@ async function main(): Promise<void> {
     );
     const built = await Promise.all(set.questions.map((q) => prompts.promptFor(set.path, q.question, q.evidence || undefined, FAMILY)));
     const modes = [
-      { label: "constrained (schema grammar)", grammar: grammar as SegmentGrammars | undefined },
+      { label: "constrained (schema grammar, names bound)", grammar: grammar as SegmentGrammars | undefined },
       { label: "constrained, without log-probabilities (how one greedy answer samples)", grammar: grammar as SegmentGrammars | undefined, logprobs: false },
+      { label: "constrained, names not bound (decoding.bindNames false)", grammar: unbound(grammar) as SegmentGrammars | undefined },
+      { label: "constrained, names not bound, without log-probabilities", grammar: unbound(grammar) as SegmentGrammars | undefined, logprobs: false },
       { label: "tags only (ablation: schema grammar with free text for the SQL)", grammar: tagsOnly(grammar) as SegmentGrammars | undefined },
       { label: "unconstrained", grammar: undefined },
     ];
@@ -233,7 +256,7 @@ async function main(): Promise<void> {
           ...(mode.logprobs === false ? { logprobs: false } : {}),
         });
         if (r.error) throw new Error(`rollout ${i} failed: ${r.error.code}: ${r.error.message}`);
-        record(stats, r, names);
+        record(stats, r, names, binding);
       }
       stats.ms = Date.now() - start;
       report(mode.label, stats);
@@ -247,10 +270,14 @@ async function main(): Promise<void> {
         if (!ok) process.exitCode = 1;
       }
     }
-    const [withLp, withoutLp, , free] = perToken as [number, number, number, number];
+    const [withLp, withoutLp, unboundLp, unboundNoLp, , free] = perToken as [number, number, number, number, number, number];
     console.log(
       `\nms per sampled token: schema grammar ${withLp.toFixed(2)} with log-probabilities, ${withoutLp.toFixed(2)} without ` +
         `(${(withLp / withoutLp).toFixed(2)}×); no grammar ${free.toFixed(2)} (grammar with log-probabilities ${(withLp / free).toFixed(2)}×)`,
+    );
+    console.log(
+      `name binding: ${unboundLp.toFixed(2)} → ${withLp.toFixed(2)} ms a token with log-probabilities, ${unboundNoLp.toFixed(2)} → ${withoutLp.toFixed(2)} without; ` +
+        `decode tokens/s with binding ÷ without: ${(unboundLp / withLp).toFixed(2)} and ${(unboundNoLp / withoutLp).toFixed(2)} (goal ≥ 0.85)`,
     );
   } finally {
     prompts.close();

@@ -104,8 +104,19 @@ const newScope = (parent?: Scope): Scope => ({
 
 class Refused extends Error {}
 
+/**
+ * What a binding checks: "full" binds every column to its SELECT's scope; "from" binds the FROM list
+ * to the columns named before it (and aliases as bound) but lets a column after FROM name any
+ * table's column, so that a FROM table the model chose before it wrote the columns that show it was
+ * the wrong one can still be rebound after generation (`agent.repairTables`).
+ */
+export type BindingMode = "full" | "from";
+
 /** The binding check of one schema (see the module doc). */
 export class NameBinding {
+  /** What {@link admits} checks. Default "full". */
+  readonly mode: BindingMode = "full";
+
   private readonly tables: Table[];
   private readonly byName = new Map<string, Table>();
   private readonly columns = new Set<string>();
@@ -132,9 +143,15 @@ export class NameBinding {
     return sql === undefined || this.problem(sql, false) === undefined;
   }
 
-  /** Why a whole SQL's names do not bind (the first problem), or undefined when they do. */
+  /** Why a whole SQL's names do not bind (the first problem, in "full" mode whatever this binding's), or undefined when they do. */
   check(sql: string): string | undefined {
-    return this.problem(sql, true);
+    return this.withMode("full").problem(sql, true);
+  }
+
+  /** This binding with another mode (the schema's tables shared). */
+  withMode(mode: BindingMode): NameBinding {
+    if (mode === this.mode) return this;
+    return Object.assign(Object.create(NameBinding.prototype) as NameBinding, this, { mode });
   }
 
   /** The SQL being written at the end of a segment's text, or undefined outside SQL. */
@@ -432,6 +449,7 @@ export class NameBinding {
     for (const { entry } of this.visible(s)) {
       if (entry.alias === q || entry.table?.name === q) {
         if (!entry.table) return;
+        if (this.mode === "from" && fits((c) => this.columns.has(c))) return;
         if (!fits((c) => entry.table!.columns.has(c))) throw new Refused(`${qualifier}'s table has no column ${t.text}`);
         return;
       }
@@ -449,6 +467,7 @@ export class NameBinding {
     }
     if (this.anyOpen(s)) return;
     const inScope = (c: string): boolean => {
+      if (this.mode === "from" && this.columns.has(c)) return true;
       for (let at: Scope | undefined = s; at; at = at.parent) {
         if (at.outputs.has(c)) return true;
         if (at !== s && at.phase === "select") continue;

@@ -26,6 +26,7 @@ export {
   rollout,
   rolloutStep,
   runRollout,
+  type BindingReport,
   type RolloutOptions,
   type RolloutResult,
   type RolloutState,

@@ -209,11 +209,12 @@ const decodingSchema = z
      */
     constrained: z.enum(["auto", "on", "off"]).default("auto"),
     /**
-     * With constrained decoding, also keep every SQL name bound to its FROM list as it is drawn
-     * (PICARD-style: a column only of a table in scope, FROM tables that hold the columns named
-     * before it, aliases only as bound); see README "SQL that binds". Default true.
+     * With constrained decoding, also bind SQL names to their FROM lists as they are drawn
+     * (PICARD-style; README "SQL that binds"): "from" holds the FROM list to the columns named
+     * before it and aliases to their tables; "full" also holds every column after FROM to the
+     * tables in scope; "off". Default "from".
      */
-    bindNames: z.boolean().default(true),
+    bindNames: z.enum(["off", "from", "full"]).default("from"),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */

@@ -61,8 +61,8 @@ export interface DecoderDefaults {
   maxCandidates: number;
   /** Constrained decoding of requests that do not say: "auto" is on for the project's starter model only. Default "auto". */
   constrained: "auto" | "on" | "off";
-  /** Constrained requests also bind names to their FROM lists as they are drawn. Default true. */
-  bindNames: boolean;
+  /** How constrained requests bind names to their FROM lists as they are drawn (`decoding.bindNames`). Default "from". */
+  bindNames: "off" | "from" | "full";
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -229,7 +229,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         (req.constrained ?? constrainedByDefault)
           ? await grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
           : undefined;
-      const grammar = built && defaults.bindNames === false ? withoutBinding(built) : built;
+      const grammar = built && withBinding(built, defaults.bindNames);
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(
@@ -333,6 +333,6 @@ function genericShortfall(control: RequestControl, got: number, wanted: number, 
   return `${head}: the other trajectories failed before a final answer`;
 }
 
-function withoutBinding({ binding: _, ...grammars }: SegmentGrammars): SegmentGrammars {
-  return grammars;
+function withBinding({ binding, ...grammars }: SegmentGrammars, mode: "off" | "from" | "full"): SegmentGrammars {
+  return binding && mode !== "off" ? { ...grammars, binding: binding.withMode(mode) } : grammars;
 }

@@ -116,6 +116,7 @@ export function leafCandidate(l: Leaf, index: number, outcome: VoteOutcome): Can
     ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
     ...(l.rollout.literals ? { literals: l.rollout.literals } : {}),
     ...(l.rollout.coverage ? { coverage: l.rollout.coverage } : {}),
+    ...(l.rollout.binding ? { binding: l.rollout.binding } : {}),
     meanLogprob: l.rollout.meanLogprob,
     text: l.rollout.text,
   };

@@ -5,7 +5,7 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
-import type { CoverageFix, FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
+import type { BindingReport, CoverageFix, FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 
@@ -71,6 +71,8 @@ export interface Candidate {
   literals?: LiteralFix[];
   /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
   coverage?: CoverageFix[];
+  /** How its names were bound to their FROM lists (`decoding.bindNames`, constrained requests); absent when they were not. */
+  binding?: BindingReport;
   /** Mean log-probability of the sampled tokens; NaN for a single candidate (greedy), which has no tie to break and skips computing them. */
   meanLogprob: number;
   /** The whole response after the prompt, injected feedback included (the server leaves it out of its answers). */

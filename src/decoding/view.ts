@@ -1,5 +1,5 @@
 /** What the front ends show of a decoder answer. */
-import type { CoverageFix, LiteralFix, TableSwap } from "../agent/index.js";
+import type { BindingReport, CoverageFix, LiteralFix, TableSwap } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
 /** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
@@ -39,6 +39,8 @@ export interface CandidateView {
   literals?: LiteralFix[];
   /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
   coverage?: CoverageFix[];
+  /** How its names were bound to their FROM lists; absent when they were not. */
+  binding?: BindingReport;
 }
 
 /** The REST and MCP answers' view of one candidate. */
@@ -54,5 +56,6 @@ export function candidateView(c: Candidate): CandidateView {
     ...(c.repairs ? { repairs: c.repairs.map((s) => ({ ...s })) } : {}),
     ...(c.literals ? { literals: c.literals.map((l) => ({ ...l })) } : {}),
     ...(c.coverage ? { coverage: c.coverage.map((f) => ({ ...f })) } : {}),
+    ...(c.binding ? { binding: { ...c.binding } } : {}),
   };
 }

@@ -3,7 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
-import { checkIdentifiers, identifiersIn, type CoverageFix, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
+import { checkIdentifiers, identifiersIn, type BindingReport, type CoverageFix, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -82,6 +82,8 @@ export interface CandidateInput {
   literals?: LiteralFix[];
   /** Parts of the question the decoder put into the final SQL (`agent.repairCoverage`). */
   coverage?: CoverageFix[];
+  /** How the decoder bound its names to their FROM lists (`decoding.bindNames`). */
+  binding?: BindingReport;
 }
 
 /** A candidate's summary in the record. */
@@ -97,6 +99,7 @@ export interface CandidateScore {
   repairs?: TableSwap[];
   literals?: LiteralFix[];
   coverage?: CoverageFix[];
+  binding?: BindingReport;
 }
 
 /** Everything known about one evaluated question, before scoring. */
@@ -186,6 +189,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.repairs ? { repairs: c.repairs } : {}),
     ...(c.literals ? { literals: c.literals } : {}),
     ...(c.coverage ? { coverage: c.coverage } : {}),
+    ...(c.binding ? { binding: c.binding } : {}),
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);

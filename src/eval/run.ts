@@ -244,6 +244,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           ...(c.repairs ? { repairs: c.repairs } : {}),
           ...(c.literals ? { literals: c.literals } : {}),
           ...(c.coverage ? { coverage: c.coverage } : {}),
+          ...(c.binding ? { binding: c.binding } : {}),
         })),
         winner: answer.winner,
         interactions: (winner ?? candidates[0])?.interactions ?? 0,

@@ -90,6 +90,22 @@ describe("name binding on partial SQL", () => {
   });
 });
 
+describe("name binding in mode from", () => {
+  const from = binding.withMode("from");
+  test("holds the FROM list to the columns before it but leaves columns after FROM to the rebinding after generation", () => {
+    expect(from.mode).toBe("from");
+    expect(from.admits("SELECT concert_name FROM singer", "final-body")).toBe(false);
+    expect(from.admits("SELECT T1.capacity FROM singer AS T1", "final-body")).toBe(false);
+    expect(from.admits("SELECT COUNT(*) FROM singer WHERE capacity > 3", "final-body")).toBe(true);
+    expect(from.admits("SELECT T1.name FROM singer AS T1 WHERE T1.capacity > 3", "final-body")).toBe(true);
+    expect(from.admits("SELECT T1.name FROM singer AS T1 WHERE T3.", "final-body")).toBe(false);
+    expect(from.admits("SELECT COUNT(*) FROM singer WHERE se x", "final-body")).toBe(false);
+    // the whole-SQL check stays full
+    expect(from.check("SELECT COUNT(*) FROM singer WHERE capacity > 3")).toMatch(/capacity/);
+    expect(binding.mode).toBe("full");
+  });
+});
+
 describe("name binding on whole SQL", () => {
   test("names the first name that does not bind", () => {
     expect(binding.check("SELECT name FROM singer")).toBeUndefined();
