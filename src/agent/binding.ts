@@ -213,7 +213,10 @@ export class NameBinding {
       if (t.kind === "punct") {
         if (t.text === "(") {
           if (scope?.phase === "from" && scope.expectTable && !topIsGroupIn(frames, scope)) {
-            // a derived table: its columns are the subquery's outputs, which this does not follow
+            // a derived table: its columns are the subquery's outputs, which this does not follow; it is
+            // no way around the tables that hold the columns already named (a name none holds can be its output)
+            if (!scope.open && scope.from.length === 0 && scope.pending.size > 0 && [...scope.pending].every((c) => this.columns.has(c)))
+              throw new Refused("the columns named before FROM are table columns: FROM must name a table that holds them");
             scope.open = true;
             scope.from.push({});
             scope.expectTable = false;

@@ -79,6 +79,8 @@ describe("name binding on partial SQL", () => {
     expect(body("SELECT name FROM singer WHERE \u0000")).toBe(false);
     expect(body("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM singer GROUP BY country)")).toBe(true);
     expect(body("SELECT MAX(n) FROM singer")).toBe(false);
+    expect(body("SELECT name FROM (")).toBe(false);
+    expect(body("SELECT COUNT(*) FROM (")).toBe(true);
   });
 
   test("text outside SQL and an UNANSWERABLE answer are always admitted", () => {
