@@ -753,7 +753,9 @@ class DirectDecoder {
   private async drawAdmitted(req: DirectRequest, g: GrammarFirstDraw, index: number, prefix: readonly number[]): Promise<unknown> {
     const native = this.context._ctx;
     const admit = req.admit!;
-    const ok = (t: number): boolean => g.isEog(t) || admit.check(prefix, t);
+    // a draw on a copy of the grammar state is checked against the real state too: without
+    // probabilities a copy was seen to let an end-of-generation token through mid-SQL
+    const ok = (t: number): boolean => g.allows(t) && (g.isEog(t) || admit.check(prefix, t));
     const banned: number[] = [];
     let out = await native.sampleToken(index, g.free, false, req.confidence);
     let t = tokenOf(out);
@@ -777,7 +779,8 @@ class DirectDecoder {
       }
       if (t == null || t === -1 || k >= MAX_REDRAWS || admit.admission.redrawn >= MAX_REFUSALS) {
         // nothing more the grammar allows, or the redraws are spent: keep the last and stop checking
-        const kept = t == null || t === -1 ? last : { out, token: t };
+        const drawn = t == null || t === -1 ? last : { out, token: t };
+        const kept = drawn && g.allows(drawn.token) ? drawn : undefined;
         admit.admission.fallbacks++;
         admit.on = false;
         if (!kept) return native.sampleToken(index, req.sampler, false, req.confidence);
