@@ -143,6 +143,11 @@ export class NameBinding {
     return sql === undefined || this.problem(sql, false) === undefined;
   }
 
+  /** Whether {@link admits} could refuse a token after this text: it is inside a probe or the answer. */
+  watches(text: string, start: GrammarStart = "segment"): boolean {
+    return this.sqlOf(text, start) !== undefined;
+  }
+
   /** Why a whole SQL's names do not bind (the first problem, in "full" mode whatever this binding's), or undefined when they do. */
   check(sql: string): string | undefined {
     return this.withMode("full").problem(sql, true);

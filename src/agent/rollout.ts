@@ -288,7 +288,9 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
       ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
       ...(options.ignoreEos ? { ignoreEos: true } : {}),
       ...(grammar !== undefined ? { grammar } : {}),
-      ...(binding ? { admit: (text: string) => binding.admits(text, segmentStart) } : {}),
+      ...(binding
+        ? { admit: (text: string) => binding.admits(text, segmentStart), admitWatch: (text: string) => binding.watches(text, segmentStart) }
+        : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),
     });

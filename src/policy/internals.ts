@@ -524,6 +524,8 @@ export interface DirectSamplingOptions {
    * is drawn again without it (see {@link DirectSampling.admission}). Default none.
    */
   admit?: (prefix: readonly number[], token: number) => boolean;
+  /** With `admit`: whether it could refuse the token after `prefix`; where it could not, the draw skips it. Default: always. */
+  admitWatch?: (prefix: readonly number[]) => boolean;
 }
 
 /** How a sampler's `admit` check went: tokens drawn again, positions kept after every redraw was refused. */
@@ -583,7 +585,12 @@ interface DirectRequest {
   /** Set where a grammar constrains sampling and probabilities are wanted (see {@link GrammarFirstDraw}). */
   grammarFirst?: GrammarFirstDraw;
   /** Set with `DirectSamplingOptions.admit` where a grammar is (see {@link DirectDecoder.drawAdmitted}). */
-  admit?: { check: (prefix: readonly number[], token: number) => boolean; admission: Admission; on: boolean };
+  admit?: {
+    check: (prefix: readonly number[], token: number) => boolean;
+    watch?: (prefix: readonly number[]) => boolean;
+    admission: Admission;
+    on: boolean;
+  };
   resolve: (value: StepTokens) => void;
   reject: (err: unknown) => void;
 }
@@ -753,6 +760,16 @@ class DirectDecoder {
   private async drawAdmitted(req: DirectRequest, g: GrammarFirstDraw, index: number, prefix: readonly number[]): Promise<unknown> {
     const native = this.context._ctx;
     const admit = req.admit!;
+    if (admit.watch && !admit.watch(prefix)) {
+      // nothing here can be refused: the grammar-first draw alone
+      const out = await native.sampleToken(index, g.free, false, req.confidence);
+      const t = tokenOf(out);
+      if (t != null && t !== -1 && g.allows(t)) {
+        g.accept(t);
+        return out;
+      }
+      return native.sampleToken(index, req.sampler, false, req.confidence);
+    }
     // a draw on a copy of the grammar state is checked against the real state too: without
     // probabilities a copy was seen to let an end-of-generation token through mid-SQL
     const ok = (t: number): boolean => g.allows(t) && (g.isEog(t) || admit.check(prefix, t));
@@ -929,7 +946,10 @@ export function directSampling(seq: LlamaContextSequence, options: DirectSamplin
   // greedy without a grammar keeps no state between draws: one sampler per drafted position
   const stateless = options.temperature <= 0 && options.grammarEvaluationState == null;
   const grammarFirst = options.confidence || options.admit ? grammarFirstDraw(s, config, Sampler) : undefined;
-  const admit = options.admit && grammarFirst ? { check: options.admit, admission: { redrawn: 0, fallbacks: 0 }, on: true } : undefined;
+  const admit =
+    options.admit && grammarFirst
+      ? { check: options.admit, ...(options.admitWatch ? { watch: options.admitWatch } : {}), admission: { redrawn: 0, fallbacks: 0 }, on: true }
+      : undefined;
   const extra: NativeSampler[] = [];
   const samplerAt = (position: number): NativeSampler => {
     if (position === 0) return sampler;

@@ -277,7 +277,8 @@ export class LlamaTrajectory implements Trajectory {
     const text = new IncrementalText((tokens, last) => model.detokenize(asTokens(tokens), false, asTokens(last.length ? last : before)));
     const stops = new StopMatcher(options.stop);
     // the text is only needed per token to find stop strings or to stream it; else it is decoded once at the end
-    const perToken = options.onText !== undefined || options.stop.some((x) => x.length > 0);
+    const check = options.admit && grammarEvaluationState ? options.admit : undefined;
+    const perToken = options.onText !== undefined || options.stop.some((x) => x.length > 0) || check !== undefined;
     const tokens: number[] = [];
     const logprobs: number[] = [];
     const textTokens: number[] = [];
@@ -294,13 +295,15 @@ export class LlamaTrajectory implements Trajectory {
     };
     let next: () => Promise<SampledToken>;
     let finish: () => Promise<unknown>;
-    const check = options.admit && grammarEvaluationState ? options.admit : undefined;
-    // the segment's text with a step's earlier tokens and a candidate after it
-    const admit = check
-      ? (prefix: readonly number[], token: number): boolean =>
-          check(model.detokenize(asTokens([...textTokens, ...prefix.filter((t) => !model.isEogToken(t as Token)), token]), false, asTokens(before)))
-      : undefined;
-    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs, ...(admit ? { admit } : {}) });
+    // the segment's text so far, then a step's earlier tokens (and a candidate) after it
+    const after = (tokens: readonly number[]): string => {
+      const kept = tokens.filter((t) => !model.isEogToken(t as Token));
+      return text.text + (kept.length > 0 ? model.detokenize(asTokens(kept), false, asTokens(textTokens.slice(-8))) : "");
+    };
+    const admit = check ? (prefix: readonly number[], token: number): boolean => check(after([...prefix, token])) : undefined;
+    const watch = check && options.admitWatch;
+    const admitWatch = watch ? (prefix: readonly number[]): boolean => watch(after(prefix)) : undefined;
+    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs, ...(admit ? { admit } : {}), ...(admitWatch ? { admitWatch } : {}) });
     if (direct) {
       try {
         await this.settle();

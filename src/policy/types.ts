@@ -57,6 +57,11 @@ export interface GenerateOptions {
    * elsewhere it is not applied and `GenerateResult.admitted` says so. Default none.
    */
   admit?: (text: string) => boolean;
+  /**
+   * With `admit`: whether `admit` could refuse a token after this text (false: the next token is
+   * drawn without asking it, as without `admit`). Default: it always could.
+   */
+  admitWatch?: (text: string) => boolean;
   /** Aborting ends generation promptly with `stopReason: "aborted"`. */
   signal?: AbortSignal;
   /** Called with each decoded piece of text as it is sampled (incomplete UTF-8 characters held back). */

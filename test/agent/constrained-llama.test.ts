@@ -81,5 +81,5 @@ describe("constrained rollouts with the tiny random model", () => {
     expect(statements).toBeGreaterThanOrEqual(ROLLOUTS);
     expect(executed).toBeGreaterThan(0);
     expect(policy.liveTrajectories()).toBe(0);
-  }, 30_000);
+  }, 90_000);
 });
