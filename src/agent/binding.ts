@@ -20,6 +20,15 @@
 import { KEYWORD_LIKE, RESERVED, REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar.js";
 import { indexOfTag } from "./parse.js";
 
+/** Whether `text` holds a control character other than tab, newline and carriage return. */
+function hasControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) || c === 0x7f) return true;
+  }
+  return false;
+}
+
 /** Tables one FROM list may hold (the grammar's statement-level bound). */
 const MAX_TABLES = 4;
 
@@ -41,7 +50,8 @@ interface Lex {
 /** Lexemes of SQL text up to its end or a `</` (a closing tag); Unicode-aware names. */
 function lex(sql: string, complete: boolean): Lex[] {
   const out: Lex[] = [];
-  const re = /\s+|'(?:[^']|'')*('?)|"((?:[^"]|"")*)("?)|`([^`]*)(`?)|\[([^\]]*)(\]?)|([\p{L}_][\p{L}\p{N}_$]*)|(\d+(?:\.\d*)?|\.\d+)|(<\/|<$)|([(),.;*])|(.)/gsu;
+  const re =
+    /\s+|'(?:[^']|'')*('?)|"((?:[^"]|"")*)("?)|`([^`]*)(`?)|\[([^\]]*)(\]?)|([\p{L}_][\p{L}\p{N}_$]*)|(\d+(?:\.\d*)?|\.\d+)|(<\/|<$)|([(),.;*])|(.)/gsu;
   for (let m = re.exec(sql); m; m = re.exec(sql)) {
     const atEnd = !complete && m.index + m[0].length === sql.length;
     if (/^\s/.test(m[0])) continue;
@@ -178,7 +188,7 @@ export class NameBinding {
 
   private problem(sql: string, complete: boolean): string | undefined {
     // a control character is no SQL (byte tokens a grammar can let through when nothing else fits)
-    if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(sql)) return "the SQL holds a control character";
+    if (hasControl(sql)) return "the SQL holds a control character";
     try {
       this.walk(lex(sql, complete), complete);
       return undefined;
@@ -196,7 +206,7 @@ export class NameBinding {
   private walk(toks: Lex[], complete: boolean): void {
     const first = toks.find((t) => t.kind !== "punct" || t.text !== "(");
     // an UNANSWERABLE answer, or text the grammar let through that is no SELECT: nothing to bind
-    if (!first || first.kind !== "word" || (first.partial ? !"select".startsWith(first.text.toLowerCase()) : first.text.toUpperCase() !== "SELECT")) return;
+    if (first?.kind !== "word" || (first.partial ? !"select".startsWith(first.text.toLowerCase()) : first.text.toUpperCase() !== "SELECT")) return;
     const frames: Frame[] = [];
     let scope: Scope | undefined;
     let compound = false;
@@ -227,8 +237,7 @@ export class NameBinding {
             scope.expectTable = false;
           }
           frames.push({ kind: "group" });
-        }
-        else if (t.text === ")") {
+        } else if (t.text === ")") {
           const frame = frames.pop();
           if (frame?.kind === "select") {
             this.endClause(frame.scope);
@@ -351,7 +360,13 @@ export class NameBinding {
     const first = cols[0]!;
     for (const t of this.tables) {
       if (!t.columns.has(first)) continue;
-      if (this.coverable(cols.filter((c) => !t.columns.has(c)), slots - 1)) return true;
+      if (
+        this.coverable(
+          cols.filter((c) => !t.columns.has(c)),
+          slots - 1,
+        )
+      )
+        return true;
     }
     return false;
   }
@@ -372,8 +387,7 @@ export class NameBinding {
   private table(s: Scope, t: Lex): void {
     const name = t.text.toLowerCase();
     if (t.partial) {
-      if (!this.tables.some((tb) => tb.name.startsWith(name) && this.slotAllows(s, tb)))
-        throw new Refused(`no table starting "${t.text}" binds here`);
+      if (!this.tables.some((tb) => tb.name.startsWith(name) && this.slotAllows(s, tb))) throw new Refused(`no table starting "${t.text}" binds here`);
       return;
     }
     const table = this.byName.get(name);
@@ -505,12 +519,9 @@ function add(map: Map<string, Set<string>>, key: string, value: string): void {
 
 /** Whether the innermost open paren lies inside `s` (a function call or list within its clause). */
 function topIsGroupIn(frames: Frame[], s: Scope): boolean {
-  for (let i = frames.length - 1; i >= 0; i--) {
-    const f = frames[i]!;
-    if (f.kind === "select") return f.scope !== s;
-    return true;
-  }
-  return false;
+  const top = frames.at(-1);
+  if (!top) return false;
+  return top.kind === "group" || top.scope !== s;
 }
 
 /** Whether token `i` lies in an ON condition of `s`'s FROM list (after ON, before the next JOIN or comma). */

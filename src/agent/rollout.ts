@@ -230,7 +230,12 @@ export function createRolloutState(): RolloutState {
 
 /** An independent copy of a state (probe records are immutable and shared). */
 export function cloneRolloutState(state: RolloutState): RolloutState {
-  return { ...state, probes: state.probes.slice(), ...(state.error ? { error: { ...state.error } } : {}), ...(state.binding ? { binding: { ...state.binding } } : {}) };
+  return {
+    ...state,
+    probes: state.probes.slice(),
+    ...(state.error ? { error: { ...state.error } } : {}),
+    ...(state.binding ? { binding: { ...state.binding } } : {}),
+  };
 }
 
 /** Forks a trajectory and copies its rollout state so both can continue independently. */
@@ -288,9 +293,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
       ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
       ...(options.ignoreEos ? { ignoreEos: true } : {}),
       ...(grammar !== undefined ? { grammar } : {}),
-      ...(binding
-        ? { admit: (text: string) => binding.admits(text, segmentStart), admitWatch: (text: string) => binding.watches(text, segmentStart) }
-        : {}),
+      ...(binding ? { admit: (text: string) => binding.admits(text, segmentStart), admitWatch: (text: string) => binding.watches(text, segmentStart) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),
     });

@@ -206,7 +206,10 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
     const key = `${profile.id}\0${family}\0${dbPath}`;
     let hit = cache.get(key);
     if (!hit || hit.schema !== schema) {
-      hit = { schema, grammars: { ...buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile }), binding: new NameBinding(schemaNames(schema), profile) } };
+      hit = {
+        schema,
+        grammars: { ...buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile }), binding: new NameBinding(schemaNames(schema), profile) },
+      };
       cache.delete(key);
       cache.set(key, hit);
       while (cache.size > 64) cache.delete(cache.keys().next().value!);
@@ -217,7 +220,10 @@ export function createGrammarBuilder(options: GrammarBuilderOptions = {}): Gramm
     try {
       hit.few ??= index.fewValues(FEW_VALUES);
       const bounds = questionLiterals(index, ask.evidence ? `${ask.question} ${ask.evidence}` : ask.question, hit.few);
-      return { ...buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, ...bounds }), ...(hit.grammars.binding ? { binding: hit.grammars.binding } : {}) };
+      return {
+        ...buildSegmentGrammars(schemaNames(schema), family, { skeleton: profile, ...bounds }),
+        ...(hit.grammars.binding ? { binding: hit.grammars.binding } : {}),
+      };
     } finally {
       index.close();
     }

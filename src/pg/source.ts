@@ -212,8 +212,7 @@ export class PostgresSource implements ExternalSource {
    */
   private async endBackend(pid: number): Promise<void> {
     const until = performance.now() + BACKEND_END_MS;
-    const alive = async (): Promise<boolean> =>
-      (await this.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).rowCount !== 0;
+    const alive = async (): Promise<boolean> => (await this.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).rowCount !== 0;
     const settle = async (): Promise<void> => {
       while (await alive()) {
         if (performance.now() > until) {

@@ -378,7 +378,11 @@ export class LlamaTrajectory implements Trajectory {
     const full = model.detokenize(asTokens(textTokens), false, asTokens(before));
     if (full.length > emitted) options.onText?.(full.slice(emitted));
     const admission = options.admit ? direct?.admission : undefined;
-    const admitted = !options.admit ? {} : admission ? { admitted: admission.fallbacks > 0 ? ("fallback" as const) : ("decoder" as const), redrawn: admission.redrawn } : { admitted: "unavailable" as const };
+    const admitted = !options.admit
+      ? {}
+      : admission
+        ? { admitted: admission.fallbacks > 0 ? ("fallback" as const) : ("decoder" as const), redrawn: admission.redrawn }
+        : { admitted: "unavailable" as const };
     return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}), ...admitted };
   }
 

@@ -10,10 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NameBinding, runRollout, type RolloutResult, type SegmentGrammars } from "../../src/agent/index.js";
-import { createGrammarBuilder, createPromptBuilder, schemaNames, type PromptBuilder } from "../../src/decoding/index.js";
+import { createGrammarBuilder, createPromptBuilder, type PromptBuilder } from "../../src/decoding/index.js";
 import { buildExamples, type ExampleSet } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
-import { ExecutorPool, loadSchema } from "../../src/sql/index.js";
+import { ExecutorPool } from "../../src/sql/index.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");
@@ -127,7 +127,18 @@ describe("name binding in the decoder", () => {
     const policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 4096, sequences: 1, threads: 1 });
     try {
       const results = [];
-      for (const set of sets) results.push(...(await run(policy, set.path, set.questions.slice(0, 4).map((q) => q.question), [0, 0, 0, 0], 0)).out);
+      for (const set of sets)
+        results.push(
+          ...(
+            await run(
+              policy,
+              set.path,
+              set.questions.slice(0, 4).map((q) => q.question),
+              [0, 0, 0, 0],
+              0,
+            )
+          ).out,
+        );
       const decoded = results.filter((s) => s.mode === "decoder");
       expect(decoded.length).toBeGreaterThan(6);
       expect(decoded.filter((s) => s.problem !== undefined)).toEqual([]);
