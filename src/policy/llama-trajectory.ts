@@ -14,6 +14,7 @@ import {
   sequenceIdOf,
   SORTED_WHOLE_VOCABULARY_TOP_K,
   WHOLE_VOCABULARY_TOP_K,
+  type DirectSamplingOptions,
   type Draft,
   type SampledToken,
   type StepTokens,
@@ -295,15 +296,7 @@ export class LlamaTrajectory implements Trajectory {
     };
     let next: () => Promise<SampledToken>;
     let finish: () => Promise<unknown>;
-    // the segment's text so far, then a step's earlier tokens (and a candidate) after it
-    const after = (tokens: readonly number[]): string => {
-      const kept = tokens.filter((t) => !model.isEogToken(t as Token));
-      return text.text + (kept.length > 0 ? model.detokenize(asTokens(kept), false, asTokens(textTokens.slice(-8))) : "");
-    };
-    const admit = check ? (prefix: readonly number[], token: number): boolean => check(after([...prefix, token])) : undefined;
-    const watch = check && options.admitWatch;
-    const admitWatch = watch ? (prefix: readonly number[]): boolean => watch(after(prefix)) : undefined;
-    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs, ...(admit ? { admit } : {}), ...(admitWatch ? { admitWatch } : {}) });
+    const direct = directSampling(this.seq, { ...sampling, confidence: withLogprobs, ...this.admission(check && options, text, textTokens) });
     if (direct) {
       try {
         await this.settle();
@@ -384,6 +377,26 @@ export class LlamaTrajectory implements Trajectory {
         ? { admitted: admission.fallbacks > 0 ? ("fallback" as const) : ("decoder" as const), redrawn: admission.redrawn }
         : { admitted: "unavailable" as const };
     return { text: full, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}), ...admitted };
+  }
+
+  /** `options.admit` and `admitWatch` as the direct path asks them: the segment's text so far, then a step's earlier tokens (and a candidate) after it. */
+  private admission(
+    options: GenerateOptions | undefined,
+    text: IncrementalText,
+    textTokens: readonly number[],
+  ): Pick<DirectSamplingOptions, "admit" | "admitWatch"> {
+    const check = options?.admit;
+    if (!check) return {};
+    const model = this.model;
+    const after = (tokens: readonly number[]): string => {
+      const kept = tokens.filter((t) => !model.isEogToken(t as Token));
+      return text.text + (kept.length > 0 ? model.detokenize(asTokens(kept), false, asTokens(textTokens.slice(-8))) : "");
+    };
+    const watch = options.admitWatch;
+    return {
+      admit: (prefix, token) => check(after([...prefix, token])),
+      ...(watch ? { admitWatch: (prefix: readonly number[]) => watch(after(prefix)) } : {}),
+    };
   }
 
   append(text: string): Promise<{ tokens: number[] }> {
