@@ -35,6 +35,9 @@ const MAX_TABLES = 4;
 /** Words that may follow a table in a FROM list without ending it. */
 const FROM_CONTINUES = ["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "OUTER", "ON", "AS", "USING", "T1", "T2", "T3", "T4"];
 
+/** The join keywords among them. */
+const JOIN_WORDS = new Set(FROM_CONTINUES.slice(0, 8));
+
 /** Words that end a FROM list. */
 const CLAUSE_ENDS = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "INTERSECT", "EXCEPT", "WINDOW"]);
 
@@ -421,10 +424,10 @@ export class NameBinding {
   }
 
   /** The tables visible from `s`: its own FROM list, then the enclosing ones'. */
-  private *visible(s: Scope): Generator<{ scope: Scope; entry: FromEntry }> {
+  private *visible(s: Scope): Generator<FromEntry> {
     for (let at: Scope | undefined = s; at; at = at.parent) {
       if (at.phase === "select" && at !== s) continue;
-      for (const entry of at.from) yield { scope: at, entry };
+      yield* at.from;
     }
   }
 
@@ -439,7 +442,7 @@ export class NameBinding {
     // before FROM, any other name is an alias the FROM list is still to bind
     if (s.phase === "select") return;
     if (this.anyOpen(s)) return;
-    for (const { entry } of this.visible(s)) if (entry.alias === q || (entry.table?.name === q && entry.alias === undefined) || entry.table?.name === q) return;
+    for (const entry of this.visible(s)) if (entry.alias === q || entry.table?.name === q) return;
     throw new Refused(`${name} is not bound in the FROM list`);
   }
 
@@ -456,7 +459,7 @@ export class NameBinding {
         if (!t.partial) add(s.byTable, q, col);
         return;
       }
-      for (const { entry } of this.visible(s.parent ?? s)) {
+      for (const entry of this.visible(s.parent ?? s)) {
         if (entry.alias === q && entry.table) {
           if (!fits((c) => entry.table!.columns.has(c))) throw new Refused(`${qualifier}'s table has no column ${t.text}`);
           return;
@@ -468,7 +471,7 @@ export class NameBinding {
       if (!t.partial) add(s.qualified, q, col);
       return;
     }
-    for (const { entry } of this.visible(s)) {
+    for (const entry of this.visible(s)) {
       if (entry.alias === q || entry.table?.name === q) {
         if (!entry.table) return;
         if (this.mode === "from" && fits((c) => this.columns.has(c))) return;
@@ -500,7 +503,7 @@ export class NameBinding {
     if (t.partial) {
       if ([...this.columns].some((c) => c.startsWith(name) && inScope(c))) return;
       if (t.kind === "word" && this.keywords.some((k) => k.startsWith(name))) return;
-      for (const { entry } of this.visible(s)) if (entry.alias?.startsWith(name) || entry.table?.name.startsWith(name)) return;
+      for (const entry of this.visible(s)) if (entry.alias?.startsWith(name) || entry.table?.name.startsWith(name)) return;
       for (let at: Scope | undefined = s; at; at = at.parent) for (const o of at.outputs) if (o.startsWith(name)) return;
       throw new Refused(`no name starting "${t.text}" is in scope`);
     }
@@ -508,8 +511,6 @@ export class NameBinding {
     throw new Refused(this.columns.has(name) ? `column ${t.text} is in no table in scope` : `${t.text} is no column in scope`);
   }
 }
-
-const JOIN_WORDS = new Set(["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "OUTER"]);
 
 function add(map: Map<string, Set<string>>, key: string, value: string): void {
   const set = map.get(key) ?? new Set<string>();
