@@ -48,6 +48,8 @@ interface Lex {
   text: string;
   /** Runs to the end of the text: the model may still be writing it. */
   partial: boolean;
+  /** The offset just past it in the text. */
+  end: number;
 }
 
 /** Lexemes of SQL text up to its end or a `</` (a closing tag); Unicode-aware names. */
@@ -56,19 +58,20 @@ function lex(sql: string, complete: boolean): Lex[] {
   const re =
     /\s+|'(?:[^']|'')*('?)|"((?:[^"]|"")*)("?)|`([^`]*)(`?)|\[([^\]]*)(\]?)|([\p{L}_][\p{L}\p{N}_$]*)|(\d+(?:\.\d*)?|\.\d+)|(<\/|<$)|([(),.;*])|(.)/gsu;
   for (let m = re.exec(sql); m; m = re.exec(sql)) {
-    const atEnd = !complete && m.index + m[0].length === sql.length;
+    const end = m.index + m[0].length;
+    const atEnd = !complete && end === sql.length;
     if (/^\s/.test(m[0])) continue;
-    if (m[0].startsWith("'")) out.push({ kind: "string", text: m[0], partial: !complete && m[1] === "" });
-    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2].replace(/""/g, '"'), partial: !complete && m[3] === "" });
-    else if (m[4] !== undefined) out.push({ kind: "quoted", text: m[4], partial: !complete && m[5] === "" });
-    else if (m[6] !== undefined) out.push({ kind: "quoted", text: m[6], partial: !complete && m[7] === "" });
-    else if (m[8] !== undefined) out.push({ kind: "word", text: m[8], partial: atEnd });
-    else if (m[9] !== undefined) out.push({ kind: "number", text: m[9], partial: atEnd });
+    if (m[0].startsWith("'")) out.push({ kind: "string", text: m[0], partial: !complete && m[1] === "", end });
+    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2].replace(/""/g, '"'), partial: !complete && m[3] === "", end });
+    else if (m[4] !== undefined) out.push({ kind: "quoted", text: m[4], partial: !complete && m[5] === "", end });
+    else if (m[6] !== undefined) out.push({ kind: "quoted", text: m[6], partial: !complete && m[7] === "", end });
+    else if (m[8] !== undefined) out.push({ kind: "word", text: m[8], partial: atEnd, end });
+    else if (m[9] !== undefined) out.push({ kind: "number", text: m[9], partial: atEnd, end });
     else if (m[10] !== undefined) {
-      out.push({ kind: "end", text: m[10], partial: !complete && m[10] === "<" });
+      out.push({ kind: "end", text: m[10], partial: !complete && m[10] === "<", end });
       break;
-    } else if (m[11] !== undefined) out.push({ kind: "punct", text: m[11], partial: false });
-    else out.push({ kind: "op", text: m[0], partial: false });
+    } else if (m[11] !== undefined) out.push({ kind: "punct", text: m[11], partial: false, end });
+    else out.push({ kind: "op", text: m[0], partial: false, end });
   }
   return out;
 }
@@ -125,10 +128,34 @@ class Refused extends Error {}
  */
 export type BindingMode = "full" | "from";
 
+/** Where a whole SQL's FROM list is drawn again, and what it must then bind (see {@link NameBinding.rebind}). */
+export interface Rebinding {
+  /** The offset just past the statement's first FROM keyword. */
+  at: number;
+  /** The columns named after that FROM list (lower case): the list drawn again must hold them all. */
+  columns: string[];
+  /** The `Tn.col` named after it (lower case): Tn's table drawn again must hold `col`. */
+  qualified: { alias: string; column: string }[];
+}
+
+/** What a {@link NameBinding.rebind} walk gathers about the statement's first SELECT. */
+interface Gathered {
+  scope?: Scope;
+  /** Just past its FROM keyword. */
+  at?: number;
+  columns: Set<string>;
+  qualified: Map<string, Set<string>>;
+  /** A name after or inside (an ON condition) its FROM list does not bind. */
+  unbound: boolean;
+}
+
 /** The binding check of one schema (see the module doc). */
 export class NameBinding {
   /** What {@link admits} checks. Default "full". */
   readonly mode: BindingMode = "full";
+  /** What the statement's first FROM list must bind as if named before it, its ON conditions held to its tables (see {@link requiring}). Default none. */
+  private readonly required?: Pick<Rebinding, "columns" | "qualified">;
+  private readonly gathered?: Gathered;
 
   private readonly tables: Table[];
   private readonly byName = new Map<string, Table>();
@@ -169,7 +196,68 @@ export class NameBinding {
   /** This binding with another mode (the schema's tables shared). */
   withMode(mode: BindingMode): NameBinding {
     if (mode === this.mode) return this;
-    return Object.assign(Object.create(NameBinding.prototype) as NameBinding, this, { mode });
+    return this.with({ mode });
+  }
+
+  /**
+   * Where to draw a whole SQL's FROM list again so that its names bind, when a column named after
+   * its statement's first FROM list (bare, or `Tn.col`), or in the list's ON conditions, is in none
+   * of its tables but in the schema: just past that FROM, with every column named after the list,
+   * which the list drawn again must hold. Undefined when the SQL binds, when something else does
+   * not (a subquery's or a later compound SELECT's name, the SELECT list), or when no tables could
+   * hold them all.
+   */
+  rebind(sql: string): Rebinding | undefined {
+    const gathered: Gathered = { columns: new Set(), qualified: new Map(), unbound: false };
+    if (this.with({ mode: "full", gathered }).problem(sql, true) !== undefined) return undefined;
+    const { scope, at, columns, qualified, unbound } = gathered;
+    if (!scope || at === undefined || !unbound) return undefined;
+    if (!this.coverable([...new Set([...scope.pending, ...columns])], MAX_TABLES)) return undefined;
+    for (const [alias, cols] of qualified) {
+      const all = [...cols, ...(scope.qualified.get(alias) ?? [])];
+      if (!this.tables.some((t) => all.every((c) => t.columns.has(c)))) return undefined;
+    }
+    return { at, columns: [...columns], qualified: [...qualified].flatMap(([alias, cols]) => [...cols].map((column) => ({ alias, column }))) };
+  }
+
+  /**
+   * This binding with a {@link rebind}'s names also held to the statement's first FROM list, as if
+   * named before it, and that list's ON conditions held to its tables: a FROM list drawn again.
+   */
+  requiring(names: Pick<Rebinding, "columns" | "qualified">): NameBinding {
+    const low = (s: string): string => s.toLowerCase();
+    return this.with({
+      required: {
+        columns: [...(this.required?.columns ?? []), ...names.columns.map(low)],
+        qualified: [...(this.required?.qualified ?? []), ...names.qualified.map((q) => ({ alias: low(q.alias), column: low(q.column) }))],
+      },
+    });
+  }
+
+  private with(fields: Partial<Pick<NameBinding, "mode">> & { required?: NameBinding["required"]; gathered?: Gathered }): NameBinding {
+    return Object.assign(Object.create(NameBinding.prototype) as NameBinding, this, fields);
+  }
+
+  /** In a {@link rebind} walk, notes a column of the statement's first SELECT named after its FROM list (`alias`: as `alias.column`). */
+  private gather(s: Scope, column: string, alias?: string): void {
+    const g = this.gathered;
+    if (!g || g.scope !== s || s.phase !== "after" || !this.columns.has(column)) return;
+    if (alias === undefined) g.columns.add(column);
+    else if (/^t[1-4]$/.test(alias)) add(g.qualified, alias, column);
+  }
+
+  /** In a {@link rebind} walk, takes a name of the statement's first SELECT that does not bind instead of refusing it: whether it did. */
+  private absorbed(s: Scope, column?: string, alias?: string): boolean {
+    const g = this.gathered;
+    if (!g || g.scope !== s) return false;
+    if (s.phase !== "from" && (column === undefined || !this.columns.has(column) || (alias !== undefined && !/^t[1-4]$/.test(alias)))) return false;
+    g.unbound = true;
+    return true;
+  }
+
+  /** Whether a column after FROM may name any of the schema's columns: mode "from", outside a FROM list drawn again's ON conditions. */
+  private loose(s: Scope): boolean {
+    return this.mode === "from" && !(this.required && s.phase === "from");
   }
 
   /** The SQL being written at the end of a segment's text, or undefined outside SQL. */
@@ -213,6 +301,7 @@ export class NameBinding {
     const frames: Frame[] = [];
     let scope: Scope | undefined;
     let compound = false;
+    let statement: Scope | undefined;
     const current = (): Scope | undefined => scope;
     for (let i = 0; i < toks.length; i++) {
       const t = toks[i]!;
@@ -267,7 +356,14 @@ export class NameBinding {
               break;
             }
           }
-        } else if (!scope) scope = newScope();
+        } else if (!scope) {
+          scope = newScope();
+          if (!statement && this.required) {
+            for (const c of this.required.columns) scope.pending.add(c);
+            for (const q of this.required.qualified) add(scope.qualified, q.alias, q.column);
+          }
+          statement ??= scope;
+        }
         compound = false;
         continue;
       }
@@ -279,6 +375,10 @@ export class NameBinding {
         continue;
       }
       if (t.kind === "word" && !t.partial && upper === "FROM" && s.phase === "select" && !topIsGroupIn(frames, s)) {
+        if (this.gathered && s === statement && this.gathered.scope === undefined) {
+          this.gathered.scope = s;
+          this.gathered.at = t.end;
+        }
         s.phase = "from";
         s.expectTable = true;
         continue;
@@ -443,6 +543,7 @@ export class NameBinding {
     if (s.phase === "select") return;
     if (this.anyOpen(s)) return;
     for (const entry of this.visible(s)) if (entry.alias === q || entry.table?.name === q) return;
+    if (this.absorbed(s)) return;
     throw new Refused(`${name} is not bound in the FROM list`);
   }
 
@@ -471,14 +572,16 @@ export class NameBinding {
       if (!t.partial) add(s.qualified, q, col);
       return;
     }
+    if (!t.partial) this.gather(s, col, q);
     for (const entry of this.visible(s)) {
       if (entry.alias === q || entry.table?.name === q) {
         if (!entry.table) return;
-        if (this.mode === "from" && fits((c) => this.columns.has(c))) return;
-        if (!fits((c) => entry.table!.columns.has(c))) throw new Refused(`${qualifier}'s table has no column ${t.text}`);
-        return;
+        if (this.loose(s) && fits((c) => this.columns.has(c))) return;
+        if (fits((c) => entry.table!.columns.has(c)) || (!t.partial && entry.alias === q && this.absorbed(s, col, q))) return;
+        throw new Refused(`${qualifier}'s table has no column ${t.text}`);
       }
     }
+    if (this.absorbed(s)) return;
     throw new Refused(`${qualifier} is not bound`);
   }
 
@@ -491,8 +594,9 @@ export class NameBinding {
       return;
     }
     if (this.anyOpen(s)) return;
+    if (!t.partial) this.gather(s, name);
     const inScope = (c: string): boolean => {
-      if (this.mode === "from" && this.columns.has(c)) return true;
+      if (this.loose(s) && this.columns.has(c)) return true;
       for (let at: Scope | undefined = s; at; at = at.parent) {
         if (at.outputs.has(c)) return true;
         if (at !== s && at.phase === "select") continue;
@@ -508,6 +612,7 @@ export class NameBinding {
       throw new Refused(`no name starting "${t.text}" is in scope`);
     }
     if (this.byName.has(name) || inScope(name)) return;
+    if (this.absorbed(s, name)) return;
     throw new Refused(this.columns.has(name) ? `column ${t.text} is in no table in scope` : `${t.text} is no column in scope`);
   }
 }

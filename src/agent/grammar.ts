@@ -4,8 +4,10 @@
  *
  * The server injects `<result>` blocks between segments, so a grammar covers one generate segment:
  * "first" (the response's start: think, then a probe or the final SQL), "segment" (the same with
- * an optional think: valid at the start and after every injected result) and "final-body" (the SQL
- * after a server-opened `<final_sql>`, up to `</final_sql>`).
+ * an optional think: valid at the start and after every injected result), "final-body" (the SQL
+ * after a server-opened `<final_sql>`, up to `</final_sql>`) and "final-from" / "probe-from" (the
+ * rest of a final SQL or probe from just after its statement's first FROM, up to its closing tag:
+ * a FROM list drawn again once the columns after it are known).
  *
  * Every segment a grammar accepts is finite and short, so constrained generation ends well formed
  * even when the model never chooses to stop (a random model samples every allowed continuation):
@@ -33,13 +35,15 @@ export interface SchemaNames {
 }
 
 /** Which generate segment a grammar covers (see the module doc). */
-export type GrammarStart = "first" | "segment" | "final-body";
+export type GrammarStart = "first" | "segment" | "final-body" | "final-from" | "probe-from";
 
 /** The grammars a constrained rollout uses: the first segment, later segments, and the body of a forced final. */
 export interface SegmentGrammars {
   first?: string;
   segment?: string;
   finalBody?: string;
+  /** The grammar that draws a closed final SQL's ("final") or probe's ("probe") FROM list again, from just after its FROM (see binding.ts `rebind`); built on first use. Default none. */
+  fromRest?: (closing: "final" | "probe") => string;
   /** Also keep the SQL's names bound to its FROM lists as it is drawn (see binding.ts); default none. */
   binding?: NameBinding;
 }
@@ -490,6 +494,7 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
     rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star${compared.length > 0 ? ` | (qual-${v} ".")? column-compared` : ""})`);
   }
 
+  if (start === "final-from" || start === "probe-from") sql.fromRest();
   sql.finish();
   return rules.join("\n") + "\n";
 }
@@ -500,6 +505,8 @@ function rootRule(skeleton: GrammarSkeleton, family: PromptFamily, start: NonNul
   const shape = family === "execution-aware" && !skeleton.probe ? "standard" : family;
   const effective = shape === "standard" && !skeleton.think ? "direct" : shape;
   if (start === "final-body") return `root ::= final-body ${lit(skeleton.answer.close)}`;
+  if (start === "final-from") return `root ::= from-rest ows (";" ows)? ${lit(skeleton.answer.close)}`;
+  if (start === "probe-from") return `root ::= from-rest ows (";" ows)? ${lit((skeleton.probe ?? REEX_SKELETON.probe!).close)}`;
   if (effective === "direct") return "root ::= ows final";
   if (effective === "standard") return "root ::= ows think ows final";
   if (start === "first") return "root ::= ows think ows (probe | final)";
@@ -747,25 +754,51 @@ class SqlRules {
   private core(d: number, v: number, n: number, part: boolean): string {
     return this.need(`core-${d}-${v}-${n}${part ? "-part" : ""}`, () => {
       const b = part ? { ...this.level(d), ...pick(this.level(d + 1), "select", "where", "on", "group", "having") } : this.level(d);
-      const seen = Math.max(v, n);
-      const on = b.on > 0 ? ` (ws ${this.kw("ON")} ws ${this.seq("cond", d, seen, b.on)})?` : "";
-      // a derived table (statement level, first table only) is not correlated: it sees no aliases
-      const first = d === 0 && b.query > 0 ? this.need(`derived-${d}`, () => `table | "(" ows ${this.query(d + 1, 0)} ows ")"`) : "table";
-      const alias = (i: number): string => ` ws (${this.kw("AS")} ws)? ${lit(TABLE_ALIASES[i]!)}`;
-      let from: string;
-      if (n === 0) {
-        from = `(ws ${this.kw("FROM")} ws ${first}${b.tables > 1 ? ` (join-sep table${on}){0,${b.tables - 1}}` : ""})?`;
-      } else {
-        const refs = Array.from({ length: n }, (_, i) => (i === 0 ? `${first}${alias(0)}` : `join-sep table${alias(i)}${on}`));
-        from = `ws ${this.kw("FROM")} ws ${refs.join(" ")}`;
+      const { tables, clauses } = this.fromOn(d, v, n, b);
+      const select = `${this.kw("SELECT")} (ws ${this.kw("DISTINCT")})? ws ${this.seq("sel", d, Math.max(v, n), b.select)}`;
+      const from = n === 0 ? `(ws ${this.kw("FROM")} ws ${tables})?` : `ws ${this.kw("FROM")} ws ${tables}`;
+      return [select, from, ...clauses].join(" ");
+    });
+  }
+
+  /** A SELECT's table list (after FROM) and the clauses after it (WHERE, GROUP BY with HAVING), budgeted by `b`. */
+  private fromOn(d: number, v: number, n: number, b: LevelBudget): { tables: string; clauses: string[] } {
+    const seen = Math.max(v, n);
+    const on = b.on > 0 ? ` (ws ${this.kw("ON")} ws ${this.seq("cond", d, seen, b.on)})?` : "";
+    // a derived table (statement level, first table only) is not correlated: it sees no aliases
+    const first = d === 0 && b.query > 0 ? this.need(`derived-${d}`, () => `table | "(" ows ${this.query(d + 1, 0)} ows ")"`) : "table";
+    const alias = (i: number): string => ` ws (${this.kw("AS")} ws)? ${lit(TABLE_ALIASES[i]!)}`;
+    const tables =
+      n === 0
+        ? `${first}${b.tables > 1 ? ` (join-sep table${on}){0,${b.tables - 1}}` : ""}`
+        : Array.from({ length: n }, (_, i) => (i === 0 ? `${first}${alias(0)}` : `join-sep table${alias(i)}${on}`)).join(" ");
+    const clauses: string[] = [];
+    if (b.where > 0) clauses.push(`(ws ${this.kw("WHERE")} ws ${this.seq("cond", d, seen, b.where)})?`);
+    if (b.group > 0) {
+      const having = b.having > 0 ? ` (ws ${this.kw("HAVING")} ws ${this.seq("cond", d, seen, b.having)})?` : "";
+      clauses.push(`(ws ${this.kw("GROUP", "BY")} ws ${this.seq("list", d, seen, b.group)}${having})?`);
+    }
+    return { tables, clauses };
+  }
+
+  /**
+   * What follows the statement's first FROM (its table list, the clauses, ORDER BY or a compound's
+   * other SELECTs, LIMIT): the rest of a statement whose FROM list is drawn again (see "final-from").
+   */
+  fromRest(): string {
+    return this.need("from-rest", () => {
+      const b = this.level(0);
+      const alternatives: string[] = [];
+      for (let n = 0; n <= b.aliases; n++) {
+        const { tables, clauses } = this.fromOn(0, 0, n, b);
+        const head = [`ws ${tables}`, ...clauses].join(" ");
+        const order = b.order > 0 ? ` (ws ${this.kw("ORDER", "BY")} ws ${this.seq("ord", 0, n, b.order)})?` : "";
+        const any =
+          b.compound > 0 ? this.need("core-any-0-0", () => Array.from({ length: b.aliases + 1 }, (_, k) => this.core(0, 0, k, true)).join(" | ")) : "";
+        alternatives.push(`${head}${order}`);
+        if (any) alternatives.push(`${head} (ws compound-op ws ${any}){1,${b.compound}}`);
       }
-      const clauses = [`${this.kw("SELECT")} (ws ${this.kw("DISTINCT")})? ws ${this.seq("sel", d, seen, b.select)}`, from];
-      if (b.where > 0) clauses.push(`(ws ${this.kw("WHERE")} ws ${this.seq("cond", d, seen, b.where)})?`);
-      if (b.group > 0) {
-        const having = b.having > 0 ? ` (ws ${this.kw("HAVING")} ws ${this.seq("cond", d, seen, b.having)})?` : "";
-        clauses.push(`(ws ${this.kw("GROUP", "BY")} ws ${this.seq("list", d, seen, b.group)}${having})?`);
-      }
-      return clauses.join(" ");
+      return `(${alternatives.join(" | ")}) (ws limit)?`;
     });
   }
 }
@@ -778,10 +811,12 @@ function pick<T extends object, K extends keyof T>(source: T, ...keys: K[]): Pic
 
 /** The three segment grammars of a family for a constrained rollout (`RolloutOptions.grammar`). */
 export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, bounds: GrammarBounds & { skeleton?: GrammarSkeleton } = {}): SegmentGrammars {
+  const fromRest: { final?: string; probe?: string } = {};
   return {
     first: buildGrammar(schema, family, { ...bounds, start: "first" }),
     segment: buildGrammar(schema, family, { ...bounds, start: "segment" }),
     finalBody: buildGrammar(schema, family, { ...bounds, start: "final-body" }),
+    fromRest: (closing) => (fromRest[closing] ??= buildGrammar(schema, family, { ...bounds, start: closing === "final" ? "final-from" : "probe-from" })),
   };
 }
 

@@ -25,7 +25,7 @@
 import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
-import type { Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
+import type { GenerateResult, Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { GrammarStart, SchemaNames, SegmentGrammars } from "./grammar.js";
@@ -219,6 +219,8 @@ export interface BindingReport {
   mode: "decoder" | "fallback" | "unavailable";
   /** Tokens drawn again because they would not bind. */
   redrawn: number;
+  /** SQL whose FROM list was drawn again, knowing the columns named after it (see `NameBinding.rebind`); absent when none was. */
+  fromRedraws?: number;
   /** Why the final SQL's names do not bind, when they do not (checked after generation). */
   unbound?: string;
 }
@@ -282,27 +284,42 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const segmentStart: GrammarStart = state.forcedFinal ? "final-body" : state.text.length === 0 ? "first" : "segment";
 
   const start = { tokens: trajectory.record.tokens.length, text: state.text.length };
-  let generated;
-  try {
-    generated = await trajectory.generate({
+  const draw = (admit: NameBinding | undefined, prefix: string, g: string | undefined, maxTokens: number): Promise<GenerateResult> =>
+    trajectory.generate({
       stop: segmentStops(profile, probing, state.forcedFinal),
-      maxTokens: remaining - reserve,
+      maxTokens,
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.topP !== undefined ? { topP: options.topP } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
       ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
       ...(options.ignoreEos ? { ignoreEos: true } : {}),
-      ...(grammar !== undefined ? { grammar } : {}),
-      ...(binding ? { admit: (text: string) => binding.admits(text, segmentStart), admitWatch: (text: string) => binding.watches(text, segmentStart) } : {}),
+      ...(g !== undefined ? { grammar: g } : {}),
+      ...(admit
+        ? { admit: (text: string) => admit.admits(prefix + text, segmentStart), admitWatch: (text: string) => admit.watches(prefix + text, segmentStart) }
+        : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(sink ? { onText: (text: string) => sink({ type: "token", path, text }) } : {}),
     });
+  let generated: Pick<GenerateResult, "text" | "stop" | "stopReason">;
+  try {
+    const first = await draw(binding, "", grammar, remaining - reserve);
+    state.text += first.text;
+    state.generatedTokens += first.tokens.length;
+    if (binding) state.binding = mergeBinding(state.binding, first.admitted ?? "unavailable", first.redrawn ?? 0);
+    generated = first;
+    if (binding && grammars?.fromRest && first.stopReason !== "aborted" && !options.signal?.aborted)
+      generated =
+        (await redrawFrom(
+          trajectory,
+          state,
+          options,
+          start,
+          { binding, fromRest: grammars.fromRest, draw, budget: remaining - reserve - first.tokens.length },
+          path,
+        )) ?? first;
   } catch (error) {
     return fail(state, error, sink, path);
   }
-  state.text += generated.text;
-  state.generatedTokens += generated.tokens.length;
-  if (binding) state.binding = mergeBinding(state.binding, generated.admitted ?? "unavailable", generated.redrawn ?? 0);
   if (generated.stopReason === "aborted" || options.signal?.aborted) return end(state, "aborted");
 
   const blocks = segments(generated.text, profile.syntax);
@@ -341,6 +358,71 @@ async function forceFinal(trajectory: Trajectory, state: RolloutState, options: 
 
 /** Where a segment starts: its first token and its offset in the rollout's text. */
 type SegmentStart = { tokens: number; text: number };
+
+/** What {@link redrawFrom} draws with: the segment's binding, the grammars after a FROM, its draw call and token budget. */
+interface FromRedraw {
+  binding: NameBinding;
+  fromRest: NonNullable<SegmentGrammars["fromRest"]>;
+  draw: (admit: NameBinding | undefined, prefix: string, grammar: string | undefined, maxTokens: number) => Promise<GenerateResult>;
+  budget: number;
+}
+
+/**
+ * Draws the closed SQL of the segment since `start` (a probe or the final SQL) again from just
+ * past its statement's first FROM when columns named after that FROM are in no table of its list
+ * (`NameBinding.rebind`): the segment is rewound, written back up to that FROM (injected text) and
+ * the rest drawn with those columns held to the FROM list, so that the model, not a rewrite, picks
+ * the tables (and joins) that hold them. The segment as it now stands; undefined when nothing was
+ * drawn again, or when the new draw closed no SQL (the segment is then put back as it was).
+ */
+async function redrawFrom(
+  trajectory: Trajectory,
+  state: RolloutState,
+  options: RolloutOptions,
+  start: SegmentStart,
+  redraw: FromRedraw,
+  path: string,
+): Promise<Pick<GenerateResult, "text" | "stop" | "stopReason"> | undefined> {
+  const profile = options.profile ?? reexProfile;
+  const segment = state.text.slice(start.text);
+  const closed = closedSql(segment, profile, state.forcedFinal);
+  if (!closed || !trajectory.rewind || redraw.budget < MIN_REDRAW_TOKENS) return undefined;
+  const rebinding = redraw.binding.rebind(closed.sql);
+  if (!rebinding) return undefined;
+  const prefix = segment.slice(0, closed.at + rebinding.at);
+  const columns = [...rebinding.columns, ...rebinding.qualified.map((q) => `${q.alias}.${q.column}`)];
+  guardSink(options.sink)?.({ type: "rebind", path, sql: closed.sql, columns });
+  await trajectory.rewind(start.tokens);
+  state.text = state.text.slice(0, start.text);
+  await trajectory.append(prefix);
+  state.text += prefix;
+  const again = await redraw.draw(redraw.binding.requiring(rebinding), prefix, redraw.fromRest(closed.role), redraw.budget);
+  state.text += again.text;
+  state.generatedTokens += again.tokens.length;
+  state.binding = mergeBinding(state.binding, again.admitted ?? "unavailable", again.redrawn ?? 0, 1);
+  const text = prefix + again.text;
+  if (again.stopReason === "aborted" || closedSql(text, profile, state.forcedFinal)?.role === closed.role) return { ...again, text };
+  await trajectory.rewind(start.tokens);
+  state.text = state.text.slice(0, start.text);
+  await trajectory.append(segment);
+  state.text += segment;
+  return undefined;
+}
+
+/** Tokens a segment must have left for {@link redrawFrom} to draw its FROM list again. */
+const MIN_REDRAW_TOKENS = 8;
+
+/** The SQL that closes a segment, a probe's or the final one, and its offset in the segment; undefined when it closes none (or an unanswerable final). */
+function closedSql(segment: string, profile: ModelProfile, forced: boolean): { sql: string; at: number; role: "final" | "probe" } | undefined {
+  const final = closedFinal(segment, profile, forced);
+  if (final) return { ...final, role: "final" };
+  const probe = closingProbe(segments(segment, profile.syntax), false);
+  if (!probe) return undefined;
+  const sql = unwrapSql(probe.content);
+  const from = segment.indexOf(probe.content, probe.start);
+  const at = from < 0 ? -1 : segment.indexOf(sql, from);
+  return sql.length > 0 && at >= 0 ? { sql, at, role: "probe" } : undefined;
+}
 
 /**
  * The final SQL a segment closed, unwrapped, and its offset in the segment; undefined when there is
@@ -681,13 +763,23 @@ export function finishRollout(
 
 const BINDING_RANK = { decoder: 0, fallback: 1, unavailable: 2 } as const;
 
-function mergeBinding(report: BindingReport | undefined, mode: BindingReport["mode"], redrawn: number): BindingReport {
+function mergeBinding(report: BindingReport | undefined, mode: BindingReport["mode"], redrawn: number, froms = 0): BindingReport {
   const prior = report?.mode ?? "decoder";
-  return { mode: BINDING_RANK[mode] > BINDING_RANK[prior] ? mode : prior, redrawn: (report?.redrawn ?? 0) + redrawn };
+  const fromRedraws = (report?.fromRedraws ?? 0) + froms;
+  return {
+    mode: BINDING_RANK[mode] > BINDING_RANK[prior] ? mode : prior,
+    redrawn: (report?.redrawn ?? 0) + redrawn,
+    ...(fromRedraws > 0 ? { fromRedraws } : {}),
+  };
 }
 
 /** The report with the final SQL checked after generation. */
 function bindingOf(report: BindingReport, finalSql: string | null, binding: NameBinding | undefined): BindingReport {
   const unbound = finalSql && binding ? binding.check(finalSql) : undefined;
-  return { mode: report.mode, redrawn: report.redrawn, ...(unbound !== undefined ? { unbound } : {}) };
+  return {
+    mode: report.mode,
+    redrawn: report.redrawn,
+    ...(report.fromRedraws ? { fromRedraws: report.fromRedraws } : {}),
+    ...(unbound !== undefined ? { unbound } : {}),
+  };
 }

@@ -62,6 +62,9 @@ function printEvent(event: ReexEvent, out: (s: string) => void): void {
     case "result":
       out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);
       break;
+    case "rebind":
+      out(`\n[${event.path}] FROM drawn again${event.columns.length ? `, held to ${event.columns.join(", ")}` : ""}: `);
+      break;
     case "prune":
       out(`[${event.path}] pruned: ${event.reason}\n`);
       break;

@@ -215,6 +215,11 @@ const decodingSchema = z
      * tables in scope; "off". Default "from".
      */
     bindNames: z.enum(["off", "from", "full"]).default("from"),
+    /**
+     * With name binding, draw a SQL's FROM list again, once, when columns named after it are in none
+     * of its tables (README "SQL that binds"): the model picks the tables that hold them. Default true.
+     */
+    redrawFrom: z.boolean().default(true),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */

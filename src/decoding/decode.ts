@@ -63,6 +63,8 @@ export interface DecoderDefaults {
   constrained: "auto" | "on" | "off";
   /** How constrained requests bind names to their FROM lists as they are drawn (`decoding.bindNames`). Default "from". */
   bindNames: "off" | "from" | "full";
+  /** Whether name binding draws a FROM list again when later columns are in none of its tables (`decoding.redrawFrom`). Default true. */
+  redrawFrom: boolean;
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -85,6 +87,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     maxCandidates: config.decoding.maxCandidates,
     constrained: config.decoding.constrained,
     bindNames: config.decoding.bindNames,
+    redrawFrom: config.decoding.redrawFrom,
     maxInteractions: config.agent.maxInteractions,
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
@@ -229,7 +232,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         (req.constrained ?? constrainedByDefault)
           ? await grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
           : undefined;
-      const grammar = built && withBinding(built, defaults.bindNames);
+      const grammar = built && withBinding(built, defaults.bindNames, defaults.redrawFrom);
       if (control.isCancelled()) throw control.reason("cancelled");
       const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
       const leaves = new LeafCollector(
@@ -333,6 +336,7 @@ function genericShortfall(control: RequestControl, got: number, wanted: number, 
   return `${head}: the other trajectories failed before a final answer`;
 }
 
-function withBinding({ binding, ...grammars }: SegmentGrammars, mode: "off" | "from" | "full"): SegmentGrammars {
-  return binding && mode !== "off" ? { ...grammars, binding: binding.withMode(mode) } : grammars;
+function withBinding({ binding, fromRest, ...grammars }: SegmentGrammars, mode: "off" | "from" | "full", redraw: boolean): SegmentGrammars {
+  if (!binding || mode === "off") return grammars;
+  return { ...grammars, binding: binding.withMode(mode), ...(redraw && fromRest ? { fromRest } : {}) };
 }

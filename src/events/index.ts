@@ -46,6 +46,19 @@ export interface RepairEvent {
   /** Each part of the question put in (the rule, what the query had: empty for an added condition, what it has now); absent when none was. */
   coverage?: { rule: "condition" | "year" | "limit"; from: string; to: string }[];
 }
+/**
+ * The decoder took back a SQL (a probe or the final SQL) whose names after its FROM list (or in its
+ * ON conditions) are in none of the list's tables, and draws it again from just past that FROM,
+ * holding the list to `columns` too: the tokens that follow are the new draw (see `NameBinding.rebind`).
+ */
+export interface RebindEvent {
+  type: "rebind";
+  path: string;
+  /** The SQL as first drawn. */
+  sql: string;
+  /** The names after the FROM list that its tables must now hold (lower case; `t2.col` for an alias's), empty when only its ON conditions did not bind. */
+  columns: string[];
+}
 /** A tree node expanded into a new branch forked from `parent`. */
 export interface BranchEvent {
   type: "branch";
@@ -97,7 +110,18 @@ export interface ErrorEvent {
 }
 
 /** Everything a request can emit, in order of occurrence. */
-export type ReexEvent = TokenEvent | ProbeEvent | ResultEvent | RepairEvent | BranchEvent | PruneEvent | CandidateEvent | VoteEvent | FinalEvent | ErrorEvent;
+export type ReexEvent =
+  | TokenEvent
+  | ProbeEvent
+  | ResultEvent
+  | RepairEvent
+  | RebindEvent
+  | BranchEvent
+  | PruneEvent
+  | CandidateEvent
+  | VoteEvent
+  | FinalEvent
+  | ErrorEvent;
 
 /** A consumer of events; must not throw and should return quickly. */
 export type EventSink = (event: ReexEvent) => void;

@@ -80,6 +80,8 @@ export function traceLine(event: ReexEvent): string | undefined {
       return event.result.ok
         ? `[${event.path}] result ${event.step}: ${event.result.rowCount} ${event.result.rowCount === 1 ? "row" : "rows"}${event.result.truncated ? " (truncated)" : ""}`
         : `[${event.path}] result ${event.step}: ${event.result.error.code}: ${clip(event.result.error.message, 200)}`;
+    case "rebind":
+      return `[${event.path}] FROM drawn again${event.columns.length ? `, held to ${event.columns.join(", ")}` : ""}: ${clip(event.sql)}`;
     case "prune":
       return `[${event.path}] pruned: ${event.reason}`;
     case "candidate":

@@ -137,10 +137,15 @@ export const candidateSchema = z.object({
       "Parts of the question put into its final SQL (`agent.repairCoverage`): the rule (`condition`: the one value the question names exactly, in a column of its tables it never read; `year`: the year the question names, on its tables' one date column; `limit`: the number of rows the question asks for), what the query had (empty for an added condition) and what it has now.",
     ),
   binding: z
-    .object({ mode: z.enum(["decoder", "fallback", "unavailable"]), redrawn: z.number().int(), unbound: z.string().optional() })
+    .object({
+      mode: z.enum(["decoder", "fallback", "unavailable"]),
+      redrawn: z.number().int(),
+      fromRedraws: z.number().int().optional(),
+      unbound: z.string().optional(),
+    })
     .optional()
     .describe(
-      "How its SQL's names were bound to their FROM lists (`decoding.bindNames`, constrained requests only): `decoder` when every SQL token was checked as it was drawn, `fallback` when the check gave up on some segment (a token refused too often), `unavailable` when the backend could not apply it (a remote engine); `redrawn`: tokens drawn again because they would not bind; `unbound`: why the final SQL's names do not bind, from the check after generation.",
+      "How its SQL's names were bound to their FROM lists (`decoding.bindNames`, constrained requests only): `decoder` when every SQL token was checked as it was drawn, `fallback` when the check gave up on some segment (a token refused too often), `unavailable` when the backend could not apply it (a remote engine); `redrawn`: tokens drawn again because they would not bind; `fromRedraws`: SQL whose FROM list was drawn again because columns named after it were in none of its tables (`decoding.redrawFrom`); `unbound`: why the final SQL's names do not bind, from the check after generation.",
     ),
 });
 

@@ -14,6 +14,7 @@ import { createGrammarBuilder, createPromptBuilder, type PromptBuilder } from ".
 import { buildExamples, type ExampleSet } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { ExecutorPool } from "../../src/sql/index.js";
+import type { RebindEvent } from "../../src/events/index.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");
@@ -149,4 +150,56 @@ describe("name binding in the decoder", () => {
       await policy.close();
     }
   }, 240_000);
+
+  it("the shipped starter, greedy with the repairs off, draws a FROM list again when a later column is in none of its tables, and fewer finals fail on a missing column", async () => {
+    const policy = await createLlamaPolicy({ model: SHIPPED, gpu: "cpu", contextSize: 4096, sequences: 1, threads: 1 });
+    const picks: [string, number[]][] = [
+      ["retail", [7, 8]],
+      ["clinic", [3, 10]],
+      ["music", [0, 11]],
+    ];
+    try {
+      const missing = { on: 0, off: 0 };
+      let redraws = 0;
+      const events: { event: RebindEvent; problem: string | undefined }[] = [];
+      for (const [dbId, indexes] of picks) {
+        const set = sets.find((s) => s.dbId === dbId)!;
+        const built = await createGrammarBuilder()(set.path, "execution-aware");
+        const binding = built.binding!.withMode("from");
+        for (const index of indexes) {
+          const question = set.questions[index]!.question;
+          const prompt = await prompts.promptFor(set.path, question, undefined, "execution-aware");
+          for (const redraw of [true, false]) {
+            const { fromRest, ...rest } = built;
+            const grammar: SegmentGrammars = { ...rest, binding, ...(redraw ? { fromRest } : {}) };
+            const r = await runRollout(policy, prompt, {
+              executor,
+              dbPath: set.path,
+              family: "execution-aware",
+              grammar,
+              temperature: 0,
+              maxInteractions: 2,
+              repairTables: false,
+              repairLiterals: false,
+              repairCoverage: false,
+              sink: (e) => {
+                if (e.type === "rebind") events.push({ event: e, problem: binding.check(e.sql) });
+              },
+            });
+            if (redraw) redraws += r.binding?.fromRedraws ?? 0;
+            else expect(r.binding?.fromRedraws).toBeUndefined();
+            const ran = r.finalSql !== null ? await executor.execute(set.path, r.finalSql) : undefined;
+            if (ran && !ran.ok && ran.error.category === "missing_column") missing[redraw ? "on" : "off"]++;
+          }
+        }
+      }
+      expect(redraws).toBeGreaterThan(0);
+      expect(events.length).toBe(redraws);
+      // each event names the SQL as first drawn, which did not bind
+      for (const e of events) expect(e.problem, e.event.sql).toBeDefined();
+      expect(missing.on).toBeLessThan(missing.off);
+    } finally {
+      await policy.close();
+    }
+  }, 300_000);
 });

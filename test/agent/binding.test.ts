@@ -117,3 +117,45 @@ describe("name binding on whole SQL", () => {
     expect(binding.check("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id WHERE T2.year = 1")).toBeUndefined();
   });
 });
+
+describe("a FROM list drawn again (rebind)", () => {
+  const from = binding.withMode("from");
+
+  test("a column after FROM in none of its tables sends the decoder back just past FROM, holding the list to every column named after it", () => {
+    const sql = "SELECT name FROM singer WHERE year = 2014 AND age > 30";
+    const r = from.rebind(sql);
+    expect(r).toBeDefined();
+    expect(sql.slice(0, r!.at)).toBe("SELECT name FROM");
+    expect(new Set(r!.columns)).toEqual(new Set(["year", "age"]));
+    const again = from.requiring(r!);
+    const prefix = sql.slice(0, r!.at);
+    // name and age are singer's, year is concert's: the list must hold both tables before it ends
+    expect(again.admits(`${prefix} concert`, "final-body")).toBe(true);
+    expect(again.admits(`${prefix} singer WHERE`, "final-body")).toBe(false);
+    expect(again.admits(`${prefix} singer_in_concert`, "final-body")).toBe(false);
+    expect(again.admits(`${prefix} singer JOIN concert WHERE`, "final-body")).toBe(true);
+    // the binding it was made from is unchanged
+    expect(from.admits(`${prefix} singer WHERE`, "final-body")).toBe(true);
+  });
+
+  test("an alias's column its table lacks holds that alias's table, and the redrawn list's join conditions bind", () => {
+    const sql = "SELECT T1.name FROM singer AS T1 JOIN singer AS T2 ON T1.singer_id = T2.singer_id WHERE T2.year = 1";
+    const r = from.rebind(sql);
+    expect(r?.qualified).toEqual([{ alias: "t2", column: "year" }]);
+    const again = from.requiring(r!);
+    const prefix = sql.slice(0, r!.at);
+    expect(again.admits(`${prefix} singer AS T1 JOIN singer AS T2`, "final-body")).toBe(false);
+    expect(again.admits(`${prefix} singer AS T1 JOIN concert AS T2`, "final-body")).toBe(true);
+    expect(again.admits(`${prefix} singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.singer_id`, "final-body")).toBe(false);
+    expect(again.admits(`${prefix} singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.concert_id`, "final-body")).toBe(true);
+    // a join condition naming a column its tables lack is reason enough to draw the list again
+    expect(from.rebind("SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.concert_id = T2.concert_id")).toBeDefined();
+  });
+
+  test("SQL that binds, or fails elsewhere, is not drawn again", () => {
+    expect(from.rebind("SELECT name FROM singer WHERE age > 30")).toBeUndefined();
+    expect(from.rebind("SELECT concert_name FROM singer")).toBeUndefined();
+    expect(from.rebind("SELECT name FROM singer WHERE age IN (SELECT capacity FROM concert)")).toBeUndefined();
+    expect(from.rebind("SELECT name FROM singer WHERE nonsense = 1")).toBeUndefined();
+  });
+});

@@ -235,6 +235,11 @@ function onEvent(ev) {
       const h = el("div", "probe-head"); h.appendChild(el("strong", null, said.join("; "))); p.appendChild(h);
       p.appendChild(el("pre", null, ev.repaired)); n.probes.appendChild(p); break;
     }
+    case "rebind": {
+      const n = node(ev.path); const p = el("div", "probe"); const h = el("div", "probe-head");
+      h.appendChild(el("strong", null, "FROM drawn again" + (ev.columns.length ? ": " + ev.columns.join(", ") + " named after it, in none of its tables" : ": a join condition named a column its tables lack"))); p.appendChild(h);
+      p.appendChild(el("pre", null, ev.sql)); n.probes.appendChild(p); break;
+    }
     case "prune": { const n = node(ev.path); n.box.classList.add("pruned"); badge(n, "pruned: " + ev.reason.replace(/_/g, " ")); break; }
     case "candidate": {
       const n = node(ev.path); state.candidates.set(ev.index, n);
