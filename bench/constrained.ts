@@ -8,7 +8,8 @@
  * probes and their outcome categories, stop reasons and sampled tokens; and last, the time a
  * sampled token took with the grammar, with and without log-probabilities, and without it (what
  * tree decoding's log-probabilities cost behind a grammar: see src/policy/internals.ts), and with
- * the name binding (src/agent/binding.ts) against the same grammar without it.
+ * the name binding (src/agent/binding.ts) as the server runs it by default (`decoding.bindNames`
+ * "from", FROM lists drawn again: `decoding.redrawFrom`) against the same grammar without it.
  *
  *   npx tsx bench/constrained.ts [--rollouts 100] [--db retail|clinic|music] [--max-interactions 1]
  *                                [--max-tokens 1024] [--temperature 1] [--seed 1] [--model PATH] [--threads T]
@@ -78,6 +79,8 @@ interface ModeStats {
   /** Tokens drawn again by the binding check; rollouts where it fell back. */
   redrawn: number;
   fallbacks: number;
+  /** SQL whose FROM list was drawn again. */
+  fromRedraws: number;
 }
 
 function bump(map: Map<string, number>, key: string, by = 1): void {
@@ -105,12 +108,14 @@ function emptyStats(): ModeStats {
     unbound: 0,
     redrawn: 0,
     fallbacks: 0,
+    fromRedraws: 0,
   };
 }
 
 function record(stats: ModeStats, r: RolloutResult, names: SchemaNames, binding: NameBinding): void {
   stats.rollouts++;
   stats.redrawn += r.binding?.redrawn ?? 0;
+  stats.fromRedraws += r.binding?.fromRedraws ?? 0;
   if (r.binding?.mode === "fallback") stats.fallbacks++;
   const verdict = formatCheck(r.text, FAMILY);
   if (verdict.ok) stats.formatOk++;
@@ -168,7 +173,7 @@ function report(label: string, s: ModeStats): void {
     console.log(`    most frequent               ${tally(shown, 6)}`);
   }
   console.log(
-    `  names that do not bind        ${s.unbound}/${s.statements} SQL statements (${pct(s.unbound, s.statements)}); binding redrew ${s.redrawn} tokens, fell back in ${s.fallbacks} rollouts`,
+    `  names that do not bind        ${s.unbound}/${s.statements} SQL statements (${pct(s.unbound, s.statements)}); binding redrew ${s.redrawn} tokens, drew ${s.fromRedraws} FROM lists again, fell back in ${s.fallbacks} rollouts`,
   );
   console.log(
     `  executed probes               ${s.executedProbes} (${(s.executedProbes / Math.max(1, s.rollouts)).toFixed(2)} per rollout); repeated ${s.repeatedProbes}, refused at the limit ${s.refusedProbes}`,
@@ -194,7 +199,7 @@ function tagsOnly(grammars: SegmentGrammars): SegmentGrammars {
 }
 
 /** The same grammars without the name binding. */
-function unbound({ binding: _, ...grammars }: SegmentGrammars): SegmentGrammars {
+function unbound({ binding: _, fromRest: __, ...grammars }: SegmentGrammars): SegmentGrammars {
   return grammars;
 }
 
@@ -218,8 +223,10 @@ async function main(): Promise<void> {
   const executor = new ExecutorPool({ workers: 1 });
   const prompts = createPromptBuilder({ indexDir: fileURLToPath(new URL("./.output/indexes", import.meta.url)) });
   const names = schemaNames(loadSchema(set.path));
-  const grammar = await createGrammarBuilder()(set.path, FAMILY);
-  const binding = grammar.binding ?? new NameBinding(names);
+  const built = await createGrammarBuilder()(set.path, FAMILY);
+  const binding = built.binding ?? new NameBinding(names);
+  // the server's default binding (decoding.bindNames "from", decoding.redrawFrom true)
+  const grammar: SegmentGrammars = { ...built, binding: binding.withMode("from") };
   try {
     console.log(
       `model ${modelPath} (${policy.info.device}${threads !== undefined ? `, ${threads} thread${threads === 1 ? "" : "s"}` : ""}); ` +
@@ -229,9 +236,9 @@ async function main(): Promise<void> {
       `${ROLLOUTS} rollouts per mode, family ${FAMILY}, temperature ${TEMPERATURE}, seeds ${SEED}..${SEED + ROLLOUTS - 1}, ` +
         `max interactions ${MAX_INTERACTIONS}, max tokens ${MAX_TOKENS}; grammar ${(grammar.segment!.length / 1024).toFixed(0)} KiB per segment`,
     );
-    const built = await Promise.all(set.questions.map((q) => prompts.promptFor(set.path, q.question, q.evidence || undefined, FAMILY)));
+    const asked = await Promise.all(set.questions.map((q) => prompts.promptFor(set.path, q.question, q.evidence || undefined, FAMILY)));
     const modes = [
-      { label: "constrained (schema grammar, names bound)", grammar: grammar as SegmentGrammars | undefined },
+      { label: "constrained (schema grammar, names bound: from, FROM lists drawn again)", grammar: grammar as SegmentGrammars | undefined },
       { label: "constrained, without log-probabilities (how one greedy answer samples)", grammar: grammar as SegmentGrammars | undefined, logprobs: false },
       { label: "constrained, names not bound (decoding.bindNames false)", grammar: unbound(grammar) as SegmentGrammars | undefined },
       { label: "constrained, names not bound, without log-probabilities", grammar: unbound(grammar) as SegmentGrammars | undefined, logprobs: false },
@@ -244,7 +251,7 @@ async function main(): Promise<void> {
       const stats = emptyStats();
       const start = Date.now();
       for (let i = 0; i < ROLLOUTS; i++) {
-        const r = await runRollout(policy, built[i % built.length]!, {
+        const r = await runRollout(policy, asked[i % asked.length]!, {
           executor,
           dbPath: set.path,
           family: FAMILY,

@@ -611,7 +611,8 @@ export class NameBinding {
       for (let at: Scope | undefined = s; at; at = at.parent) for (const o of at.outputs) if (o.startsWith(name)) return;
       throw new Refused(`no name starting "${t.text}" is in scope`);
     }
-    if (this.byName.has(name) || inScope(name)) return;
+    // a table's name alone (`x IN tbl`) passes; one that is also a column must bind as a column
+    if (inScope(name) || (this.byName.has(name) && !this.columns.has(name))) return;
     if (this.absorbed(s, name)) return;
     throw new Refused(this.columns.has(name) ? `column ${t.text} is in no table in scope` : `${t.text} is no column in scope`);
   }

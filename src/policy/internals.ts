@@ -611,6 +611,8 @@ interface GrammarFirstDraw {
   isEog(token: number): boolean;
   /** A sampler over a copy of the grammar state (the real one is left as it is) that never draws `banned`. */
   scratch(banned: readonly number[]): NativeSampler;
+  /** `free` that never draws `banned` (no grammar: no whole-vocabulary pass). */
+  freeWithout(banned: readonly number[]): NativeSampler;
   dispose(): void;
 }
 
@@ -786,7 +788,22 @@ class DirectDecoder {
       admit.admission.redrawn++;
     }
     let last: { out: unknown; token: number } | undefined = banned.length > 0 ? { out, token: t } : undefined;
-    for (let k = 0; ; k++) {
+    let k = 0;
+    // a refused token is first drawn again without the grammar, as the first draw was; the grammar's
+    // whole-vocabulary pass only once a free draw lands on a token the grammar refuses
+    for (; banned.length > 0 && k < FREE_REDRAWS && admit.admission.redrawn < MAX_REFUSALS; k++) {
+      out = await native.sampleToken(index, g.freeWithout(banned), false, req.confidence);
+      t = tokenOf(out);
+      if (t == null || t === -1 || !g.allows(t)) break;
+      if (ok(t)) {
+        g.accept(t);
+        return out;
+      }
+      banned.push(t);
+      admit.admission.redrawn++;
+      last = { out, token: t };
+    }
+    for (; ; k++) {
       try {
         out = await native.sampleToken(index, g.scratch(banned), false, req.confidence);
         t = tokenOf(out);
@@ -1023,6 +1040,7 @@ function grammarFirstDraw(
   const isEog = (token: number) => s.model.isEogToken!(token as Token);
   const States = s.model._llama?._bindings?.AddonGrammarEvaluationState;
   let scratch: NativeSampler | undefined;
+  let freeScratch: NativeSampler | undefined;
   return {
     free,
     allows: (token) => statics.canBeNextTokenForGrammarEvaluationState!(state, token),
@@ -1034,13 +1052,34 @@ function grammarFirstDraw(
     scratch: (banned) => {
       if (!States) throw new Error("these llama.cpp bindings cannot copy a grammar state");
       scratch ??= new Sampler(s.model._model);
-      const bias = banned.length > 0 ? { tokenBiasKeys: Uint32Array.from(banned), tokenBiasValues: new Float32Array(banned.length).fill(-Infinity) } : {};
-      scratch.applyConfig({ ...rest, ...bias, grammarEvaluationState: new States(state) });
+      scratch.applyConfig({ ...rest, ...banning(rest, banned), grammarEvaluationState: new States(state) });
       return scratch;
+    },
+    freeWithout: (banned) => {
+      freeScratch ??= new Sampler(s.model._model);
+      freeScratch.applyConfig({ ...rest, ...banning(rest, banned) });
+      return freeScratch;
     },
     dispose: () => {
       free.dispose();
       scratch?.dispose();
+      freeScratch?.dispose();
     },
   };
+}
+
+/** Redraws of a refused token without the grammar before one with it (see {@link DirectDecoder.drawAdmitted}). */
+const FREE_REDRAWS = 4;
+
+/** A sampler config's token biases with `banned` added at -inf (its own biases kept). */
+function banning(config: Record<string, unknown>, banned: readonly number[]): { tokenBiasKeys?: Uint32Array; tokenBiasValues?: Float32Array } {
+  if (banned.length === 0) return {};
+  const keys = (config.tokenBiasKeys as Uint32Array | undefined) ?? new Uint32Array(0);
+  const values = (config.tokenBiasValues as Float32Array | undefined) ?? new Float32Array(0);
+  const tokenBiasKeys = new Uint32Array(keys.length + banned.length);
+  tokenBiasKeys.set(keys);
+  tokenBiasKeys.set(banned, keys.length);
+  const tokenBiasValues = new Float32Array(values.length + banned.length).fill(-Infinity);
+  tokenBiasValues.set(values);
+  return { tokenBiasKeys, tokenBiasValues };
 }

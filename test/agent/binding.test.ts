@@ -159,3 +159,17 @@ describe("a FROM list drawn again (rebind)", () => {
     expect(from.rebind("SELECT name FROM singer WHERE nonsense = 1")).toBeUndefined();
   });
 });
+
+describe("a name that is a table's and another table's column", () => {
+  test("binds as a column after FROM", () => {
+    const both = new NameBinding({
+      tables: [
+        { name: "city", columns: ["city_id", "city"] },
+        { name: "temperature", columns: ["city_id", "jan"] },
+      ],
+    });
+    expect(both.check("SELECT COUNT(*) FROM temperature WHERE city = 'Sydney'")).toMatch(/city/);
+    expect(both.check("SELECT COUNT(*) FROM city WHERE city = 'Sydney'")).toBeUndefined();
+    expect(both.withMode("from").rebind("SELECT COUNT(*) FROM temperature WHERE city = 'Sydney'")?.columns).toEqual(["city"]);
+  });
+});
