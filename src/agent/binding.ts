@@ -132,9 +132,9 @@ export type BindingMode = "full" | "from";
 export interface Rebinding {
   /** The offset just past the statement's first FROM keyword. */
   at: number;
-  /** The columns named after that FROM list (lower case): the list drawn again must hold them all. */
+  /** The columns named in that FROM list's ON conditions and after it (lower case): the list drawn again must hold them all. */
   columns: string[];
-  /** The `Tn.col` named after it (lower case): Tn's table drawn again must hold `col`. */
+  /** The `Tn.col` named there (lower case): Tn's table drawn again must hold `col`. */
   qualified: { alias: string; column: string }[];
 }
 
@@ -143,8 +143,11 @@ interface Gathered {
   scope?: Scope;
   /** Just past its FROM keyword. */
   at?: number;
+  /** Named after its FROM list. */
   columns: Set<string>;
   qualified: Map<string, Set<string>>;
+  /** Named in its FROM list's ON conditions. */
+  on: { columns: Set<string>; qualified: Map<string, Set<string>> };
   /** A name after or inside (an ON condition) its FROM list does not bind. */
   unbound: boolean;
 }
@@ -202,22 +205,33 @@ export class NameBinding {
   /**
    * Where to draw a whole SQL's FROM list again so that its names bind, when a column named after
    * its statement's first FROM list (bare, or `Tn.col`), or in the list's ON conditions, is in none
-   * of its tables but in the schema: just past that FROM, with every column named after the list,
-   * which the list drawn again must hold. Undefined when the SQL binds, when something else does
+   * of its tables but in the schema: just past that FROM, with every column named in those ON
+   * conditions and after the list, which the list drawn again must hold. Undefined when the SQL binds, when something else does
    * not (a subquery's or a later compound SELECT's name, the SELECT list), or when no tables could
    * hold them all.
    */
   rebind(sql: string): Rebinding | undefined {
-    const gathered: Gathered = { columns: new Set(), qualified: new Map(), unbound: false };
+    const gathered: Gathered = { columns: new Set(), qualified: new Map(), on: { columns: new Set(), qualified: new Map() }, unbound: false };
     if (this.with({ mode: "full", gathered }).problem(sql, true) !== undefined) return undefined;
-    const { scope, at, columns, qualified, unbound } = gathered;
+    const { scope, at, unbound } = gathered;
     if (!scope || at === undefined || !unbound) return undefined;
-    if (!this.coverable([...new Set([...scope.pending, ...columns])], MAX_TABLES)) return undefined;
-    for (const [alias, cols] of qualified) {
-      const all = [...cols, ...(scope.qualified.get(alias) ?? [])];
-      if (!this.tables.some((t) => all.every((c) => t.columns.has(c)))) return undefined;
-    }
-    return { at, columns: [...columns], qualified: [...qualified].flatMap(([alias, cols]) => [...cols].map((column) => ({ alias, column }))) };
+    const fits = (columns: Set<string>, qualified: Map<string, Set<string>>): boolean =>
+      this.coverable([...new Set([...scope.pending, ...columns])], MAX_TABLES) &&
+      [...qualified].every(([alias, cols]) => {
+        const all = [...cols, ...(scope.qualified.get(alias) ?? [])];
+        return this.tables.some((t) => all.every((c) => t.columns.has(c)));
+      });
+    // the ON conditions' names too where tables can hold them all (they say which tables were meant), else only what follows the list
+    const columns = new Set([...gathered.columns, ...gathered.on.columns]);
+    const qualified = new Map([...gathered.qualified].map(([a, cols]) => [a, new Set(cols)]));
+    for (const [alias, cols] of gathered.on.qualified) for (const c of cols) add(qualified, alias, c);
+    const names = fits(columns, qualified) ? { columns, qualified } : fits(gathered.columns, gathered.qualified) ? gathered : undefined;
+    if (!names) return undefined;
+    return {
+      at,
+      columns: [...names.columns],
+      qualified: [...names.qualified].flatMap(([alias, cols]) => [...cols].map((column) => ({ alias, column }))),
+    };
   }
 
   /**
@@ -238,12 +252,13 @@ export class NameBinding {
     return Object.assign(Object.create(NameBinding.prototype) as NameBinding, this, fields);
   }
 
-  /** In a {@link rebind} walk, notes a column of the statement's first SELECT named after its FROM list (`alias`: as `alias.column`). */
+  /** In a {@link rebind} walk, notes a column of the statement's first SELECT named in its ON conditions or after its FROM list (`alias`: as `alias.column`). */
   private gather(s: Scope, column: string, alias?: string): void {
     const g = this.gathered;
-    if (!g || g.scope !== s || s.phase !== "after" || !this.columns.has(column)) return;
-    if (alias === undefined) g.columns.add(column);
-    else if (/^t[1-4]$/.test(alias)) add(g.qualified, alias, column);
+    if (!g || g.scope !== s || s.phase === "select" || !this.columns.has(column)) return;
+    const into = s.phase === "from" ? g.on : g;
+    if (alias === undefined) into.columns.add(column);
+    else if (/^t[1-4]$/.test(alias)) add(into.qualified, alias, column);
   }
 
   /** In a {@link rebind} walk, takes a name of the statement's first SELECT that does not bind instead of refusing it: whether it did. */

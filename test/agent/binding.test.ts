@@ -173,3 +173,20 @@ describe("a name that is a table's and another table's column", () => {
     expect(both.withMode("from").rebind("SELECT COUNT(*) FROM temperature WHERE city = 'Sydney'")?.columns).toEqual(["city"]);
   });
 });
+
+describe("a FROM list drawn again keeps what its join conditions said", () => {
+  test("an alias's column in an ON condition holds that alias's table too", () => {
+    const from = binding.withMode("from");
+    // singer_in_concert has no name, and T1.singer_id says T1 is a table with singer_id
+    const r = from.rebind("SELECT T1.name FROM stadium AS T1 JOIN singer_in_concert AS T2 ON T1.singer_id = T2.singer_id WHERE T2.concert_id = 1");
+    expect(r?.qualified).toEqual(
+      expect.arrayContaining([
+        { alias: "t1", column: "singer_id" },
+        { alias: "t2", column: "singer_id" },
+      ]),
+    );
+    const again = from.requiring(r!);
+    expect(again.admits("SELECT T1.name FROM stadium AS T1", "final-body")).toBe(false);
+    expect(again.admits("SELECT T1.name FROM singer AS T1", "final-body")).toBe(true);
+  });
+});
