@@ -18,8 +18,11 @@
  *   "which of the two") where the query orders its rows and keeps another number: `LIMIT 1`
  *   becomes `LIMIT 5`.
  * Only a query with one SELECT (no subquery, no compound) is changed; a condition or year only
- * without GROUP BY or HAVING and without OR at the WHERE clause's top level. The caller runs the
- * result before it takes it.
+ * without GROUP BY or HAVING, without OR at the WHERE clause's top level and when the question
+ * negates nothing ("not", "never", "except", "other than", "without", …: the value could be what it
+ * excludes); a year only when the query compares with no range (<, >, BETWEEN); a count only
+ * when it selects the rows, not what one is chosen from ("which of the two", "of the five oldest,
+ * which …"). The caller runs the result before it takes it.
  */
 import type { SqlValue } from "../sql/index.js";
 import { identifierSpellings, isName, isString, isWord, quoteString, tokenize, type SchemaNames, type Tok } from "./grammar.js";
@@ -60,8 +63,14 @@ const COUNT = "(\\d{1,3}|two|three|four|five|six|seven|eight|nine|ten)";
 const SUPERLATIVE =
   "(?:most|least|highest|lowest|largest|smallest|best|worst|latest|earliest|oldest|newest|youngest|biggest|longest|shortest|cheapest|busiest|top)";
 const ROWS_ASKED = [new RegExp(`\\b(?:the|top|first|last)\\s+${COUNT}\\b`, "i"), new RegExp(`\\b${COUNT}\\s+${SUPERLATIVE}\\b`, "i")];
-/** "which of the two …": the number counts what is compared, not the rows wanted. */
-const ROWS_COMPARED = new RegExp(`\\b(?:which|one|any|each|either|neither|none|who|what|both|all)\\s+of\\s+the\\s+${COUNT}\\b`, "i");
+/** "which of the two …", "of the five oldest, which …": the number counts what is compared, not the rows wanted. */
+const ROWS_COMPARED = [
+  new RegExp(`\\b(?:which|one|any|each|either|neither|none|who|what|both|all)\\s+of\\s+the\\s+${COUNT}\\b`, "i"),
+  new RegExp(`^\\W*(?:of|among)\\s+the\\s+${COUNT}\\b`, "i"),
+  new RegExp(`\\b(?:of|among)\\s+the\\s+${COUNT}\\b[^,;?]*,\\s*(?:which|who|what|how|whose)\\b`, "i"),
+];
+/** Words that turn what follows them around ("not in Australia", "never hired in 2022"): a condition or year put in could only say the opposite. */
+const NEGATED = /\b(?:not|never|except|excluding|without|outside|neither|nor|other\s+than|apart\s+from)\b|n't\b/i;
 const YEAR_NAMED = /\b(?:in|during)\s+((?:1[89]|20)\d\d)\b/gi;
 
 const nameText = (t: Tok): string => (t.kind === "quoted" ? t.text.slice(1, -1) : t.text).toLowerCase();
@@ -192,7 +201,7 @@ async function missingYear(s: Shape, schema: SchemaNames, read: ReadRows, questi
 
 /** The number of rows the question asks for ("the five most …", "top 3"), or undefined. */
 export function rowsAsked(question: string): number | undefined {
-  if (ROWS_COMPARED.test(question)) return undefined;
+  if (ROWS_COMPARED.some((re) => re.test(question))) return undefined;
   const m = ROWS_ASKED.map((re) => re.exec(question)).find((x) => x !== null);
   if (!m) return undefined;
   const word = m[1]!.toLowerCase();
@@ -210,7 +219,8 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
   let out = sql;
   let s = shape(out);
   if (!s) return undefined;
-  const filtering = !s.grouped && !s.or;
+  // under a negation the question's value or year may be what it excludes
+  const filtering = !s.grouped && !s.or && !(input.question !== undefined && NEGATED.test(input.question));
   // an added condition changes neither the tables nor their aliases
   const tables = readTables(s, schema);
   if (filtering && input.named?.length) {
@@ -222,7 +232,9 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
       s = shape(out)!;
     }
   }
-  if (filtering && input.question) {
+  // a query that already compares with <, > or BETWEEN has its range: a year put in would narrow it
+  const ranged = s.toks.some((t) => t.text === "<" || t.text === ">" || isWord(t, "BETWEEN"));
+  if (filtering && !ranged && input.question) {
     const condition = await missingYear(s, schema, read, input.question, tables);
     const added = condition ? addCondition(s, condition) : undefined;
     if (condition && added) {

@@ -213,3 +213,48 @@ describe("repairCoverage: comments and strings are never rewritten into", () => 
     expect(r).toBeUndefined();
   });
 });
+
+describe("repairCoverage: what it must not put in", () => {
+  it("adds no condition or year the question negates", async () => {
+    const notIn = "SELECT COUNT(*) FROM customers WHERE tier = 'G'";
+    expect(
+      await repairCoverage(notIn, schema, read, {
+        named: [named("customers", "country", "AU")],
+        question: "How many gold-tier customers are not in Australia?",
+      }),
+    ).toBeUndefined();
+    // the same value without the negation is put in
+    expect(
+      (await repairCoverage(notIn, schema, read, { named: [named("customers", "country", "AU")], question: "How many gold-tier customers are in Australia?" }))
+        ?.fixes,
+    ).toHaveLength(1);
+    const visits = "SELECT COUNT(*) FROM visits WHERE visit_type = 'TEL'";
+    expect(await repairCoverage(visits, schema, read, { question: "How many telehealth visits did not take place in 2022?" })).toBeUndefined();
+    expect(await repairCoverage(visits, schema, read, { question: "How many telehealth visits were there, other than those in 2022?" })).toBeUndefined();
+    expect(await repairCoverage(visits, schema, read, { question: "How many telehealth visits weren't in 2022?" })).toBeUndefined();
+    expect(
+      await repairCoverage(notIn, schema, read, {
+        named: [named("customers", "country", "AU")],
+        question: "How many gold-tier customers live outside Australia?",
+      }),
+    ).toBeUndefined();
+  });
+
+  it("adds no year to a query that already compares a range", async () => {
+    const sql = "SELECT COUNT(*) FROM visits WHERE visit_date >= '2022-06-01'";
+    expect(await repairCoverage(sql, schema, read, { question: "How many visits took place in 2022 from June on?" })).toBeUndefined();
+    expect(
+      await repairCoverage("SELECT COUNT(*) FROM visits WHERE duration BETWEEN 600 AND 1200", schema, read, {
+        question: "How many visits in 2022 lasted 10 to 20 minutes?",
+      }),
+    ).toBeUndefined();
+  });
+
+  it("keeps the LIMIT of a question that picks one of several", async () => {
+    expect(rowsAsked("Of the five oldest customers, which one has the highest id?")).toBeUndefined();
+    expect(rowsAsked("Among the three cheapest products, what is the most ordered one?")).toBeUndefined();
+    expect(rowsAsked("List the names of the five most expensive products.")).toBe(5);
+    const sql = "SELECT first_name FROM customers ORDER BY customer_id DESC LIMIT 1";
+    expect(await repairCoverage(sql, schema, read, { question: "Of the five oldest customers, which has the highest id?" })).toBeUndefined();
+  });
+});
