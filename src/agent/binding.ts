@@ -136,6 +136,8 @@ export interface Rebinding {
   columns: string[];
   /** The `Tn.col` named there (lower case): Tn's table drawn again must hold `col`. */
   qualified: { alias: string; column: string }[];
+  /** The highest n of the aliases T1..Tn named before that FROM (0: none): the list drawn again declares at least n. */
+  aliases: number;
 }
 
 /** What a {@link NameBinding.rebind} walk gathers about the statement's first SELECT. */
@@ -227,8 +229,10 @@ export class NameBinding {
     for (const [alias, cols] of gathered.on.qualified) for (const c of cols) add(qualified, alias, c);
     const names = fits(columns, qualified) ? { columns, qualified } : fits(gathered.columns, gathered.qualified) ? gathered : undefined;
     if (!names) return undefined;
+    const aliases = Math.max(0, ...[...sql.slice(0, at).matchAll(/\bt([1-4])\s*\./gi)].map((m) => Number(m[1])));
     return {
       at,
+      aliases,
       columns: [...names.columns],
       qualified: [...names.qualified].flatMap(([alias, cols]) => [...cols].map((column) => ({ alias, column }))),
     };

@@ -42,8 +42,12 @@ export interface SegmentGrammars {
   first?: string;
   segment?: string;
   finalBody?: string;
-  /** The grammar that draws a closed final SQL's ("final") or probe's ("probe") FROM list again, from just after its FROM (see binding.ts `rebind`); built on first use. Default none. */
-  fromRest?: (closing: "final" | "probe") => string;
+  /**
+   * The grammar that draws a closed final SQL's ("final") or probe's ("probe") FROM list again, from
+   * just after its FROM, declaring at least `aliases` table aliases (those the SELECT list names; see
+   * binding.ts `rebind`); built on first use. Default none.
+   */
+  fromRest?: (closing: "final" | "probe", aliases: number) => string;
   /** Also keep the SQL's names bound to its FROM lists as it is drawn (see binding.ts); default none. */
   binding?: NameBinding;
 }
@@ -374,6 +378,8 @@ export interface GrammarOptions extends GrammarBounds {
   start?: GrammarStart;
   /** The tags the structure is written in (a model profile). Default {@link REEX_SKELETON}. */
   skeleton?: GrammarSkeleton;
+  /** With start "final-from" / "probe-from": the table aliases the FROM list must declare at least (the SELECT list before it names T1..Tn). Default 0. */
+  fromAliases?: number;
 }
 
 /**
@@ -494,7 +500,7 @@ export function buildGrammar(schema: SchemaNames, family: PromptFamily, options:
     rules.push(`leaf-${v} ::= prefix? (literal | column-ref-${v} | count-star${compared.length > 0 ? ` | (qual-${v} ".")? column-compared` : ""})`);
   }
 
-  if (start === "final-from" || start === "probe-from") sql.fromRest();
+  if (start === "final-from" || start === "probe-from") sql.fromRest(options.fromAliases ?? 0);
   sql.finish();
   return rules.join("\n") + "\n";
 }
@@ -785,11 +791,12 @@ class SqlRules {
    * What follows the statement's first FROM (its table list, the clauses, ORDER BY or a compound's
    * other SELECTs, LIMIT): the rest of a statement whose FROM list is drawn again (see "final-from").
    */
-  fromRest(): string {
-    return this.need("from-rest", () => {
+  fromRest(aliases: number): string {
+    this.rules.push("from-rest ::= from-rest-after");
+    return this.need("from-rest-after", () => {
       const b = this.level(0);
       const alternatives: string[] = [];
-      for (let n = 0; n <= b.aliases; n++) {
+      for (let n = Math.min(Math.max(0, aliases), b.aliases); n <= b.aliases; n++) {
         const { tables, clauses } = this.fromOn(0, 0, n, b);
         const head = [`ws ${tables}`, ...clauses].join(" ");
         const order = b.order > 0 ? ` (ws ${this.kw("ORDER", "BY")} ws ${this.seq("ord", 0, n, b.order)})?` : "";
@@ -811,12 +818,17 @@ function pick<T extends object, K extends keyof T>(source: T, ...keys: K[]): Pic
 
 /** The three segment grammars of a family for a constrained rollout (`RolloutOptions.grammar`). */
 export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, bounds: GrammarBounds & { skeleton?: GrammarSkeleton } = {}): SegmentGrammars {
-  const fromRest: { final?: string; probe?: string } = {};
+  const fromRest: Record<string, string> = {};
   return {
     first: buildGrammar(schema, family, { ...bounds, start: "first" }),
     segment: buildGrammar(schema, family, { ...bounds, start: "segment" }),
     finalBody: buildGrammar(schema, family, { ...bounds, start: "final-body" }),
-    fromRest: (closing) => (fromRest[closing] ??= buildGrammar(schema, family, { ...bounds, start: closing === "final" ? "final-from" : "probe-from" })),
+    fromRest: (closing, aliases) =>
+      (fromRest[`${closing}-${aliases}`] ??= buildGrammar(schema, family, {
+        ...bounds,
+        start: closing === "final" ? "final-from" : "probe-from",
+        fromAliases: aliases,
+      })),
   };
 }
 

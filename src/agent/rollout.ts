@@ -396,7 +396,7 @@ async function redrawFrom(
   state.text = state.text.slice(0, start.text);
   await trajectory.append(prefix);
   state.text += prefix;
-  const again = await redraw.draw(redraw.binding.requiring(rebinding), prefix, redraw.fromRest(closed.role), redraw.budget);
+  const again = await redraw.draw(redraw.binding.requiring(rebinding), prefix, redraw.fromRest(closed.role, rebinding.aliases), redraw.budget);
   state.text += again.text;
   state.generatedTokens += again.tokens.length;
   state.binding = mergeBinding(state.binding, again.admitted ?? "unavailable", again.redrawn ?? 0, 1);
