@@ -63,7 +63,12 @@ describe("buildGrammar structure", () => {
     expect(buildGrammar(schema, "direct")).toMatch(/^root ::= ows final$/m);
     expect(buildGrammar(schema, "direct", { start: "final-body" })).toMatch(/^root ::= final-body "<\/final_sql>"$/m);
     const grammars = buildSegmentGrammars(schema, "execution-aware");
-    expect(Object.keys(grammars).sort()).toEqual(["finalBody", "first", "segment"]);
+    expect(Object.keys(grammars).sort()).toEqual(["finalBody", "first", "fromRest", "segment"]);
+    // after a FROM: the rest of the statement up to the closing tag, declaring the aliases the SELECT list named
+    const after = grammars.fromRest!("final", 2);
+    expect(after).toMatch(/^root ::= from-rest ows \(";" ows\)\? "<\/final_sql>"$/m);
+    expect(grammars.fromRest!("probe", 0)).toMatch(/^root ::= from-rest ows \(";" ows\)\? "<\/intermediate_sql>"$/m);
+    expect(grammars.fromRest!("final", 2)).toBe(after);
   });
 });
 
