@@ -337,25 +337,7 @@ export class NameBinding {
         break;
       }
       if (t.kind === "punct") {
-        if (t.text === "(") {
-          if (scope?.phase === "from" && scope.expectTable && !topIsGroupIn(frames, scope)) {
-            // a derived table: its columns are the subquery's outputs, which this does not follow; it is
-            // no way around the tables that hold the columns already named (a name none holds can be its output)
-            if (!scope.open && scope.from.length === 0 && scope.pending.size > 0 && [...scope.pending].every((c) => this.columns.has(c)))
-              throw new Refused("the columns named before FROM are table columns: FROM must name a table that holds them");
-            scope.open = true;
-            scope.from.push({});
-            scope.expectTable = false;
-          }
-          frames.push({ kind: "group" });
-        } else if (t.text === ")") {
-          const frame = frames.pop();
-          if (frame?.kind === "select") {
-            this.endClause(frame.scope);
-            scope = frame.scope.parent;
-          }
-        } else if (t.text === "," && scope?.phase === "from" && !topIsGroupIn(frames, scope)) scope.expectTable = true;
-        else if (t.text === ";" && scope) this.endClause(scope);
+        scope = this.punctuation(t.text, frames, scope);
         continue;
       }
       if (t.kind !== "word" && t.kind !== "quoted") continue;
@@ -442,6 +424,30 @@ export class NameBinding {
     if (complete) {
       for (let s: Scope | undefined = scope; s; s = s.parent) this.endClause(s);
     }
+  }
+
+  /** A parenthesis, comma or semicolon in `scope` (the SELECT being read): the scope that follows it. */
+  private punctuation(text: string, frames: Frame[], scope: Scope | undefined): Scope | undefined {
+    if (text === "(") {
+      if (scope?.phase === "from" && scope.expectTable && !topIsGroupIn(frames, scope)) {
+        // a derived table: its columns are the subquery's outputs, which this does not follow; it is
+        // no way around the tables that hold the columns already named (a name none holds can be its output)
+        if (!scope.open && scope.from.length === 0 && scope.pending.size > 0 && [...scope.pending].every((c) => this.columns.has(c)))
+          throw new Refused("the columns named before FROM are table columns: FROM must name a table that holds them");
+        scope.open = true;
+        scope.from.push({});
+        scope.expectTable = false;
+      }
+      frames.push({ kind: "group" });
+    } else if (text === ")") {
+      const frame = frames.pop();
+      if (frame?.kind === "select") {
+        this.endClause(frame.scope);
+        return frame.scope.parent;
+      }
+    } else if (text === "," && scope?.phase === "from" && !topIsGroupIn(frames, scope)) scope.expectTable = true;
+    else if (text === ";" && scope) this.endClause(scope);
+    return scope;
   }
 
   /** The FROM list ends (a clause keyword, a closing paren, the SQL's end): everything named before it must bind. */
