@@ -788,28 +788,21 @@ class DirectDecoder {
       admit.admission.redrawn++;
     }
     let last: { out: unknown; token: number } | undefined = banned.length > 0 ? { out, token: t } : undefined;
-    let k = 0;
-    // a refused token is first drawn again without the grammar, as the first draw was; the grammar's
-    // whole-vocabulary pass only once a free draw lands on a token the grammar refuses
-    for (; banned.length > 0 && k < FREE_REDRAWS && admit.admission.redrawn < MAX_REFUSALS; k++) {
-      out = await native.sampleToken(index, g.freeWithout(banned), false, req.confidence);
-      t = tokenOf(out);
-      if (t == null || t === -1 || !g.allows(t)) break;
-      if (ok(t)) {
-        g.accept(t);
-        return out;
-      }
-      banned.push(t);
-      admit.admission.redrawn++;
-      last = { out, token: t };
-    }
-    for (; ; k++) {
+    // a refused token is first drawn again without the grammar, as the first draw was: the grammar's
+    // whole-vocabulary pass only once a free redraw lands on a token the grammar refuses
+    let free = banned.length > 0;
+    for (let k = 0; ; k++) {
+      free &&= k < FREE_REDRAWS && admit.admission.redrawn < MAX_REFUSALS;
       try {
-        out = await native.sampleToken(index, g.scratch(banned), false, req.confidence);
+        out = await native.sampleToken(index, free ? g.freeWithout(banned) : g.scratch(banned), false, req.confidence);
         t = tokenOf(out);
       } catch {
         // every token the grammar allows is refused: llama.cpp drew one it does not, and the copy of the state broke
         t = -1;
+      }
+      if (free && (t == null || t === -1 || !g.allows(t))) {
+        free = false;
+        continue;
       }
       if (t == null || t === -1 || k >= MAX_REDRAWS || admit.admission.redrawn >= MAX_REFUSALS) {
         // nothing more the grammar allows, or the redraws are spent: keep the last and stop checking
