@@ -35,5 +35,6 @@ export { NameBinding } from "./binding.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
 export { preparePrompt } from "./inputs.js";
 export { repairTables, type TableRepair, type TableSwap } from "./repair.js";
+export { suspectCondition } from "./conditions.js";
 export { COVERAGE_SCORE, repairCoverage, rowsAsked, type CoverageFix, type CoverageInput, type CoverageRepair } from "./coverage.js";
 export { NAMED_SCORE, repairLiterals, type LiteralFix, type LiteralRepair, type NamedValue, type ReadRows } from "./literals.js";

@@ -188,23 +188,34 @@ export async function run(argv: string[]): Promise<number> {
     if (values.json) {
       console.log(toJson({ ...answer, ...status, profile }));
     } else {
-      out("\n");
-      if (!answer.answerable) out(`The model says the question cannot be answered from this database${answer.reason ? `: ${answer.reason}` : "."}\n`);
-      else if (answer.sql === null) out(`No final SQL was produced. ${modelTail(answer)}\n`);
-      else {
-        out(`final SQL: ${answer.sql}\n`);
-        if (answer.result?.ok) out(`${formatTable(answer.result)}\n`);
-        else if (answer.result) out(`${answer.result.error.code} (${answer.result.error.category}): ${answer.result.error.message}\n`);
-      }
-      if (answer.notice !== undefined) out(`note: ${answer.notice}\n`);
-      if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
-      out(
-        `tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`,
-      );
+      printAnswer(answer, status.answerable, out);
     }
     return answer.sql !== null && answer.result?.ok ? 0 : 1;
   } finally {
     process.off("SIGINT", onSignal);
     await runtime.close();
   }
+}
+
+/** The answer as `reex ask` prints it: the final SQL and its rows (or why there are none), its confidence, notices and cost. */
+function printAnswer(answer: Answer, answerable: boolean, out: (text: string) => void): void {
+  out("\n");
+  if (!answer.answerable) out(`The model says the question cannot be answered from this database${answer.reason ? `: ${answer.reason}` : "."}\n`);
+  else if (answer.sql === null) out(`No final SQL was produced. ${modelTail(answer)}\n`);
+  else {
+    out(`final SQL: ${answer.sql}\n`);
+    if (answer.result?.ok) out(`${formatTable(answer.result)}\n`);
+    else if (answer.result) out(`${answer.result.error.code} (${answer.result.error.category}): ${answer.result.error.message}\n`);
+  }
+  if (answer.confidence && answer.sql !== null && answer.result?.ok) {
+    const c = answer.confidence;
+    out(
+      `confidence: ${c.value.toFixed(2)}${answerable ? "" : ` (below ${c.threshold}: not marked answerable)`}${c.doubts.length > 0 ? `; ${c.doubts.join("; ")}` : ""}\n`,
+    );
+  }
+  if (answer.notice !== undefined) out(`note: ${answer.notice}\n`);
+  if (answer.candidates.length > 1) out(`${answer.candidates.length} candidates; winner #${answer.winner ?? "-"}\n`);
+  out(
+    `tokens: ${answer.usage.promptTokens} prompt, ${answer.usage.evaluatedTokens} evaluated, ${answer.usage.generatedTokens} generated; ${Math.round(answer.timings.totalMs)} ms\n`,
+  );
 }

@@ -148,6 +148,13 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
       ].join(" "),
     );
   }
+  for (const run of runs) {
+    const t = run.summary.trust;
+    const f = (v: number): string => v.toFixed(3);
+    console.log(
+      `${run.config.label}: answered ${pct(t.coverage).trim()}%, right among answered ${t.answeredAccuracy === null ? "–" : pct(t.answeredAccuracy).trim()}%, right answers kept ${t.keptRight === null ? "–" : pct(t.keptRight).trim()}%; reliability c=0/1/10 ${f(t.reliability.c0)} / ${f(t.reliability.c1)} / ${f(t.reliability.c10)} (answering all ${f(t.answerAll.c0)} / ${f(t.answerAll.c1)} / ${f(t.answerAll.c10)}); ECE ${t.ece === null ? "–" : f(t.ece)}${t.unanswerable > 0 ? `; unanswerable abstained ${t.abstainedUnanswerable} of ${t.unanswerable}` : ""}`,
+    );
+  }
   console.log(
     `(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; copy%: share of the final SQL's table and column names that exist in the schema; voting / pass@k under the ${rule} rule)`,
   );

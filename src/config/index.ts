@@ -220,6 +220,16 @@ const decodingSchema = z
      * of its tables (README "SQL that binds"): the model picks the tables that hold them. Default true.
      */
     redrawFrom: z.boolean().default(true),
+    /**
+     * An answer whose confidence (README "How sure an answer is") is below this is marked not
+     * answerable, its SQL still shown, with the doubts in words; 0 marks none. Default 0.5.
+     */
+    confidenceThreshold: z.number().min(0).max(1).default(0.5),
+    /**
+     * Tree strategies decode one branch greedily (temperature 0, never pruned for its probes), so the
+     * greedy answer is always among the candidates the vote chooses from. Default true.
+     */
+    greedyBranch: z.boolean().default(true),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
     speculative: z.enum(["off", "ngram"]).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */

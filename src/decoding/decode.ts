@@ -3,7 +3,16 @@
  * (sequences, token budget, deadline, cancellation), executes every candidate's final SQL, votes,
  * and answers. Every trajectory it starts is released before it returns or throws.
  */
-import { familyFor, getProfile, isStarterModel, resolveProfile, type ModelProfile, type ProfileChoice, type SegmentGrammars } from "../agent/index.js";
+import {
+  familyFor,
+  getProfile,
+  type BuiltPrompt,
+  isStarterModel,
+  resolveProfile,
+  type ModelProfile,
+  type ProfileChoice,
+  type SegmentGrammars,
+} from "../agent/index.js";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
@@ -16,6 +25,7 @@ import { LeafCollector, leafCandidate, type Run, type StrategyOutcome } from "./
 import { runTree } from "./tree.js";
 import type { Answer, AnswerRequest, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
 import { VOTE_RULE, vote } from "./vote.js";
+import { assessAnswer } from "./confidence.js";
 
 /** Values used where a request leaves a field out. */
 export interface DecoderDefaults {
@@ -65,6 +75,10 @@ export interface DecoderDefaults {
   bindNames: "off" | "from" | "full";
   /** Whether name binding draws a FROM list again when later columns are in none of its tables (`decoding.redrawFrom`). Default true. */
   redrawFrom: boolean;
+  /** Confidence under which an answer is marked not answerable (`decoding.confidenceThreshold`). Default 0.5. */
+  confidenceThreshold: number;
+  /** Tree strategies decode one branch greedily, so the greedy answer is among the candidates (`decoding.greedyBranch`). Default true. */
+  greedyBranch: boolean;
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -88,6 +102,8 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     constrained: config.decoding.constrained,
     bindNames: config.decoding.bindNames,
     redrawFrom: config.decoding.redrawFrom,
+    confidenceThreshold: config.decoding.confidenceThreshold,
+    greedyBranch: config.decoding.greedyBranch,
     maxInteractions: config.agent.maxInteractions,
     maxTokens: config.agent.maxTokens,
     feedback: config.agent.feedback,
@@ -151,6 +167,8 @@ interface Resolved {
   topP: number;
   family: PromptFamily;
   profile: ModelProfile;
+  /** The tree's greedy branch, or null for none. */
+  greedy: { finalRetries: number } | null;
 }
 
 function positiveInt(value: number, name: string, max = Infinity): number {
@@ -180,6 +198,7 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
     topP,
     family,
     profile,
+    greedy: d.greedyBranch ? { finalRetries: d.finalRetries } : null,
   };
 }
 
@@ -187,8 +206,8 @@ function resolve(req: AnswerRequest, d: DecoderDefaults, choice: ProfileChoice):
 const RUNNERS: Record<Strategy, (run: Run, o: Resolved) => Promise<StrategyOutcome>> = {
   greedy: (run, o) => runLinear(run, o.candidates),
   linear: (run, o) => runLinear(run, o.candidates),
-  tree: (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: false }),
-  "tree-prune": (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: true }),
+  tree: (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: false, greedy: o.greedy }),
+  "tree-prune": (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: true, greedy: o.greedy }),
 };
 
 /**
@@ -300,7 +319,11 @@ export function createDecoder(deps: DecoderDeps): Decoder {
       const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
       const answerable = winner ? winner.answerable : true;
       const reason = winner && !winner.answerable ? winnerLeaf!.rollout.reason : undefined;
-      emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}) });
+      const confidence = assessAnswer(
+        { question: req.question, candidates, outcome: outcomeOfVote, probes: winnerLeaf?.rollout.probes ?? [], context: groundingText(prompt) },
+        { threshold: defaults.confidenceThreshold },
+      );
+      emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}), confidence: confidence.value });
 
       const shortfall =
         candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
@@ -313,6 +336,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         candidates,
         winner: outcomeOfVote.winner,
         decidedBy: outcomeOfVote.decidedBy,
+        confidence,
         ...(shortfall !== undefined ? { shortfall } : {}),
         usage: control.usage(),
         timings: { totalMs: control.elapsed(), ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) },
@@ -327,6 +351,11 @@ export function createDecoder(deps: DecoderDeps): Decoder {
   };
 
   return Object.assign(decode, { close: () => builder?.close(), profile: choice, constrained: constrainedByDefault });
+}
+
+/** The words a question can be grounded in: the prompt's schema section and the values it matched. */
+function groundingText(prompt: BuiltPrompt): string {
+  return [prompt.sharedPrefix, ...(prompt.matches ?? []).map((m) => m.value)].join("\n");
 }
 
 function genericShortfall(control: RequestControl, got: number, wanted: number, req: AnswerRequest): string {

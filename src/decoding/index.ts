@@ -25,3 +25,16 @@ export {
 } from "./prompt.js";
 export { ROOT_PATH, TREE_SPAWN_FACTOR, splitQuota } from "./tree.js";
 export { pathSeed } from "./run.js";
+export {
+  CONFIDENCE_MODEL,
+  SIGNALS,
+  answerSignals,
+  assessAnswer,
+  probability,
+  ungroundedShare,
+  type AssessInput,
+  type Confidence,
+  type ConfidenceModel,
+  type SignalName,
+  type Signals,
+} from "./confidence.js";

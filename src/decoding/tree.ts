@@ -15,7 +15,8 @@
  * many children as there are free sequences (at least `branching`), so the batch stays full. So
  * exactly `candidates` leaves finish unless a stop, the spawn limit or a failure intervenes.
  *
- * Pruning (tree-prune): a branch whose probe fails is dropped; of siblings whose first probes
+ * Pruning (tree-prune): a branch whose path has {@link PRUNE_PROBE_ERRORS} failed probes is dropped
+ * (one failed probe gets its error and the real names back and goes on); of siblings whose first probes
  * returned identical rows only the first is kept and the duplicate's quota moves to a live branch
  * of the kept one's subtree (when none is live any more, the duplicate is kept instead); a leaf
  * whose final SQL fails is dropped and replaced (kept aside, and added back only if the tree ends
@@ -44,11 +45,19 @@ export const ROOT_PATH = "R";
 /** Most trajectories a tree may spawn, as a multiple of `candidates` (room for pruned and replaced branches). Default 4. */
 export const TREE_SPAWN_FACTOR = 4;
 
+/** Failed probes on a branch's path at which tree-prune drops it: one failed probe gets its error and the real names back and goes on. Default 2. */
+export const PRUNE_PROBE_ERRORS = 2;
+
 /** How a tree runs. */
 export interface TreeOptions {
   candidates: number;
   branching: number;
   prune: boolean;
+  /**
+   * One branch decodes greedily (temperature 0, `finalRetries` as given, never pruned for its probes
+   * or as a duplicate), so the greedy answer is always among the candidates (`decoding.greedyBranch`); null for none. Default null.
+   */
+  greedy?: { finalRetries: number } | null;
 }
 
 /** Splits `total` into `parts` near-equal shares, largest first. */
@@ -76,6 +85,10 @@ class TreeNode {
   held: Snapshot | null = null;
   /** First-probe result keys of this node's children (pruning only). */
   readonly firstResults = new Map<string, Branch>();
+  /** The node's state is on the greedy path, so one of its children goes on greedily. */
+  greedyLine = false;
+  /** That child was launched. */
+  greedyTaken = false;
 
   constructor(
     readonly path: string,
@@ -107,6 +120,8 @@ class Branch {
   becameNode = false;
   /** Branches forked off this one (its subtree). */
   readonly forks: Branch[] = [];
+  /** It decodes greedily (see `TreeOptions.greedy`). */
+  greedy = false;
   path: string;
   depth: number;
 
@@ -121,12 +136,14 @@ class Branch {
     this.depth = parent.depth + 1;
   }
 
-  /** Goes on as a new child of `node` (same trajectory and task, new place in the tree), not yet probed there. */
+  /** Goes on as a new child of `node` (same trajectory and task, new place in the tree), not yet probed there; greedy only if no other child of the node is. */
   moveTo(node: TreeNode): void {
     this.parent = node;
     this.path = node.nextChildPath();
     this.depth = node.depth + 1;
     this.probed = false;
+    this.greedy = this.greedy && node.greedyLine && !node.greedyTaken;
+    if (this.greedy) node.greedyTaken = true;
   }
 
   /** A live branch in this branch's subtree (itself first), if any. */
@@ -188,6 +205,7 @@ export class TreeDecoder {
     this.control = run.control;
     this.maxBranches = TREE_SPAWN_FACTOR * options.candidates;
     this.pool = options.candidates;
+    this.root.greedyLine = !!options.greedy;
   }
 
   /** Starts the root, runs the tree until it ends, releases every held state and returns the vote's input. */
@@ -312,6 +330,8 @@ export class TreeDecoder {
   private launch(parent: TreeNode, quota: number, from: Snapshot): Branch {
     this.spawned++;
     const b = new Branch(parent, quota, from.trajectory, from.state);
+    b.greedy = parent.greedyLine && !parent.greedyTaken;
+    if (b.greedy) parent.greedyTaken = true;
     this.running.add(b);
     for (const n of parent.ancestry()) n.liveBelow++;
     this.run.emit({ type: "branch", path: b.path, parent: parent.path, depth: b.depth });
@@ -452,6 +472,7 @@ export class TreeDecoder {
   private async expand(b: Branch): Promise<void> {
     const k = Math.min(this.options.branching, b.quota);
     const node = new TreeNode(b.path, b.depth, b.parent);
+    node.greedyLine = b.greedy;
     node.expansion = { by: b, quotas: splitQuota(b.quota, k) };
     let forked: number;
     try {
@@ -512,7 +533,10 @@ export class TreeDecoder {
 
   /** Under tree-prune, the sibling whose identical first-probe result `b` repeats, when that sibling's subtree still has a live branch to inherit `b`'s budget. */
   private duplicateHeir(b: Branch, result: ExecResult | null): Branch | undefined {
-    if (!this.options.prune || !result?.ok) return undefined;
+    if (!this.options.prune || !result?.ok || b.greedy) {
+      if (b.greedy && result?.ok && !b.parent.firstResults.has(resultKey(result.rows))) b.parent.firstResults.set(resultKey(result.rows), b);
+      return undefined;
+    }
     const key = resultKey(result.rows);
     const kept = b.parent.firstResults.get(key);
     const heir = kept && kept !== b ? kept.liveInSubtree() : undefined;
@@ -520,21 +544,30 @@ export class TreeDecoder {
     return heir;
   }
 
+  /** A branch's rollout options: the run's, or greedy ones for the greedy branch. */
+  private optionsOf(b: Branch): ReturnType<typeof branchOptions> {
+    const options = branchOptions(this.run, b.path);
+    const greedy = this.options.greedy;
+    return b.greedy && greedy ? { ...options, temperature: 0, topP: 1, finalRetries: greedy.finalRetries } : options;
+  }
+
   /** Runs a branch's rollout, expanding it after each probe while it owes two leaves or more, until it is a leaf, pruned or a node. */
   private async runBranch(b: Branch): Promise<void> {
     try {
       for (;;) {
-        const outcome = await rolloutStep(b.trajectory, b.state, branchOptions(this.run, b.path));
+        const outcome = await rolloutStep(b.trajectory, b.state, this.optionsOf(b));
         if (outcome.kind === "limit") continue;
         if (outcome.kind === "done") break;
         const probe = outcome.probe;
-        if (this.options.prune && probe.result && !probe.result.ok) return this.prune(b, "probe_error");
+        if (this.options.prune && !b.greedy && probe.result && !probe.result.ok && failedProbes(b.state) >= PRUNE_PROBE_ERRORS)
+          return this.prune(b, "probe_error");
         if (!b.probed) {
           b.probed = true;
           const heir = this.duplicateHeir(b, probe.result);
           if (heir) return this.prune(b, "duplicate_result", heir);
         }
-        if (b.quota >= 2 && this.canSpawn()) {
+        // a failed probe is a step to recover from, not a point to branch at: its children would all start from the error
+        if (b.quota >= 2 && this.canSpawn() && probe.result?.ok !== false) {
           await this.expand(b);
           if (b.becameNode) return;
         }
@@ -589,4 +622,9 @@ export class TreeDecoder {
     run.leaves.add(b.path, rollout, exec);
     await this.giveBackFrom(b, leftover);
   }
+}
+
+/** Probes on a rollout's path whose SQL failed. */
+function failedProbes(state: RolloutState): number {
+  return state.probes.filter((p) => p.result !== null && !p.result.ok).length;
 }

@@ -8,6 +8,7 @@ import type { TokenUsage } from "../policy/index.js";
 import type { BindingReport, CoverageFix, FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
+import type { Confidence } from "./confidence.js";
 
 /** The strategy list (src/config's `STRATEGIES`) and the agent's vocabulary, re-exported for callers of the decoder. */
 export { STRATEGIES, type Strategy } from "../config/index.js";
@@ -94,6 +95,8 @@ export interface Answer {
    * "fallback-logprob" when no candidate's SQL ran (the winner's `error` says why), "none" without one.
    */
   decidedBy: VoteOutcome["decidedBy"];
+  /** How sure the answer is, and why not more; the decoder always sets it (a caller's own decoder may not). */
+  confidence?: Confidence;
   /** Why fewer than the requested candidates came back, if so. */
   shortfall?: string;
   /** A word about who answered, shown by every front end: set when a random-weight placeholder model wrote the answer. Default none. */

@@ -2,7 +2,7 @@
 import type { BindingReport, CoverageFix, LiteralFix, TableSwap } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
-/** How an answer stands for a client: answerable only when its final SQL ran (or the model declared the question unanswerable), with the reason and the final SQL's error when not. */
+/** How an answer stands for a client: answerable only when its final SQL ran and its confidence reaches the threshold, with the reason and the final SQL's error when not. */
 export interface AnswerStatus {
   answerable: boolean;
   reason?: string;
@@ -11,8 +11,8 @@ export interface AnswerStatus {
 }
 
 /**
- * The REST, WebSocket, MCP and CLI view of whether an answer answers: a final SQL that failed,
- * or no final SQL at all, is not answerable, and says why at the top level.
+ * The REST, WebSocket, MCP and CLI view of whether an answer answers: a final SQL that failed, no
+ * final SQL at all, or a confidence below `decoding.confidenceThreshold` is not answerable, and says why.
  */
 export function answerStatus(answer: Answer): AnswerStatus {
   if (!answer.answerable) return { answerable: false, ...(answer.reason !== undefined ? { reason: answer.reason } : {}) };
@@ -21,6 +21,11 @@ export function answerStatus(answer: Answer): AnswerStatus {
     return { answerable: false, reason: `the final SQL failed: ${code}: ${message}`, error: { code, message } };
   }
   if (answer.sql === null) return { answerable: false, reason: "no candidate wrote a final SQL" };
+  const c = answer.confidence;
+  if (c && c.value < c.threshold) {
+    const why = c.doubts.length > 0 ? `: ${c.doubts.join("; ")}` : "";
+    return { answerable: false, reason: `low confidence (${c.value.toFixed(3)}, below ${c.threshold})${why}` };
+  }
   return { answerable: true };
 }
 

@@ -26,24 +26,43 @@ export interface EvalItem {
   goldSql: string;
   /** BIRD's `simple` / `moderate` / `challenging`; absent for Spider. */
   difficulty?: string;
+  /** False for a question no SQL over its database can answer (`"answerable": false`, no gold SQL; `goldSql` is then ""); absent otherwise. */
+  answerable?: false;
 }
 
 const nonEmpty = z.string().trim().min(1, "must be a non-empty string");
 
-const birdItem = z.looseObject({
-  question_id: z.union([z.number(), z.string()]).optional(),
-  db_id: nonEmpty,
-  question: nonEmpty,
-  evidence: z.string().optional(),
-  SQL: nonEmpty,
-  difficulty: z.string().optional(),
-});
+/** A gold SQL, or null for a question marked `"answerable": false` (and only then). */
+function goldField<K extends "SQL" | "query">(key: K) {
+  return (item: { answerable?: false | undefined } & Partial<Record<K, string | null>>, ctx: z.RefinementCtx): void => {
+    const sql = item[key];
+    if (item.answerable === false && sql !== null && sql !== undefined)
+      ctx.addIssue({ code: "custom", path: [key], message: 'must be null for a question marked "answerable": false' });
+    if (item.answerable !== false && (sql === null || sql === undefined))
+      ctx.addIssue({ code: "custom", path: [key], message: 'must be a non-empty string (null only with "answerable": false)' });
+  };
+}
 
-const spiderItem = z.looseObject({
-  db_id: nonEmpty,
-  question: nonEmpty,
-  query: nonEmpty,
-});
+const birdItem = z
+  .looseObject({
+    question_id: z.union([z.number(), z.string()]).optional(),
+    db_id: nonEmpty,
+    question: nonEmpty,
+    evidence: z.string().optional(),
+    SQL: nonEmpty.nullable(),
+    difficulty: z.string().optional(),
+    answerable: z.literal(false).optional(),
+  })
+  .superRefine(goldField("SQL"));
+
+const spiderItem = z
+  .looseObject({
+    db_id: nonEmpty,
+    question: nonEmpty,
+    query: nonEmpty.nullable(),
+    answerable: z.literal(false).optional(),
+  })
+  .superRefine(goldField("query"));
 
 /** A loaded dataset: its layout and its normalised items. */
 export interface Dataset {
@@ -129,12 +148,22 @@ export function parseDataset(data: unknown, options: LoadDatasetOptions): Datase
         dbPath,
         question: bird.question,
         evidence: bird.evidence ?? "",
-        goldSql: bird.SQL,
+        goldSql: bird.SQL ?? "",
         ...(bird.difficulty ? { difficulty: bird.difficulty } : {}),
+        ...(bird.answerable === false ? { answerable: false as const } : {}),
       });
     } else {
       const spider = raw as z.infer<typeof spiderItem>;
-      items.push({ index, questionId: index, dbId, dbPath, question: spider.question, evidence: "", goldSql: spider.query });
+      items.push({
+        index,
+        questionId: index,
+        dbId,
+        dbPath,
+        question: spider.question,
+        evidence: "",
+        goldSql: spider.query ?? "",
+        ...(spider.answerable === false ? { answerable: false as const } : {}),
+      });
     }
   });
   if (missing.size > 0) {

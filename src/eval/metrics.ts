@@ -7,6 +7,8 @@ import { checkIdentifiers, identifiersIn, type BindingReport, type CoverageFix, 
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
+import type { Signals } from "../decoding/index.js";
+import { trustMetrics, type TrustMetrics } from "./trust.js";
 
 /** The EX rules: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
 export type ExRule = "bird" | "spider" | "refined";
@@ -125,6 +127,10 @@ export interface ScoreInput {
   decodeError?: { code: string; message: string };
   /** The database's names, for {@link CopyCount}; left out, the item has no copy count. */
   schema?: SchemaNames;
+  /** The dataset marks the question unanswerable: no SQL is right, abstaining is. */
+  unanswerable?: boolean;
+  /** What the decoder said of the answer's trust: its confidence and whether it was marked answerable; left out, it counts as answered when its SQL ran. */
+  trust?: { confidence: number; answered: boolean; doubts?: string[]; signals?: Signals };
 }
 
 /** One question's scored record. */
@@ -161,6 +167,16 @@ export interface ItemScore {
   latencyMs: number | null;
   tokens: { generated: number; evaluated: number } | null;
   decodeError?: { code: string; message: string };
+  /** The dataset marks the question unanswerable. */
+  unanswerable?: true;
+  /** The answer's confidence; null when the decoder gave none. */
+  confidence: number | null;
+  /** The answer was marked answerable (its SQL ran and its confidence reached the threshold). */
+  answered: boolean;
+  /** What lowered the confidence, in words. */
+  doubts?: string[];
+  /** The signals the confidence was computed from (scripts/fit-confidence.ts reads them). */
+  signals?: Signals;
 }
 
 function errorOf(sql: string | null, result: ExecResult | undefined): PredictionErrorCategory | null {
@@ -175,13 +191,14 @@ function any(list: RuleScores[]): RuleScores {
 
 /** Turns executed gold, final and candidate SQL into one item's scores; pure. */
 export function scoreItem(input: ScoreInput): ItemScore {
-  const finalEx = compareResults(input.gold, input.final.result, input.goldSql);
+  const compare = (result: ExecResult | undefined): RuleScores => (input.unanswerable ? { ...ALL_FALSE } : compareResults(input.gold, result, input.goldSql));
+  const finalEx = compare(input.final.result);
   const bare = input.candidates.length === 0;
   const candidates: CandidateScore[] = (bare ? [{ index: 0, sql: input.final.sql, result: input.final.result }] : input.candidates).map((c) => ({
     index: c.index,
     ...(c.path !== undefined ? { path: c.path } : {}),
     sql: c.sql,
-    ex: compareResults(input.gold, c.result, input.goldSql),
+    ex: compare(c.result),
     error: errorOf(c.sql, c.result),
     ...(c.votes !== undefined ? { votes: c.votes } : {}),
     ...(c.group !== undefined ? { group: c.group } : {}),
@@ -220,6 +237,11 @@ export function scoreItem(input: ScoreInput): ItemScore {
     latencyMs: input.latencyMs,
     tokens: input.tokens,
     ...(input.decodeError ? { decodeError: input.decodeError } : {}),
+    ...(input.unanswerable ? { unanswerable: true as const } : {}),
+    confidence: input.trust?.confidence ?? null,
+    answered: input.trust ? input.trust.answered : error === null,
+    ...(input.trust?.doubts?.length ? { doubts: input.trust.doubts } : {}),
+    ...(input.trust?.signals ? { signals: input.trust.signals } : {}),
   };
 }
 
@@ -263,6 +285,8 @@ export interface Metrics {
   latencyMs: LatencyStats | null;
   generatedTokensPerItem: number | null;
   evaluatedTokensPerItem: number | null;
+  /** Abstention scored the TrustSQL way, coverage and calibration (see src/eval/trust.ts). */
+  trust: TrustMetrics;
 }
 
 /** {@link Metrics} overall plus the same per difficulty (empty when no item has one). */
@@ -330,6 +354,7 @@ export function aggregate(items: readonly ItemScore[]): Metrics {
           },
     generatedTokensPerItem: mean(items.map((i) => i.tokens?.generated ?? null)),
     evaluatedTokensPerItem: mean(items.map((i) => i.tokens?.evaluated ?? null)),
+    trust: trustMetrics(items.map((i) => ({ correct: i.ex.bird, answered: i.answered, unanswerable: i.unanswerable === true, confidence: i.confidence }))),
   };
 }
 

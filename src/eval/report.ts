@@ -335,6 +335,62 @@ function interactionsHistogram(report: EvalReport): string {
   );
 }
 
+/** Abstention and calibration per run: coverage, accuracy among answered items, TrustSQL scores, ECE. */
+function trustTable(report: EvalReport): string {
+  const rows = report.runs.map((run) => {
+    const t = run.summary.trust;
+    const score = (v: number): string => v.toFixed(3);
+    return `<tr><td>${esc(run.config.label)}</td><td>${pct(t.coverage)}</td><td>${pct(t.answeredAccuracy)}</td><td>${pct(run.summary.ex.bird)}</td><td>${pct(t.keptRight)}</td><td>${score(t.reliability.c0)} / ${score(t.reliability.c1)} / ${score(t.reliability.c10)}</td><td>${score(t.answerAll.c0)} / ${score(t.answerAll.c1)} / ${score(t.answerAll.c10)}</td><td>${t.ece === null ? "–" : t.ece.toFixed(3)}</td><td>${t.unanswerable === 0 ? "–" : `${t.abstainedUnanswerable} of ${t.unanswerable}`}</td></tr>`;
+  });
+  return `<table id="trust"><thead><tr><th>run</th><th>answered %</th><th>right among answered %</th><th>EX % (all)</th><th>right answers kept %</th><th>reliability c = 0 / 1 / 10</th><th>answering all, c = 0 / 1 / 10</th><th>ECE</th><th>unanswerable abstained</th></tr></thead><tbody>${rows.join("")}</tbody></table>`;
+}
+
+/** Reliability diagram: mean confidence against accuracy per confidence bin, one colour per run, the diagonal for perfect calibration. */
+function reliabilityDiagram(report: EvalReport): string {
+  const runs = report.runs.map((run, i) => ({ run, i })).filter((r) => r.run.summary.trust.bins.length > 0);
+  if (runs.length === 0) return `<p class="note">No answer carried a confidence (predictions only), so there is no reliability diagram.</p>`;
+  const sx = (v: number): number => M.left + v * (W - M.left - M.right);
+  const sy = (v: number): number => H - M.bottom - v * (H - M.top - M.bottom);
+  const marks = runs.map(({ run, i }) => {
+    const color = PALETTE[i % PALETTE.length]!;
+    const bins = run.summary.trust.bins;
+    const line = bins.map((b) => `${sx(b.confidence).toFixed(1)},${sy(b.accuracy).toFixed(1)}`).join(" ");
+    const dots = bins
+      .map(
+        (b) =>
+          `<circle cx="${sx(b.confidence).toFixed(1)}" cy="${sy(b.accuracy).toFixed(1)}" r="${Math.min(9, 3 + Math.sqrt(b.count)).toFixed(1)}" fill="${color}" fill-opacity="0.7"><title>${esc(run.config.label)}: confidence ${b.lo.toFixed(1)}–${b.hi.toFixed(1)}, ${b.count} items, mean ${b.confidence.toFixed(2)}, right ${pct(b.accuracy)}%</title></circle>`,
+      )
+      .join("");
+    return `<polyline points="${line}" fill="none" stroke="${color}" stroke-width="1.5"/>${dots}`;
+  });
+  let lx = M.left;
+  const legend = runs
+    .map(({ run, i }) => {
+      const mark = `<rect x="${lx}" y="7" width="10" height="10" fill="${PALETTE[i % PALETTE.length]}"/><text x="${lx + 14}" y="16">${esc(run.config.label)} (ECE ${run.summary.trust.ece?.toFixed(3) ?? "–"})</text>`;
+      lx += 100 + 7 * run.config.label.length;
+      return mark;
+    })
+    .join("");
+  const t = [0, 0.2, 0.4, 0.6, 0.8, 1];
+  return (
+    `<svg id="reliability" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${W} ${H}" width="${W}" height="${H}" role="img" aria-label="reliability diagram">` +
+    axes(
+      t,
+      t,
+      sx,
+      sy,
+      "predicted confidence",
+      "observed accuracy",
+      (v) => v.toFixed(1),
+      (v) => v.toFixed(1),
+    ) +
+    `<line x1="${sx(0)}" y1="${sy(0)}" x2="${sx(1)}" y2="${sy(1)}" class="grid" stroke-dasharray="4 3"/>` +
+    marks.join("") +
+    legend +
+    `</svg>`
+  );
+}
+
 const MAX_ITEM_ROWS = 5000;
 
 function itemsTable(run: EvalRun, rule: ExRule): string {
@@ -413,9 +469,13 @@ ${pairedTable(report)}
 ${difficultyTable(report)}
 <h2>Errors of the final SQL by category</h2>
 ${errorsTable(report)}
+<h2>How far answers can be trusted</h2>
+${trustTable(report)}
+<p class="note">An answer counts as answered when it is marked answerable: its SQL ran and its confidence reached the threshold. Reliability is TrustSQL's score (Lee et al., 2024): +1 for a right answer or for abstaining on a question marked unanswerable, 0 for abstaining on one that is not, −c for a wrong answer; "answering all" scores every item as answered. ECE: expected calibration error over ten confidence bins.</p>
 <h2>Plots</h2>
 <div class="plots"><figure>${scatterPlot(report)}<figcaption>Accuracy vs latency per run</figcaption></figure>
-<figure>${interactionsHistogram(report)}<figcaption>Interactions per item</figcaption></figure></div>
+<figure>${interactionsHistogram(report)}<figcaption>Interactions per item</figcaption></figure>
+<figure>${reliabilityDiagram(report)}<figcaption>Reliability diagram: confidence vs accuracy (dot size: items per bin)</figcaption></figure></div>
 <h2>Items</h2>
 ${report.runs.map((run) => itemsTable(run, report.primaryRule)).join("\n")}
 </body></html>

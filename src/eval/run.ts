@@ -5,7 +5,7 @@
  * is produced.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
-import type { Answer, AnswerRequest, Decode, Strategy } from "../decoding/index.js";
+import { answerStatus, type Answer, type AnswerRequest, type Decode, type Strategy } from "../decoding/index.js";
 import type { SchemaNames } from "../agent/index.js";
 import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
@@ -113,7 +113,11 @@ async function execute(item: EvalItem, sql: string, opts: EvalExecOptions): Prom
   return result;
 }
 
+/** What an unanswerable question's gold "runs" to: nothing (it is never compared). */
+const NO_GOLD: ExecResult = Object.freeze({ ok: true, columns: [], rows: [], rowCount: 0, truncated: false, empty: true, elapsedMs: 0 });
+
 async function goldOf(item: EvalItem, opts: EvalExecOptions, cache: Map<number, ExecResult>): Promise<ExecResult> {
+  if (item.answerable === false) return NO_GOLD;
   const known = cache.get(item.index);
   if (known) return known;
   const result = await execute(item, item.goldSql, opts);
@@ -229,6 +233,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
       const results = await Promise.all(candidates.map((c) => run(c.sql)));
       const finalResult = await run(answer.sql);
       const winner = answer.winner === null ? undefined : candidates.find((c) => c.index === answer.winner);
+      const confidence = answer.confidence;
       return scoreItem({
         ...base(item),
         gold,
@@ -250,6 +255,16 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
         interactions: (winner ?? candidates[0])?.interactions ?? 0,
         latencyMs,
         tokens: { generated: answer.usage.generatedTokens, evaluated: answer.usage.evaluatedTokens },
+        ...(confidence
+          ? {
+              trust: {
+                confidence: confidence.value,
+                answered: answerStatus(answer).answerable,
+                doubts: confidence.doubts,
+                ...(confidence.signals ? { signals: confidence.signals } : {}),
+              },
+            }
+          : {}),
       });
     },
     reporter(items.length, options.onProgress),
@@ -293,7 +308,7 @@ function schemaNamesOf(dbPath: string): SchemaNames | undefined {
 
 function base(
   item: EvalItem,
-): Pick<Parameters<typeof scoreItem>[0], "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql" | "schema"> {
+): Pick<Parameters<typeof scoreItem>[0], "index" | "questionId" | "dbId" | "question" | "evidence" | "difficulty" | "goldSql" | "schema" | "unanswerable"> {
   const schema = schemaNamesOf(item.dbPath);
   return {
     ...(schema ? { schema } : {}),
@@ -304,6 +319,7 @@ function base(
     evidence: item.evidence,
     ...(item.difficulty !== undefined ? { difficulty: item.difficulty } : {}),
     goldSql: item.goldSql,
+    ...(item.answerable === false ? { unanswerable: true } : {}),
   };
 }
 
@@ -401,6 +417,7 @@ export async function selfCheck(items: readonly EvalItem[], options: EvalExecOpt
     items,
     options,
     async (item) => {
+      if (item.answerable === false) return;
       const gold = await goldOf(item, options, golds);
       if (!gold.ok) {
         failures.push({ index: item.index, dbId: item.dbId, reason: `gold SQL failed (${gold.error.category}): ${gold.error.message}` });

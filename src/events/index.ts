@@ -100,6 +100,8 @@ export interface FinalEvent {
   sql: string | null;
   answerable: boolean;
   reason?: string;
+  /** The answer's confidence in [0, 1] (README "How sure an answer is"); absent on a single trajectory's own final. */
+  confidence?: number;
 }
 /** A failure that ended a trajectory or the request. */
 export interface ErrorEvent {

@@ -12,10 +12,15 @@ import { clinic } from "./clinic.js";
 import { music } from "./music.js";
 import { Rng } from "./prng.js";
 import { retail } from "./retail.js";
+import { UNANSWERABLE_QUESTIONS } from "./unanswerable.js";
 import type { BirdQuestion, ExampleDatabase, ExampleSet } from "./types.js";
 
 export type { BirdQuestion, Difficulty, ExampleDatabase, ExampleQuestion, ExampleSet } from "./types.js";
 export { Rng } from "./prng.js";
+export { UNANSWERABLE_QUESTIONS, type UnanswerableQuestion } from "./unanswerable.js";
+
+/** File name of the unanswerable questions written beside {@link QUESTIONS_FILE}. Default `unanswerable.json`. */
+export const UNANSWERABLE_FILE = "unanswerable.json";
 
 /** Bump when a generator's data changes without its DDL or questions changing; part of the build key. Currently 1. */
 export const GENERATOR_VERSION = 1;
@@ -51,6 +56,19 @@ export function exampleQuestions(): BirdQuestion[] {
   return out;
 }
 
+/** The unanswerable questions in BIRD's layout, marked `"answerable": false` with no gold SQL, numbered from 0. */
+export function unanswerableQuestions(): (Omit<BirdQuestion, "SQL" | "difficulty"> & { SQL: null; answerable: false; why: string })[] {
+  return UNANSWERABLE_QUESTIONS.map((q, i) => ({
+    question_id: i,
+    db_id: q.db_id,
+    question: q.question,
+    evidence: "",
+    SQL: null,
+    answerable: false,
+    why: q.why,
+  }));
+}
+
 /** The key a build is valid for: generator version, SQLite version, every schema and question. */
 export function buildKey(): string {
   const memory = new Database(":memory:");
@@ -61,6 +79,7 @@ export function buildKey(): string {
     sqlite: sqliteVersion,
     pageSize: PAGE_SIZE,
     databases: EXAMPLE_DATABASES.map((d) => ({ dbId: d.dbId, ddl: d.ddl, questions: d.questions })),
+    unanswerable: UNANSWERABLE_QUESTIONS,
   });
   return createHash("sha256").update(payload).digest("hex");
 }
@@ -124,11 +143,11 @@ async function upToDate(outDir: string, key: string, expected: string[]): Promis
 }
 
 function relativeOutputs(): string[] {
-  return [...EXAMPLE_DATABASES.map((d) => posix.join("databases", d.dbId, `${d.dbId}.sqlite`)), QUESTIONS_FILE];
+  return [...EXAMPLE_DATABASES.map((d) => posix.join("databases", d.dbId, `${d.dbId}.sqlite`)), QUESTIONS_FILE, UNANSWERABLE_FILE];
 }
 
 /**
- * Builds every example database and `questions.json` into `outDir` (BIRD root layout), skipping the
+ * Builds every example database, `questions.json` and `unanswerable.json` into `outDir` (BIRD root layout), skipping the
  * work when `.build-hash` matches; each file is replaced atomically. Default `outDir`: {@link DEFAULT_EXAMPLES_DIR}.
  */
 export async function buildExamples(outDir: string = DEFAULT_EXAMPLES_DIR, options: { force?: boolean } = {}): Promise<ExampleSet[]> {
@@ -151,6 +170,7 @@ export async function buildExamples(outDir: string = DEFAULT_EXAMPLES_DIR, optio
       writeExampleDb(def, exampleDbPath(tmp, def.dbId));
     }
     await writeFile(join(tmp, QUESTIONS_FILE), `${JSON.stringify(questions, null, 2)}\n`);
+    await writeFile(join(tmp, UNANSWERABLE_FILE), `${JSON.stringify(unanswerableQuestions(), null, 2)}\n`);
     const files: Record<string, string> = {};
     for (const rel of outputs) files[rel] = sha256(await readFile(join(tmp, rel)));
     await writeFile(join(tmp, BUILD_MARKER), `${JSON.stringify({ key, files } satisfies Marker, null, 2)}\n`);

@@ -21,6 +21,10 @@ export interface McpAnswer {
   /** False when the model declared the question unanswerable, the final SQL failed or there is none; `reason` says which. */
   answerable: boolean;
   reason?: string;
+  /** Estimated chance that the answer is right, in [0, 1]; null from a decoder that does not compute it. */
+  confidence: number | null;
+  /** What lowered the confidence, in words; absent when nothing did. */
+  doubts?: string[];
   /** Set when a random-weight placeholder model wrote the answer: its SQL is noise. */
   notice?: string;
   /** The final SQL's rows; null when it failed or there is none. */
@@ -120,6 +124,8 @@ export function answerOf(answer: Answer, trace: string[]): McpAnswer {
   const out: McpAnswer = {
     sql: answer.sql,
     answerable: status.answerable,
+    confidence: answer.confidence ? Math.round(answer.confidence.value * 1000) / 1000 : null,
+    ...(answer.confidence?.doubts.length ? { doubts: answer.confidence.doubts.slice() } : {}),
     ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
     result: answer.result?.ok ? rowsOf(answer.result) : null,
     candidates: answer.candidates.map(candidateView),

@@ -15,6 +15,8 @@ export interface SqlResponse {
   sql: string | null;
   answerable: boolean;
   reason?: string;
+  confidence: number | null;
+  doubts?: string[];
   error?: { code: string; message: string };
   notice?: string;
   result: ReturnType<typeof jsonResult>;
@@ -92,6 +94,8 @@ function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs:
     sql: answer.sql,
     answerable: status.answerable,
     ...(status.reason !== undefined ? { reason: status.reason } : {}),
+    confidence: answer.confidence ? Math.round(answer.confidence.value * 1000) / 1000 : null,
+    ...(answer.confidence?.doubts.length ? { doubts: answer.confidence.doubts.slice() } : {}),
     ...(status.error ? { error: status.error } : {}),
     ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
     result: jsonResult(answer.result),
@@ -208,6 +212,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
         ...summary,
         sqlChars: answer.sql?.length ?? 0,
         answerable: answer.answerable,
+        ...(answer.confidence ? { confidence: Math.round(answer.confidence.value * 1000) / 1000 } : {}),
         winner: answer.winner,
         queueMs: round(started - accepted),
         totalMs: round(now - accepted),

@@ -164,8 +164,19 @@ export const sqlResponseSchema = z.object({
   sql: z.string().nullable(),
   answerable: z
     .boolean()
-    .describe("False when the model declared the question unanswerable, when the final SQL failed, or when there is no final SQL; `reason` says which."),
+    .describe(
+      "False when the model declared the question unanswerable, when the final SQL failed, when there is no final SQL, or when `confidence` is below `decoding.confidenceThreshold`; `reason` says which.",
+    ),
   reason: z.string().optional(),
+  confidence: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe(
+      'Estimated chance that the answer is right, in [0, 1] (README "How sure an answer is"): 0 without SQL that ran; null only from a decoder that does not compute it.',
+    ),
+  doubts: z.array(z.string()).optional().describe("What lowered `confidence`, in words, most first; absent when nothing did."),
   error: z.object({ code: z.string(), message: z.string() }).optional().describe("The final SQL's error, when it failed."),
   notice: z.string().optional().describe("Set when a random-weight placeholder model wrote the answer: its SQL is noise."),
   result: resultSchema.nullable(),

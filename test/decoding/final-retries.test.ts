@@ -32,7 +32,7 @@ describe("decoder: a failing final SQL answered as a probe", () => {
   });
 
   it("leaves tree-prune to prune a branch whose final SQL fails", async () => {
-    const s = scripted(corrects, ANSWERS);
+    const s = scripted(corrects, ANSWERS, { deps: { defaults: { greedyBranch: false } } });
     const log = eventLog();
     const answer = await s.decode(
       { dbPath: "/db", question: "how many?", strategy: "tree-prune", candidates: 2, branching: 2, maxTotalTokens: 2000 },
@@ -41,5 +41,14 @@ describe("decoder: a failing final SQL answered as a probe", () => {
     expect(log.of("probe")).toEqual([]);
     expect(log.of("prune").every((e) => e.reason === "sql_error")).toBe(true);
     expect(answer.sql).toBe(BAD);
+  });
+
+  it("retries the tree's greedy branch as greedy decoding would", async () => {
+    const s = scripted(corrects, ANSWERS);
+    const log = eventLog();
+    await s.decode({ dbPath: "/db", question: "how many?", strategy: "tree-prune", candidates: 2, branching: 2, maxTotalTokens: 2000 }, { sink: log.sink });
+    const retried = log.of("probe").filter((p) => p.retried);
+    expect(retried.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(retried.map((p) => p.path.split(".")[1]))).toEqual(new Set(["0"]));
   });
 });

@@ -26,7 +26,7 @@ describe("greedy decoding", () => {
     expect(answer.shortfall).toBeUndefined();
     expect(s.policy.calls.every((c) => (c.options.temperature ?? 0) === 0 && (c.options.topP ?? 1) === 1)).toBe(true);
     expect(log.events.map((e) => e.type).filter((t) => t !== "token")).toEqual(["branch", "probe", "result", "candidate", "vote", "final"]);
-    expect(log.of("final")[0]).toEqual({ type: "final", sql: "SELECT COUNT(*) FROM t", answerable: true });
+    expect(log.of("final")[0]).toEqual({ type: "final", sql: "SELECT COUNT(*) FROM t", answerable: true, confidence: answer.confidence!.value });
     expect(answer.timings.totalMs).toBeGreaterThanOrEqual(0);
     expect(answer.timings.firstTokenMs).toBeGreaterThanOrEqual(0);
     expect(s.policy.liveTrajectories()).toBe(0);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { answerStatus } from "../../src/decoding/index.js";
 import { byState, eventLog, final, probe, probesIn, rows } from "./helpers.js";
 import { scripted } from "./setup.js";
 
@@ -10,19 +11,57 @@ const ANSWERS = {
 };
 
 describe("tree decoding with pruning", () => {
-  it("drops branches whose probe fails and spends their budget elsewhere", async () => {
-    // the first root child probes a missing column; the others probe fine
+  it("drops a branch at its second failed probe and spends its budget elsewhere", async () => {
+    // the first root child probes a missing column twice; the others probe fine
     const s = scripted(
-      byState((text, n) => (probesIn(text) === 0 ? probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`) : final("SELECT COUNT(*) FROM t"))),
+      byState((text, n) => {
+        const done = probesIn(text);
+        if (done === 0) return probe(n === 0 ? "SELECT nope FROM t" : `SELECT ${n}`);
+        if (done === 1 && text.includes("nope")) return probe("SELECT nope FROM t WHERE 1");
+        return final("SELECT COUNT(*) FROM t");
+      }),
       ANSWERS,
+      { deps: { defaults: { greedyBranch: false } } },
     );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune")).toEqual([{ type: "prune", path: "R.0", reason: "probe_error" }]);
+    expect(log.of("probe").filter((p) => p.path === "R.0")).toHaveLength(2);
     expect(answer.candidates).toHaveLength(6);
     expect(answer.shortfall).toBeUndefined();
     expect(answer.candidates.every((c) => !c.path.startsWith("R.0.") && c.path !== "R.0")).toBe(true);
     expect(s.policy.liveTrajectories()).toBe(0);
+  });
+
+  it("lets a branch whose first probe fails read the error and go on to a candidate", async () => {
+    // every root child's first probe names a missing column; with the error back, each probes again and answers
+    const s = scripted(
+      byState((text, n) => {
+        const done = probesIn(text);
+        if (done === 0) return probe("SELECT nope FROM t");
+        if (done === 1) return probe(`SELECT ${n + 1}`);
+        return final("SELECT COUNT(*) FROM t");
+      }),
+      ANSWERS,
+    );
+    const log = eventLog();
+    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 4, branching: 2 }, { sink: log.sink });
+    expect(log.of("prune")).toEqual([]);
+    expect(answer.candidates).toHaveLength(4);
+    expect(answer.sql).toBe("SELECT COUNT(*) FROM t");
+    expect(answer.confidence?.value).toBeGreaterThan(0);
+  });
+
+  it("still answers, marked, when every branch's first probe fails and every final SQL fails", async () => {
+    const s = scripted(
+      byState((text) => (probesIn(text) === 0 ? probe("SELECT nope FROM t") : final("SELECT broken FROM t"))),
+      ANSWERS,
+    );
+    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 4, branching: 2 });
+    expect(answer.sql).toBe("SELECT broken FROM t");
+    expect(answer.candidates.length).toBeGreaterThan(0);
+    expect(answer.confidence).toMatchObject({ value: 0, doubts: ["the final SQL failed"] });
+    expect(answerStatus(answer)).toMatchObject({ answerable: false, reason: expect.stringMatching(/the final SQL failed/) });
   });
 
   it("keeps the same branches in plain tree decoding", async () => {
@@ -33,7 +72,8 @@ describe("tree decoding with pruning", () => {
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 6, branching: 3 }, { sink: log.sink });
     expect(log.of("prune")).toEqual([]);
-    expect(answer.candidates.some((c) => c.path.startsWith("R.0."))).toBe(true);
+    // R.0 does not branch at its failed probe: it goes on alone with its whole quota
+    expect(answer.candidates.filter((c) => c.path === "R.0" || c.path.startsWith("R.0."))).toHaveLength(1);
   });
 
   it("collapses siblings whose probes returned identical results and gives the kept one's subtree their budget", async () => {
@@ -68,6 +108,7 @@ describe("tree decoding with pruning", () => {
     const s = scripted(
       byState((text, n) => (probesIn(text) === 0 ? probe(`SELECT ${n + 1}`) : final(finals++ === 0 ? "SELECT broken FROM t" : "SELECT COUNT(*) FROM t"))),
       ANSWERS,
+      { deps: { defaults: { greedyBranch: false } } },
     );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 6, branching: 3 }, { sink: log.sink });

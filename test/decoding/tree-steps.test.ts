@@ -67,15 +67,17 @@ describe("tree decoder: expand", () => {
 });
 
 describe("tree decoder: prune", () => {
-  it("drops a branch whose probe fails and re-samples its leaf from its own node, not from the root", async () => {
-    // R.0 and R.1 probe (distinct rows) and fork two children each; the first child of each then probes a missing column
+  it("drops a branch whose probes fail twice and re-samples its leaf from its own node, not from the root", async () => {
+    // R.0 and R.1 probe (distinct rows) and fork two children each; the first child of each then probes a missing column, twice
     const s = scripted(
       byState((text, n) => {
         if (probesIn(text) === 0) return probe(`SELECT ${1 + n}`);
         if (probesIn(text) === 1 && n === 0) return probe("SELECT nope FROM t");
+        if (probesIn(text) === 2 && text.includes("nope")) return probe("SELECT nope FROM t WHERE 1");
         return final("SELECT COUNT(*) FROM t");
       }),
       ANSWERS,
+      { deps: { defaults: { greedyBranch: false } } },
     );
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree-prune", candidates: 4, branching: 2 }, { sink: log.sink });

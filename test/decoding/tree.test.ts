@@ -23,7 +23,7 @@ describe("tree decoding", () => {
   });
 
   it("forks children after the prompt and after each probe's result, up to `branching` per node", async () => {
-    const s = scripted(probeThenAnswer, ANSWERS);
+    const s = scripted(probeThenAnswer, ANSWERS, { deps: { defaults: { greedyBranch: false } } });
     const log = eventLog();
     const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 4, branching: 2, seed: 1 }, { sink: log.sink });
     const branches = log.of("branch").map((b) => [b.path, b.parent, b.depth]);
@@ -53,6 +53,17 @@ describe("tree decoding", () => {
     // the decoder's default sampling: temperature 0.7, top-p 0.95
     expect(s.policy.calls.every((c) => c.options.temperature === 0.7 && c.options.topP === 0.95)).toBe(true);
     expect(s.policy.liveTrajectories()).toBe(0);
+  });
+
+  it("decodes one branch greedily by default: one root child and one child of each of its nodes at temperature 0, the rest sampled", async () => {
+    const s = scripted(probeThenAnswer, ANSWERS);
+    const answer = await s.decode({ dbPath: "/db", question: "q", strategy: "tree", candidates: 4, branching: 2, seed: 1 });
+    const greedyCalls = s.policy.calls.filter((c) => c.options.temperature === 0);
+    // the greedy root child's first segment, then its first child's answer after the probe
+    expect(greedyCalls.map((c) => probesIn(c.text))).toEqual([0, 1]);
+    expect(new Set(greedyCalls.map((c) => c.trajectoryId)).size).toBe(2);
+    expect(s.policy.calls.filter((c) => c.options.temperature === 0.7)).toHaveLength(s.policy.calls.length - 2);
+    expect(answer.candidates).toHaveLength(4);
   });
 
   it("shares the prefix: a tree evaluates fewer tokens than linear decoding for the same candidates", async () => {

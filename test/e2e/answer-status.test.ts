@@ -43,13 +43,19 @@ describe("an answer from the placeholder model", () => {
       body: JSON.stringify({ database: "clinic", question: "How many doctors are there?", seed: 1 }),
     });
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { notice?: string }).notice).toMatch(/random-weight placeholder model/);
+    const body = (await res.json()) as { notice?: string; confidence: number | null };
+    expect(body.notice).toMatch(/random-weight placeholder model/);
+    expect(body.confidence).toBeGreaterThanOrEqual(0);
+    expect(body.confidence).toBeLessThanOrEqual(1);
 
     const ws = connect(`${server.url.replace("http", "ws")}/v1/stream`);
     await ws.opened;
     ws.ws.send(JSON.stringify({ database: "clinic", question: "How many doctors are there?", seed: 1 }));
-    const done = (await ws.next("done")) as { answer: { notice?: string } };
+    const final = (await ws.next("final")) as { confidence?: number };
+    const done = (await ws.next("done")) as { answer: { notice?: string; confidence: number | null } };
     expect(done.answer.notice).toMatch(/random-weight placeholder model/);
+    expect(typeof done.answer.confidence).toBe("number");
+    expect(Math.abs((final.confidence ?? -1) - (done.answer.confidence ?? 0))).toBeLessThan(0.001);
     ws.ws.close();
     await ws.closed;
   }, 120_000);

@@ -23,6 +23,8 @@ function run(right: boolean[], dbId = "db"): ItemScore[] {
       interactions: null,
       latencyMs: null,
       tokens: null,
+      confidence: null,
+      answered: true,
     };
   });
 }

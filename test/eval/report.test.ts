@@ -24,6 +24,8 @@ function item(index: number, difficulty: string, correct: boolean, interactions:
     interactions,
     latencyMs,
     tokens: latencyMs === null ? null : { generated: 100, evaluated: 150 },
+    confidence: null,
+    answered: correct,
   };
 }
 

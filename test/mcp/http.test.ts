@@ -168,6 +168,8 @@ describe("/mcp over Streamable HTTP", () => {
     expect(r.isError).toBeFalsy();
     expect(decodes.length).toBe(started + 1);
     expect(r.structuredContent!.candidates).toHaveLength(2);
+    expect(r.structuredContent!.confidence).toBeGreaterThanOrEqual(0);
+    expect(r.structuredContent!.confidence).toBeLessThanOrEqual(1);
     expect(r.structuredContent!.usage.generatedTokens).toBeGreaterThan(0);
     expect(decodes.at(-1)!.error).toBeUndefined();
     expect(progress.some((p) => p.message?.startsWith("generating: "))).toBe(true);

@@ -69,7 +69,9 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
       env: { ...process.env, REEX_POLICY_THREADS: "1", REEX_SQL_DATA_DIR: join(dir, "data") },
       timeout: 90_000,
     });
-    const answer = JSON.parse(stdout) as { sql: string | null };
+    const answer = JSON.parse(stdout) as { sql: string | null; confidence: { value: number; threshold: number; doubts: string[] } };
+    expect(answer.confidence.value).toBeGreaterThanOrEqual(0);
+    expect(answer.confidence.value).toBeLessThanOrEqual(1);
     const pred = executeDirect(clinic.path, answer.sql ?? "");
     const gold = executeDirect(clinic.path, q.SQL);
     if (!pred.ok || !gold.ok) throw new Error(`final SQL failed: ${answer.sql}`);

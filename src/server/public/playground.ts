@@ -269,7 +269,9 @@ function renderAnswer(a) {
   const meta = $("final-meta"); meta.innerHTML = "";
   const pill = (t, c) => meta.appendChild(el("span", "pill " + (c || ""), t));
   pill(a.answerable ? "answerable" : "no answer", a.answerable ? "ok" : "bad");
+  if (typeof a.confidence === "number") pill("confidence " + a.confidence.toFixed(2), a.answerable ? "accent" : "bad");
   if (!a.answerable && a.reason && a.sql) meta.appendChild(el("div", "err", a.reason));
+  else if (a.doubts && a.doubts.length) meta.appendChild(el("div", "empty", "doubts: " + a.doubts.join("; ")));
   if (a.notice) meta.appendChild(el("div", "err", a.notice));
   pill(a.candidates.length + " candidates");
   const w = a.winner === null ? undefined : a.candidates.find((c) => c.index === a.winner);
