@@ -2,13 +2,14 @@
  * Fits the answer-confidence model (src/decoding/confidence.ts) on eval reports of training-split
  * questions and writes src/decoding/confidence-model.ts:
  *
- *   npx tsx scripts/fit-confidence.ts --out src/decoding/confidence-model.ts REPORT.json [REPORT.json …]
+ *   npx tsx scripts/fit-confidence.ts --out src/decoding/confidence-model.ts [--check OTHER.json …] REPORT.json [REPORT.json …]
  *
  * Each report's items with `signals` (answers whose SQL ran) are examples: label 1 when the final
  * SQL is right (never for a question marked unanswerable). An L2-penalised logistic regression is
  * fitted by Newton's method; the script prints the weights, the fit's calibration and, per
  * threshold, coverage, accuracy among answered items, right answers kept and the TrustSQL score
- * at c = 1 over all items of the reports (answers without signals count as confidence 0).
+ * at c = 1 over all items of the reports (answers without signals count as confidence 0); each
+ * `--check` report is then scored with the fitted model without fitting on it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -24,7 +25,7 @@ interface ReportItem {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { out: { type: "string" }, l2: { type: "string", default: "1" }, label: { type: "string" } },
+  options: { out: { type: "string" }, l2: { type: "string", default: "1" }, label: { type: "string" }, check: { type: "string", multiple: true } },
 });
 if (positionals.length === 0) {
   console.error("usage: npx tsx scripts/fit-confidence.ts [--out FILE] [--l2 1] [--label TEXT] REPORT.json …");
@@ -64,19 +65,33 @@ const model: ConfidenceModel = {
     `${examples.length} answers that ran (${examples.filter((e) => e.y === 1).length} right) of ${items.length} training-split questions; L2 ${l2}`,
 };
 console.log(JSON.stringify(model, null, 2));
-const scored: TrustInput[] = items.map((i) => ({
-  correct: i.ex.bird && !i.unanswerable,
-  unanswerable: i.unanswerable === true,
-  confidence: i.signals ? probability(model, i.signals) : 0,
-  answered: false,
-}));
-console.log(`ECE on the fit's own items: ${trustMetrics(scored).ece?.toFixed(3)}`);
-console.log("threshold  answered  right-among-answered  right-kept  reliability(c=1)  (c=10)");
-for (const t of [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7]) {
-  const m = trustMetrics(scored.map((i) => ({ ...i, answered: i.confidence !== null && i.confidence >= t && (i.confidence > 0 || t === 0) })));
-  console.log(
-    `${t.toFixed(2).padStart(9)}  ${(m.coverage * 100).toFixed(1).padStart(8)}  ${((m.answeredAccuracy ?? 0) * 100).toFixed(1).padStart(20)}  ${((m.keptRight ?? 0) * 100).toFixed(1).padStart(10)}  ${m.reliability.c1.toFixed(3).padStart(16)}  ${m.reliability.c10.toFixed(3).padStart(7)}`,
-  );
+const scored: TrustInput[] = items.map(scoredWith(model));
+table("the fit's own items", scored);
+for (const file of values.check ?? []) table(file, itemsOf(file).map(scoredWith(model)));
+
+function itemsOf(file: string): ReportItem[] {
+  return (JSON.parse(readFileSync(file, "utf8")) as { runs: { items: ReportItem[] }[] }).runs.flatMap((r) => r.items);
+}
+
+function scoredWith(m: ConfidenceModel): (i: ReportItem) => TrustInput {
+  return (i) => ({
+    correct: i.ex.bird && !i.unanswerable,
+    unanswerable: i.unanswerable === true,
+    confidence: i.signals ? probability(m, i.signals) : 0,
+    answered: false,
+  });
+}
+
+function table(title: string, rows: TrustInput[]): void {
+  const right = rows.filter((i) => i.correct).length;
+  console.log(`\n${title}: ${rows.length} items, EX ${((right / rows.length) * 100).toFixed(1)}%, ECE ${trustMetrics(rows).ece?.toFixed(3)}`);
+  console.log("threshold  answered  right-among-answered  right-kept  reliability(c=1)  (c=10)");
+  for (const t of [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7]) {
+    const m = trustMetrics(rows.map((i) => ({ ...i, answered: i.confidence !== null && i.confidence >= t && (i.confidence > 0 || t === 0) })));
+    console.log(
+      `${t.toFixed(2).padStart(9)}  ${(m.coverage * 100).toFixed(1).padStart(8)}  ${((m.answeredAccuracy ?? 0) * 100).toFixed(1).padStart(20)}  ${((m.keptRight ?? 0) * 100).toFixed(1).padStart(10)}  ${m.reliability.c1.toFixed(3).padStart(16)}  ${m.reliability.c10.toFixed(3).padStart(7)}`,
+    );
+  }
 }
 if (values.out) {
   writeFileSync(

@@ -402,13 +402,14 @@ function itemsTable(run: EvalRun, rule: ExRule): string {
       `<td><code>${esc(it.gold)}</code></td><td><code>${esc(it.predicted ?? "")}</code></td>` +
       `<td>${EX_RULES.map((r) => mark(it.ex[r])).join(" ")}</td><td>${mark(it.voting[rule])}</td><td>${mark(it.passK[rule])} ${it.candidates.filter((c) => c.ex[rule]).length}/${it.k}</td>` +
       `<td>${esc(it.error ?? "")}${it.errorMessage ? `<br><small>${esc(it.errorMessage)}</small>` : ""}</td>` +
+      `<td class="n">${it.confidence === null ? "–" : it.confidence.toFixed(2)}${it.answered ? "" : " ⊘"}${it.doubts?.length ? `<br><small>${esc(it.doubts.join("; "))}</small>` : ""}</td>` +
       `<td class="n">${it.interactions ?? "–"}</td><td class="n">${secs(it.latencyMs)}</td><td class="n">${it.tokens ? `${it.tokens.generated}/${it.tokens.evaluated}` : "–"}</td></tr>`
     );
   });
   const more = run.items.length > shown.length ? `<p class="note">First ${shown.length} of ${run.items.length} items; the JSON record has them all.</p>` : "";
   return (
     `<details><summary>${esc(run.config.label)}: ${run.items.length} items</summary>${more}<table class="items"><thead><tr>` +
-    ["#", "db", "difficulty", "question", "gold", "predicted", "EX b/s/r", "vote", "pass@k", "error", "inter.", "s", "tokens gen/eval"]
+    ["#", "db", "difficulty", "question", "gold", "predicted", "EX b/s/r", "vote", "pass@k", "error", "confidence (⊘ not answered)", "inter.", "s", "tokens gen/eval"]
       .map((h) => `<th>${esc(h)}</th>`)
       .join("") +
     `</tr></thead><tbody>${rows.join("")}</tbody></table></details>`
