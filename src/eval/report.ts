@@ -409,7 +409,22 @@ function itemsTable(run: EvalRun, rule: ExRule): string {
   const more = run.items.length > shown.length ? `<p class="note">First ${shown.length} of ${run.items.length} items; the JSON record has them all.</p>` : "";
   return (
     `<details><summary>${esc(run.config.label)}: ${run.items.length} items</summary>${more}<table class="items"><thead><tr>` +
-    ["#", "db", "difficulty", "question", "gold", "predicted", "EX b/s/r", "vote", "pass@k", "error", "confidence (⊘ not answered)", "inter.", "s", "tokens gen/eval"]
+    [
+      "#",
+      "db",
+      "difficulty",
+      "question",
+      "gold",
+      "predicted",
+      "EX b/s/r",
+      "vote",
+      "pass@k",
+      "error",
+      "confidence (⊘ not answered)",
+      "inter.",
+      "s",
+      "tokens gen/eval",
+    ]
       .map((h) => `<th>${esc(h)}</th>`)
       .join("") +
     `</tr></thead><tbody>${rows.join("")}</tbody></table></details>`
