@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Answer, AnswerRequest, DecodeContext } from "../../src/decoding/types.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import type { ExecSuccess } from "../../src/sql/types.js";
-import { listen, makeApp, sleep, sqliteBytes, type TestApp } from "./helpers.js";
+import { exampleQuestions } from "../../src/examples/index.js";
+import { listen, makeApp, makeSqlite, sleep, sqliteBytes, type TestApp } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const OUTPUT = fileURLToPath(new URL("../.output/", import.meta.url));
@@ -207,6 +208,24 @@ describe("the playground page", () => {
     await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
     await expect.poll(() => page.getAttribute("#question", "placeholder")).toMatch(/^e\.g\. How many rows are in (singer|concert)\?$/);
     expect(await page.textContent("#tables")).toContain("singer");
+    await page.close();
+  });
+
+  it("fills in an example database's question and its hint on request, and offers nothing for other databases", async () => {
+    t = await makeApp({ deps: { decode: treeDecode } });
+    const retail = await t.registry.registerPath(makeSqlite(t.dir, "retail.sqlite"), { name: "retail" });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage();
+    await page.goto(url + "/");
+    await page.waitForSelector(`#database option[value="${retail.id}"]`, { state: "attached" });
+    await page.selectOption("#database", t.dbId);
+    expect(await page.isVisible("#example")).toBe(false);
+    await page.selectOption("#database", retail.id);
+    const example = exampleQuestions().find((q) => q.db_id === "retail")!;
+    expect(await page.getAttribute("#question", "placeholder")).toBe(example.question);
+    await page.click("#example");
+    expect(await page.inputValue("#question")).toBe(example.question);
+    expect(await page.inputValue("#evidence")).toBe(example.evidence);
     await page.close();
   });
 

@@ -5,6 +5,7 @@
  */
 import { PROFILES } from "../../agent/index.js";
 import { STRATEGIES } from "../../config/index.js";
+import { exampleQuestions } from "../../examples/index.js";
 
 const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 
@@ -12,6 +13,9 @@ const escapeHtml = (s: string): string => s.replace(/[&<>"]/g, (c) => ({ "&": "&
 const STRATEGY_OPTIONS = STRATEGIES.map(
   (s) => `<option value="${s}"${s === "tree-prune" ? " selected" : ""}>${s === "tree-prune" ? "tree + prune" : s}</option>`,
 ).join("");
+/** Each example database's first question, with its hint, as the "Try the example" button fills them in. */
+const EXAMPLES: Record<string, { question: string; evidence: string }> = {};
+for (const q of exampleQuestions()) EXAMPLES[q.db_id] ??= { question: q.question, evidence: q.evidence };
 const PROFILE_OPTIONS = PROFILES.map((p) => `<option value="${p.id}" title="${escapeHtml(p.title)}">${p.id}</option>`).join("");
 
 const CSS = /* css */ `
@@ -47,6 +51,7 @@ button:hover { border-color: var(--accent); }
 input[type=file] { width: 100%; font-size: 12.5px; color: var(--muted); }
 input[type=file]::file-selector-button { font: inherit; border: 1px solid var(--line); background: #fff; border-radius: 7px; padding: 5px 10px; margin-right: 10px; cursor: pointer; color: var(--ink); }
 input[type=file]::file-selector-button:hover { border-color: var(--accent); }
+button.link { border: 0; background: none; padding: 0 0 0 6px; color: var(--accent); font-weight: 400; text-decoration: underline; }
 button.primary { background: var(--accent); border-color: var(--accent); color: #fff; font-weight: 600; }
 button.primary:disabled { opacity: .55; cursor: default; }
 .actions { display: flex; gap: 8px; margin-top: 16px; }
@@ -150,15 +155,13 @@ async function loadDatabases(selectId) {
 }
 
 const KEY_NEEDED = "This server needs an API key: enter it under API key, then the databases appear.";
-const EXAMPLE_QUESTIONS = {
-  retail: "How many orders were shipped to the United Kingdom?",
-  clinic: "How many doctors specialise in dermatology?",
-  music: "How many Hip-Hop tracks are longer than four minutes?",
-};
+const EXAMPLES = ${JSON.stringify(EXAMPLES).replace(/</g, "\\u003c")};
 function showTables() {
   const sel = $("database"); const db = (sel._dbs || []).find((d) => d.id === sel.value);
   $("tables").textContent = db ? "Tables: " + db.tables.join(", ") : "";
-  $("question").placeholder = db ? (EXAMPLE_QUESTIONS[db.name] || (db.tables.length ? "e.g. How many rows are in " + db.tables[0] + "?" : "This database has no tables.")) : "Pick a database, then ask about it.";
+  const example = db && EXAMPLES[db.name];
+  $("example").hidden = !example;
+  $("question").placeholder = db ? (example ? example.question : (db.tables.length ? "e.g. How many rows are in " + db.tables[0] + "?" : "This database has no tables.")) : "Pick a database, then ask about it.";
 }
 
 async function upload(file) {
@@ -322,6 +325,10 @@ window.addEventListener("DOMContentLoaded", () => {
   $("key").value = localStorage.getItem("reex.apiKey") || "";
   $("key").addEventListener("change", () => { localStorage.setItem("reex.apiKey", apiKey()); loadDatabases(); });
   $("database").addEventListener("change", showTables);
+  $("example").addEventListener("click", () => {
+    const sel = $("database"); const db = (sel._dbs || []).find((d) => d.id === sel.value); const example = db && EXAMPLES[db.name];
+    if (example) { $("question").value = example.question; $("evidence").value = example.evidence; }
+  });
   $("refresh").addEventListener("click", () => loadDatabases());
   $("file").addEventListener("change", (e) => { const f = e.target.files[0]; if (f) upload(f); e.target.value = ""; });
   $("strategy").addEventListener("change", () => { $("candidates").disabled = $("strategy").value === "greedy"; });
@@ -347,7 +354,7 @@ const BODY = /* html */ `
     <div id="tables" class="hint"></div>
     <label for="file">Upload a SQLite file</label>
     <input type="file" id="file" accept=".sqlite,.sqlite3,.db,application/vnd.sqlite3,application/octet-stream">
-    <label for="question">Question</label>
+    <label for="question">Question <button type="button" id="example" class="link" hidden title="Fill in this example database's first question and its hint">try the example</button></label>
     <textarea id="question" rows="3" placeholder="Pick a database, then ask about it."></textarea>
     <label for="evidence">Hint (optional)</label>
     <textarea id="evidence" rows="2" placeholder="e.g. older than 30 refers to age &gt; 30"></textarea>
