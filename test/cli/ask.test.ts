@@ -3,6 +3,7 @@ import { execFile } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../src/examples/index.js";
@@ -41,6 +42,21 @@ describe("reex ask", () => {
     expect(answer.usage.promptTokens).toBeGreaterThan(100);
     expect(answer.usage.generatedTokens).toBeGreaterThan(0);
     expect([0, 1]).toContain(r.code);
+  });
+
+  it("prints the answer's confidence, the same figure its --json record carries", { timeout: 180_000 }, async () => {
+    const starter = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
+    const clinic = join(dir, "examples", "databases", "clinic", "clinic.sqlite");
+    const args = ["--db", clinic, "--model", starter, "How many doctors specialise in dermatology?"];
+    const plain = await ask(args, { REEX_AGENT_MAX_TOKENS: "512" });
+    const printed = /^confidence: (\d\.\d\d)/m.exec(plain.stdout);
+    expect(printed, plain.stdout).not.toBeNull();
+    const json = await ask(["--json", ...args], { REEX_AGENT_MAX_TOKENS: "512" });
+    const answer = JSON.parse(json.stdout) as { confidence: { value: number; threshold: number; doubts: string[] } };
+    expect(answer.confidence.value).toBeGreaterThanOrEqual(0);
+    expect(answer.confidence.value).toBeLessThanOrEqual(1);
+    expect(answer.confidence.value.toFixed(2)).toBe(printed![1]);
+    expect(answer.confidence.threshold).toBe(0.5);
   });
 
   it("refuses a missing database with a typed error and exit code 1", async () => {

@@ -24,6 +24,10 @@ describe("GET /openapi.json", () => {
     expect(req.properties.strategy.enum).toEqual(["greedy", "linear", "tree", "tree-prune"]);
     expect(req.additionalProperties).toBe(false);
     expect(doc.components.schemas.SqlResponse.properties.candidates.type).toBe("array");
+    const response = doc.components.schemas.SqlResponse;
+    expect(response.required).toEqual(expect.arrayContaining(["confidence"]));
+    expect(JSON.stringify(response.properties.confidence)).toMatch(/"maximum":1/);
+    expect(response.properties.doubts.type).toBe("array");
     expect(doc.paths["/v1/sql"].post.responses["503"].description).toContain("QUEUE_FULL");
     expect(doc.paths["/v1/sql"].post.security).toEqual([{ bearer: [] }]);
   });
