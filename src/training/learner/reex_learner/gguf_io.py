@@ -56,7 +56,7 @@ def gguf_module():
 # Architectures whose tensors and graph the learner implements, with llama.cpp's rope type for each
 # (see llama_model_rope_type in llama.cpp/src/llama-model.cpp): "norm" rotates pairs (2i, 2i+1),
 # "neox" rotates pairs (i, i + n_rot/2).
-SUPPORTED_ARCHS: Dict[str, str] = {"llama": "norm", "qwen2": "neox"}
+SUPPORTED_ARCHS: Dict[str, str] = {"llama": "norm", "qwen2": "neox", "gemma3": "neox"}
 
 
 @dataclass
@@ -77,6 +77,18 @@ class HParams:
     n_ctx_train: int
     attn_scale: float  # multiplier of QK^T; 1/sqrt(head_dim) unless the file says otherwise
     tied_output: bool
+    # Gemma 3 (zero/empty for llama and qwen2): sliding-window ("local") attention over the last
+    # n_swa positions in the layers flagged in swa_layers, which use RoPE base rope_base_swa and
+    # scale rope_freq_scale_swa; final_logit_softcap > 0 caps logits at c*tanh(logit/c).
+    n_swa: int = 0
+    swa_layers: Tuple[bool, ...] = ()
+    rope_base_swa: float = 10000.0
+    rope_freq_scale_swa: float = 1.0
+    final_logit_softcap: float = 0.0
+
+    def is_swa(self, il: int) -> bool:
+        """Whether layer ``il`` attends only to the last ``n_swa`` positions (llama.cpp's is_swa)."""
+        return self.n_swa > 0 and il < len(self.swa_layers) and bool(self.swa_layers[il])
 
     def to_dict(self) -> Dict[str, Any]:
         return dict(self.__dict__)
@@ -199,11 +211,16 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
     attn_scale = float(key("attention.scale", 0.0, required=False) or 0.0)
     if attn_scale == 0.0:
         attn_scale = 1.0 / float(np.sqrt(np.float32(head_dim)))
+    n_layer = int(key("block_count"))
+    gemma: Dict[str, Any] = {}
+    if arch == "gemma3":
+        gemma = _gemma3_hparams(key, n_layer, n_embd, n_head, head_dim)
+        attn_scale = gemma.pop("attn_scale")
     return HParams(
         arch=arch,
         n_vocab=n_vocab,
         n_embd=n_embd,
-        n_layer=int(key("block_count")),
+        n_layer=n_layer,
         n_head=n_head,
         n_head_kv=n_head_kv,
         head_dim=head_dim,
@@ -216,6 +233,42 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
         n_ctx_train=int(key("context_length", 0, required=False) or 0),
         attn_scale=attn_scale,
         tied_output="output.weight" not in tensors,
+        **gemma,
+    )
+
+
+def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: int) -> Dict[str, Any]:
+    """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads.
+
+    * ``{arch}.attention.sliding_window`` > 0 turns on sliding-window attention (LLAMA_SWA_TYPE_STANDARD:
+      query at position p sees keys at p - n_swa < p0 <= p). Which layers slide: the bool array
+      ``{arch}.attention.sliding_window_pattern`` if the file has one, else that key as an integer
+      period n (default 6) with layer il sliding iff ``il % n < n - 1`` (hparams.set_swa_pattern,
+      dense_first = false): layers 5, 11, 17, ... are global.
+    * sliding layers use ``{arch}.rope.freq_base_swa`` (default 10000) and freq scale 1; global layers
+      the file's rope.freq_base (1e6 for Gemma 3) and rope scaling.
+    * the query scale ignores ``{arch}.attention.scale``: 1/sqrt(head_dim), except for the 62-layer
+      27B model, 1/sqrt(n_embd / n_head) (gemma_pytorch's query_pre_attn_scalar).
+    * ``{arch}.final_logit_softcapping`` (default 0 = none).
+    """
+    n_swa = int(key("attention.sliding_window", 0, required=False) or 0)
+    swa_layers: Tuple[bool, ...] = ()
+    if n_swa > 0:
+        pattern = key("attention.sliding_window_pattern", 6, required=False)
+        if isinstance(pattern, (list, tuple)):
+            swa_layers = tuple(bool(v) for v in pattern)[:n_layer]
+            swa_layers += (False,) * (n_layer - len(swa_layers))
+        else:
+            n = int(pattern)
+            swa_layers = tuple(n == 0 or il % n < n - 1 for il in range(n_layer))
+    dim = n_embd // n_head if n_layer == 62 else head_dim
+    return dict(
+        n_swa=n_swa,
+        swa_layers=swa_layers,
+        rope_base_swa=float(key("rope.freq_base_swa", 10000.0, required=False)),
+        rope_freq_scale_swa=1.0,
+        final_logit_softcap=float(key("final_logit_softcapping", 0.0, required=False) or 0.0),
+        attn_scale=1.0 / float(np.sqrt(np.float32(dim))),
     )
 
 

@@ -16,6 +16,29 @@ Matches llama.cpp's graph for ``llama`` (llama.cpp/src/models/llama.cpp) and ``q
 * ``output_norm`` then ``output.weight`` (or ``token_embd.weight`` when the file has no output
   tensor: tied embeddings, as llama.cpp does).
 
+``gemma3`` (llama.cpp/src/models/gemma3.cpp) adds, on the same skeleton:
+
+* the embeddings are multiplied by ``sqrtf(n_embd)``;
+* RMSNorm weights are used as stored: HF Gemma computes ``x * (1 + w)`` and the HF->GGUF converter
+  already stored ``1 + w``;
+* per-head RMSNorm of Q (``attn_q_norm``) and K (``attn_k_norm``) over ``head_dim``, before RoPE
+  (NEOX); Q scaled by ``1/sqrt(head_dim)`` (``1/sqrt(n_embd/n_head)`` for the 27B model), not by
+  ``{arch}.attention.scale``;
+* ``post_attention_norm`` on the attention output before the residual add, and ``post_ffw_norm`` on
+  the FFN output before its residual add;
+* GeGLU feed-forward: ``ffn_down(gelu_tanh(ffn_gate(n)) * ffn_up(n))``;
+* sliding-window layers (``HParams.swa_layers``; every 6th layer is global in Gemma 3): a query at
+  position p only sees keys at positions > p - n_swa (``{arch}.attention.sliding_window``), and their
+  RoPE uses base ``rope_base_swa`` (10000) and no scaling, while global layers use
+  ``{arch}.rope.freq_base`` (1e6) and the file's rope scaling;
+* tied output (no ``output.weight``) and, when ``{arch}.final_logit_softcapping`` is set (not in
+  Gemma 3), ``c * tanh(logits / c)``.
+
+On CPU, llama.cpp's GeGLU reads gelu from an f16 table and its quantised matmuls round their
+inputs to 8 bits (Q8_0/Q8_K blocks); this module computes the exact maths. tests/test_gemma_parity.py
+measures it on Gemma 3 270M: max |logit diff| ~2e-2 against an F32 copy of the file (f16 gelu table
+emulated), ~2 (logits of magnitude 10..40) against the Q4_K_M file itself.
+
 Works on PyTorch 1.13 (Debian) and 2.x. ``torch.nn.functional.scaled_dot_product_attention`` is used
 only when asked for (``attn_impl="sdpa"``) and present.
 """
@@ -42,6 +65,11 @@ _BLOCK_TENSORS = (
     "ffn_up",
     "ffn_down",
 )
+
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU, tanh approximation (ggml_gelu / HF gelu_pytorch_tanh)."""
+    return F.gelu(x, approximate="tanh")
 
 
 class RMSNorm(nn.Module):
@@ -92,10 +120,17 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: int
 
 
 class Block(nn.Module):
-    def __init__(self, hp: HParams, biases: Dict[str, bool]):
+    def __init__(self, hp: HParams, biases: Dict[str, bool], il: int = 0):
         super().__init__()
         e, hd = hp.n_embd, hp.head_dim
         self.hp = hp
+        self.gemma = hp.arch == "gemma3"
+        # a local (sliding-window) layer: RoPE with rope_base_swa, and keys at positions <= p - n_swa
+        # hidden from the query at p (n_swa 0: plain causal attention)
+        self.local = hp.is_swa(il)
+        self.n_swa = hp.n_swa if self.local else 0
+        # gate activation, a plain attribute so that a test can swap in a kernel's rounding
+        self.ffn_act = gelu_tanh if self.gemma else F.silu
         self.attn_norm = RMSNorm(e, hp.rms_eps)
         self.attn_q = nn.Linear(e, hp.n_head * hd, bias=biases.get("attn_q", False))
         self.attn_k = nn.Linear(e, hp.n_head_kv * hd, bias=biases.get("attn_k", False))
@@ -105,6 +140,11 @@ class Block(nn.Module):
         self.ffn_gate = nn.Linear(e, hp.n_ff, bias=biases.get("ffn_gate", False))
         self.ffn_up = nn.Linear(e, hp.n_ff, bias=biases.get("ffn_up", False))
         self.ffn_down = nn.Linear(hp.n_ff, e, bias=biases.get("ffn_down", False))
+        if self.gemma:
+            self.attn_q_norm = RMSNorm(hd, hp.rms_eps)
+            self.attn_k_norm = RMSNorm(hd, hp.rms_eps)
+            self.post_attention_norm = RMSNorm(e, hp.rms_eps)
+            self.post_ffw_norm = RMSNorm(e, hp.rms_eps)
 
     def attention(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str) -> torch.Tensor:
         hp = self.hp
@@ -112,23 +152,35 @@ class Block(nn.Module):
         q = self.attn_q(x).view(B, T, hp.n_head, hp.head_dim)
         k = self.attn_k(x).view(B, T, hp.n_head_kv, hp.head_dim)
         v = self.attn_v(x).view(B, T, hp.n_head_kv, hp.head_dim)
+        if self.gemma:
+            q = self.attn_q_norm(q)
+            k = self.attn_k_norm(k)
         q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)  # (B, H, T, D)
         k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)  # (B, Hkv, T, D)
         v = v.transpose(1, 2)
         group = hp.n_head // hp.n_head_kv
+        # sliding window: also hide keys n_swa or more positions back (llama.cpp's is_masked_swa)
+        window = self.n_swa if 0 < self.n_swa < T else 0
         if attn_impl == "sdpa" and hasattr(F, "scaled_dot_product_attention"):
             if group > 1:
                 k = k.repeat_interleave(group, dim=1)
                 v = v.repeat_interleave(group, dim=1)
             # `scale=` only exists from torch 2.1; pre-scale q instead (default scale is 1/sqrt(D))
             q = q * (hp.attn_scale * (hp.head_dim**0.5))
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if window:
+                idx = torch.arange(T, device=x.device)
+                d = idx.unsqueeze(1) - idx.unsqueeze(0)  # query - key
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=(d >= 0) & (d < window))
+            else:
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             qg = q.reshape(B, hp.n_head_kv, group, T, hp.head_dim)
             kg = k.unsqueeze(2)  # (B, Hkv, 1, T, D)
             vg = v.unsqueeze(2)
             scores = torch.matmul(qg, kg.transpose(-1, -2)).float() * hp.attn_scale  # (B, Hkv, G, T, T)
             causal = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            if window:
+                causal = causal | torch.ones(T, T, dtype=torch.bool, device=x.device).tril(-window)
             scores = scores.masked_fill(causal, float("-inf"))
             probs = torch.softmax(scores, dim=-1).to(v.dtype)
             out = torch.matmul(probs, vg).reshape(B, hp.n_head, T, hp.head_dim)
@@ -136,9 +188,13 @@ class Block(nn.Module):
         return self.attn_output(out)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str = "eager") -> torch.Tensor:
-        h = x + self.attention(self.attn_norm(x), cos, sin, attn_impl)
+        if not self.gemma:
+            h = x + self.attention(self.attn_norm(x), cos, sin, attn_impl)
+            n = self.ffn_norm(h)
+            return h + self.ffn_down(F.silu(self.ffn_gate(n)) * self.ffn_up(n))
+        h = x + self.post_attention_norm(self.attention(self.attn_norm(x), cos, sin, attn_impl))
         n = self.ffn_norm(h)
-        return h + self.ffn_down(F.silu(self.ffn_gate(n)) * self.ffn_up(n))
+        return h + self.post_ffw_norm(self.ffn_down(self.ffn_act(self.ffn_gate(n)) * self.ffn_up(n)))
 
 
 class LlamaModel(nn.Module):
@@ -149,7 +205,9 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.hp = hp
         self.token_embd = nn.Embedding(hp.n_vocab, hp.n_embd)
-        self.layers = nn.ModuleList(Block(hp, biases or {}) for _ in range(hp.n_layer))
+        self.layers = nn.ModuleList(Block(hp, biases or {}, il) for il in range(hp.n_layer))
+        # Gemma scales the embeddings by sqrtf(n_embd) (in float32, as ggml_scale does)
+        self.embd_scale = float(np.sqrt(np.float32(hp.n_embd))) if hp.arch == "gemma3" else 1.0
         self.output_norm = RMSNorm(hp.n_embd, hp.rms_eps)
         self.output: Optional[nn.Linear] = None if hp.tied_output else nn.Linear(hp.n_embd, hp.n_vocab, bias=False)
         if rope_freqs is not None:
@@ -161,24 +219,45 @@ class LlamaModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor, positions: Optional[torch.Tensor] = None) -> torch.Tensor:
         """tokens: (T,) or (B, T) int64 -> logits (B, T, n_vocab) float32. Positions default to
-        0..T-1 per row (right padding is harmless: real tokens never attend to later positions)."""
+        0..T-1 per row (right padding is harmless: real tokens never attend to later positions).
+        The sliding window of Gemma's local layers counts tokens (T index), as the causal mask does."""
+        return self.logits(self.hidden(tokens, positions))
+
+    def hidden(self, tokens: torch.Tensor, positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The final-normed hidden states (B, T, n_embd) that :meth:`logits` projects onto the vocabulary."""
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(0)
         B, T = tokens.shape
+        hp = self.hp
         if positions is None:
             positions = torch.arange(T, device=tokens.device).unsqueeze(0)
-        cos, sin = rope_angles(positions, self.hp.n_rot, self.hp.rope_base, self.hp.rope_freq_scale, self.rope_freqs)
+        cos, sin = rope_angles(positions, hp.n_rot, hp.rope_base, hp.rope_freq_scale, self.rope_freqs)
+        rope_swa = None
+        if any(layer.local for layer in self.layers):
+            # llama.cpp passes no frequency factors to Gemma 3's RoPE
+            rope_swa = rope_angles(positions, hp.n_rot, hp.rope_base_swa, hp.rope_freq_scale_swa, None)
         x = self.token_embd(tokens)
+        if self.embd_scale != 1.0:
+            x = x * self.embd_scale
         for layer in self.layers:
+            c, s = rope_swa if (layer.local and rope_swa is not None) else (cos, sin)
             if self.grad_checkpoint and self.training and torch.is_grad_enabled():
                 from torch.utils.checkpoint import checkpoint
 
-                x = checkpoint(layer, x, cos, sin, self.attn_impl, use_reentrant=False)
+                x = checkpoint(layer, x, c, s, self.attn_impl, use_reentrant=False)
             else:
-                x = layer(x, cos, sin, self.attn_impl)
-        x = self.output_norm(x)
+                x = layer(x, c, s, self.attn_impl)
+        return self.output_norm(x)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Output projection (tied to ``token_embd`` when the file has no ``output.weight``), then the
+        final logit soft-cap when the model has one; float32."""
         w = self.token_embd.weight if self.output is None else self.output.weight
-        return F.linear(x, w).float()
+        out = F.linear(x, w).float()
+        cap = self.hp.final_logit_softcap
+        if cap:
+            out = torch.tanh(out * (1.0 / cap)) * cap  # ggml: scale(1/c), tanh, scale(c)
+        return out
 
     # --- GGUF <-> module -----------------------------------------------------------------------
     def gguf_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:

@@ -193,6 +193,58 @@ def llama_cpp_logits(model: Path, tokens: List[int], *flags: str) -> torch.Tenso
     return torch.tensor([row["logits"] for row in rows], dtype=torch.float32)
 
 
+def llama_cpp_logit_rows(
+    model: Path,
+    tokens_or_text,
+    *flags: str,
+    positions: Optional[List[int]] = None,
+    timeout: float = 300,
+):
+    """(tokens, positions, (len(positions), n_vocab) logits) from llama.cpp (CPU), through a binary
+    file rather than JSON (a Gemma row has 262144 logits). ``tokens_or_text``: token ids, or a str
+    that llama.cpp tokenises (BOS prepended when the model adds one). ``positions``: the rows to
+    return (default all)."""
+    import tempfile
+
+    import numpy as np
+
+    why = llama_cpp_available()
+    if why:
+        pytest.skip(why)
+    text = isinstance(tokens_or_text, str)
+    arg = tokens_or_text if text else json.dumps(list(tokens_or_text))
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "logits.f32"
+        cmd = ["node", str(LOGITS_SCRIPT), str(model), arg, *flags, "--out", str(out)]
+        if text:
+            cmd.append("--text")
+        if positions is not None:
+            cmd += ["--positions", ",".join(str(p) for p in positions)]
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"llama_logits.mjs failed ({r.returncode}): {r.stderr[-2000:]}")
+        meta = json.loads(r.stdout)
+        tokens = meta.get("tokens", None if text else list(tokens_or_text))
+        got = [row["position"] for row in meta["rows"]]
+        assert got == (list(range(len(tokens))) if positions is None else sorted(set(positions)))
+        n_vocab = int(meta["n_vocab"])
+        logits = np.fromfile(out, dtype="<f4").reshape(len(got), n_vocab)
+    return tokens, got, torch.from_numpy(logits.copy())
+
+
+def llama_cpp_tokenize(model: Path, text: str, timeout: float = 120) -> List[int]:
+    """The model's tokens for ``text`` as llama.cpp tokenises it (special tokens parsed, BOS
+    prepended when the model adds one)."""
+    why = llama_cpp_available()
+    if why:
+        pytest.skip(why)
+    cmd = ["node", str(LOGITS_SCRIPT), str(model), text, "--text", "--tokenize-only"]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"llama_logits.mjs failed ({r.returncode}): {r.stderr[-2000:]}")
+    return list(json.loads(r.stdout)["tokens"])
+
+
 # a token sequence that mixes bytes, merges and the ChatML specials
 def sample_tokens(n_vocab: int, n: int = 48, seed: int = 0) -> List[int]:
     g = torch.Generator().manual_seed(seed)
