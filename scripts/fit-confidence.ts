@@ -1,8 +1,10 @@
 /**
- * Fits the answer-confidence model (src/decoding/confidence.ts) on eval reports of training-split
- * questions and writes src/decoding/confidence-model.ts:
+ * Fits an answer-confidence model (src/decoding/confidence.ts) on eval reports of training-split
+ * questions and writes it as a module: greedy reports for src/decoding/confidence-model.ts,
+ * tree-prune reports for src/decoding/confidence-model-vote.ts (`--export FITTED_VOTE_MODEL`):
  *
- *   npx tsx scripts/fit-confidence.ts --out src/decoding/confidence-model.ts [--check OTHER.json …] REPORT.json [REPORT.json …]
+ *   npx tsx scripts/fit-confidence.ts --out FILE [--export FITTED_MODEL] [--check OTHER.json …] REPORT.json [REPORT.json …]
+ *   npx tsx scripts/fit-confidence.ts --check REPORT.json …     (the shipped models, fitting nothing)
  *
  * Each report's items with `signals` (answers whose SQL ran) are examples: label 1 when the final
  * SQL is right (never for a question marked unanswerable). An L2-penalised logistic regression is
@@ -13,7 +15,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { SIGNALS, probability, type ConfidenceModel, type Signals } from "../src/decoding/index.js";
+import { SIGNALS, confidenceModelFor, probability, type ConfidenceModel, type Signals } from "../src/decoding/index.js";
 import { trustMetrics, type TrustInput } from "../src/eval/trust.js";
 
 interface ReportItem {
@@ -25,10 +27,20 @@ interface ReportItem {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { out: { type: "string" }, l2: { type: "string", default: "1" }, label: { type: "string" }, check: { type: "string", multiple: true } },
+  options: {
+    out: { type: "string" },
+    export: { type: "string", default: "FITTED_MODEL" },
+    l2: { type: "string", default: "1" },
+    label: { type: "string" },
+    check: { type: "string", multiple: true },
+  },
 });
+if (positionals.length === 0 && values.check?.length) {
+  for (const file of values.check) table(`${file} (shipped models)`, itemsOf(file).map(scoredWith()));
+  process.exit(0);
+}
 if (positionals.length === 0) {
-  console.error("usage: npx tsx scripts/fit-confidence.ts [--out FILE] [--l2 1] [--label TEXT] REPORT.json …");
+  console.error("usage: npx tsx scripts/fit-confidence.ts [--out FILE] [--export NAME] [--l2 1] [--label TEXT] [--check REPORT.json …] REPORT.json …");
   process.exit(2);
 }
 const items: ReportItem[] = positionals.flatMap((f) =>
@@ -73,11 +85,11 @@ function itemsOf(file: string): ReportItem[] {
   return (JSON.parse(readFileSync(file, "utf8")) as { runs: { items: ReportItem[] }[] }).runs.flatMap((r) => r.items);
 }
 
-function scoredWith(m: ConfidenceModel): (i: ReportItem) => TrustInput {
+function scoredWith(m?: ConfidenceModel): (i: ReportItem) => TrustInput {
   return (i) => ({
     correct: i.ex.bird && !i.unanswerable,
     unanswerable: i.unanswerable === true,
-    confidence: i.signals ? probability(m, i.signals) : 0,
+    confidence: i.signals ? probability(m ?? confidenceModelFor(i.signals), i.signals) : 0,
     answered: false,
   });
 }
@@ -96,11 +108,11 @@ function table(title: string, rows: TrustInput[]): void {
 if (values.out) {
   writeFileSync(
     values.out,
-    `/** The fitted confidence model; written by scripts/fit-confidence.ts, do not edit by hand. */
+    `/** A fitted confidence model; written by scripts/fit-confidence.ts, do not edit by hand. */
 import type { ConfidenceModel } from "./confidence.js";
 
 /** Fitted on: ${model.fittedOn}. */
-export const FITTED_MODEL: ConfidenceModel = ${JSON.stringify(model, null, 2).replace(/"(\w+)":/g, "$1:")};
+export const ${values.export}: ConfidenceModel = ${JSON.stringify(model, null, 2).replace(/"(\w+)":/g, "$1:")};
 `,
   );
   console.log(`wrote ${values.out}`);

@@ -9,6 +9,7 @@ import type { ExecResult } from "../sql/index.js";
 import type { Candidate } from "./types.js";
 import { saysNothingMatched, type VoteOutcome } from "./vote.js";
 import { FITTED_MODEL } from "./confidence-model.js";
+import { FITTED_VOTE_MODEL } from "./confidence-model-vote.js";
 
 /** The signals the confidence model reads, each in [0, 1]. */
 export const SIGNALS = [
@@ -42,8 +43,16 @@ export interface ConfidenceModel {
   fittedOn: string;
 }
 
-/** The shipped model (src/decoding/confidence-model.ts), fitted on training-split questions only. */
+/** The shipped model for one decoded path (src/decoding/confidence-model.ts), fitted on greedy answers to training-split questions only. */
 export const CONFIDENCE_MODEL: ConfidenceModel = FITTED_MODEL;
+
+/** The shipped model for answers a vote chose among several candidates (confidence-model-vote.ts), fitted on tree-prune-4 answers to training-split questions only. */
+export const VOTE_CONFIDENCE_MODEL: ConfidenceModel = FITTED_VOTE_MODEL;
+
+/** The shipped model that fits an answer's signals: {@link CONFIDENCE_MODEL} for one path, {@link VOTE_CONFIDENCE_MODEL} after a vote. */
+export function confidenceModelFor(signals: Signals): ConfidenceModel {
+  return signals.single === 1 ? CONFIDENCE_MODEL : VOTE_CONFIDENCE_MODEL;
+}
 
 /** How sure an answer is, and why not more. */
 export interface Confidence {
@@ -116,13 +125,13 @@ export function answerSignals(input: AssessInput): Signals {
  * unanswerable, failed or wrote no SQL, else the model's probability over {@link answerSignals}.
  */
 export function assessAnswer(input: AssessInput, options: { model?: ConfidenceModel; threshold?: number } = {}): Confidence {
-  const model = options.model ?? CONFIDENCE_MODEL;
   const threshold = options.threshold ?? DECODING_DEFAULTS.confidenceThreshold;
   const winner = input.outcome.winner === null ? undefined : input.candidates[input.outcome.winner];
   if (!winner || winner.sql === null)
     return { value: 0, threshold, doubts: [winner && !winner.answerable ? "the model declared the question unanswerable" : "no SQL was written"] };
   if (!winner.result?.ok) return { value: 0, threshold, doubts: ["the final SQL failed"] };
   const signals = answerSignals(input);
+  const model = options.model ?? confidenceModelFor(signals);
   return { value: probability(model, signals), threshold, doubts: doubtsOf(model, signals), signals };
 }
 

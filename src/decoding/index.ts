@@ -27,6 +27,8 @@ export { ROOT_PATH, TREE_SPAWN_FACTOR, splitQuota } from "./tree.js";
 export { pathSeed } from "./run.js";
 export {
   CONFIDENCE_MODEL,
+  VOTE_CONFIDENCE_MODEL,
+  confidenceModelFor,
   SIGNALS,
   answerSignals,
   assessAnswer,

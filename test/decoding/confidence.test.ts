@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { suspectCondition } from "../../src/agent/index.js";
-import { SIGNALS, answerStatus, assessAnswer, ungroundedShare, vote, type Answer, type Candidate, type ConfidenceModel } from "../../src/decoding/index.js";
+import {
+  CONFIDENCE_MODEL,
+  SIGNALS,
+  VOTE_CONFIDENCE_MODEL,
+  answerStatus,
+  assessAnswer,
+  probability,
+  ungroundedShare,
+  vote,
+  type Answer,
+  type Candidate,
+  type ConfidenceModel,
+} from "../../src/decoding/index.js";
 import type { ExecResult } from "../../src/sql/index.js";
 
 const ok = (rows: unknown[][]): ExecResult => ({
@@ -101,6 +113,20 @@ describe("assessAnswer", () => {
       candidate(3, "SELECT x", failed),
     ]);
     expect(a.signals).toMatchObject({ voteShare: 0.5, voteMargin: 0.25, single: 0 });
+  });
+
+  it("scores a one-path answer with the greedy model and a voted one with the vote's, where agreement raises it", () => {
+    const one = assess([candidate(0, "SELECT 1", ok([[1]]))]);
+    expect(one.value).toBeCloseTo(probability(CONFIDENCE_MODEL, one.signals!), 9);
+    const split = assess([
+      candidate(0, "SELECT 1", ok([[1]])),
+      candidate(1, "SELECT 2", ok([[2]])),
+      candidate(2, "SELECT 3", ok([[3]])),
+      candidate(3, "SELECT 4", ok([[4]])),
+    ]);
+    const agreed = assess([0, 1, 2, 3].map((i) => candidate(i, "SELECT 1", ok([[1]]))));
+    expect(agreed.value).toBeCloseTo(probability(VOTE_CONFIDENCE_MODEL, agreed.signals!), 9);
+    expect(agreed.value).toBeGreaterThan(split.value);
   });
 
   it("counts the winning trajectory's failed probes", () => {
