@@ -13,6 +13,7 @@
  * at c = 1 over all items of the reports (answers without signals count as confidence 0); each
  * `--check` report is then scored with the fitted model without fitting on it.
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { SIGNALS, confidenceModelFor, probability, type ConfidenceModel, type Signals } from "../src/decoding/index.js";
@@ -115,7 +116,8 @@ import type { ConfidenceModel } from "./confidence.js";
 export const ${values.export}: ConfidenceModel = ${JSON.stringify(model, null, 2).replace(/"(\w+)":/g, "$1:")};
 `,
   );
-  console.log(`wrote ${values.out}`);
+  execFileSync("npx", ["biome", "format", "--write", values.out], { stdio: "ignore" });
+  console.log(`wrote ${values.out} (formatted as the linter wants it)`);
 }
 
 function round(v: number): number {
