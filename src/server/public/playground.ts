@@ -156,8 +156,9 @@ async function loadDatabases(selectId) {
 
 const KEY_NEEDED = "This server needs an API key: enter it under API key, then the databases appear.";
 const EXAMPLES = ${JSON.stringify(EXAMPLES).replace(/</g, "\\u003c")};
+function selectedDb() { const sel = $("database"); return (sel._dbs || []).find((d) => d.id === sel.value); }
 function showTables() {
-  const sel = $("database"); const db = (sel._dbs || []).find((d) => d.id === sel.value);
+  const db = selectedDb();
   $("tables").textContent = db ? "Tables: " + db.tables.join(", ") : "";
   const example = db && EXAMPLES[db.name];
   $("example").hidden = !example;
@@ -326,7 +327,7 @@ window.addEventListener("DOMContentLoaded", () => {
   $("key").addEventListener("change", () => { localStorage.setItem("reex.apiKey", apiKey()); loadDatabases(); });
   $("database").addEventListener("change", showTables);
   $("example").addEventListener("click", () => {
-    const sel = $("database"); const db = (sel._dbs || []).find((d) => d.id === sel.value); const example = db && EXAMPLES[db.name];
+    const db = selectedDb(); const example = db && EXAMPLES[db.name];
     if (example) { $("question").value = example.question; $("evidence").value = example.evidence; }
   });
   $("refresh").addEventListener("click", () => loadDatabases());
