@@ -8,6 +8,7 @@ confidence-model-vote.ts, tree-prune-4) were fitted on, from the sets `npx tsx s
 300 Spider train questions, 150 WikiSQL train questions, and 150 other Spider train questions asked
 of another Spider train database that shares no table name with theirs (marked "answerable": false,
 no gold SQL), all drawn with Python's random.Random(7). Standard library only."""
+
 import json
 import os
 import random
@@ -38,7 +39,9 @@ def main(root: str) -> None:
     swapped = []
     for q in rng.sample(rest, 150):
         others = [d for d in dbs if d != q["db_id"] and not (names[d] & names[q["db_id"]])]
-        swapped.append({"question_id": 0, "db_id": rng.choice(others), "question": q["question"], "evidence": q.get("evidence", ""), "SQL": None, "answerable": False})
+        swapped.append(
+            {"question_id": 0, "db_id": rng.choice(others), "question": q["question"], "evidence": q.get("evidence", ""), "SQL": None, "answerable": False}
+        )
     items = answerable + wiki + swapped
     for i, q in enumerate(items):
         q["question_id"] = i

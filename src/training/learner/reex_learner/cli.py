@@ -1,4 +1,5 @@
 """Command line: ``python3 -m reex_learner step|logprobs|info|hf-step ...`` (see docs/learner.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -189,11 +190,18 @@ def add_hf_step_parser(sub: Any) -> argparse.ArgumentParser:
     h.add_argument("--lora-alpha", type=float, default=32.0, help="alpha of a fresh adapter (llama.cpp scales by alpha/r too)")
     h.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj", help="comma-separated module names of a fresh adapter")
     h.add_argument("--lora-dropout", type=float, default=0.0, help="LoRA dropout (keep 0 for GRPO: dropout makes the ratio noisy)")
-    h.add_argument("--dtype", default="bf16", choices=sorted(_DTYPES), help="dtype of the frozen base weights and the autocast compute dtype (LoRA weights and AdamW stay f32); default bf16")
+    h.add_argument(
+        "--dtype",
+        default="bf16",
+        choices=sorted(_DTYPES),
+        help="dtype of the frozen base weights and the autocast compute dtype (LoRA weights and AdamW stay f32); default bf16",
+    )
     h.add_argument("--device", default="auto", help="cuda | cpu | auto (default); under torchrun each rank uses cuda:LOCAL_RANK")
     h.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     h.add_argument("--temperature", type=float, default=1.0, help="divide logits by this before log-softmax (must match how old_logprobs were computed)")
-    h.add_argument("--attn", default="auto", choices=["auto", "eager", "sdpa", "flash_attention_2"], help="transformers attn_implementation (auto = transformers' default)")
+    h.add_argument(
+        "--attn", default="auto", choices=["auto", "eager", "sdpa", "flash_attention_2"], help="transformers attn_implementation (auto = transformers' default)"
+    )
     h.add_argument("--grad-checkpoint", action="store_true", help="gradient checkpointing (non-reentrant) in the base model")
     h.add_argument("--trust-remote-code", action="store_true")
     h.add_argument("--metrics", help="also write the metrics JSON here (rank 0)")
@@ -208,7 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--model", required=True, help="input GGUF (llama or qwen2 architecture, f32/f16)")
         sp.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N | auto (default cpu)")
-        sp.add_argument("--dtype", default="f32", choices=sorted(_DTYPES), help="forward-pass compute dtype via autocast (weights and AdamW stay f32); default f32")
+        sp.add_argument(
+            "--dtype", default="f32", choices=sorted(_DTYPES), help="forward-pass compute dtype via autocast (weights and AdamW stay f32); default f32"
+        )
         sp.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
         sp.add_argument("--temperature", type=float, default=1.0, help="divide logits by this before log-softmax (must match how old_logprobs were computed)")
 
@@ -233,15 +243,42 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shuffle", action="store_true", help="shuffle rollouts between epochs")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--optimizer-state", help="AdamW state file: loaded if present, saved after the step")
-    s.add_argument("--share-prefix", action="store_true", help="rollouts with the same prompt share one copy of it in a packed row (token-mean loss only; same gradients, fewer tokens)")
+    s.add_argument(
+        "--share-prefix",
+        action="store_true",
+        help="rollouts with the same prompt share one copy of it in a packed row (token-mean loss only; same gradients, fewer tokens)",
+    )
     s.add_argument("--pack-tokens", type=int, default=2048, help="row length limit with --share-prefix (default 2048)")
-    s.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16", "q8_0"], help="tensor type of the written GGUF (keep: the input's, except that quantised matrices are written as f16)")
+    s.add_argument(
+        "--out-type",
+        default="keep",
+        choices=["keep", "f32", "f16", "q8_0"],
+        help="tensor type of the written GGUF (keep: the input's, except that quantised matrices are written as f16)",
+    )
     s.add_argument("--grad-checkpoint", action="store_true", help="recompute block activations in backward (less memory)")
     s.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention kernel (sdpa needs torch >= 2.0)")
-    s.add_argument("--master", help="float32 master weights carried across steps: loaded instead of --model's (rounded) weights if the file exists and --model is their export, saved after the step")
-    s.add_argument("--warmup-steps", type=int, default=0, help="linear lr warm-up over this many optimizer steps, counted across processes through --optimizer-state (0 = off)")
-    s.add_argument("--max-old-logprob-diff", type=float, default=0.0, help="fail (exit 4, no update) when the mean |logp - old_logp| of the first mini-batch exceeds this (0 = off)")
-    s.add_argument("--split-half", type=int, default=0, help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)")
+    s.add_argument(
+        "--master",
+        help="float32 master weights carried across steps: loaded instead of --model's (rounded) weights if the file exists and --model is their export, saved after the step",
+    )
+    s.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        help="linear lr warm-up over this many optimizer steps, counted across processes through --optimizer-state (0 = off)",
+    )
+    s.add_argument(
+        "--max-old-logprob-diff",
+        type=float,
+        default=0.0,
+        help="fail (exit 4, no update) when the mean |logp - old_logp| of the first mini-batch exceeds this (0 = off)",
+    )
+    s.add_argument(
+        "--split-half",
+        type=int,
+        default=0,
+        help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)",
+    )
     s.add_argument("--metrics", help="also write the metrics JSON here")
     s.set_defaults(func=cmd_step)
 

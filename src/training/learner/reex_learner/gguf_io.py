@@ -10,6 +10,7 @@ hands it to us as a numpy array of shape ``(ne1, ne0)``. For a weight matrix tha
 ``(out_features, in_features)``, i.e. exactly ``torch.nn.Linear.weight`` -- no transpose needed.
 For ``token_embd.weight`` it is ``(n_vocab, n_embd)``, i.e. ``nn.Embedding.weight``.
 """
+
 from __future__ import annotations
 
 import os
@@ -141,9 +142,7 @@ def _to_float32(gguf, t) -> np.ndarray:
     try:
         return np.asarray(quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
     except NotImplementedError as err:
-        raise ValueError(
-            f"tensor {t.name}: cannot dequantise {t.tensor_type.name}; convert the model to f16/f32 first"
-        ) from err
+        raise ValueError(f"tensor {t.name}: cannot dequantise {t.tensor_type.name}; convert the model to f16/f32 first") from err
 
 
 def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:

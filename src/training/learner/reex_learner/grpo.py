@@ -19,6 +19,7 @@ Mask-0 tokens: their log-ratio is replaced by 0 with ``torch.where`` *before* ``
 exactly zero gradient and cannot produce inf/NaN whatever their stored old log-prob is; they still
 sit in the context (the model attends to them).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -308,16 +309,22 @@ def pack_rollouts(
             at += n
         out.append(
             PackedBatch(
-                ids.to(device), pos.to(device), seg.to(device), targets.to(device), mask.to(device), old.to(device), adv.to(device),
-                len(members), T, sum(r.length for r in members),
+                ids.to(device),
+                pos.to(device),
+                seg.to(device),
+                targets.to(device),
+                mask.to(device),
+                old.to(device),
+                adv.to(device),
+                len(members),
+                T,
+                sum(r.length for r in members),
             )
         )
     return out
 
 
-def packed_logprobs(
-    model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: Optional[torch.dtype] = None
-):
+def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: Optional[torch.dtype] = None):
     """(B, T) log-probs of ``b.targets`` at each packed position (entropy too if asked)."""
     from .sft_train import packed_forward
 
@@ -537,7 +544,9 @@ def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "S
     return flat.detach()
 
 
-def split_half_agreement(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any) -> Optional[Dict[str, Any]]:
+def split_half_agreement(
+    policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any
+) -> Optional[Dict[str, Any]]:
     """Does the step's direction generalise across questions? For ``cfg.split_half`` random splits of the
     informative groups (non-zero advantages) into two halves: the cosine and the sign agreement of the two
     halves' gradients (before any update). Near 0 and 0.5: the halves agree no more than noise does."""

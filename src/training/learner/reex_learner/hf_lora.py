@@ -24,6 +24,7 @@
 transformers and peft are imported only when a model is loaded (``require_hf``), so everything else
 here -- the loop, sharding, the GGUF conversion command -- imports and is tested without them.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,5 @@
 """Where llama.cpp's Python pieces (gguf-py, convert_lora_to_gguf.py) are looked for."""
+
 from __future__ import annotations
 
 from pathlib import Path

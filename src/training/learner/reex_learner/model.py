@@ -42,6 +42,7 @@ emulated), ~2 (logits of magnitude 10..40) against the Q4_K_M file itself.
 Works on PyTorch 1.13 (Debian) and 2.x. ``torch.nn.functional.scaled_dot_product_attention`` is used
 only when asked for (``attn_impl="sdpa"``) and present.
 """
+
 from __future__ import annotations
 
 import os
@@ -344,7 +345,9 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
                 raise ValueError(f"{path}: master {name} has shape {tuple(t.shape)}, the model {tuple(p.shape)}")
             stored = _as_stored(gguf, t.float().numpy(), g.tensor_types[gguf_name(name)])
             if stored is not None and not np.array_equal(stored, g.tensors[gguf_name(name)].astype(np.float32)):
-                raise ValueError(f"{path}: the model's {gguf_name(name)} is not the export of these master weights; pass the GGUF written with them, or drop the masters")
+                raise ValueError(
+                    f"{path}: the model's {gguf_name(name)} is not the export of these master weights; pass the GGUF written with them, or drop the masters"
+                )
             p.copy_(t.to(p.device, p.dtype))
     return True
 

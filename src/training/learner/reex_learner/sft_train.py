@@ -19,6 +19,7 @@ tokens per epoch about 3x. ``--no-share-prefix`` packs one record per row (plain
 Progress goes to stdout as JSON lines (``event``: start | calibrated | step | eval | checkpoint |
 done); ``--log`` gets the step/eval lines too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -188,7 +189,9 @@ class Batch:
     def to(self, device: torch.device) -> "Batch":
         if device.type == "cpu":
             return self
-        return Batch(*(t.to(device, non_blocking=True) for t in (self.ids, self.pos, self.seg, self.targets, self.mask)), self.real_tokens, self.unpacked_tokens)
+        return Batch(
+            *(t.to(device, non_blocking=True) for t in (self.ids, self.pos, self.seg, self.targets, self.mask)), self.real_tokens, self.unpacked_tokens
+        )
 
 
 def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
@@ -365,9 +368,7 @@ def lr_at(step: int, progress: float, base: float, warmup: int, schedule: str, m
 def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95), eps=1e-8
-    )
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95), eps=1e-8)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -656,14 +657,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--min-lr-ratio", type=float, default=0.1, help="final lr as a share of --lr")
     p.add_argument("--warmup", type=int, default=30, help="linear warmup steps")
-    p.add_argument("--schedule", default="cosine", choices=["cosine", "linear", "constant"], help="decay over the step or time budget (whichever runs out first)")
+    p.add_argument(
+        "--schedule", default="cosine", choices=["cosine", "linear", "constant"], help="decay over the step or time budget (whichever runs out first)"
+    )
     p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay of matrices (norms: 0)")
     p.add_argument("--max-grad-norm", type=float, default=1.0)
     p.add_argument("--batch-tokens", type=int, default=4096, help="rows x longest row per batch (padding included)")
     p.add_argument("--pack-tokens", type=int, default=1024, help="most tokens per packed row")
     p.add_argument("--no-share-prefix", action="store_true", help="one record per row (no prefix-shared packing)")
-    p.add_argument("--family-weight", action="append", help="FAMILY=W: records of FAMILY appear W times per epoch; a fraction keeps that share of them (chosen by question, fixed); repeatable")
-    p.add_argument("--db-weight", action="append", help="PREFIX=W: records whose db_id starts with PREFIX count W times (multiplies the family weight; first matching prefix wins); repeatable")
+    p.add_argument(
+        "--family-weight",
+        action="append",
+        help="FAMILY=W: records of FAMILY appear W times per epoch; a fraction keeps that share of them (chosen by question, fixed); repeatable",
+    )
+    p.add_argument(
+        "--db-weight",
+        action="append",
+        help="PREFIX=W: records whose db_id starts with PREFIX count W times (multiplies the family weight; first matching prefix wins); repeatable",
+    )
     p.add_argument("--eval-frac", type=float, default=0.02, help="share of questions held out for the eval loss")
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--log", help="append step/eval JSON lines here")
@@ -677,7 +688,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--grad-checkpoint", action="store_true")
     p.add_argument("--reinit", type=float, default=0.0, help="STD: draw fresh weights (the starter's scheme, seeded by --seed) instead of the file's")
-    p.add_argument("--attention", default="eager", choices=["eager", "sdpa", "auto"], help="eager (reference maths) | sdpa (fused scaled_dot_product_attention, PyTorch 2) | auto (sdpa on CUDA when it matches eager on a batch, else eager)")
+    p.add_argument(
+        "--attention",
+        default="eager",
+        choices=["eager", "sdpa", "auto"],
+        help="eager (reference maths) | sdpa (fused scaled_dot_product_attention, PyTorch 2) | auto (sdpa on CUDA when it matches eager on a batch, else eager)",
+    )
     p.add_argument("--amp", default="none", choices=["none", "bf16"], help="bf16 autocast of the forward pass (weights and optimizer stay f32)")
     return p
 

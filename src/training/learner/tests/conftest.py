@@ -1,5 +1,6 @@
 """Shared fixtures: tiny GGUF models (made by the project's own writer when it can run, else by
 gguf-py here), llama.cpp logits through node-llama-cpp, and a 1-thread torch."""
+
 from __future__ import annotations
 
 import json

@@ -18,6 +18,7 @@ Two references, both from llama.cpp with ``--exact`` (F32 KV cache, no flash att
 Negative controls (all-global attention, the global RoPE base on local layers) must miss the F32
 reference by far more than TOL_F32, and the Q4_K_M one by more than TOL_Q.
 """
+
 from __future__ import annotations
 
 import time
@@ -97,7 +98,6 @@ def long_prompt() -> str:
         "in Germany whose lead time is under ten days, only for products that are not discontinued."
         "<end_of_turn>\n<start_of_turn>model\n"
     )
-
 
 
 def ggml_gelu_f16_table(x: torch.Tensor) -> torch.Tensor:
@@ -225,10 +225,7 @@ def test_gemma_q4_k_m_matches_llama_cpp(gemma, prompts, refs, prompt):
     ours = _ours(model, tokens, rows)
     dl, dp = _diffs(ours, ref)
     agree = (ours.argmax(-1) == ref.argmax(-1)).float().mean().item()
-    print(
-        f"\ngemma q4_k_m, {prompt} ({len(tokens)} tokens, {len(rows)} rows): max |d logit| {dl:.3e}, "
-        f"max |d log p| {dp:.3e}, argmax agreement {agree:.3f}"
-    )
+    print(f"\ngemma q4_k_m, {prompt} ({len(tokens)} tokens, {len(rows)} rows): max |d logit| {dl:.3e}, max |d log p| {dp:.3e}, argmax agreement {agree:.3f}")
     assert dl < TOL_Q and dp < TOL_Q
     assert agree >= 0.9
 

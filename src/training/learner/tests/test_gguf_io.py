@@ -1,4 +1,5 @@
 """(d) GGUF export -> reload gives the same logits; metadata is carried over unchanged."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """GRPO / SFT loss: masking (b), direction of one update (c), KL k3 (e), accumulation, the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -224,18 +225,54 @@ def test_cli_step_end_to_end(tiny_f32, tmp_path):
     exp = tmp_path / "step-0001.jsonl"
     with open(exp, "w") as fh:
         for i, r in enumerate(rs):
-            fh.write(json.dumps({
-                "prompt_tokens": r.prompt_tokens, "tokens": r.tokens, "mask": r.mask,
-                "old_logprobs": r.old_logprobs, "advantage": r.advantage, "reward": r.reward,
-                "components": {"format": 1, "em": 0, "exec": 1, "entity": 0.5, "exploration": 0.2},
-                "truncated": i == 3, "interactions": 2, "question_id": f"q{i // 2}",
-            }) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "prompt_tokens": r.prompt_tokens,
+                        "tokens": r.tokens,
+                        "mask": r.mask,
+                        "old_logprobs": r.old_logprobs,
+                        "advantage": r.advantage,
+                        "reward": r.reward,
+                        "components": {"format": 1, "em": 0, "exec": 1, "entity": 0.5, "exploration": 0.2},
+                        "truncated": i == 3,
+                        "interactions": 2,
+                        "question_id": f"q{i // 2}",
+                    }
+                )
+                + "\n"
+            )
     assert len(read_experience(str(exp))) == 4
     out, metrics, opt_state = tmp_path / "out.gguf", tmp_path / "m.json", tmp_path / "adam.pt"
-    cmd = [sys.executable, "-m", "reex_learner", "step", "--model", str(tiny_f32), "--experience", str(exp),
-           "--out", str(out), "--ref", str(tiny_f32), "--lr", "1e-3", "--kl-beta", "0.01", "--micro-batch", "2",
-           "--epochs", "2", "--mask-truncated", "--threads", "1", "--metrics", str(metrics),
-           "--optimizer-state", str(opt_state)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reex_learner",
+        "step",
+        "--model",
+        str(tiny_f32),
+        "--experience",
+        str(exp),
+        "--out",
+        str(out),
+        "--ref",
+        str(tiny_f32),
+        "--lr",
+        "1e-3",
+        "--kl-beta",
+        "0.01",
+        "--micro-batch",
+        "2",
+        "--epochs",
+        "2",
+        "--mask-truncated",
+        "--threads",
+        "1",
+        "--metrics",
+        str(metrics),
+        "--optimizer-state",
+        str(opt_state),
+    ]
     r = subprocess.run(cmd, cwd=LEARNER, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     printed = json.loads(r.stdout.strip().splitlines()[-1])
@@ -249,15 +286,15 @@ def test_cli_step_end_to_end(tiny_f32, tmp_path):
     diff = max((a - b).abs().max().item() for a, b in zip(new.parameters(), model.parameters()))
     assert diff > 0
     # a second invocation resumes the AdamW moments
-    r = subprocess.run(cmd[:cmd.index("--model") + 1] + [str(out)] + cmd[cmd.index("--model") + 2:], cwd=LEARNER,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(cmd[: cmd.index("--model") + 1] + [str(out)] + cmd[cmd.index("--model") + 2 :], cwd=LEARNER, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1])["optimizer_resumed"] is True
     # bad input: a clear error, exit code 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt_tokens": [1], "tokens": [99999], "mask": [1], "advantage": 1}) + "\n")
-    r = subprocess.run(cmd[:cmd.index("--experience") + 1] + [str(bad)] + cmd[cmd.index("--experience") + 2:],
-                       cwd=LEARNER, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        cmd[: cmd.index("--experience") + 1] + [str(bad)] + cmd[cmd.index("--experience") + 2 :], cwd=LEARNER, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode != 0 and "vocabulary" in (r.stderr + r.stdout)
 
 

@@ -11,6 +11,7 @@ through the real code path; without them they are SKIPPED with the reason
 "transformers/peft not installed: real-model path (b) tests not run" (pytest -rs shows it).
 scripts/gpu-check-hf-lora.sh is the same check for a GPU machine.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -137,9 +138,36 @@ def test_hf_step_arguments():
     assert lora.targets == ("q_proj", "k_proj", "v_proj", "o_proj") and lora.r == 16 and lora.dropout == 0.0
 
     a = build_parser().parse_args(
-        ["hf-step", "--base", "B", "--adapter-in", "A", "--experience", "E", "--adapter-out", "O", "--ref-free",
-         "--lr", "1e-5", "--lora-r", "64", "--lora-alpha", "128", "--lora-targets", " q_proj, v_proj ,gate_proj",
-         "--gguf-out", "x.gguf", "--dtype", "f32", "--device", "cuda", "--micro-batch", "2", "--mini-batch", "8"]
+        [
+            "hf-step",
+            "--base",
+            "B",
+            "--adapter-in",
+            "A",
+            "--experience",
+            "E",
+            "--adapter-out",
+            "O",
+            "--ref-free",
+            "--lr",
+            "1e-5",
+            "--lora-r",
+            "64",
+            "--lora-alpha",
+            "128",
+            "--lora-targets",
+            " q_proj, v_proj ,gate_proj",
+            "--gguf-out",
+            "x.gguf",
+            "--dtype",
+            "f32",
+            "--device",
+            "cuda",
+            "--micro-batch",
+            "2",
+            "--mini-batch",
+            "8",
+        ]
     )
     cfg = step_config_from_args(a, None)
     assert cfg.kl_beta == 0.0 and cfg.lr == 1e-5 and cfg.micro_batch == 2 and cfg.mini_batch == 8
@@ -224,8 +252,22 @@ def test_loop_equals_grpo_train_step(kw):
     for n in pa:
         assert torch.allclose(pa[n], pb[n], rtol=0, atol=1e-7), n
     assert not torch.equal(pa["lora_B"], ToyLoraLM().lora_B)  # it did move
-    for k in ("loss", "pg_loss", "nll", "kl", "clip_frac", "ratio_mean", "ratio_min", "ratio_max", "entropy", "grad_norm",
-              "old_logprob_abs_diff", "optimizer_steps", "loss_tokens_per_epoch", "advantage_mean"):
+    for k in (
+        "loss",
+        "pg_loss",
+        "nll",
+        "kl",
+        "clip_frac",
+        "ratio_mean",
+        "ratio_min",
+        "ratio_max",
+        "entropy",
+        "grad_norm",
+        "old_logprob_abs_diff",
+        "optimizer_steps",
+        "loss_tokens_per_epoch",
+        "advantage_mean",
+    ):
         x, y = m_hf[k], m_gg[k]
         if kw.get("mode") == "sft" and k == "kl":
             assert x is None  # no reference forward in SFT
@@ -333,7 +375,19 @@ def test_ddp_equals_single_process(case, tmp_path):
             assert not torch.allclose(want[n], start[n])
         met = got["metrics"]
         assert met["world_size"] == world and met["optimizer_steps"] == ref_met["optimizer_steps"]
-        for k in ("loss", "pg_loss", "kl", "nll", "entropy", "ratio_mean", "ratio_min", "ratio_max", "grad_norm", "loss_tokens_per_epoch", "old_logprob_abs_diff"):
+        for k in (
+            "loss",
+            "pg_loss",
+            "kl",
+            "nll",
+            "entropy",
+            "ratio_mean",
+            "ratio_min",
+            "ratio_max",
+            "grad_norm",
+            "loss_tokens_per_epoch",
+            "old_logprob_abs_diff",
+        ):
             assert met[k] == pytest.approx(ref_met[k], rel=1e-5, abs=1e-7), (r, k)
 
 
@@ -372,8 +426,14 @@ def _tiny_llama(tmp_path: Path, vocab: int = 96) -> Path:
 
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False,
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
     )
     model = transformers.LlamaForCausalLM(cfg)
     out = tmp_path / "base"
@@ -388,8 +448,19 @@ def _write_experience(path: Path, vocab: int, n: int = 6) -> None:
             prompt = torch.randint(0, vocab, (6,), generator=g).tolist()
             tokens = torch.randint(0, vocab, (10,), generator=g).tolist()
             mask = [0 if 4 <= j < 6 else 1 for j in range(10)]
-            fh.write(json.dumps({"prompt_tokens": prompt, "tokens": tokens, "mask": mask, "advantage": 1.0 if i % 2 == 0 else -1.0,
-                                 "reward": float(i % 2 == 0), "question_id": i // 2}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "prompt_tokens": prompt,
+                        "tokens": tokens,
+                        "mask": mask,
+                        "advantage": 1.0 if i % 2 == 0 else -1.0,
+                        "reward": float(i % 2 == 0),
+                        "question_id": i // 2,
+                    }
+                )
+                + "\n"
+            )
 
 
 def _run_cli(args, cwd=LEARNER):
@@ -463,8 +534,26 @@ def test_real_gguf_conversion(tmp_path):
     exp = tmp_path / "step.jsonl"
     _write_experience(exp, 96)
     out = tmp_path / "a.gguf"
-    r = _run_cli(["--base", str(base), "--experience", str(exp), "--adapter-out", str(tmp_path / "a"), "--device", "cpu",
-                  "--dtype", "f32", "--lr", "1e-2", "--gguf-out", str(out), "--convert-script", str(script)])
+    r = _run_cli(
+        [
+            "--base",
+            str(base),
+            "--experience",
+            str(exp),
+            "--adapter-out",
+            str(tmp_path / "a"),
+            "--device",
+            "cpu",
+            "--dtype",
+            "f32",
+            "--lr",
+            "1e-2",
+            "--gguf-out",
+            str(out),
+            "--convert-script",
+            str(script),
+        ]
+    )
     assert r.returncode == 0, r.stderr
     from reex_learner.gguf_io import gguf_module
 

@@ -1,5 +1,6 @@
 """f32 master weights across learner processes, lr warm-up, the old-log-prob guard, null old log-probs,
 split-half gradient agreement."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,17 @@ def _rollouts(seed: int, n_vocab: int, n: int = 8):
         for i in range(4):
             tokens = torch.randint(0, n_vocab - 3, (12,), generator=g).tolist()
             mask = [0 if 4 <= j < 7 else 1 for j in range(12)]
-            out.append({"prompt_tokens": prompt, "tokens": tokens, "mask": mask, "old_logprobs": None,
-                        "advantage": [1.5, -0.5, 0.5, -1.5][i], "reward": float(i), "question_id": f"{seed}-{q}"})
+            out.append(
+                {
+                    "prompt_tokens": prompt,
+                    "tokens": tokens,
+                    "mask": mask,
+                    "old_logprobs": None,
+                    "advantage": [1.5, -0.5, 0.5, -1.5][i],
+                    "reward": float(i),
+                    "question_id": f"{seed}-{q}",
+                }
+            )
     return out
 
 
@@ -35,8 +45,25 @@ def _write(path, records):
 
 
 def _step(model, exp, out, tmp_path, *extra, check=True):
-    cmd = [sys.executable, "-m", "reex_learner", "step", "--model", str(model), "--experience", str(exp), "--out", str(out),
-           "--lr", str(LR), "--threads", "1", "--optimizer-state", str(tmp_path / "adam.pt"), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "reex_learner",
+        "step",
+        "--model",
+        str(model),
+        "--experience",
+        str(exp),
+        "--out",
+        str(out),
+        "--lr",
+        str(LR),
+        "--threads",
+        "1",
+        "--optimizer-state",
+        str(tmp_path / "adam.pt"),
+        *extra,
+    ]
     r = subprocess.run(cmd, cwd=LEARNER, capture_output=True, text=True, timeout=120)
     if check:
         assert r.returncode == 0, r.stderr

@@ -1,4 +1,5 @@
 """(a) The PyTorch module computes llama.cpp's logits for the same GGUF and tokens."""
+
 from __future__ import annotations
 
 import torch
