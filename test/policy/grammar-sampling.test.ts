@@ -110,4 +110,34 @@ describe("sampling behind a grammar with log-probabilities", () => {
     // p < 0.001 would fail: a false alarm once in a thousand runs
     expect(statistic).toBeLessThan(chiSquareQuantile(df, 0.999));
   });
+
+  it("behind a check that takes every token, still samples with the grammar-first sampler's frequencies, drawing a token outside the grammar again without it", async () => {
+    const N = 300;
+    const seen = await draws(direct, range(20_001, 200), { logprobs: false });
+    const byCount = new Map<string, number>();
+    for (const r of seen) if (whole(r.text)) byCount.set(r.text, (byCount.get(r.text) ?? 0) + 1);
+    const ranked = [...byCount.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
+    // the two texts drawn most are left out, so the first draw often falls outside the grammar
+    const grammar = oneOf([...ranked.slice(2, 5), ...ranked.slice(-4)]);
+    const admit = { admit: () => true, admitWatch: () => true };
+    for (const logprobs of [true, false]) {
+      const ours = await draws(direct, range(1, N), { grammar, logprobs, ...admit });
+      expect(ours.every((r) => r.admitted === "decoder" && r.redrawn === 0)).toBe(true);
+      const theirs = await draws(evaluate, range(200_001, N), { grammar, logprobs });
+      const { statistic, df } = chiSquare(
+        ours.map((r) => r.tokens[0]!),
+        theirs.map((r) => r.tokens[0]!),
+      );
+      expect(statistic).toBeLessThan(chiSquareQuantile(df, 0.999));
+    }
+  });
+
+  it("greedy behind a check that takes every token writes what greedy behind the grammar alone writes", async () => {
+    const sentences = ["SELECT MAX(total) FROM orders", "SELECT id FROM orders WHERE total > 10", "SELECT COUNT(*) FROM orders"];
+    const grammar = oneOf(sentences);
+    const plain = await draws(direct, [1], { grammar, temperature: 0, maxTokens: 60, ignoreEos: false });
+    const checked = await draws(direct, [1], { grammar, temperature: 0, maxTokens: 60, ignoreEos: false, admit: () => true, admitWatch: () => true });
+    expect(sentences).toContain(plain[0]!.text);
+    expect(checked[0]!.tokens).toEqual(plain[0]!.tokens);
+  });
 });
