@@ -852,11 +852,11 @@ export const KEYWORD_LIKE = new Set([
 /** One lexeme of a SQL text; `start`/`end` are its offsets in the text (quotes included). */
 export type Tok = { kind: "word" | "quoted" | "punct" | "other"; text: string; start: number; end: number };
 
-/** The lexemes of `sql` (whitespace and comments dropped): words, quoted names (unquoted), punctuation, the rest. */
+/** The lexemes of `sql` (whitespace and comments dropped): words (any character past ASCII is a word's, as in SQLite), quoted names (unquoted), punctuation, the rest. */
 export function tokenize(sql: string): Tok[] {
   const out: Tok[] = [];
   const re =
-    /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_][A-Za-z0-9_$]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
+    /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
   for (let m = re.exec(sql); m; m = re.exec(sql)) {
     const at = { start: m.index, end: m.index + m[0].length };
     if (m[1] !== undefined) out.push({ kind: "quoted", text: m[1].replace(/""/g, '"'), ...at });

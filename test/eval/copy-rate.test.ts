@@ -20,6 +20,12 @@ describe("copy count of one SQL", () => {
     expect(c).toMatchObject({ identifiers: 4, inSchema: 3 });
   });
 
+  it("reads a non-ASCII name as one name, as SQLite does (any character past ASCII is a name's)", () => {
+    const italian = { tables: [{ name: "città", columns: ["nome", "popolazione"] }] };
+    expect(copyCount("SELECT nome FROM città WHERE popolazione > 5", italian)).toEqual({ identifiers: 3, inSchema: 3, invented: [] });
+    expect(copyCount("SELECT nome FROM cittàà", italian)).toMatchObject({ identifiers: 2, inSchema: 1, invented: ["cittàà"] });
+  });
+
   it("does not count string literals, functions or keywords", () => {
     expect(copyCount("SELECT COUNT(*), MAX(price), STRFTIME('%Y', 'colour') FROM products", SHOP)).toEqual({ identifiers: 2, inSchema: 2, invented: [] });
   });
