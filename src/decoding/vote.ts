@@ -1,3 +1,4 @@
+import type { DecidedBy } from "../events/index.js";
 import { resultKey } from "../sql/index.js";
 import type { ExecResult, ResultRows } from "../sql/index.js";
 
@@ -28,8 +29,7 @@ export interface VoteOutcome {
   /** Group of each candidate by index; null for candidates that failed or had no SQL. */
   groupOf: (number | null)[];
   groups: VoteGroup[];
-  /** How the winner was chosen: "majority", "tie-logprob", "tie-first", "fallback-logprob", or "none". */
-  decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";
+  decidedBy: DecidedBy;
 }
 
 /**

@@ -84,6 +84,15 @@ export interface CandidateEvent {
   errorCode?: string;
   answerable: boolean;
 }
+/**
+ * How a vote chose its winner: by a majority of results, by the higher mean log-probability or the
+ * first candidate among tied groups, by log-probability when no candidate's SQL ran, or none.
+ */
+export const DECIDED_BY = ["majority", "tie-logprob", "tie-first", "fallback-logprob", "none"] as const;
+
+/** One of {@link DECIDED_BY}. */
+export type DecidedBy = (typeof DECIDED_BY)[number];
+
 /** The vote over executed candidates. */
 export interface VoteEvent {
   type: "vote";
@@ -91,8 +100,7 @@ export interface VoteEvent {
   /** `empty`: the group's result says only "nothing matched", so it won only if nothing else ran. */
   groups: { group: number; votes: number; members: number[]; empty?: boolean }[];
   rule: string;
-  /** How the winner was chosen: "majority", "tie-logprob", "tie-first", "fallback-logprob" (no candidate ran), or "none". */
-  decidedBy: "majority" | "tie-logprob" | "tie-first" | "fallback-logprob" | "none";
+  decidedBy: DecidedBy;
 }
 /** The request's answer. */
 export interface FinalEvent {

@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
+import { DECIDED_BY } from "../events/index.js";
 
 /** The body of POST /v1/sql (and the one message a /v1/stream client sends), bounded by `config`. */
 export function sqlRequestSchema(config: Config) {
@@ -182,9 +183,7 @@ export const sqlResponseSchema = z.object({
   result: resultSchema.nullable(),
   candidates: z.array(candidateSchema),
   winner: z.number().int().nullable(),
-  decidedBy: z
-    .enum(["majority", "tie-logprob", "tie-first", "fallback-logprob", "none"])
-    .describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
+  decidedBy: z.enum(DECIDED_BY).describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
   shortfall: z.string().optional(),
   trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
   usage: usageSchema,
