@@ -7,7 +7,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 _DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
@@ -36,8 +37,8 @@ def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
 
 def cmd_step(args: argparse.Namespace) -> int:
     torch, device, dtype = _torch_setup(args)
-    from .grpo import read_experience, step_config_from_args, train_step
     from .gguf_io import quantized_matrices, write_gguf
+    from .grpo import read_experience, step_config_from_args, train_step
     from .model import load_master, load_model, save_master, state_for_gguf
 
     t0 = time.time()
@@ -56,7 +57,7 @@ def cmd_step(args: argparse.Namespace) -> int:
     _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
     cfg = step_config_from_args(args, dtype, args.kl_beta)
     load_s = time.time() - t0
-    metrics: Dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
+    metrics: dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()
     out_type = args.out_type
     if out_type == "keep" and quantized_matrices(g):
@@ -105,9 +106,9 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
                 P = len(r.prompt_tokens)
                 row = lp[0].tolist()
                 lps = [row[P - 1 + j] if P - 1 + j >= 0 else None for j in range(len(r.tokens))]
-                rec: Dict[str, Any] = {"index": i, "question_id": r.question_id, "logprobs": lps}
+                rec: dict[str, Any] = {"index": i, "question_id": r.question_id, "logprobs": lps}
                 if r.old_logprobs is not None:
-                    diffs = [abs(a - b) for a, b, m in zip(lps, r.old_logprobs, r.mask) if m and a is not None]
+                    diffs = [abs(a - b) for a, b, m in zip(lps, r.old_logprobs, r.mask, strict=True) if m and a is not None]
                     rec["max_abs_diff_vs_old"] = max(diffs) if diffs else 0.0
                 out.write(json.dumps(rec) + "\n")
     finally:
@@ -302,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .grpo import OldLogprobMismatch
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .llama_cpp_paths import llama_cpp_candidates
 _GGUF_MODULE = None
 
 
-def _candidate_gguf_py_dirs() -> List[Path]:
+def _candidate_gguf_py_dirs() -> list[Path]:
     env = os.environ.get("REEX_GGUF_PY")
     return llama_cpp_candidates("gguf-py", Path(env) if env else None)
 
@@ -57,7 +58,7 @@ def gguf_module():
 # Architectures whose tensors and graph the learner implements, with llama.cpp's rope type for each
 # (see llama_model_rope_type in llama.cpp/src/llama-model.cpp): "norm" rotates pairs (2i, 2i+1),
 # "neox" rotates pairs (i, i + n_rot/2).
-SUPPORTED_ARCHS: Dict[str, str] = {"llama": "norm", "qwen2": "neox", "gemma3": "neox"}
+SUPPORTED_ARCHS: dict[str, str] = {"llama": "norm", "qwen2": "neox", "gemma3": "neox"}
 
 
 @dataclass
@@ -82,7 +83,7 @@ class HParams:
     # n_swa positions in the layers flagged in swa_layers, which use RoPE base rope_base_swa and
     # scale rope_freq_scale_swa; final_logit_softcap > 0 caps logits at c*tanh(logit/c).
     n_swa: int = 0
-    swa_layers: Tuple[bool, ...] = ()
+    swa_layers: tuple[bool, ...] = ()
     rope_base_swa: float = 10000.0
     rope_freq_scale_swa: float = 1.0
     final_logit_softcap: float = 0.0
@@ -91,7 +92,7 @@ class HParams:
         """Whether layer ``il`` attends only to the last ``n_swa`` positions (llama.cpp's is_swa)."""
         return self.n_swa > 0 and il < len(self.swa_layers) and bool(self.swa_layers[il])
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -107,14 +108,14 @@ class MetaField:
 class GGUFModel:
     """A GGUF file in memory: metadata (verbatim), tensors (numpy, gguf-py layout), hyperparameters."""
 
-    path: Optional[str]
+    path: str | None
     arch: str
     hparams: HParams
-    fields: List[MetaField]
-    tensors: Dict[str, np.ndarray]  # insertion order = file order
-    tensor_types: Dict[str, Any]  # name -> gguf.GGMLQuantizationType as stored
+    fields: list[MetaField]
+    tensors: dict[str, np.ndarray]  # insertion order = file order
+    tensor_types: dict[str, Any]  # name -> gguf.GGMLQuantizationType as stored
     alignment: int = 32
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def field(self, name: str, default: Any = None) -> Any:
         for f in self.fields:
@@ -123,7 +124,7 @@ class GGUFModel:
         return default
 
     @property
-    def tokenizer(self) -> Dict[str, Any]:
+    def tokenizer(self) -> dict[str, Any]:
         """The tokenizer.* metadata (kept to be written back unchanged)."""
         return {f.name: f.value for f in self.fields if f.name.startswith("tokenizer.")}
 
@@ -150,7 +151,7 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
     their stored type is remembered for writing back), metadata is kept verbatim."""
     gguf = gguf_module()
     reader = gguf.GGUFReader(str(path), "r")
-    fields: List[MetaField] = []
+    fields: list[MetaField] = []
     for f in reader.fields.values():
         if f.name.startswith("GGUF."):
             continue  # virtual fields (version, counts) that the writer regenerates
@@ -161,8 +162,8 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
     arch = meta.get("general.architecture")
     if arch not in SUPPORTED_ARCHS:
         raise ValueError(f"{path}: architecture {arch!r} is not supported (supported: {sorted(SUPPORTED_ARCHS)})")
-    tensors: Dict[str, np.ndarray] = {}
-    types: Dict[str, Any] = {}
+    tensors: dict[str, np.ndarray] = {}
+    types: dict[str, Any] = {}
     for t in reader.tensors:
         tensors[t.name] = _to_float32(gguf, t)
         types[t.name] = t.tensor_type
@@ -211,7 +212,7 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
     if attn_scale == 0.0:
         attn_scale = 1.0 / float(np.sqrt(np.float32(head_dim)))
     n_layer = int(key("block_count"))
-    gemma: Dict[str, Any] = {}
+    gemma: dict[str, Any] = {}
     if arch == "gemma3":
         gemma = _gemma3_hparams(key, n_layer, n_embd, n_head, head_dim)
         attn_scale = gemma.pop("attn_scale")
@@ -236,7 +237,7 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
     )
 
 
-def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: int) -> Dict[str, Any]:
+def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: int) -> dict[str, Any]:
     """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads.
 
     * ``{arch}.attention.sliding_window`` > 0 turns on sliding-window attention (LLAMA_SWA_TYPE_STANDARD:
@@ -251,7 +252,7 @@ def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: 
     * ``{arch}.final_logit_softcapping`` (default 0 = none).
     """
     n_swa = int(key("attention.sliding_window", 0, required=False) or 0)
-    swa_layers: Tuple[bool, ...] = ()
+    swa_layers: tuple[bool, ...] = ()
     if n_swa > 0:
         pattern = key("attention.sliding_window_pattern", 6, required=False)
         if isinstance(pattern, (list, tuple)):
@@ -271,7 +272,7 @@ def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: 
     )
 
 
-def _encode(gguf, name: str, data: np.ndarray, qtype) -> Tuple[np.ndarray, Any]:
+def _encode(gguf, name: str, data: np.ndarray, qtype) -> tuple[np.ndarray, Any]:
     """Converts a float32 array to the stored type; returns (array, raw_dtype or None)."""
     Q = gguf.GGMLQuantizationType
     data = np.ascontiguousarray(data, dtype=np.float32)
@@ -288,7 +289,7 @@ def _encode(gguf, name: str, data: np.ndarray, qtype) -> Tuple[np.ndarray, Any]:
         return data.astype(np.float16), None
 
 
-def quantized_matrices(model: GGUFModel) -> List[str]:
+def quantized_matrices(model: GGUFModel) -> list[str]:
     """Names of the 2-D tensors stored quantised (neither F32, F16 nor BF16): weights an update
     smaller than the quantisation step cannot move, so a trainer exports such a model as f16."""
     gguf = gguf_module()
@@ -300,9 +301,9 @@ def quantized_matrices(model: GGUFModel) -> List[str]:
 def write_gguf(
     path: str | os.PathLike[str],
     model: GGUFModel,
-    tensors: Optional[Mapping[str, Any]] = None,
+    tensors: Mapping[str, Any] | None = None,
     out_type: str = "keep",
-    name_suffix: Optional[str] = None,
+    name_suffix: str | None = None,
 ) -> None:
     """Writes ``model``'s metadata unchanged plus its tensors, replacing those given in ``tensors``
     (GGUF names -> numpy arrays or torch tensors, gguf-py layout). ``out_type``: "keep" stores each
@@ -311,7 +312,7 @@ def write_gguf(
     (temp file + rename)."""
     gguf = gguf_module()
     Q = gguf.GGMLQuantizationType
-    final: Dict[str, np.ndarray] = {}
+    final: dict[str, np.ndarray] = {}
     for name, arr in model.tensors.items():
         new = tensors.get(name) if tensors is not None else None
         if new is None:
@@ -335,7 +336,7 @@ def write_gguf(
     forced = {"f32": Q.F32, "f16": Q.F16, "q8_0": Q.Q8_0}
     if out_type != "keep" and out_type not in forced:
         raise ValueError(f"out_type must be keep|f32|f16|q8_0, got {out_type!r}")
-    qtypes: Dict[str, Any] = {}
+    qtypes: dict[str, Any] = {}
     for name, arr in final.items():
         qtype = model.tensor_types[name]
         if out_type in forced and arr.ndim > 1:

@@ -28,8 +28,9 @@ import math
 import os
 import random
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 
@@ -41,13 +42,13 @@ LOG_RATIO_CLAMP = 20.0
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Rollout:
-    prompt_tokens: List[int]
-    tokens: List[int]
-    mask: List[int]
-    old_logprobs: Optional[List[float]]
+    prompt_tokens: list[int]
+    tokens: list[int]
+    mask: list[int]
+    old_logprobs: list[float] | None
     advantage: float
     reward: float = 0.0
-    components: Dict[str, Any] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
     truncated: bool = False
     interactions: int = 0
     question_id: Any = None
@@ -57,7 +58,7 @@ class Rollout:
         return len(self.prompt_tokens) + len(self.tokens)
 
 
-def parse_rollout(obj: Dict[str, Any], where: str = "") -> Rollout:
+def parse_rollout(obj: dict[str, Any], where: str = "") -> Rollout:
     def need(key: str) -> Any:
         if key not in obj:
             raise ValueError(f"{where}missing field {key!r}")
@@ -76,7 +77,7 @@ def parse_rollout(obj: Dict[str, Any], where: str = "") -> Rollout:
         old = [math.nan if x is None else float(x) for x in old]
         if len(old) != len(tokens):
             raise ValueError(f"{where}old_logprobs has {len(old)} entries for {len(tokens)} tokens")
-        bad = [j for j, (m, x) in enumerate(zip(mask, old)) if m == 1 and not math.isnan(x) and not (math.isfinite(x) and x <= 1e-6)]
+        bad = [j for j, (m, x) in enumerate(zip(mask, old, strict=True)) if m == 1 and not math.isnan(x) and not (math.isfinite(x) and x <= 1e-6)]
         if bad:
             raise ValueError(f"{where}old_logprobs must be finite and <= 0 where mask = 1 (index {bad[0]})")
     if not prompt and tokens and mask[0] == 1:
@@ -96,10 +97,10 @@ def parse_rollout(obj: Dict[str, Any], where: str = "") -> Rollout:
     )
 
 
-def read_experience(path: str) -> List[Rollout]:
+def read_experience(path: str) -> list[Rollout]:
     """One JSON object per line (blank lines ignored); see docs/learner.md for the fields."""
-    out: List[Rollout] = []
-    with open(path, "r", encoding="utf-8") as fh:
+    out: list[Rollout] = []
+    with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -122,10 +123,10 @@ def compute_advantages(rollouts: Sequence[Rollout], mode: str, eps: float = 1e-6
         return
     if mode not in ("group", "batch", "none"):
         raise ValueError(f"advantage mode must be file|group|batch|none, got {mode!r}")
-    groups: Dict[Any, List[Rollout]] = {}
+    groups: dict[Any, list[Rollout]] = {}
     for r in rollouts:
         groups.setdefault(json.dumps(r.question_id, sort_keys=True), []).append(r)
-    centred: List[Tuple[Rollout, float, float]] = []
+    centred: list[tuple[Rollout, float, float]] = []
     for members in groups.values():
         rewards = [m.reward for m in members]
         mean = sum(rewards) / len(rewards)
@@ -152,7 +153,7 @@ class Batch:
     mask: torch.Tensor  # (B, L-1) float: 1 where targets[t] is a loss token
     old_logprobs: torch.Tensor  # (B, L-1) float (0 where unknown)
     advantages: torch.Tensor  # (B,)
-    lengths: List[int]
+    lengths: list[int]
 
 
 def collate(rollouts: Sequence[Rollout], pad_id: int = 0, mask_truncated: bool = False, device: Any = "cpu") -> Batch:
@@ -191,7 +192,7 @@ def collate(rollouts: Sequence[Rollout], pad_id: int = 0, mask_truncated: bool =
     )
 
 
-def autocast_context(device: Any, compute_dtype: Optional[torch.dtype]):
+def autocast_context(device: Any, compute_dtype: torch.dtype | None):
     """Mixed precision for the forward pass; the weights (and AdamW) stay float32 masters, so
     updates of lr ~ 1e-6 are not lost to bf16/f16 rounding. f16 on CPU is not supported by
     PyTorch's CPU autocast: it runs in float32 (a warning is printed once by the caller)."""
@@ -208,7 +209,7 @@ def sequence_logprobs(
     batch: Batch,
     temperature: float = 1.0,
     with_entropy: bool = False,
-    compute_dtype: Optional[torch.dtype] = None,
+    compute_dtype: torch.dtype | None = None,
 ):
     """(B, L-1) log-probs of the targets under ``model`` (and the mean-ready entropy if asked)."""
     with autocast_context(batch.input_ids.device, compute_dtype):
@@ -253,16 +254,16 @@ class PackedBatch:
 
 def pack_rollouts(
     rollouts: Sequence[Rollout], pack_tokens: int = 2048, pad_id: int = 0, mask_truncated: bool = False, device: Any = "cpu"
-) -> List[PackedBatch]:
+) -> list[PackedBatch]:
     """One PackedBatch (one row) per run of same-prompt rollouts that fits ``pack_tokens``
     (a lone rollout longer than that still gets its row)."""
-    groups: Dict[Tuple[int, ...], List[Rollout]] = {}
+    groups: dict[tuple[int, ...], list[Rollout]] = {}
     for r in rollouts:
         groups.setdefault(tuple(r.prompt_tokens), []).append(r)
-    rows: List[Tuple[List[int], List[Rollout]]] = []
+    rows: list[tuple[list[int], list[Rollout]]] = []
     for prompt, members in groups.items():
         P = max(len(prompt) - 1, 0)
-        cur: List[Rollout] = []
+        cur: list[Rollout] = []
         cur_len = P
         for r in members:
             n = len(r.prompt_tokens) - P + len(r.tokens)
@@ -273,7 +274,7 @@ def pack_rollouts(
             cur_len += n
         if cur:
             rows.append((list(prompt[:P]), cur))
-    out: List[PackedBatch] = []
+    out: list[PackedBatch] = []
     for prefix, members in rows:
         P = len(prefix)
         T = P + sum(len(r.prompt_tokens) - P + len(r.tokens) for r in members)
@@ -324,7 +325,7 @@ def pack_rollouts(
     return out
 
 
-def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: Optional[torch.dtype] = None):
+def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):
     """(B, T) log-probs of ``b.targets`` at each packed position (entropy too if asked)."""
     from .sft_train import packed_forward
 
@@ -348,10 +349,10 @@ def grpo_token_loss(
     advantages: torch.Tensor,
     mask: torch.Tensor,
     clip_low: float = 0.2,
-    clip_high: Optional[float] = None,
-    ref_logp: Optional[torch.Tensor] = None,
+    clip_high: float | None = None,
+    ref_logp: torch.Tensor | None = None,
     kl_beta: float = 0.0,
-) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Per-token loss (B, T) -- already zero where mask = 0 -- and per-token stats (masked).
     ``advantages``: (B,) one per row, or (B, T) one per token (packed rows hold several rollouts)."""
     clip_high = clip_low if clip_high is None else clip_high
@@ -404,8 +405,8 @@ def agg_denominator(rollouts_mask: Iterable[torch.Tensor], loss_agg: str) -> flo
 
 
 def micro_batch_loss(
-    cfg: "StepConfig", lp: torch.Tensor, b: Batch, denom: float, ref_lp: Optional[torch.Tensor] = None
-) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
+    cfg: StepConfig, lp: torch.Tensor, b: Batch, denom: float, ref_lp: torch.Tensor | None = None
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The loss of one micro-batch as its share of the optimizer-batch mean (``denom`` = the loss-token
     or sequence count of the whole optimizer batch), and its per-token stats. ``lp``: the policy's
     (B, L-1) log-probs of ``b.targets``; ``ref_lp``: the reference's (KL term / metric), or None.
@@ -428,7 +429,7 @@ class StepConfig:
     mode: str = "grpo"  # grpo | sft
     lr: float = 2e-6
     clip: float = 0.2
-    clip_high: Optional[float] = None  # DAPO clip-higher; None = same as clip
+    clip_high: float | None = None  # DAPO clip-higher; None = same as clip
     kl_beta: float = 0.0
     loss_agg: str = "token-mean"
     epochs: int = 1
@@ -436,7 +437,7 @@ class StepConfig:
     mini_batch: int = 0  # rollouts per optimizer step (0 = all of them: one step per epoch)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
-    betas: Tuple[float, float] = (0.9, 0.999)
+    betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     temperature: float = 1.0
     mask_truncated: bool = False
@@ -444,8 +445,8 @@ class StepConfig:
     shuffle: bool = False
     seed: int = 0
     pad_id: int = 0
-    optimizer_state: Optional[str] = None  # path: AdamW moments carried across steps/processes
-    compute_dtype: Optional[torch.dtype] = None  # autocast dtype for forward passes (None = float32)
+    optimizer_state: str | None = None  # path: AdamW moments carried across steps/processes
+    compute_dtype: torch.dtype | None = None  # autocast dtype for forward passes (None = float32)
     share_prefix: bool = False  # rollouts with the same prompt share one copy of it in a packed row
     pack_tokens: int = 2048  # row length limit when sharing (a longer group is split over rows)
     warmup_steps: int = 0  # optimizer steps (counted across processes) over which lr ramps up linearly
@@ -458,7 +459,7 @@ class OldLogprobMismatch(ValueError):
     in a way the ratio clip cannot absorb (wrong tokenizer, model, temperature or a stale export)."""
 
 
-def _chunks(xs: Sequence[Any], n: int) -> List[List[Any]]:
+def _chunks(xs: Sequence[Any], n: int) -> list[list[Any]]:
     n = max(1, n)
     return [list(xs[i : i + n]) for i in range(0, len(xs), n)]
 
@@ -468,7 +469,7 @@ def make_optimizer(model: torch.nn.Module, cfg: StepConfig) -> torch.optim.Optim
     return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
 
 
-def load_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str], cfg: StepConfig) -> bool:
+def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: StepConfig) -> bool:
     if not path or not os.path.exists(path):
         return False
     state = torch.load(path, map_location="cpu")
@@ -486,14 +487,14 @@ def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
     return 0
 
 
-def warmup_lr(cfg: "StepConfig", done: int) -> float:
+def warmup_lr(cfg: StepConfig, done: int) -> float:
     """The learning rate of optimizer step ``done + 1``: ``cfg.lr`` scaled by min(1, (done + 1) / warmup)."""
     if cfg.warmup_steps <= 0:
         return cfg.lr
     return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
 
 
-def save_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str]) -> None:
+def save_optimizer_state(opt: torch.optim.Optimizer, path: str | None) -> None:
     if not path:
         return
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -503,10 +504,10 @@ def save_optimizer_state(opt: torch.optim.Optimizer, path: Optional[str]) -> Non
 
 def needs_old_logprobs(r: Rollout) -> bool:
     """True when some loss token of ``r`` has no sampling log-prob (the whole list null, or null entries)."""
-    return r.old_logprobs is None or any(math.isnan(x) for x, m in zip(r.old_logprobs, r.mask) if m)
+    return r.old_logprobs is None or any(math.isnan(x) for x, m in zip(r.old_logprobs, r.mask, strict=True) if m)
 
 
-def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", device: Any) -> None:
+def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, device: Any) -> None:
     """Scores ``rollouts`` with ``policy`` (no grad, eval mode) and stores the result where their
     ``old_logprobs`` are missing (all of them, or the null entries; 0 where mask = 0): the on-policy
     case, ratio = 1 before the first update."""
@@ -520,13 +521,13 @@ def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg:
                 row = lp[i].tolist()
                 scored = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
                 given = r.old_logprobs if r.old_logprobs is not None else [math.nan] * len(r.tokens)
-                r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask)]
+                r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask, strict=True)]
 
 
 STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
 
 
-def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
+def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
     """The flattened policy-gradient of ``rollouts`` alone (token-mean over their loss tokens, no KL)."""
     micros = [collate(m, cfg.pad_id, cfg.mask_truncated, device=device) for m in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch)]
     denom = agg_denominator((b.mask for b in micros), cfg.loss_agg)
@@ -545,12 +546,12 @@ def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "S
 
 
 def split_half_agreement(
-    policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: "StepConfig", params: Sequence[torch.nn.Parameter], device: Any
-) -> Optional[Dict[str, Any]]:
+    policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any
+) -> dict[str, Any] | None:
     """Does the step's direction generalise across questions? For ``cfg.split_half`` random splits of the
     informative groups (non-zero advantages) into two halves: the cosine and the sign agreement of the two
     halves' gradients (before any update). Near 0 and 0.5: the halves agree no more than noise does."""
-    groups: Dict[str, List[Rollout]] = {}
+    groups: dict[str, list[Rollout]] = {}
     for r in rollouts:
         if r.advantage != 0.0:
             groups.setdefault(json.dumps(r.question_id, sort_keys=True), []).append(r)
@@ -572,8 +573,8 @@ def split_half_agreement(
 
 
 def accumulate_micro_stats(
-    sums: Dict[str, float],
-    stats: Dict[str, torch.Tensor],
+    sums: dict[str, float],
+    stats: dict[str, torch.Tensor],
     lp: torch.Tensor,
     ent: torch.Tensor,
     b: Batch,
@@ -581,7 +582,7 @@ def accumulate_micro_stats(
     mode: str,
     ratio_min: float,
     ratio_max: float,
-) -> Tuple[float, float]:
+) -> tuple[float, float]:
     """Adds one micro-batch's loss statistics (``n`` loss tokens) to ``sums``; returns the updated
     (ratio_min, ratio_max) over its loss tokens (GRPO only)."""
     sums["tokens"] += n
@@ -598,7 +599,7 @@ def accumulate_micro_stats(
     return ratio_min, ratio_max
 
 
-def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Optional[Any], max_grad_norm: float) -> float:
+def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Any | None, max_grad_norm: float) -> float:
     """Unscales (fp16), clips to ``max_grad_norm`` (when > 0) and applies the accumulated gradients;
     returns the gradient norm before clipping."""
     if scaler is not None:
@@ -621,7 +622,7 @@ def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Paramet
 def step_metrics(
     cfg: StepConfig,
     rollouts: Sequence[Rollout],
-    sums: Dict[str, float],
+    sums: dict[str, float],
     step_losses: Sequence[float],
     ratio_min: float,
     ratio_max: float,
@@ -632,7 +633,7 @@ def step_metrics(
     resumed: bool,
     with_ref: bool,
     dt: float,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """The metrics of a training step (the same keys for the GGUF and the HF path)."""
     ntok = max(sums["tokens"], 1.0)
     rewards = [r.reward for r in rollouts]
@@ -670,7 +671,7 @@ def step_metrics(
     }
 
 
-def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype], kl_beta: float) -> StepConfig:
+def step_config_from_args(args: Any, compute_dtype: torch.dtype | None, kl_beta: float) -> StepConfig:
     """A StepConfig from the ``step``/``hf-step`` command-line arguments (same names on both)."""
     return StepConfig(
         mode=args.mode,
@@ -703,9 +704,9 @@ def train_step(
     policy: torch.nn.Module,
     rollouts: Sequence[Rollout],
     cfg: StepConfig,
-    ref: Optional[torch.nn.Module] = None,
-    optimizer: Optional[torch.optim.Optimizer] = None,
-) -> Dict[str, Any]:
+    ref: torch.nn.Module | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> dict[str, Any]:
     """Runs ``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts`` and returns metrics."""
     t0 = time.time()
     device = next(policy.parameters()).device
@@ -730,12 +731,12 @@ def train_step(
         fill_old_logprobs(policy, missing, cfg, device)
     agreement = split_half_agreement(policy, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
     policy.train()
-    lrs: List[float] = []
+    lrs: list[float] = []
 
     sums = {k: 0.0 for k in STAT_KEYS}
-    step_losses: List[float] = []
+    step_losses: list[float] = []
     ratio_min, ratio_max = math.inf, -math.inf
-    grad_norms: List[float] = []
+    grad_norms: list[float] = []
     first_diff_sum, first_diff_n = 0.0, 0.0
     steps = 0
     packed = cfg.share_prefix and cfg.loss_agg == "token-mean" and hasattr(policy, "hp")
@@ -747,7 +748,7 @@ def train_step(
         minis = _chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))
         for mi, mini in enumerate(minis):
             if packed:
-                batches: List[Any] = pack_rollouts(mini, cfg.pack_tokens, cfg.pad_id, cfg.mask_truncated, device=device)
+                batches: list[Any] = pack_rollouts(mini, cfg.pack_tokens, cfg.pad_id, cfg.mask_truncated, device=device)
                 score = packed_logprobs
             else:
                 micros = _chunks(sorted(mini, key=lambda r: r.length), cfg.micro_batch)

@@ -34,9 +34,10 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 
@@ -76,11 +77,11 @@ class MissingHFDependency(ImportError):
     """transformers or peft is not importable."""
 
 
-def require_hf() -> Tuple[Any, Any]:
+def require_hf() -> tuple[Any, Any]:
     """Imports (transformers, peft) or raises MissingHFDependency with the install hint."""
     try:
-        import transformers  # type: ignore
         import peft  # type: ignore
+        import transformers  # type: ignore
     except ImportError as err:
         raise MissingHFDependency(f"{HF_IMPORT_HINT} [{type(err).__name__}: {err}]") from err
     return transformers, peft
@@ -104,7 +105,7 @@ class DistInfo:
         return self.rank == 0
 
 
-def dist_from_env(env: Optional[Dict[str, str]] = None) -> DistInfo:
+def dist_from_env(env: dict[str, str] | None = None) -> DistInfo:
     """torchrun and ``accelerate launch`` both set WORLD_SIZE, RANK and LOCAL_RANK."""
     env = os.environ if env is None else env
     world = int(env.get("WORLD_SIZE", "1") or 1)
@@ -133,7 +134,7 @@ def init_distributed(info: DistInfo, device: str) -> str:
     return device
 
 
-def shard_rollouts(rollouts: Sequence[Rollout], rank: int, world_size: int) -> List[Rollout]:
+def shard_rollouts(rollouts: Sequence[Rollout], rank: int, world_size: int) -> list[Rollout]:
     """This rank's share of ``rollouts``: sorted by length (ties by position), then dealt
     round-robin, so ranks get near-equal counts (differing by at most one) and near-equal token
     loads, every rollout goes to exactly one rank, and with one rank the order is the one
@@ -144,7 +145,7 @@ def shard_rollouts(rollouts: Sequence[Rollout], rank: int, world_size: int) -> L
     return [rollouts[i] for i in order[rank::world_size]]
 
 
-def _all_reduce(values: Sequence[float], dist_info: DistInfo, op: str = "sum", device: Any = "cpu") -> List[float]:
+def _all_reduce(values: Sequence[float], dist_info: DistInfo, op: str = "sum", device: Any = "cpu") -> list[float]:
     if not dist_info.enabled:
         return [float(v) for v in values]
     import torch.distributed as dist
@@ -202,7 +203,7 @@ def wrap_ddp(model: torch.nn.Module, device: Any) -> torch.nn.Module:
     if hasattr(DDP, "_set_params_and_buffers_to_ignore_for_model"):
         DDP._set_params_and_buffers_to_ignore_for_model(model, ignore)
     dev = torch.device(device)
-    kw: Dict[str, Any] = {"device_ids": [dev.index if dev.index is not None else torch.cuda.current_device()]} if dev.type == "cuda" else {}
+    kw: dict[str, Any] = {"device_ids": [dev.index if dev.index is not None else torch.cuda.current_device()]} if dev.type == "cuda" else {}
     return DDP(model, broadcast_buffers=False, **kw)
 
 
@@ -225,7 +226,7 @@ def _local_denominator(batches: Sequence[Batch], loss_agg: str) -> float:
     raise ValueError(f"loss_agg must be token-mean|seq-mean-token-mean, got {loss_agg!r}")
 
 
-def _fill_missing_old_logprobs(policy_view: torch.nn.Module, rollouts: List[Rollout], cfg: StepConfig, device: Any, dist_info: DistInfo) -> None:
+def _fill_missing_old_logprobs(policy_view: torch.nn.Module, rollouts: list[Rollout], cfg: StepConfig, device: Any, dist_info: DistInfo) -> None:
     missing = [i for i, r in enumerate(rollouts) if needs_old_logprobs(r)]
     if not missing or cfg.mode != "grpo":
         return
@@ -235,7 +236,7 @@ def _fill_missing_old_logprobs(policy_view: torch.nn.Module, rollouts: List[Roll
     if dist_info.enabled:
         import torch.distributed as dist
 
-        gathered: List[Any] = [None] * dist_info.world_size
+        gathered: list[Any] = [None] * dist_info.world_size
         dist.all_gather_object(gathered, [(i, rollouts[i].old_logprobs) for i in mine])
         for part in gathered:
             for i, lps in part:
@@ -249,9 +250,9 @@ def train_lora_step(
     *,
     ref_free: bool = False,
     dist_info: DistInfo = DistInfo(),
-    ddp_model: Optional[torch.nn.Module] = None,
-    optimizer: Optional[torch.optim.Optimizer] = None,
-) -> Dict[str, Any]:
+    ddp_model: torch.nn.Module | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> dict[str, Any]:
     """``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts`` updating the trainable parameters of
     ``model`` (the LoRA adapter); the reference for the KL term / ``kl`` metric is ``model`` inside
     ``model.disable_adapter()`` unless ``ref_free``. With ``dist_info.enabled``, ``ddp_model`` is
@@ -290,9 +291,9 @@ def train_lora_step(
     model.train()
 
     sums = {k: 0.0 for k in STAT_KEYS}
-    step_losses: List[float] = []
+    step_losses: list[float] = []
     ratio_min, ratio_max = math.inf, -math.inf
-    grad_norms: List[float] = []
+    grad_norms: list[float] = []
     first_diff_sum, first_diff_n = 0.0, 0.0
     steps = 0
     for epoch in range(cfg.epochs):
@@ -337,7 +338,7 @@ def train_lora_step(
 
     keys = list(sums)
     red = _all_reduce([sums[k] for k in keys] + step_losses + [first_diff_sum, first_diff_n], dist_info, "sum", comm)
-    sums = dict(zip(keys, red[: len(keys)]))
+    sums = dict(zip(keys, red[: len(keys)], strict=True))
     step_losses = red[len(keys) : len(keys) + len(step_losses)]
     first_diff_sum, first_diff_n = red[-2], red[-1]
     ratio_min = _all_reduce([ratio_min], dist_info, "min", comm)[0]
@@ -373,11 +374,11 @@ def train_lora_step(
 class LoraSettings:
     r: int = 16
     alpha: float = 32.0
-    targets: Tuple[str, ...] = DEFAULT_LORA_TARGETS
+    targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
     dropout: float = 0.0
 
 
-def parse_targets(text: str) -> Tuple[str, ...]:
+def parse_targets(text: str) -> tuple[str, ...]:
     out = tuple(t.strip() for t in text.split(",") if t.strip())
     if not out:
         raise ValueError("--lora-targets: no module names")
@@ -395,18 +396,18 @@ def _dtype_kwarg(transformers: Any) -> str:
 
 def load_policy(
     base: str,
-    adapter_in: Optional[str],
+    adapter_in: str | None,
     lora: LoraSettings,
     weight_dtype: torch.dtype,
     device: Any,
-    attn: Optional[str] = None,
+    attn: str | None = None,
     grad_checkpoint: bool = False,
     trust_remote_code: bool = False,
     seed: int = 0,
 ) -> torch.nn.Module:
     """Base checkpoint (frozen, in ``weight_dtype``) + LoRA adapter (trainable, float32) on ``device``."""
     transformers, peft = require_hf()
-    kwargs: Dict[str, Any] = {_dtype_kwarg(transformers): weight_dtype, "trust_remote_code": trust_remote_code}
+    kwargs: dict[str, Any] = {_dtype_kwarg(transformers): weight_dtype, "trust_remote_code": trust_remote_code}
     if attn and attn != "auto":
         kwargs["attn_implementation"] = attn
     try:
@@ -462,12 +463,12 @@ def check_token_ids(rollouts: Sequence[Rollout], n_vocab: int, path: str) -> Non
 # ------------------------------------------------------------------------------------------------
 # GGUF LoRA export through llama.cpp's own convert_lora_to_gguf.py
 # ------------------------------------------------------------------------------------------------
-def _candidate_convert_scripts() -> List[Path]:
+def _candidate_convert_scripts() -> list[Path]:
     env = os.environ.get("REEX_LLAMA_CPP")
     return llama_cpp_candidates("convert_lora_to_gguf.py", Path(env) / "convert_lora_to_gguf.py" if env else None)
 
 
-def find_convert_lora_script(explicit: Optional[str] = None) -> Path:
+def find_convert_lora_script(explicit: str | None = None) -> Path:
     if explicit:
         p = Path(explicit)
         if p.is_dir():
@@ -499,11 +500,11 @@ def resolve_local_base(base: str) -> str:
         raise ValueError(f"--gguf-out needs the base checkpoint as a local folder; {base!r} is not one and is not in the HF cache ({err})") from err
 
 
-def convert_lora_command(script: Path, adapter_dir: str, base_dir: str, out: str, outtype: str = "f32", python: Optional[str] = None) -> List[str]:
+def convert_lora_command(script: Path, adapter_dir: str, base_dir: str, out: str, outtype: str = "f32", python: str | None = None) -> list[str]:
     return [python or sys.executable, str(script), "--base", str(base_dir), "--outfile", str(out), "--outtype", outtype, str(adapter_dir)]
 
 
-def convert_adapter_to_gguf(adapter_dir: str, base_dir: str, out: str, outtype: str = "f32", script: Optional[str] = None) -> List[str]:
+def convert_adapter_to_gguf(adapter_dir: str, base_dir: str, out: str, outtype: str = "f32", script: str | None = None) -> list[str]:
     cmd = convert_lora_command(find_convert_lora_script(script), adapter_dir, base_dir, out, outtype)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0 or not os.path.isfile(out):
@@ -518,7 +519,7 @@ def convert_adapter_to_gguf(adapter_dir: str, base_dir: str, out: str, outtype: 
 _WEIGHT_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def resolve_kl_beta(kl_beta: Optional[float], ref_free: bool) -> float:
+def resolve_kl_beta(kl_beta: float | None, ref_free: bool) -> float:
     """Default DEFAULT_KL_BETA, or 0 with --ref-free; a non-zero --kl-beta with --ref-free is an error."""
     if kl_beta is None:
         return 0.0 if ref_free else DEFAULT_KL_BETA
@@ -527,7 +528,7 @@ def resolve_kl_beta(kl_beta: Optional[float], ref_free: bool) -> float:
     return float(kl_beta)
 
 
-def step_config_from_args(args: Any, compute_dtype: Optional[torch.dtype]) -> StepConfig:
+def step_config_from_args(args: Any, compute_dtype: torch.dtype | None) -> StepConfig:
     kl_beta = resolve_kl_beta(args.kl_beta, args.ref_free) if args.mode == "grpo" else 0.0
     return grpo_step_config_from_args(args, compute_dtype, kl_beta)
 
@@ -538,7 +539,7 @@ def lora_settings_from_args(args: Any) -> LoraSettings:
     return LoraSettings(r=args.lora_r, alpha=args.lora_alpha, targets=parse_targets(args.lora_targets), dropout=args.lora_dropout)
 
 
-def pick_device_and_dtype(device: str, dtype: str) -> Tuple[str, torch.dtype]:
+def pick_device_and_dtype(device: str, dtype: str) -> tuple[str, torch.dtype]:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     wdt = _WEIGHT_DTYPES[dtype]
@@ -548,7 +549,7 @@ def pick_device_and_dtype(device: str, dtype: str) -> Tuple[str, torch.dtype]:
     return device, wdt
 
 
-def run_hf_step(args: Any) -> Dict[str, Any]:
+def run_hf_step(args: Any) -> dict[str, Any]:
     """Everything ``hf-step`` does; returns the metrics (rank 0's view, reduced over ranks)."""
     from .grpo import read_experience
 

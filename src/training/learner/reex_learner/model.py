@@ -46,7 +46,8 @@ only when asked for (``attn_impl="sdpa"``) and present.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, Optional, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -86,8 +87,8 @@ class RMSNorm(nn.Module):
 
 
 def rope_angles(
-    positions: torch.Tensor, n_rot: int, base: float, freq_scale: float = 1.0, freq_factors: Optional[torch.Tensor] = None
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    positions: torch.Tensor, n_rot: int, base: float, freq_scale: float = 1.0, freq_factors: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin of shape ``positions.shape + (n_rot // 2,)``, computed as ggml_rope_cache_init does:
     ``theta = p; for each pair: use theta (/ freq_factor), theta *= theta_scale`` in float32."""
     theta_scale = torch.tensor(np.float32(base) ** np.float32(-2.0 / n_rot), dtype=torch.float32)
@@ -121,7 +122,7 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: int
 
 
 class Block(nn.Module):
-    def __init__(self, hp: HParams, biases: Dict[str, bool], il: int = 0):
+    def __init__(self, hp: HParams, biases: dict[str, bool], il: int = 0):
         super().__init__()
         e, hd = hp.n_embd, hp.head_dim
         self.hp = hp
@@ -202,7 +203,7 @@ class LlamaModel(nn.Module):
     """Parameter names mirror the GGUF names with ``blk.N.`` spelled ``layers.N.`` (see
     :func:`gguf_name` / :func:`module_name`)."""
 
-    def __init__(self, hp: HParams, biases: Optional[Dict[str, bool]] = None, rope_freqs: Optional[torch.Tensor] = None):
+    def __init__(self, hp: HParams, biases: dict[str, bool] | None = None, rope_freqs: torch.Tensor | None = None):
         super().__init__()
         self.hp = hp
         self.token_embd = nn.Embedding(hp.n_vocab, hp.n_embd)
@@ -210,7 +211,7 @@ class LlamaModel(nn.Module):
         # Gemma scales the embeddings by sqrtf(n_embd) (in float32, as ggml_scale does)
         self.embd_scale = float(np.sqrt(np.float32(hp.n_embd))) if hp.arch == "gemma3" else 1.0
         self.output_norm = RMSNorm(hp.n_embd, hp.rms_eps)
-        self.output: Optional[nn.Linear] = None if hp.tied_output else nn.Linear(hp.n_embd, hp.n_vocab, bias=False)
+        self.output: nn.Linear | None = None if hp.tied_output else nn.Linear(hp.n_embd, hp.n_vocab, bias=False)
         if rope_freqs is not None:
             self.register_buffer("rope_freqs", rope_freqs.float(), persistent=False)
         else:
@@ -218,13 +219,13 @@ class LlamaModel(nn.Module):
         self.attn_impl = "eager"
         self.grad_checkpoint = False
 
-    def forward(self, tokens: torch.Tensor, positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """tokens: (T,) or (B, T) int64 -> logits (B, T, n_vocab) float32. Positions default to
         0..T-1 per row (right padding is harmless: real tokens never attend to later positions).
         The sliding window of Gemma's local layers counts tokens (T index), as the causal mask does."""
         return self.logits(self.hidden(tokens, positions))
 
-    def hidden(self, tokens: torch.Tensor, positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def hidden(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """The final-normed hidden states (B, T, n_embd) that :meth:`logits` projects onto the vocabulary."""
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(0)
@@ -261,7 +262,7 @@ class LlamaModel(nn.Module):
         return out
 
     # --- GGUF <-> module -----------------------------------------------------------------------
-    def gguf_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
+    def gguf_tensors(self) -> Iterator[tuple[str, torch.Tensor]]:
         """(GGUF name, tensor) for every trainable tensor."""
         for name, p in self.named_parameters():
             yield gguf_name(name), p
@@ -303,17 +304,17 @@ def from_gguf(g: GGUFModel, dtype: torch.dtype = torch.float32, device: str | to
     return model.to(device=device, dtype=dtype)
 
 
-def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> Tuple[LlamaModel, GGUFModel]:
+def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> tuple[LlamaModel, GGUFModel]:
     g = read_gguf(path)
     return from_gguf(g, dtype=dtype, device=device), g
 
 
-def state_for_gguf(model: LlamaModel) -> Dict[str, torch.Tensor]:
+def state_for_gguf(model: LlamaModel) -> dict[str, torch.Tensor]:
     """The module's trainable tensors under their GGUF names, float32 on CPU, for write_gguf."""
     return {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
 
 
-def _as_stored(gguf: Any, arr: np.ndarray, qtype: Any) -> Optional[np.ndarray]:
+def _as_stored(gguf: Any, arr: np.ndarray, qtype: Any) -> np.ndarray | None:
     """``arr`` rounded the way the GGUF writer stores ``qtype`` (F32, F16), or None for other types."""
     Q = gguf.GGMLQuantizationType
     if qtype == Q.F32:

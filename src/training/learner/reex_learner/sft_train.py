@@ -32,8 +32,9 @@ import random
 import sys
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -47,19 +48,19 @@ from .model import LlamaModel, apply_rope, load_model, rope_angles, state_for_gg
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Record:
-    prompt: List[int]
-    tokens: List[int]
-    mask: List[int]
+    prompt: list[int]
+    tokens: list[int]
+    mask: list[int]
     group: str  # records with the same group may share a packed prefix
     key: str  # question identity (held-out split is by question, all families together)
     family: str
     db: str = ""
 
 
-def read_records(path: str) -> List[Record]:
+def read_records(path: str) -> list[Record]:
     """Reads pre-tokenized JSONL; a path ending in .gz or .xz is read through gzip or xz (the synthetic data gzips 30x;
     real questions' schemas repeat across records farther apart than gzip's window, so xz carries them to a GPU machine)."""
-    out: List[Record] = []
+    out: list[Record] = []
     opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
@@ -89,7 +90,7 @@ def held_out(key: str, frac: float) -> bool:
     return frac > 0 and (zlib.crc32(key.encode()) % 10_000) < frac * 10_000
 
 
-def db_weight(db: str, db_weights: Sequence[Tuple[str, float]]) -> float:
+def db_weight(db: str, db_weights: Sequence[tuple[str, float]]) -> float:
     """The weight of the first prefix that ``db`` starts with; 1 when none does."""
     for prefix, w in db_weights:
         if db.startswith(prefix):
@@ -97,15 +98,15 @@ def db_weight(db: str, db_weights: Sequence[Tuple[str, float]]) -> float:
     return 1.0
 
 
-def record_weight(r: Record, weights: Dict[str, float], db_weights: Sequence[Tuple[str, float]] = ()) -> float:
+def record_weight(r: Record, weights: dict[str, float], db_weights: Sequence[tuple[str, float]] = ()) -> float:
     """Its family's weight × its database's."""
     return weights.get(r.family, 1.0) * db_weight(r.db, db_weights)
 
 
-def weighted(records: Sequence[Record], weights: Dict[str, float], db_weights: Sequence[Tuple[str, float]] = ()) -> List[Record]:
+def weighted(records: Sequence[Record], weights: dict[str, float], db_weights: Sequence[tuple[str, float]] = ()) -> list[Record]:
     """Each record floor(w) times, plus once more for a fixed hash-chosen share frac(w) of them
     (w = ``record_weight``)."""
-    out: List[Record] = []
+    out: list[Record] = []
     for r in records:
         w = record_weight(r, weights, db_weights)
         k = int(math.floor(w))
@@ -120,8 +121,8 @@ def weighted(records: Sequence[Record], weights: Dict[str, float], db_weights: S
 class Pack:
     """One row: a shared prefix and suffixes that each continue it on their own."""
 
-    prefix: List[int]
-    suffixes: List[Tuple[List[int], List[int]]]  # (tokens, loss mask) per suffix
+    prefix: list[int]
+    suffixes: list[tuple[list[int], list[int]]]  # (tokens, loss mask) per suffix
 
     @property
     def length(self) -> int:
@@ -145,15 +146,15 @@ def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
     return i
 
 
-def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, rng: Optional[random.Random] = None) -> List[Pack]:
+def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, rng: random.Random | None = None) -> list[Pack]:
     """Groups records (by database + family when sharing), cuts each group's common prompt prefix
     (at most all but the last prompt token of the shortest prompt, so every suffix starts with a
     prompt token and every loss token is predicted from inside its own suffix), then fills rows up
     to ``pack_tokens`` (a record longer than that gets a row of its own)."""
-    groups: Dict[str, List[Record]] = {}
+    groups: dict[str, list[Record]] = {}
     for i, r in enumerate(records):
         groups.setdefault(r.group if share_prefix else f"#{i}", []).append(r)
-    packs: List[Pack] = []
+    packs: list[Pack] = []
     for members in groups.values():
         members = list(members)
         if rng is not None:
@@ -161,7 +162,7 @@ def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, 
         P = common_prefix_len([m.prompt for m in members])
         P = min(P, min(len(m.prompt) for m in members) - 1)
         prefix = members[0].prompt[:P]
-        cur: List[Tuple[List[int], List[int]]] = []
+        cur: list[tuple[list[int], list[int]]] = []
         cur_len = P
         for m in members:
             toks = m.prompt[P:] + m.tokens
@@ -186,7 +187,7 @@ class Batch:
     real_tokens: int
     unpacked_tokens: int
 
-    def to(self, device: torch.device) -> "Batch":
+    def to(self, device: torch.device) -> Batch:
         if device.type == "cpu":
             return self
         return Batch(
@@ -318,22 +319,22 @@ def packing_max_diff(model: LlamaModel, records: Sequence[Record], pack_tokens: 
     return worst
 
 
-def batch_loss(model: LlamaModel, b: Batch) -> Tuple[torch.Tensor, float]:
+def batch_loss(model: LlamaModel, b: Batch) -> tuple[torch.Tensor, float]:
     """(sum of -log p over loss tokens, loss-token count)."""
     logits = packed_forward(model, b.ids, b.pos, b.seg)
     nll = F.cross_entropy(logits.view(-1, logits.shape[-1]), b.targets.view(-1), reduction="none").view(b.mask.shape)
     return (nll * b.mask).sum(), float(b.mask.sum())
 
 
-def make_batches(packs: Sequence[Pack], batch_tokens: int, rng: random.Random) -> List[List[Pack]]:
+def make_batches(packs: Sequence[Pack], batch_tokens: int, rng: random.Random) -> list[list[Pack]]:
     """Rows of similar length together (sorted inside shuffled windows of 64) so that
     rows x longest row <= batch_tokens; batch order shuffled."""
     order = list(packs)
     rng.shuffle(order)
-    batches: List[List[Pack]] = []
+    batches: list[list[Pack]] = []
     for w in range(0, len(order), 64):
         window = sorted(order[w : w + 64], key=lambda p: p.length)
-        cur: List[Pack] = []
+        cur: list[Pack] = []
         for p in window:
             longest = max([p.length] + [q.length for q in cur])
             if cur and longest * (len(cur) + 1) > batch_tokens:
@@ -375,7 +376,7 @@ def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> to
 # Training
 # ------------------------------------------------------------------------------------------------
 class Logger:
-    def __init__(self, path: Optional[str]):
+    def __init__(self, path: str | None):
         self.fh = open(path, "a", encoding="utf-8") if path else None
 
     def __call__(self, event: str, **fields: Any) -> None:
@@ -404,7 +405,7 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def evaluate(model: LlamaModel, batches: Sequence[List[Pack]]) -> Optional[float]:
+def evaluate(model: LlamaModel, batches: Sequence[list[Pack]]) -> float | None:
     if not batches:
         return None
     model.eval()
@@ -435,7 +436,7 @@ def reinitialize(model: LlamaModel, std: float, seed: int) -> None:
                 p.copy_(torch.randn(p.shape, generator=gen) * s)
 
 
-def choose_attention(name: str, model: LlamaModel, batches: Sequence[List[Pack]], device: torch.device) -> Dict[str, Any]:
+def choose_attention(name: str, model: LlamaModel, batches: Sequence[list[Pack]], device: torch.device) -> dict[str, Any]:
     """Sets :data:`ATTENTION` from ``--attention``; ``auto`` takes sdpa on CUDA only when its logits on one batch
     match eager's (max |diff| < 1e-2), so a PyTorch without a fitting kernel trains on the reference maths."""
     has_sdpa = hasattr(F, "scaled_dot_product_attention")
@@ -467,7 +468,7 @@ def choose_attention(name: str, model: LlamaModel, batches: Sequence[List[Pack]]
     return {"impl": "sdpa", "sdpa_max_diff": diff}
 
 
-def train(args: argparse.Namespace) -> Dict[str, Any]:
+def train(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     device = resolve_device(args.device)
@@ -486,11 +487,11 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     for i, r in enumerate(records):
         if any(not 0 <= t < n_vocab for t in r.prompt) or any(not 0 <= t < n_vocab for t in r.tokens):
             raise ValueError(f"{args.data}: record {i}: token id outside the model's vocabulary (0..{n_vocab - 1})")
-    weights: Dict[str, float] = {}
+    weights: dict[str, float] = {}
     for spec in args.family_weight or []:
         fam, _, w = spec.partition("=")
         weights[fam] = float(w)
-    db_weights: List[Tuple[str, float]] = []
+    db_weights: list[tuple[str, float]] = []
     for spec in args.db_weight or []:
         prefix, _, w = spec.partition("=")
         db_weights.append((prefix, float(w)))
@@ -543,9 +544,9 @@ def train(args: argparse.Namespace) -> Dict[str, Any]:
     total_tokens = 0
     total_unpacked = 0
     total_loss_tokens = 0.0
-    curve: List[Dict[str, Any]] = []
-    evals: List[Dict[str, Any]] = []
-    first_loss: Optional[float] = None
+    curve: list[dict[str, Any]] = []
+    evals: list[dict[str, Any]] = []
+    first_loss: float | None = None
     stop_reason = "steps"
     model.train()
     while True:
@@ -698,7 +699,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         train(args)

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import pytest
 
@@ -54,7 +53,7 @@ def make_tiny_gguf_py(out: Path, seed: int = 1, f16: bool = False, arch: str = "
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    b2u = {b: chr(c) for b, c in zip(bs, cs)}
+    b2u = {b: chr(c) for b, c in zip(bs, cs, strict=True)}
     tokens = [b2u[b] for b in range(256)]
     merges = ["S E", "L E", "SE LE", "Ġ F", "R O", "ĠF RO"]
     for m in merges:
@@ -98,16 +97,16 @@ def make_tiny_gguf_py(out: Path, seed: int = 1, f16: bool = False, arch: str = "
     t("token_embd.weight", (V, E), 1.0)
     t("output_norm.weight", (E,), 0.0, 1.0)
     t("output.weight", (V, E), 0.3)
-    for l in range(L):
-        t(f"blk.{l}.attn_norm.weight", (E,), 0.0, 1.0)
-        t(f"blk.{l}.attn_q.weight", (E, E), E**-0.5)
-        t(f"blk.{l}.attn_k.weight", (HKV * hd, E), E**-0.5)
-        t(f"blk.{l}.attn_v.weight", (HKV * hd, E), E**-0.5)
-        t(f"blk.{l}.attn_output.weight", (E, E), E**-0.5)
-        t(f"blk.{l}.ffn_norm.weight", (E,), 0.0, 1.0)
-        t(f"blk.{l}.ffn_gate.weight", (FF, E), E**-0.5)
-        t(f"blk.{l}.ffn_up.weight", (FF, E), E**-0.5)
-        t(f"blk.{l}.ffn_down.weight", (E, FF), FF**-0.5)
+    for i in range(L):
+        t(f"blk.{i}.attn_norm.weight", (E,), 0.0, 1.0)
+        t(f"blk.{i}.attn_q.weight", (E, E), E**-0.5)
+        t(f"blk.{i}.attn_k.weight", (HKV * hd, E), E**-0.5)
+        t(f"blk.{i}.attn_v.weight", (HKV * hd, E), E**-0.5)
+        t(f"blk.{i}.attn_output.weight", (E, E), E**-0.5)
+        t(f"blk.{i}.ffn_norm.weight", (E,), 0.0, 1.0)
+        t(f"blk.{i}.ffn_gate.weight", (FF, E), E**-0.5)
+        t(f"blk.{i}.ffn_up.weight", (FF, E), E**-0.5)
+        t(f"blk.{i}.ffn_down.weight", (E, FF), FF**-0.5)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -166,7 +165,7 @@ def tiny_qwen2(model_dir, tiny_f32) -> Path:
     return out
 
 
-def llama_cpp_available() -> Optional[str]:
+def llama_cpp_available() -> str | None:
     """None when node-llama-cpp can run here, else the reason it cannot."""
     if not shutil.which("node"):
         return "node is not installed"
@@ -175,7 +174,7 @@ def llama_cpp_available() -> Optional[str]:
     return None
 
 
-def llama_cpp_logits(model: Path, tokens: List[int], *flags: str) -> torch.Tensor:
+def llama_cpp_logits(model: Path, tokens: list[int], *flags: str) -> torch.Tensor:
     """(T, n_vocab) logits from llama.cpp (CPU) for every position of `tokens`."""
     why = llama_cpp_available()
     if why:
@@ -198,7 +197,7 @@ def llama_cpp_logit_rows(
     model: Path,
     tokens_or_text,
     *flags: str,
-    positions: Optional[List[int]] = None,
+    positions: list[int] | None = None,
     timeout: float = 300,
 ):
     """(tokens, positions, (len(positions), n_vocab) logits) from llama.cpp (CPU), through a binary
@@ -233,7 +232,7 @@ def llama_cpp_logit_rows(
     return tokens, got, torch.from_numpy(logits.copy())
 
 
-def llama_cpp_tokenize(model: Path, text: str, timeout: float = 120) -> List[int]:
+def llama_cpp_tokenize(model: Path, text: str, timeout: float = 120) -> list[int]:
     """The model's tokens for ``text`` as llama.cpp tokenises it (special tokens parsed, BOS
     prepended when the model adds one)."""
     why = llama_cpp_available()
@@ -247,7 +246,7 @@ def llama_cpp_tokenize(model: Path, text: str, timeout: float = 120) -> List[int
 
 
 # a token sequence that mixes bytes, merges and the ChatML specials
-def sample_tokens(n_vocab: int, n: int = 48, seed: int = 0) -> List[int]:
+def sample_tokens(n_vocab: int, n: int = 48, seed: int = 0) -> list[int]:
     g = torch.Generator().manual_seed(seed)
     toks = torch.randint(0, n_vocab, (n,), generator=g).tolist()
     toks[0] = n_vocab - 2  # <|im_start|>

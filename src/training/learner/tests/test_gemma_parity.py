@@ -22,11 +22,9 @@ reference by far more than TOL_F32, and the Q4_K_M one by more than TOL_Q.
 from __future__ import annotations
 
 import time
-from typing import List, Tuple
 
 import pytest
 import torch
-
 from conftest import ROOT, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize
 
 GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
@@ -110,7 +108,7 @@ def ggml_gelu_f16_table(x: torch.Tensor) -> torch.Tensor:
     return torch.where(x32 <= -10.0, torch.zeros_like(x32), torch.where(x32 >= 10.0, x32, g)).to(x.dtype)
 
 
-def _ours(model, tokens: List[int], positions: List[int], gelu_table: bool = False) -> torch.Tensor:
+def _ours(model, tokens: list[int], positions: list[int], gelu_table: bool = False) -> torch.Tensor:
     acts = [layer.ffn_act for layer in model.layers]
     if gelu_table:
         for layer in model.layers:
@@ -120,11 +118,11 @@ def _ours(model, tokens: List[int], positions: List[int], gelu_table: bool = Fal
             h = model.hidden(torch.tensor(tokens))[0]
             return model.logits(h[positions])
     finally:
-        for layer, act in zip(model.layers, acts):
+        for layer, act in zip(model.layers, acts, strict=True):
             layer.ffn_act = act
 
 
-def _diffs(ours: torch.Tensor, ref: torch.Tensor) -> Tuple[float, float]:
+def _diffs(ours: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
     dl = (ours - ref).abs().max().item()
     dp = (torch.log_softmax(ours, -1) - torch.log_softmax(ref, -1)).abs().max().item()
     return dl, dp
@@ -249,7 +247,7 @@ def _wrong(model, tokens, rows, no_window: bool = False, all_global: bool = Fals
     finally:
         for k, v in saved_hp.items():
             setattr(hp, k, v)
-        for layer, (n, local) in zip(model.layers, saved):
+        for layer, (n, local) in zip(model.layers, saved, strict=True):
             layer.n_swa, layer.local = n, local
 
 

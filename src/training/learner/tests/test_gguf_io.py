@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from conftest import llama_cpp_logits, sample_tokens
 from reex_learner.gguf_io import read_gguf, write_gguf
 from reex_learner.model import from_gguf, load_model, state_for_gguf

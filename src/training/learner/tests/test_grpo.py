@@ -9,13 +9,12 @@ import sys
 
 import pytest
 import torch
-
 from conftest import LEARNER
 from reex_learner.grpo import (
     Rollout,
     StepConfig,
-    aggregate,
     agg_denominator,
+    aggregate,
     collate,
     compute_advantages,
     grpo_token_loss,
@@ -68,7 +67,7 @@ def test_mask0_tokens_get_exactly_zero_gradient(tiny):
     rs = _with_old_logprobs(model, [_rollout(1, 1.0, V), _rollout(2, -0.5, V, resp_len=10, inject=(2, 4))])
     # nudge the stored old log-probs of sampled tokens so the ratios are not all 1
     for r in rs:
-        r.old_logprobs = [x - 0.05 * (j % 3) if m else 0.0 for j, (x, m) in enumerate(zip(r.old_logprobs, r.mask))]
+        r.old_logprobs = [x - 0.05 * (j % 3) if m else 0.0 for j, (x, m) in enumerate(zip(r.old_logprobs, r.mask, strict=True))]
     batch = collate(rs)
 
     # 1. the gradient w.r.t. the logits that predict a mask-0 token is exactly zero
@@ -139,7 +138,7 @@ def test_one_grpo_step_raises_positive_and_lowers_negative(tiny):
 def test_clipping_stops_the_gradient(tiny):
     model, V = tiny
     r = _with_old_logprobs(model, [_rollout(12, +1.0, V)])[0]
-    r.old_logprobs = [x - 1.0 if m else 0.0 for x, m in zip(r.old_logprobs, r.mask)]  # ratio e > 1.2
+    r.old_logprobs = [x - 1.0 if m else 0.0 for x, m in zip(r.old_logprobs, r.mask, strict=True)]  # ratio e > 1.2
     batch = collate([r])
     lp, _ = sequence_logprobs(model, batch)
     per_token, stats = grpo_token_loss(lp, batch.old_logprobs, batch.advantages, batch.mask, clip_low=0.2)
@@ -283,7 +282,7 @@ def test_cli_step_end_to_end(tiny_f32, tmp_path):
     assert saved["optimizer_steps"] == 2 and saved["truncated"] == 1 and opt_state.exists()
     new, g2 = load_model(str(out))
     assert [f.value for f in g2.fields] == [f.value for f in g.fields]
-    diff = max((a - b).abs().max().item() for a, b in zip(new.parameters(), model.parameters()))
+    diff = max((a - b).abs().max().item() for a, b in zip(new.parameters(), model.parameters(), strict=True))
     assert diff > 0
     # a second invocation resumes the AdamW moments
     r = subprocess.run(cmd[: cmd.index("--model") + 1] + [str(out)] + cmd[cmd.index("--model") + 2 :], cwd=LEARNER, capture_output=True, text=True, timeout=60)
@@ -306,7 +305,7 @@ def test_bf16_autocast_keeps_float32_master_weights(tiny):
     before = [p.detach().clone() for p in model.parameters()]
     m = train_step(model, [pos, neg], StepConfig(lr=2e-6, compute_dtype=torch.bfloat16))
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    moved = sum(int(torch.count_nonzero(p.detach() != b)) for p, b in zip(model.parameters(), before))
+    moved = sum(int(torch.count_nonzero(p.detach() != b)) for p, b in zip(model.parameters(), before, strict=True))
     assert moved > 0 and math.isfinite(m["loss"]) and m["grad_norm"] > 0
 
 
@@ -351,7 +350,7 @@ def test_pack_rollouts_places_each_response_token_where_it_is_predicted():
     # response token k of rollout 0 is predicted at its segment start + k (the last prompt token is at the start)
     assert b.targets[0, 3:9].tolist() == rs[0].tokens
     assert b.mask[0, 3:9].tolist() == [float(m) for m in rs[0].mask]
-    assert b.old_logprobs[0, 3:9].tolist() == pytest.approx([x if m else 0.0 for x, m in zip(rs[0].old_logprobs, rs[0].mask)])
+    assert b.old_logprobs[0, 3:9].tolist() == pytest.approx([x if m else 0.0 for x, m in zip(rs[0].old_logprobs, rs[0].mask, strict=True)])
     assert b.advantages[0, 3:9].tolist() == [rs[0].advantage] * 6
     assert b.pos[0, 10:].tolist() == list(range(3, 3 + 10))
     # a row limit splits the group; each row keeps its own copy of the prefix

@@ -26,10 +26,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
 from conftest import LEARNER, ROOT
 from reex_learner import grpo, hf_lora
-from reex_learner.cli import build_parser, main as cli_main
+from reex_learner.cli import build_parser
+from reex_learner.cli import main as cli_main
 from reex_learner.grpo import Rollout, StepConfig, collate, sequence_logprobs, train_step
 from reex_learner.hf_lora import (
     AdapterDisabledView,

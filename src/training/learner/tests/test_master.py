@@ -9,9 +9,8 @@ import subprocess
 import sys
 
 import torch
-
 from conftest import LEARNER
-from reex_learner.grpo import Rollout, StepConfig, make_optimizer, read_experience, train_step
+from reex_learner.grpo import StepConfig, make_optimizer, read_experience, train_step
 from reex_learner.model import load_model
 
 LR = 1e-5
@@ -99,7 +98,7 @@ def test_two_steps_at_lr_1e5_move_the_weights_by_what_the_optimizer_computed(tin
     got = torch.cat([t.reshape(-1) for t in torch.load(master)["state"].values()]) - w0
     assert torch.allclose(got, intended, rtol=1e-4, atol=1e-9), float((got - intended).abs().max())
     exported, _ = load_model(str(tmp_path / "a2.gguf"))
-    for (name, p), t in zip(exported.named_parameters(), torch.load(master)["state"].values()):
+    for (name, p), t in zip(exported.named_parameters(), torch.load(master)["state"].values(), strict=True):
         stored = t.half().float() if p.dim() > 1 else t
         assert torch.equal(p.detach(), stored), name
 

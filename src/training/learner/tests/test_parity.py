@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-
 from conftest import llama_cpp_logits, sample_tokens
 from reex_learner.model import load_model
 
