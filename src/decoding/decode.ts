@@ -210,6 +210,24 @@ const RUNNERS: Record<Strategy, (run: Run, o: Resolved) => Promise<StrategyOutco
   "tree-prune": (run, o) => runTree(run, { candidates: o.candidates, branching: o.branching, prune: true, greedy: o.greedy }),
 };
 
+/** What a decoder keeps across requests: its dependencies, defaults, prompt and grammar sources, and default profile. */
+interface DecoderState {
+  deps: DecoderDeps;
+  defaults: DecoderDefaults;
+  promptFor: PromptFor;
+  grammarFor: GrammarFor;
+  choice: ProfileChoice;
+  constrainedByDefault: boolean;
+}
+
+/** One request being decoded: the request, its resolved options, its limits and where its events go. */
+interface InFlight {
+  req: AnswerRequest;
+  o: Resolved;
+  control: RequestControl;
+  emit: EventSink;
+}
+
 /**
  * Creates the decode function over a policy and an executor: `decode(request, ctx)` runs greedy,
  * linear, tree or tree-prune decoding (docs/architecture.md "Decoder"), votes on the executed candidates and answers.
@@ -223,134 +241,163 @@ export function createDecoder(deps: DecoderDeps): Decoder {
         schemaTokenBudget: Math.max(256, Math.floor(deps.policy.info.contextSize / 4)),
         ...deps.promptOptions,
       });
-  const promptFor: PromptFor = deps.promptFor ?? builder!.promptFor;
-  const indexDir = deps.promptOptions?.indexDir ?? deps.indexDir;
-  const grammarFor: GrammarFor =
-    deps.grammarFor ??
-    createGrammarBuilder({
-      ...(indexDir !== undefined ? { indexDir } : {}),
-      // literals are linked to the values the prompt builder indexes; a caller's own prompts index none
-      linkValues: deps.promptFor === undefined && deps.promptOptions?.matchValues !== false,
-    });
-  const choice = resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {});
-  const constrainedByDefault = defaults.constrained === "on" || (defaults.constrained === "auto" && isStarterModel(deps.policy.info.metadata ?? {}));
-
-  const decode: Decode = async (req, ctx = {}) => {
-    const o = resolve(req, defaults, choice);
-    const emit: EventSink = guardSink(ctx.sink) ?? (() => undefined);
-    const control = new RequestControl({
-      maxLive: deps.maxLiveTrajectories ?? Math.max(1, deps.policy.info.maxSequences - 1),
-      ...(req.maxTotalTokens !== undefined ? { maxTotalTokens: req.maxTotalTokens } : {}),
-      ...(req.deadlineMs !== undefined ? { deadlineMs: req.deadlineMs } : {}),
-      ...(ctx.signal ? { signal: ctx.signal } : {}),
-      ...(deps.now ? { now: deps.now } : {}),
-    });
-    try {
-      const prompt = await promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
-      const built: SegmentGrammars | undefined =
-        (req.constrained ?? constrainedByDefault)
-          ? await grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
-          : undefined;
-      const grammar = built && withBinding(built, defaults.bindNames, defaults.redrawFrom);
-      if (control.isCancelled()) throw control.reason("cancelled");
-      const spec = deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
-      const leaves = new LeafCollector(
-        deps.executor,
-        req.dbPath,
-        { timeoutMs: defaults.finalTimeoutMs, ...(defaults.finalMaxRows !== undefined ? { maxRows: defaults.finalMaxRows } : {}) },
-        control.execSignal,
-        emit,
-      );
-      const run: Run = {
-        policy: deps.policy,
-        spec,
-        control,
-        emit,
-        leaves,
-        temperature: o.temperature,
-        topP: o.topP,
-        ...(req.seed !== undefined ? { seed: req.seed } : {}),
-        base: {
-          executor: deps.executor,
-          dbPath: req.dbPath,
-          profile: o.profile,
-          family: o.family,
-          maxInteractions: req.maxInteractions ?? defaults.maxInteractions,
-          maxTokens: req.maxTokens ?? defaults.maxTokens,
-          feedback: req.feedback ?? defaults.feedback,
-          feedbackRows: defaults.feedbackRows,
-          schemaHints: req.schemaHints ?? defaults.schemaHints,
-          finalReserve: defaults.finalReserve,
-          // tree-prune drops a branch whose SQL fails and samples another in its place
-          finalRetries: o.strategy === "tree-prune" ? 0 : defaults.finalRetries,
-          repairTables: defaults.repairTables,
-          repairLiterals: defaults.repairLiterals,
-          repairCoverage: defaults.repairCoverage,
-          ...(prompt.matches ? { namedValues: prompt.matches } : {}),
-          question: req.question,
-          // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
-          logprobs: o.candidates > 1,
-          ...(defaults.probeTimeoutMs !== undefined ? { timeoutMs: defaults.probeTimeoutMs } : {}),
-          ...(grammar ? { grammar } : {}),
-        },
-      };
-
-      const outcome = await RUNNERS[o.strategy](run, o);
-      if (control.isCancelled()) throw control.reason("cancelled");
-      await control.releaseAll();
-
-      const ballots = leaves.leaves.map((l) => ({
-        sql: l.rollout.finalSql,
-        meanLogprob: l.rollout.meanLogprob,
-        answerable: l.rollout.answerable,
-        ...(l.exec ? { result: l.exec } : {}),
-      }));
-      const outcomeOfVote = vote(ballots);
-      const candidates = leaves.leaves.map((l, index) => leafCandidate(l, index, outcomeOfVote));
-      emit({
-        type: "vote",
-        winner: outcomeOfVote.winner,
-        groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice(), ...(g.empty ? { empty: true } : {}) })),
-        rule: VOTE_RULE,
-        decidedBy: outcomeOfVote.decidedBy,
-      });
-
-      const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
-      const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
-      const answerable = winner ? winner.answerable : true;
-      const reason = winner && !winner.answerable ? winnerLeaf!.rollout.reason : undefined;
-      const confidence = assessAnswer(
-        { question: req.question, candidates, outcome: outcomeOfVote, probes: winnerLeaf?.rollout.probes ?? [], context: groundingText(prompt) },
-        { threshold: defaults.confidenceThreshold },
-      );
-      emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}), confidence: confidence.value });
-
-      const shortfall =
-        candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
-      const firstTokenMs = control.firstTokenMs();
-      return {
-        sql: winner?.sql ?? null,
-        answerable,
-        ...(reason !== undefined ? { reason } : {}),
-        ...(winner?.result ? { result: winner.result } : {}),
-        candidates,
-        winner: outcomeOfVote.winner,
-        decidedBy: outcomeOfVote.decidedBy,
-        confidence,
-        ...(shortfall !== undefined ? { shortfall } : {}),
-        usage: control.usage(),
-        timings: { totalMs: control.elapsed(), ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) },
-      };
-    } catch (err) {
-      if (control.isCancelled()) throw control.reason("cancelled");
-      throw err;
-    } finally {
-      control.dispose();
-      await control.releaseAll();
-    }
+  const state: DecoderState = {
+    deps,
+    defaults,
+    promptFor: deps.promptFor ?? builder!.promptFor,
+    grammarFor: deps.grammarFor ?? defaultGrammarFor(deps),
+    choice: resolveProfile(deps.profile ?? deps.config?.policy.profile, deps.policy.info.metadata ?? {}),
+    constrainedByDefault: defaults.constrained === "on" || (defaults.constrained === "auto" && isStarterModel(deps.policy.info.metadata ?? {})),
   };
+  const decode: Decode = async (req, ctx = {}) => decodeRequest(state, req, ctx);
+  return Object.assign(decode, { close: () => builder?.close(), profile: state.choice, constrained: state.constrainedByDefault });
+}
 
-  return Object.assign(decode, { close: () => builder?.close(), profile: choice, constrained: constrainedByDefault });
+/** The grammar builder used when the caller gives none, reading the same value indexes as the prompt builder. */
+function defaultGrammarFor(deps: DecoderDeps): GrammarFor {
+  const indexDir = deps.promptOptions?.indexDir ?? deps.indexDir;
+  return createGrammarBuilder({
+    ...(indexDir !== undefined ? { indexDir } : {}),
+    // literals are linked to the values the prompt builder indexes; a caller's own prompts index none
+    linkValues: deps.promptFor === undefined && deps.promptOptions?.matchValues !== false,
+  });
+}
+
+/** Decodes one request under its limits; every trajectory it starts is released before it returns or throws. */
+async function decodeRequest(s: DecoderState, req: AnswerRequest, ctx: DecodeContext): Promise<Answer> {
+  const o = resolve(req, s.defaults, s.choice);
+  const emit: EventSink = guardSink(ctx.sink) ?? (() => undefined);
+  const control = requestControl(s.deps, req, ctx);
+  const f: InFlight = { req, o, control, emit };
+  try {
+    const prompt = await s.promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
+    const grammar = await requestGrammar(s, req, o);
+    if (control.isCancelled()) throw control.reason("cancelled");
+    const spec = s.deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
+    const leaves = new LeafCollector(
+      s.deps.executor,
+      req.dbPath,
+      { timeoutMs: s.defaults.finalTimeoutMs, ...(s.defaults.finalMaxRows !== undefined ? { maxRows: s.defaults.finalMaxRows } : {}) },
+      control.execSignal,
+      emit,
+    );
+    const run: Run = { policy: s.deps.policy, spec, control, emit, leaves, ...strategyRunOptions(s, f, prompt, grammar) };
+
+    const outcome = await RUNNERS[o.strategy](run, o);
+    if (control.isCancelled()) throw control.reason("cancelled");
+    await control.releaseAll();
+    return answerFrom(f, leaves, outcome, prompt, s.defaults.confidenceThreshold);
+  } catch (err) {
+    if (control.isCancelled()) throw control.reason("cancelled");
+    throw err;
+  } finally {
+    control.dispose();
+    await control.releaseAll();
+  }
+}
+
+/** The request's limits: live trajectories, token budget, deadline and cancellation. */
+function requestControl(deps: DecoderDeps, req: AnswerRequest, ctx: DecodeContext): RequestControl {
+  return new RequestControl({
+    maxLive: deps.maxLiveTrajectories ?? Math.max(1, deps.policy.info.maxSequences - 1),
+    ...(req.maxTotalTokens !== undefined ? { maxTotalTokens: req.maxTotalTokens } : {}),
+    ...(req.deadlineMs !== undefined ? { deadlineMs: req.deadlineMs } : {}),
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+}
+
+/** The grammars of a constrained request, with name binding as configured; undefined when the request is not constrained. */
+async function requestGrammar(s: DecoderState, req: AnswerRequest, o: Resolved): Promise<SegmentGrammars | undefined> {
+  const built: SegmentGrammars | undefined =
+    (req.constrained ?? s.constrainedByDefault)
+      ? await s.grammarFor(req.dbPath, o.family, o.profile, { question: req.question, ...(req.evidence ? { evidence: req.evidence } : {}) })
+      : undefined;
+  return built && withBinding(built, s.defaults.bindNames, s.defaults.redrawFrom);
+}
+
+/** The sampling settings and per-rollout options every trajectory of the request starts from. */
+function strategyRunOptions(
+  s: DecoderState,
+  { req, o }: InFlight,
+  prompt: BuiltPrompt,
+  grammar: SegmentGrammars | undefined,
+): Pick<Run, "temperature" | "topP" | "seed" | "base"> {
+  const d = s.defaults;
+  return {
+    temperature: o.temperature,
+    topP: o.topP,
+    ...(req.seed !== undefined ? { seed: req.seed } : {}),
+    base: {
+      executor: s.deps.executor,
+      dbPath: req.dbPath,
+      profile: o.profile,
+      family: o.family,
+      maxInteractions: req.maxInteractions ?? d.maxInteractions,
+      maxTokens: req.maxTokens ?? d.maxTokens,
+      feedback: req.feedback ?? d.feedback,
+      feedbackRows: d.feedbackRows,
+      schemaHints: req.schemaHints ?? d.schemaHints,
+      finalReserve: d.finalReserve,
+      // tree-prune drops a branch whose SQL fails and samples another in its place
+      finalRetries: o.strategy === "tree-prune" ? 0 : d.finalRetries,
+      repairTables: d.repairTables,
+      repairLiterals: d.repairLiterals,
+      repairCoverage: d.repairCoverage,
+      ...(prompt.matches ? { namedValues: prompt.matches } : {}),
+      question: req.question,
+      // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost
+      logprobs: o.candidates > 1,
+      ...(d.probeTimeoutMs !== undefined ? { timeoutMs: d.probeTimeoutMs } : {}),
+      ...(grammar ? { grammar } : {}),
+    },
+  };
+}
+
+/** Votes on the finished candidates, reports the vote and the final SQL, and builds the request's answer. */
+function answerFrom({ req, o, control, emit }: InFlight, leaves: LeafCollector, outcome: StrategyOutcome, prompt: BuiltPrompt, threshold: number): Answer {
+  const ballots = leaves.leaves.map((l) => ({
+    sql: l.rollout.finalSql,
+    meanLogprob: l.rollout.meanLogprob,
+    answerable: l.rollout.answerable,
+    ...(l.exec ? { result: l.exec } : {}),
+  }));
+  const outcomeOfVote = vote(ballots);
+  const candidates = leaves.leaves.map((l, index) => leafCandidate(l, index, outcomeOfVote));
+  emit({
+    type: "vote",
+    winner: outcomeOfVote.winner,
+    groups: outcomeOfVote.groups.map((g) => ({ group: g.group, votes: g.votes, members: g.members.slice(), ...(g.empty ? { empty: true } : {}) })),
+    rule: VOTE_RULE,
+    decidedBy: outcomeOfVote.decidedBy,
+  });
+
+  const winner = outcomeOfVote.winner === null ? undefined : candidates[outcomeOfVote.winner]!;
+  const winnerLeaf = outcomeOfVote.winner === null ? undefined : leaves.leaves[outcomeOfVote.winner]!;
+  const answerable = winner ? winner.answerable : true;
+  const reason = winner && !winner.answerable ? winnerLeaf!.rollout.reason : undefined;
+  const confidence = assessAnswer(
+    { question: req.question, candidates, outcome: outcomeOfVote, probes: winnerLeaf?.rollout.probes ?? [], context: groundingText(prompt) },
+    { threshold },
+  );
+  emit({ type: "final", sql: winner?.sql ?? null, answerable, ...(reason !== undefined ? { reason } : {}), confidence: confidence.value });
+
+  const shortfall =
+    candidates.length < o.candidates ? (outcome.shortfall ?? genericShortfall(control, candidates.length, o.candidates, req)) : outcome.shortfall;
+  const firstTokenMs = control.firstTokenMs();
+  return {
+    sql: winner?.sql ?? null,
+    answerable,
+    ...(reason !== undefined ? { reason } : {}),
+    ...(winner?.result ? { result: winner.result } : {}),
+    candidates,
+    winner: outcomeOfVote.winner,
+    decidedBy: outcomeOfVote.decidedBy,
+    confidence,
+    ...(shortfall !== undefined ? { shortfall } : {}),
+    usage: control.usage(),
+    timings: { totalMs: control.elapsed(), ...(firstTokenMs !== undefined ? { firstTokenMs } : {}) },
+  };
 }
 
 /** The words a question can be grounded in: the prompt's schema section and the values it matched. */

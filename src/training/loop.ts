@@ -19,7 +19,7 @@ import { z } from "zod";
 import { familyFor, reexProfile, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { createDecoder, createPromptBuilder } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
-import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressStream } from "../eval/index.js";
+import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressBar, type ProgressStream } from "../eval/index.js";
 import { packageRoot } from "../paths/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import type { ChatMessage, Policy } from "../policy/index.js";
@@ -852,6 +852,63 @@ function stepLine(row: MetricsRow, steps: number, ex: number | null): string {
   return `reex train: step ${row.step}/${steps} ${row.seconds.toFixed(1)} s reward ${f(row.reward_mean)} train EX ${f(row.train_ex, 2)} interactions ${f(row.interactions, 2)} loss ${f(row.loss, 4)}${ex !== null ? ` held-out EX ${f(ex, 3)}` : ""}`;
 }
 
+/** What each step of a run works with; `model`, `done` and `checkpoints` advance as the steps finish. */
+interface StepRun {
+  config: TrainConfig;
+  mode: TrainMode;
+  folder: RunFolder;
+  learner: LearnerStep;
+  /** The rollout policy, hot-reloaded with each step's weights. */
+  policy: Policy;
+  /** Collects a step's experience (GRPO rollouts or SFT traces), calling `tick` per question or trace done. */
+  collect: (step: number, tick: () => void) => Promise<StepExperience>;
+  evaluate: (step: number) => Promise<number | null>;
+  /** Appends a row to metrics.jsonl and rewrites the report. */
+  appendRow: (row: MetricsRow) => Promise<void>;
+  bar: ProgressBar | undefined;
+  log: (line: string) => void;
+  signal: AbortSignal | undefined;
+  /** The current weights: the start model, then the latest step's. */
+  model: string;
+  /** Questions (or traces) done so far in this call, for the progress bar. */
+  done: number;
+  /** The steps checkpointed in this call. */
+  checkpoints: number[];
+}
+
+/** Runs one step: experience, the learner, the new weights hot-reloaded; then its checkpoint, held-out evaluation and metrics row. */
+async function runStep(run: StepRun, step: number): Promise<void> {
+  const { config, mode, folder, policy, bar } = run;
+  const runDir = config.runDir;
+  if (run.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
+  const t0 = performance.now();
+  const tick = (): void => void bar?.update(++run.done, `step ${step}/${config.steps}`);
+  const { records, stats } = await run.collect(step, tick);
+
+  const experience = experiencePath(runDir, step);
+  await writeExperience(experience, records);
+  const out = join(runDir, "models", `step-${stepLabel(step)}.gguf`);
+  const learned = await learnStep(run.learner, config, mode, step, run.model, experience, out, folder, run.signal);
+  if (!policy.reload) throw new ReexError("BAD_REQUEST", `the ${policy.info.backend} policy cannot reload weights, so it cannot be trained in-process`);
+  await policy.reload({ model: out });
+  const previous = run.model;
+  run.model = out;
+  if (previous.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
+
+  if (step % config.checkpointEvery === 0 || step === config.steps) {
+    await saveCheckpoint(runDir, step, run.model, folder.optimizerState, folder.masterFile);
+    run.checkpoints.push(step);
+  }
+  const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await run.evaluate(step) : null;
+  const row = stepRow(step, mode, (performance.now() - t0) / 1000, ex, stats, learned);
+  await run.appendRow(row);
+  if (!bar) run.log(stepLine(row, config.steps, ex));
+  bar?.update(
+    run.done,
+    `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`,
+  );
+}
+
 /** Runs (or resumes) a training run to `config.steps`; see the module comment for the run folder. */
 export async function runTraining(config: TrainConfig, options: TrainOptions): Promise<TrainResult> {
   const mode = options.mode;
@@ -886,7 +943,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const prompts = createPromptBuilder({ indexDir });
   let policy: Policy | undefined;
   let evaluator: HeldoutEvaluator | undefined;
-  let model = checkpoint?.model ?? config.model;
+  const model = checkpoint?.model ?? config.model;
   const reportInfo = reportInfoOf(config, mode, spec, rule);
   const checkpoints: number[] = [];
 
@@ -939,49 +996,22 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     }
 
     const perStep = config.questionsPerStep;
+    const collect = (step: number, tick: () => void): Promise<StepExperience> =>
+      mode === "grpo"
+        ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick)
+        : sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
     const bar =
       options.progress === null
         ? undefined
         : createProgressBar({ total: (config.steps - start) * perStep, label: `train ${mode}`, ...(options.progress ? { stream: options.progress } : {}) });
-    let done = 0;
+    const run: StepRun = { config, mode, folder, learner, policy: current, collect, evaluate, appendRow, bar, log, signal, model, done: 0, checkpoints };
     try {
-      for (let step = start + 1; step <= config.steps; step++) {
-        if (signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
-        const t0 = performance.now();
-        const tick = (): void => void bar?.update(++done, `step ${step}/${config.steps}`);
-        const { records, stats } =
-          mode === "grpo"
-            ? await grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick)
-            : await sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
-
-        const experience = experiencePath(runDir, step);
-        await writeExperience(experience, records);
-        const out = join(runDir, "models", `step-${stepLabel(step)}.gguf`);
-        const learned = await learnStep(learner, config, mode, step, model, experience, out, folder, signal);
-        if (!current.reload) throw new ReexError("BAD_REQUEST", `the ${current.info.backend} policy cannot reload weights, so it cannot be trained in-process`);
-        await current.reload({ model: out });
-        const previous = model;
-        model = out;
-        if (previous.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
-
-        if (step % config.checkpointEvery === 0 || step === config.steps) {
-          await saveCheckpoint(runDir, step, model, folder.optimizerState, folder.masterFile);
-          checkpoints.push(step);
-        }
-        const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await evaluate(step) : null;
-        const row = stepRow(step, mode, (performance.now() - t0) / 1000, ex, stats, learned);
-        await appendRow(row);
-        if (!bar) log(stepLine(row, config.steps, ex));
-        bar?.update(
-          done,
-          `step ${step}/${config.steps}${row.reward_mean !== null ? ` reward ${row.reward_mean.toFixed(3)}` : ""}${row.loss !== null ? ` loss ${row.loss.toFixed(4)}` : ""}`,
-        );
-      }
+      for (let step = start + 1; step <= config.steps; step++) await runStep(run, step);
     } finally {
       bar?.finish();
     }
     if (!existsSync(reportFile)) await writeTrainingReport(reportFile, readMetrics(metricsFile), reportInfo);
-    return { runDir, mode, resumedFrom: start, lastStep: config.steps, model, checkpoints, metrics: readMetrics(metricsFile), report: reportFile };
+    return { runDir, mode, resumedFrom: start, lastStep: config.steps, model: run.model, checkpoints, metrics: readMetrics(metricsFile), report: reportFile };
   } catch (err) {
     throw toReexError(err);
   } finally {

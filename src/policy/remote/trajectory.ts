@@ -8,7 +8,7 @@ import { ReexError } from "../../errors/index.js";
 import { emptyResult, samplingSettings, StopMatcher } from "../stop.js";
 import type { GenerateOptions, GenerateResult, PolicyInfo, StopReason, TokenRecord, TokenUsage, Trajectory } from "../types.js";
 import { finite, isRecord, setPath, type Endpoint } from "./endpoint.js";
-import { completionChunks, tokenEntries, type TokenEntry } from "./sse.js";
+import { completionChunks, tokenEntries } from "./sse.js";
 
 /** What a trajectory carries; a fork copies it. */
 export interface TrajectoryState {
@@ -44,6 +44,107 @@ function reportedUsage(usage: unknown, timings: unknown): ReportedUsage {
     if (n !== undefined) out.uncached = n;
   }
   return out;
+}
+
+/** What one streamed completion produced; a stop the stream did not end at is settled afterwards. */
+interface Streamed {
+  text: string;
+  tokens: number[];
+  logprobs: number[];
+  /** Chunks that carried text (the token count of last resort when the server sends neither logprobs nor usage). */
+  chunksWithText: number;
+  stopReason: StopReason | undefined;
+  stop: string | undefined;
+  /** The server's `finish_reason`, and the `stop_reason` beside it. */
+  finish: string | undefined;
+  serverStop: unknown;
+  usage: unknown;
+  timings: unknown;
+}
+
+/** Posts `body` to `url` and reads the streamed completion, cut short at a stop string we match or at the caller's abort. */
+async function streamCompletion(endpoint: Endpoint, url: string, body: Record<string, unknown>, stops: string[], options: GenerateOptions): Promise<Streamed> {
+  const got: Streamed = {
+    text: "",
+    tokens: [],
+    logprobs: [],
+    chunksWithText: 0,
+    stopReason: undefined,
+    stop: undefined,
+    finish: undefined,
+    serverStop: undefined,
+    usage: undefined,
+    timings: undefined,
+  };
+  const matcher = new StopMatcher(stops);
+  const stream = { done: false };
+  const call = endpoint.open(url, { method: "POST", body, stream: true }, options.signal);
+  try {
+    const res = await call.response;
+    if (!res.ok) throw endpoint.statusError(url, res.status, await res.text().catch(() => ""));
+    for await (const chunk of completionChunks(res, call, stream)) {
+      if (!takeChunk(got, chunk, url, matcher, options)) {
+        // The server went on past a stop string it should have honoured: we have our answer.
+        call.abort();
+        break;
+      }
+    }
+  } catch (err) {
+    if (call.ended === "caller") {
+      if (got.stopReason !== "stop") got.stopReason = "aborted";
+    } else if (call.ended !== "stopped") {
+      throw endpoint.failure(url, call, err);
+    }
+  } finally {
+    call.done();
+  }
+  return got;
+}
+
+/** Folds one stream chunk into `got`; false when the server sent more after a stop string we matched, so the stream should end. */
+function takeChunk(got: Streamed, chunk: Record<string, unknown>, url: string, matcher: StopMatcher, options: GenerateOptions): boolean {
+  if (chunk.error !== undefined) {
+    const e = chunk.error;
+    const message = isRecord(e) && typeof e.message === "string" ? e.message : JSON.stringify(e);
+    throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} failed while generating: ${message}`);
+  }
+  if (chunk.usage != null) got.usage = chunk.usage;
+  if (chunk.timings != null) got.timings = chunk.timings;
+  const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
+  if (!isRecord(choice)) return true;
+  const entries = tokenEntries(choice.logprobs);
+  const delta = typeof choice.text === "string" ? choice.text : "";
+  if (got.stopReason === "stop" && (entries.length > 0 || delta.length > 0)) return false;
+  if (got.stopReason !== "stop") {
+    for (const e of entries) {
+      got.tokens.push(e.id);
+      got.logprobs.push(e.logprob);
+    }
+    if (delta.length > 0) {
+      got.chunksWithText++;
+      got.text += delta;
+      options.onText?.(delta);
+      const matched = matcher.match(got.text);
+      if (matched) {
+        got.stopReason = "stop";
+        got.stop = matched.stop;
+      }
+    }
+  }
+  if (typeof choice.finish_reason === "string") {
+    got.finish = choice.finish_reason;
+    got.serverStop = choice.stop_reason;
+  }
+  return true;
+}
+
+/** Gives a completion that came without per-token logprobs unknown ids (-1), as many as the server counted, so the token count stays right. */
+function padUnknownTokens(got: Streamed): void {
+  const n = finite(isRecord(got.usage) ? got.usage.completion_tokens : undefined) ?? got.chunksWithText;
+  for (let i = 0; i < n; i++) {
+    got.tokens.push(-1);
+    got.logprobs.push(0);
+  }
 }
 
 /** What a trajectory needs of the policy that owns it. */
@@ -119,149 +220,95 @@ export class RemoteTrajectory implements Trajectory {
 
   generate(options: GenerateOptions): Promise<GenerateResult> {
     return this.run(async () => {
-      const { temperature, topP } = samplingSettings(options);
+      const sampling = samplingSettings(options);
       if (options.signal?.aborted) return emptyResult("aborted");
-      const policy = this.policy;
       const ids = this.sentIds();
-      const contextSize = policy.info.contextSize;
+      const contextSize = this.policy.info.contextSize;
       let limit = options.maxTokens;
       if (contextSize > 0 && ids) limit = Math.min(limit, contextSize - ids.length);
       if (limit <= 0) return emptyResult("maxTokens");
       const stops = options.stop.filter((s) => s.length > 0);
-      const body: Record<string, unknown> = {
-        model: policy.info.model,
-        prompt: ids ?? this.promptText + this.text,
-        max_tokens: limit,
-        temperature,
-        top_p: topP,
-        top_k: -1,
-        min_p: 0,
-        seed: options.seed ?? randomInt(0, 2 ** 31),
-        ...(stops.length > 0 ? { stop: stops, include_stop_str_in_output: true } : {}),
-        ...(options.ignoreEos ? { ignore_eos: true } : {}),
-        logprobs: 1,
-        return_tokens_as_token_ids: true,
-        stream: true,
-        stream_options: { include_usage: true },
-      };
-      if (options.grammar !== undefined) setPath(body, policy.grammarField, options.grammar);
-      Object.assign(body, policy.extraBody);
-
+      const body = this.completionBody(options, ids, limit, stops, sampling);
       const before = { tokens: this.record.tokens.length, text: this.text };
-      const tokens: number[] = [];
-      const logprobs: number[] = [];
-      let text = "";
-      let chunksWithText = 0;
-      const matcher = new StopMatcher(stops);
-      let stopReason: StopReason | undefined;
-      let stop: string | undefined;
-      let finish: string | undefined;
-      let serverStop: unknown;
-      let usage: unknown;
-      let timings: unknown;
-      const stream = { done: false };
-      const url = `${policy.endpoint.base}/completions`;
-      const call = policy.endpoint.open(url, { method: "POST", body, stream: true }, options.signal);
-      const take = (entries: TokenEntry[]): void => {
-        for (const e of entries) {
-          tokens.push(e.id);
-          logprobs.push(e.logprob);
-        }
-      };
-      try {
-        const res = await call.response;
-        if (!res.ok) throw policy.endpoint.statusError(url, res.status, await res.text().catch(() => ""));
-        for await (const chunk of completionChunks(res, call, stream)) {
-          if (chunk.error !== undefined) {
-            const e = chunk.error;
-            const message = isRecord(e) && typeof e.message === "string" ? e.message : JSON.stringify(e);
-            throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} failed while generating: ${message}`);
-          }
-          if (chunk.usage != null) usage = chunk.usage;
-          if (chunk.timings != null) timings = chunk.timings;
-          const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-          if (!isRecord(choice)) continue;
-          const entries = tokenEntries(choice.logprobs);
-          const delta = typeof choice.text === "string" ? choice.text : "";
-          if (stopReason === "stop" && (entries.length > 0 || delta.length > 0)) {
-            // The server went on past a stop string it should have honoured: we have our answer.
-            call.abort();
-            break;
-          }
-          if (stopReason !== "stop") {
-            take(entries);
-            if (delta.length > 0) {
-              chunksWithText++;
-              text += delta;
-              options.onText?.(delta);
-              const matched = matcher.match(text);
-              if (matched) {
-                stopReason = "stop";
-                stop = matched.stop;
-              }
-            }
-          }
-          if (typeof choice.finish_reason === "string") {
-            finish = choice.finish_reason;
-            serverStop = choice.stop_reason;
-          }
-        }
-      } catch (err) {
-        if (call.ended === "caller") {
-          if (stopReason !== "stop") stopReason = "aborted";
-        } else if (call.ended !== "stopped") {
-          throw policy.endpoint.failure(url, call, err);
-        }
-      } finally {
-        call.done();
-      }
-
-      if (stopReason === undefined) {
-        if (finish === "length") stopReason = "maxTokens";
-        else if (finish === "stop" || finish === "eos") {
-          stopReason = "eos";
-          if (stops.length > 0) {
-            const dropped = await this.droppedStop(stops, tokens, text, serverStop);
-            if (dropped) {
-              stopReason = "stop";
-              stop = dropped.stop;
-              if (dropped.text.length > text.length) options.onText?.(dropped.text.slice(text.length));
-              text = dropped.text;
-            }
-          }
-        } else if (finish === undefined) {
-          throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} ended the stream before the completion finished`);
-        } else {
-          throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} ended the completion with finish_reason "${finish}"`);
-        }
-      }
-
-      const reported = reportedUsage(usage, timings);
-      if (tokens.length === 0 && text.length > 0) {
-        // The server reported no per-token logprobs: keep the count right with unknown ids.
-        const n = finite(isRecord(usage) ? usage.completion_tokens : undefined) ?? chunksWithText;
-        for (let i = 0; i < n; i++) {
-          tokens.push(-1);
-          logprobs.push(0);
-        }
-      }
-      for (let i = 0; i < tokens.length; i++) {
-        this.record.tokens.push(tokens[i]!);
-        this.record.sampled.push(1);
-        this.record.logprobs.push(logprobs[i]!);
-      }
-      if (tokens.some((t) => t < 0)) this.exact = false;
-      this.text = before.text + text;
-
-      const sent = ids?.length ?? reported.promptTokens;
-      if (!this.promptIds && this.promptCount === 0 && before.tokens === 0 && reported.promptTokens !== undefined) this.promptCount = reported.promptTokens;
-      if (reported.uncached !== undefined) this.evaluated += reported.uncached;
-      else if (sent !== undefined) this.evaluated += Math.max(0, sent - this.seen);
-      this.evaluated += tokens.length;
-      this.generated += tokens.length;
-      if (sent !== undefined) this.seen = sent + tokens.length;
+      const url = `${this.policy.endpoint.base}/completions`;
+      const got = await streamCompletion(this.policy.endpoint, url, body, stops, options);
+      const stopReason = await this.settleStop(got, stops, url, options);
+      this.commit(got, ids, before);
+      const { text, tokens, logprobs, stop } = got;
       return { text, tokens, logprobs, stopReason, ...(stop !== undefined ? { stop } : {}) };
     });
+  }
+
+  /** The /completions request body: the whole lineage as prompt, sampling and stops, grammar, then the host's extra fields over all. */
+  private completionBody(
+    options: GenerateOptions,
+    ids: number[] | null,
+    limit: number,
+    stops: string[],
+    sampling: { temperature: number; topP: number },
+  ): Record<string, unknown> {
+    const body: Record<string, unknown> = {
+      model: this.policy.info.model,
+      prompt: ids ?? this.promptText + this.text,
+      max_tokens: limit,
+      temperature: sampling.temperature,
+      top_p: sampling.topP,
+      top_k: -1,
+      min_p: 0,
+      seed: options.seed ?? randomInt(0, 2 ** 31),
+      ...(stops.length > 0 ? { stop: stops, include_stop_str_in_output: true } : {}),
+      ...(options.ignoreEos ? { ignore_eos: true } : {}),
+      logprobs: 1,
+      return_tokens_as_token_ids: true,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (options.grammar !== undefined) setPath(body, this.policy.grammarField, options.grammar);
+    Object.assign(body, this.policy.extraBody);
+    return body;
+  }
+
+  /**
+   * Why a completion the stream did not end itself ended, from the server's finish reason; a stop
+   * string the server matched but left out of its text is put back into `got`.
+   */
+  private async settleStop(got: Streamed, stops: string[], url: string, options: GenerateOptions): Promise<StopReason> {
+    if (got.stopReason !== undefined) return got.stopReason;
+    const finish = got.finish;
+    if (finish === "length") return "maxTokens";
+    if (finish === "stop" || finish === "eos") {
+      if (stops.length === 0) return "eos";
+      const dropped = await this.droppedStop(stops, got.tokens, got.text, got.serverStop);
+      if (!dropped) return "eos";
+      got.stop = dropped.stop;
+      if (dropped.text.length > got.text.length) options.onText?.(dropped.text.slice(got.text.length));
+      got.text = dropped.text;
+      return "stop";
+    }
+    if (finish === undefined) throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} ended the stream before the completion finished`);
+    throw new ReexError("POLICY_ERROR", `the remote endpoint ${url} ended the completion with finish_reason "${finish}"`);
+  }
+
+  /** Adds a finished completion to the trajectory: its tokens to the record, its text, and its prompt and generated tokens to the usage. */
+  private commit(got: Streamed, ids: number[] | null, before: { tokens: number; text: string }): void {
+    const reported = reportedUsage(got.usage, got.timings);
+    const { tokens, logprobs } = got;
+    if (tokens.length === 0 && got.text.length > 0) padUnknownTokens(got);
+    for (let i = 0; i < tokens.length; i++) {
+      this.record.tokens.push(tokens[i]!);
+      this.record.sampled.push(1);
+      this.record.logprobs.push(logprobs[i]!);
+    }
+    if (tokens.some((t) => t < 0)) this.exact = false;
+    this.text = before.text + got.text;
+
+    const sent = ids?.length ?? reported.promptTokens;
+    if (!this.promptIds && this.promptCount === 0 && before.tokens === 0 && reported.promptTokens !== undefined) this.promptCount = reported.promptTokens;
+    if (reported.uncached !== undefined) this.evaluated += reported.uncached;
+    else if (sent !== undefined) this.evaluated += Math.max(0, sent - this.seen);
+    this.evaluated += tokens.length;
+    this.generated += tokens.length;
+    if (sent !== undefined) this.seen = sent + tokens.length;
   }
 
   /**

@@ -33,11 +33,81 @@ function sessionHeader(request: FastifyRequest): string | undefined {
   return Array.isArray(raw) ? raw[0] : raw;
 }
 
+/** The open sessions, kept in use order (least recently used first), with how many each tenant holds. */
+interface SessionTable {
+  /** Records a session the transport has just initialized. */
+  add(id: string, session: Session): void;
+  /** Session `id` if `owner` opened it, marked as just used; undefined otherwise. */
+  use(id: string, owner: string | undefined): Session | undefined;
+  /** Drops session `id` from the table without closing its transport; returns it. */
+  forget(id: string): Session | undefined;
+  /** Closes the sessions unused for longer than `idleMs`. */
+  closeIdle(idleMs: number): void;
+  /** Closes the least recently used sessions that keep `tenant` from opening one more within `perTenantCap` and {@link MAX_MCP_SESSIONS}. */
+  makeRoom(tenant: string, perTenantCap: number): void;
+  closeAll(): void;
+}
+
+/** An empty {@link SessionTable}. */
+function sessionTable(): SessionTable {
+  const sessions = new Map<string, Session>();
+  const perTenant = new Map<string, number>();
+  const forget = (id: string): Session | undefined => {
+    const session = sessions.get(id);
+    if (!session) return undefined;
+    sessions.delete(id);
+    const left = (perTenant.get(session.tenant) ?? 1) - 1;
+    if (left > 0) perTenant.set(session.tenant, left);
+    else perTenant.delete(session.tenant);
+    return session;
+  };
+  const close = (id: string): void => {
+    forget(id)
+      ?.transport.close()
+      .catch(() => undefined);
+  };
+  /** The least recently used session of `tenant`. */
+  const oldestOf = (tenant: string): string | undefined => {
+    for (const [id, session] of sessions) if (session.tenant === tenant) return id;
+    return undefined;
+  };
+  return {
+    add(id, session) {
+      sessions.set(id, session);
+      perTenant.set(session.tenant, (perTenant.get(session.tenant) ?? 0) + 1);
+    },
+    use(id, owner) {
+      const session = sessions.get(id);
+      if (!session || session.owner !== owner) return undefined;
+      session.usedAt = Date.now();
+      sessions.delete(id);
+      sessions.set(id, session);
+      return session;
+    },
+    forget,
+    closeIdle(idleMs) {
+      const now = Date.now();
+      for (const [id, session] of sessions) if (now - session.usedAt > idleMs) close(id);
+    },
+    makeRoom(tenant, perTenantCap) {
+      for (let id = oldestOf(tenant); id !== undefined && (perTenant.get(tenant) ?? 0) >= perTenantCap; id = oldestOf(tenant)) close(id);
+      if (sessions.size >= MAX_MCP_SESSIONS && perTenant.size > 0) {
+        const largest = [...perTenant.entries()].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+        const id = oldestOf(largest);
+        if (id !== undefined) close(id);
+      }
+    },
+    closeAll() {
+      for (const id of [...sessions.keys()]) close(id);
+    },
+  };
+}
+
 /** Registers POST, GET and DELETE /mcp. */
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const state = app.reex;
   const { config } = state;
-  const sessions = new Map<string, Session>();
+  const sessions = sessionTable();
   const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });
   let ownExecutor: ExecutorPool | undefined;
   const executor: Executor = state.deps.executor ?? {
@@ -61,53 +131,18 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     return answer;
   };
 
-  const perTenant = new Map<string, number>();
-  const forget = (id: string): Session | undefined => {
-    const session = sessions.get(id);
-    if (!session) return undefined;
-    sessions.delete(id);
-    const left = (perTenant.get(session.tenant) ?? 1) - 1;
-    if (left > 0) perTenant.set(session.tenant, left);
-    else perTenant.delete(session.tenant);
-    return session;
-  };
-  const close = (id: string): void => {
-    forget(id)
-      ?.transport.close()
-      .catch(() => undefined);
-  };
-  /** The least recently used session of `tenant` (sessions are kept in use order). */
-  const oldestOf = (tenant: string): string | undefined => {
-    for (const [id, session] of sessions) if (session.tenant === tenant) return id;
-    return undefined;
-  };
-
   const idleMs = config.server.mcpSessionIdleMs;
-  const sweep = setInterval(
-    () => {
-      const now = Date.now();
-      for (const [id, session] of sessions) if (now - session.usedAt > idleMs) close(id);
-    },
-    Math.max(10, Math.min(60_000, Math.floor(idleMs / 4))),
-  );
+  const sweep = setInterval(() => sessions.closeIdle(idleMs), Math.max(10, Math.min(60_000, Math.floor(idleMs / 4))));
   sweep.unref();
 
   const open = async (owner: string | undefined, tenant: string): Promise<StreamableHTTPServerTransport> => {
-    for (let id = oldestOf(tenant); id !== undefined && (perTenant.get(tenant) ?? 0) >= config.server.mcpSessionsPerKey; id = oldestOf(tenant)) close(id);
-    if (sessions.size >= MAX_MCP_SESSIONS && perTenant.size > 0) {
-      const largest = [...perTenant.entries()].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
-      const id = oldestOf(largest);
-      if (id !== undefined) close(id);
-    }
+    sessions.makeRoom(tenant, config.server.mcpSessionsPerKey);
     const log = state.log.child({ front: "mcp" });
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, { transport, owner, tenant, usedAt: Date.now() });
-        perTenant.set(tenant, (perTenant.get(tenant) ?? 0) + 1);
-      },
+      onsessioninitialized: (id) => sessions.add(id, { transport, owner, tenant, usedAt: Date.now() }),
       onsessionclosed: (id) => {
-        forget(id);
+        sessions.forget(id);
       },
     });
     const server = createMcpServer({
@@ -122,7 +157,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       liveTrajectories: () => state.policy()?.liveTrajectories() ?? 0,
     });
     transport.onclose = () => {
-      if (transport.sessionId) forget(transport.sessionId);
+      if (transport.sessionId) sessions.forget(transport.sessionId);
     };
     await server.connect(transport);
     return transport;
@@ -132,11 +167,8 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     const id = sessionHeader(request);
     let transport: StreamableHTTPServerTransport;
     if (id !== undefined) {
-      const session = sessions.get(id);
-      if (!session || session.owner !== request.reexOwner) throw new ReexError("NOT_FOUND", "no such MCP session; start a new one with an initialize request");
-      session.usedAt = Date.now();
-      sessions.delete(id);
-      sessions.set(id, session);
+      const session = sessions.use(id, request.reexOwner);
+      if (!session) throw new ReexError("NOT_FOUND", "no such MCP session; start a new one with an initialize request");
       transport = session.transport;
     } else {
       if (request.method !== "POST") throw new ReexError("BAD_REQUEST", "an Mcp-Session-Id header is required");
@@ -153,7 +185,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
 
   app.addHook("onClose", async () => {
     clearInterval(sweep);
-    for (const id of [...sessions.keys()]) close(id);
+    sessions.closeAll();
     prompts.close();
     await ownExecutor?.close();
     state.log.info("mcp sessions closed");
