@@ -7,6 +7,7 @@ import { normalizeSql, type RolloutOptions, type RolloutResult } from "../agent/
 import type { EventSink } from "../events/index.js";
 import type { Policy, PromptSpec } from "../policy/index.js";
 import type { ExecResult, Executor } from "../sql/index.js";
+import { fnv1a32 } from "../util/index.js";
 import type { RequestControl } from "./control.js";
 import type { Candidate } from "./types.js";
 import type { VoteOutcome } from "./vote.js";
@@ -159,12 +160,7 @@ export function branchOptions(run: Run, path: string): RolloutOptions {
 
 /** A 32-bit seed for a branch: FNV-1a over the request seed and the path, so siblings never share a seed. */
 export function pathSeed(seed: number, path: string): number {
-  let h = 0x811c9dc5;
-  for (const ch of `${seed}:${path}`) {
-    h ^= ch.codePointAt(0)!;
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
+  return fnv1a32(`${seed}:${path}`);
 }
 
 /** The prune reason for a branch that a stop cut off: "budget" for the token budget and the deadline, else "cancelled". */

@@ -1,14 +1,6 @@
 /** A small seeded PRNG (sfc32) with the draws the example generators need; the same seed gives the same data on every platform. */
 
-/** FNV-1a 32-bit hash of a string; used to turn a database id into a seed. */
-export function hashString(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
+import { fnv1a32 } from "../util/index.js";
 
 const DAY_MS = 86_400_000;
 
@@ -36,7 +28,7 @@ export class Rng {
   private d: number;
 
   constructor(seed: number | string) {
-    const s = typeof seed === "string" ? hashString(seed) : seed >>> 0;
+    const s = typeof seed === "string" ? fnv1a32(seed) : seed >>> 0;
     this.a = 0x9e3779b9;
     this.b = 0x243f6a88;
     this.c = 0xb7e15162;

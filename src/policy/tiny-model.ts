@@ -6,6 +6,7 @@
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
+import { seededRandom } from "../util/index.js";
 import { encodeGguf, gguf, type GgufTensor, type GgufValue } from "./gguf.js";
 
 /** Shape and seed of a tiny model. */
@@ -149,23 +150,6 @@ export function learnMerges(text: string, count: number): [string, string][] {
     });
   }
   return merges;
-}
-
-/** A seeded PRNG (mulberry32) with a normal draw (Box-Muller). */
-export function seededRandom(seed: number): { uniform: () => number; normal: () => number } {
-  let s = seed >>> 0;
-  const uniform = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const normal = (): number => {
-    const u = Math.max(uniform(), 1e-12);
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * uniform());
-  };
-  return { uniform, normal };
 }
 
 function resolve(options: TinyModelOptions): Required<TinyModelOptions> {

@@ -15,7 +15,6 @@ export {
   learnMerges,
   llamaMetadata,
   llamaTensors,
-  seededRandom,
   vocabularyFromMerges,
   writeFileAtomic,
   type ChatmlSpecial,

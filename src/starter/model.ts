@@ -5,7 +5,8 @@
  * it, trains it and writes the same metadata back.
  */
 import { STARTER_NAME_PREFIX } from "../agent/index.js";
-import { encodeGguf, llamaMetadata, llamaTensors, seededRandom } from "../policy/tooling.js";
+import { encodeGguf, llamaMetadata, llamaTensors } from "../policy/tooling.js";
+import { seededRandom } from "../util/index.js";
 import type { StarterVocabulary } from "./tokenizer.js";
 
 /**

@@ -24,6 +24,7 @@ import { packageRoot } from "../paths/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
 import type { ChatMessage, Policy } from "../policy/index.js";
 import { ExecutorPool, type ExecResult, type Executor } from "../sql/index.js";
+import { fnv1a32, seededRandom, shuffleInPlace } from "../util/index.js";
 import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
 import { assignAdvantages, isInformative, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
@@ -391,30 +392,12 @@ export function latestCheckpoint(runDir: string): Checkpoint | null {
   return listCheckpoints(runDir).at(-1) ?? null;
 }
 
-function hash32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
+/** `0..n-1` in a seeded order. */
 function permutation(n: number, seed: string): number[] {
-  let s = hash32(seed) || 1;
-  const next = (): number => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const out = Array.from({ length: n }, (_, i) => i);
-  for (let i = n - 1; i > 0; i--) {
-    const j = Math.floor(next() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
+  return shuffleInPlace(
+    Array.from({ length: n }, (_, i) => i),
+    seededRandom(fnv1a32(seed) || 1).uniform,
+  );
 }
 
 /**
@@ -666,7 +649,7 @@ async function grpoExperience(
   const order = scheduleFor(step, budget, questions.length, config.seed);
   for (const [j, qi] of order.entries()) {
     if (kept.length >= perStep) break;
-    const group = await sampleGroup(questions[qi]!, config.groupSize, hash32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
+    const group = await sampleGroup(questions[qi]!, config.groupSize, fnv1a32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
     sampled.push(group);
     if (!ds || isInformative(group, ds.on)) kept.push(group);
     if (j < perStep) tick();
@@ -1088,7 +1071,7 @@ async function screenQuestions(
   if (!saved || saved.samples !== c.samples || saved.minPass !== c.minPass || saved.maxPass !== c.maxPass) {
     const passRates: Record<string, number> = {};
     for (const [i, q] of questions.entries()) {
-      const g = await sample(q, c.samples, hash32(`curriculum:${seed}:${i}`) & 0x3fffffff);
+      const g = await sample(q, c.samples, fnv1a32(`curriculum:${seed}:${i}`) & 0x3fffffff);
       passRates[String(q.questionId)] = g.rollouts.filter((r) => r.reward.correct).length / g.rollouts.length;
     }
     const kept = questions

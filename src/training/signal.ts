@@ -9,6 +9,7 @@
 import { copyFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createLlamaPolicy, type Policy, type PromptSpec } from "../policy/index.js";
+import { seededRandom, shuffleInPlace } from "../util/index.js";
 import { computeAdvantages, type AdvantageScaling } from "./advantages.js";
 import { trainConfigSchema, type TrainConfig } from "./config.js";
 import { experiencePath, sanitizeLogprobs, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
@@ -75,17 +76,6 @@ export interface SignalCheckResult {
 }
 
 const DEFAULT_PROMPTS = ["How many singers are there?", "List the names of all customers.", "What is the average price?", "Which city has the most stores?"];
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Whether token `id` is one the check's reward counts: a seeded half of the vocabulary. */
 export function isTargetToken(id: number, seed = 0): boolean {
@@ -168,19 +158,14 @@ async function runArm(
   const policy = await createLlamaPolicy({ model, gpu: "cpu", contextSize: 1024, sequences: Math.min(o.groupSize, 16), threads: o.threads });
   const curve: number[] = [];
   const diffs: number[] = [];
-  const shuffler = rng(o.seed + (arm === "real" ? 31 : 17));
+  const shuffler = seededRandom(o.seed + (arm === "real" ? 31 : 17) || 1).uniform;
   try {
     const specs = o.prompts.map((p) => policy.renderChat([{ role: "user", content: p }]));
     for (let step = 1; step <= o.steps; step++) {
       const samples = await sample(policy, specs, o.groupSize, o, 1_000_000 * step + o.seed);
       const groups = o.prompts.map((_, p) => samples.filter((s) => s.prompt === p).map((s) => s.reward));
       const adv = computeAdvantages(groups, o.advantage).advantages.flat();
-      if (shuffle) {
-        for (let i = adv.length - 1; i > 0; i--) {
-          const j = Math.floor(shuffler() * (i + 1));
-          [adv[i], adv[j]] = [adv[j]!, adv[i]!];
-        }
-      }
+      if (shuffle) shuffleInPlace(adv, shuffler);
       const records: ExperienceRecord[] = samples.map((s, i) => {
         const mask = s.tokens.map(() => 1 as const);
         return {

@@ -12,7 +12,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { encodeGguf, gguf, type GgufScalarType, type GgufTensor, type GgufValue } from "../../src/policy/gguf.js";
-import { seededRandom, writeFileAtomic } from "../../src/policy/tiny-model.js";
+import { writeFileAtomic } from "../../src/policy/tiny-model.js";
+import { seededRandom } from "../../src/util/index.js";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
