@@ -13,7 +13,7 @@ import { seededRandom, shuffleInPlace } from "../util/index.js";
 import { computeAdvantages, type AdvantageScaling } from "./advantages.js";
 import { trainConfigSchema, type TrainConfig } from "./config.js";
 import { experiencePath, sanitizeLogprobs, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
-import { createLearnerStep, type LearnerStep } from "./loop.js";
+import { createLearnerStep, type LearnerStep } from "./learner.js";
 
 /** How the signal check runs; every field but `model` and `workDir` has a default. */
 export interface SignalCheckOptions {

@@ -31,15 +31,7 @@ export {
 } from "./experience.js";
 export { assignAdvantages, collectStep, toExperienceRecord } from "./groups.js";
 export { readMetrics } from "./report.js";
-export {
-  createLearnerStep,
-  latestCheckpoint,
-  learnerArgs,
-  learnerDir,
-  parseTraces,
-  scheduleFor,
-  sftRecord,
-  splitInjected,
-  type LearnerRequest,
-  type LearnerStep,
-} from "./loop.js";
+export { latestCheckpoint } from "./checkpoints.js";
+export { createLearnerStep, learnerArgs, learnerDir, type LearnerRequest, type LearnerStep } from "./learner.js";
+export { scheduleFor } from "./schedule.js";
+export { parseTraces, sftRecord, splitInjected } from "./traces.js";
