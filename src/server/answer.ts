@@ -3,38 +3,12 @@
  * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { answerStatus, candidateView, type Answer, type AnswerRequest, type CandidateView } from "../decoding/index.js";
+import { answerStatus, candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
 import { jsonResult, jsonSafe } from "./json.js";
-import type { SqlRequest } from "./schemas.js";
+import type { SqlRequest, SqlResponse } from "./schemas.js";
 import type { ServerState } from "./state.js";
-
-/** The API's view of an answer (POST /v1/sql response body and the stream's `done.answer`). */
-export interface SqlResponse {
-  sql: string | null;
-  answerable: boolean;
-  reason?: string;
-  confidence: number | null;
-  doubts?: string[];
-  error?: { code: string; message: string };
-  notice?: string;
-  result: ReturnType<typeof jsonResult>;
-  candidates: CandidateView[];
-  winner: number | null;
-  decidedBy: Answer["decidedBy"];
-  shortfall?: string;
-  trace?: unknown[];
-  usage: {
-    promptTokens: number;
-    evaluatedTokens: number;
-    generatedTokens: number;
-    draftedTokens?: number;
-    acceptedTokens?: number;
-    forwardPassesSaved?: number;
-  };
-  timings: { totalMs: number; queueMs: number; decodeMs: number; firstTokenMs?: number };
-}
 
 /** Options of one answer run. */
 export interface AnswerOptions {
@@ -88,7 +62,7 @@ function raceAbort<T>(job: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function shape(answer: Answer, trace: unknown[] | undefined, timings: { totalMs: number; queueMs: number }): SqlResponse {
+function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, timings: { totalMs: number; queueMs: number }): SqlResponse {
   const status = answerStatus(answer);
   const out: SqlResponse = {
     sql: answer.sql,
@@ -239,10 +213,10 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
   const acceptedAt = performance.now();
   const entry = await state.deps.registry.get(body.database, owner);
   const request = toAnswerRequest(state, body, entry.path);
-  const trace: unknown[] | undefined = body.includeTrace ? [] : undefined;
+  const trace: Record<string, unknown>[] | undefined = body.includeTrace ? [] : undefined;
   const sink: EventSink | undefined = trace
     ? (event: ReexEvent) => {
-        trace.push(jsonSafe(event));
+        trace.push(jsonSafe(event) as Record<string, unknown>);
         options.sink?.(event);
       }
     : options.sink;

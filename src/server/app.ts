@@ -1,7 +1,8 @@
 /**
- * The fastify app factory: the logger, the zod type provider, the shared state decorated as
- * `app.reex`, and the plugins in order (src/server/plugins: auth and limits, errors, operations,
- * playground, routes, shutdown).
+ * The fastify app factory: the logger, the zod type provider (validation, JSON.stringify
+ * serialization), the record of documented routes for /openapi.json, the shared state decorated
+ * as `app.reex`, and the plugins in order (src/server/plugins: auth and limits, errors,
+ * operations, playground, routes, shutdown).
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Policy } from "../policy/index.js";
@@ -14,9 +15,10 @@ import { opsPlugin } from "./plugins/ops.js";
 import { playgroundPlugin } from "./plugins/playground.js";
 import { routesPlugin } from "./plugins/routes.js";
 import { DRAIN_AFTER_GRACE_MS, shutdownPlugin } from "./plugins/shutdown.js";
-import { zodValidatorCompiler } from "./provider.js";
+import { jsonSerializerCompiler, zodValidatorCompiler } from "./provider.js";
 import { GenerationQueue } from "./queue.js";
 import { RateLimiter } from "./rate-limit.js";
+import { recordRoutes } from "./route-doc.js";
 import type { ServerState } from "./state.js";
 import type { ServerDeps } from "./types.js";
 
@@ -67,10 +69,12 @@ export function buildApp(deps: ServerDeps): FastifyInstance {
     forceCloseConnections: "idle",
   });
   app.setValidatorCompiler(zodValidatorCompiler);
+  app.setSerializerCompiler(jsonSerializerCompiler);
+  const routes = recordRoutes(app);
   app.decorate("reex", createState(deps, app.log));
   app.register(authPlugin);
   app.register(errorsPlugin);
-  app.register(opsPlugin);
+  app.register(opsPlugin, { routes });
   app.register(playgroundPlugin);
   app.register(routesPlugin);
   app.register(shutdownPlugin, { graceMs });

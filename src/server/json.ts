@@ -1,8 +1,10 @@
 /** JSON-safe views of SQL values and events (bigints and BLOBs do not survive JSON.stringify). */
+import type { z } from "zod";
 import type { ExecResult, SqlValue } from "../sql/index.js";
+import type { cellSchema, resultSchema } from "./schemas.js";
 
 /** A cell as the API sends it: safe integers as numbers, larger bigints as strings, BLOBs as `{base64}`. */
-export type JsonCell = string | number | null | { base64: string };
+export type JsonCell = z.output<typeof cellSchema>;
 
 /** Converts one SQLite value to its JSON form. */
 export function jsonCell(value: SqlValue | undefined): JsonCell {
@@ -14,7 +16,7 @@ export function jsonCell(value: SqlValue | undefined): JsonCell {
 }
 
 /** A successful execution as the API shows it; null for failures and missing results. */
-export function jsonResult(result: ExecResult | undefined): { columns: string[]; rows: JsonCell[][]; rowCount: number; truncated: boolean } | null {
+export function jsonResult(result: ExecResult | undefined): z.output<typeof resultSchema> | null {
   if (!result?.ok) return null;
   return { columns: result.columns, rows: result.rows.map((r) => r.map(jsonCell)), rowCount: result.rowCount, truncated: result.truncated };
 }

@@ -1,39 +1,144 @@
-/** GET /openapi.json: an OpenAPI 3.1 document generated from the API's zod schemas. */
+/** GET /openapi.json: an OpenAPI 3.1 document built from the documented routes as they registered: their zod schemas and their docs. */
 import { z } from "zod";
 import type { Config } from "../config/index.js";
-import { ERROR_CATALOG } from "../errors/index.js";
-import { databaseSchema, errorSchema, registerPathSchema, sqlRequestSchema, sqlResponseSchema, uploadQuerySchema } from "./schemas.js";
+import { ERROR_CATALOG, type ErrorCode } from "../errors/index.js";
+import type { DocumentedRoute } from "./route-doc.js";
+import { componentName, errorSchema, type OpenApiDocument } from "./schemas.js";
 
-function jsonSchema(schema: z.ZodType, io: "input" | "output"): Record<string, unknown> {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
-  return rest;
+type Json = Record<string, unknown>;
+type Io = "input" | "output";
+type Schema = z.core.$ZodType;
+
+/** The codes every route behind `guardApi` can answer, after its own. */
+const GUARD_ERRORS: ErrorCode[] = ["BAD_REQUEST", "UNAUTHORIZED", "RATE_LIMITED", "SHUTTING_DOWN", "INTERNAL"];
+
+/** The named schemas met so far as JSON Schemas, and the way every schema enters the document. */
+interface Components {
+  schemas: Record<string, Json>;
+  /** `schema` as a $ref when it is a component, else inline with the components inside it as $refs. */
+  use(schema: Schema, io: Io): Json;
 }
 
-const errorRef = { $ref: "#/components/schemas/Error" };
+function components(): Components {
+  const schemas: Record<string, Json> = {};
+  const ref = (name: string, schema: Schema, io: Io): Json => {
+    if (!(name in schemas)) {
+      schemas[name] = {};
+      schemas[name] = inline(schema, io);
+    }
+    return { $ref: `#/components/schemas/${name}` };
+  };
+  const inline = (schema: Schema, io: Io): Json => {
+    const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+      target: "draft-2020-12",
+      io,
+      unrepresentable: "any",
+      override: ({ zodSchema, jsonSchema, path }) => {
+        const name = path.length > 0 ? componentName(zodSchema) : undefined;
+        if (name === undefined) return;
+        const target = jsonSchema as Json;
+        for (const key of Object.keys(target)) delete target[key];
+        Object.assign(target, ref(name, zodSchema, io));
+      },
+    }) as Json;
+    return rest;
+  };
+  return {
+    schemas,
+    use: (schema, io) => {
+      const name = componentName(schema);
+      return name === undefined ? inline(schema, io) : ref(name, schema, io);
+    },
+  };
+}
 
-function errors(...codes: (keyof typeof ERROR_CATALOG)[]): Record<string, unknown> {
-  const byStatus = new Map<number, string[]>();
-  for (const code of [...codes, "BAD_REQUEST", "UNAUTHORIZED", "RATE_LIMITED", "SHUTTING_DOWN", "INTERNAL"] as const) {
+function zodOf(value: unknown): z.ZodType | undefined {
+  return value instanceof z.ZodType ? value : undefined;
+}
+
+/** The schema a route registered for `status`: the status's own, else its class's (`4xx`). */
+function responseSchema(route: DocumentedRoute, status: number): z.ZodType | undefined {
+  const response = (route.schema.response ?? {}) as Record<string, unknown>;
+  return zodOf(response[String(status)]) ?? zodOf(response[`${String(status)[0]}xx`]);
+}
+
+/** One parameter per property of `schema` (an object), its description lifted onto the parameter. */
+function parameters(where: "path" | "query", schema: Schema | undefined, c: Components): Json[] {
+  if (!schema) return [];
+  const json = c.use(schema, "input") as { properties?: Record<string, Json>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, { description, ...rest }]) => ({
+    name,
+    in: where,
+    required: json.required?.includes(name) ?? false,
+    ...(description !== undefined ? { description } : {}),
+    schema: rest,
+  }));
+}
+
+function requestBody(route: DocumentedRoute, c: Components): Json | undefined {
+  const content: Json = {};
+  for (const [mediaType, body] of Object.entries(route.doc.bodies ?? {})) {
+    content[mediaType] = { schema: body === "binary" ? { type: "string", contentMediaType: mediaType } : c.use(body, "input") };
+  }
+  const json = zodOf(route.schema.body);
+  if (json) content["application/json"] = { schema: c.use(json, "input") };
+  return Object.keys(content).length > 0 ? { required: true, content } : undefined;
+}
+
+function successes(route: DocumentedRoute, c: Components): Json {
+  const out: Json = {};
+  for (const [status, meaning] of Object.entries(route.doc.responses)) {
+    if (typeof meaning !== "string") {
+      out[status] = { description: meaning.description, content: { [meaning.mediaType]: { schema: { type: "string" } } } };
+      continue;
+    }
+    const body = responseSchema(route, Number(status));
+    out[status] =
+      body && !(body instanceof z.ZodUndefined)
+        ? { description: meaning, content: { "application/json": { schema: c.use(body, "output") } } }
+        : { description: meaning };
+  }
+  return out;
+}
+
+/** One response per status of the route's codes (and a guarded route's), naming the codes. */
+function errors(route: DocumentedRoute, c: Components): Json {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of [...(route.doc.errors ?? []), ...(route.doc.guarded ? GUARD_ERRORS : [])]) {
     const status = ERROR_CATALOG[code].status;
     const list = byStatus.get(status) ?? [];
     if (!list.includes(code)) list.push(code);
     byStatus.set(status, list);
   }
-  const out: Record<string, unknown> = {};
+  const out: Json = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-    out[String(status)] = { description: list.join(", "), content: { "application/json": { schema: errorRef } } };
+    const schema = c.use(responseSchema(route, status) ?? errorSchema, "output");
+    out[String(status)] = { description: list.join(", "), content: { "application/json": { schema } } };
   }
   return out;
 }
 
-function json(ref: string): Record<string, unknown> {
-  return { "application/json": { schema: { $ref: `#/components/schemas/${ref}` } } };
+function operation(route: DocumentedRoute, security: Json[], c: Components): Json {
+  const params = [...parameters("path", zodOf(route.schema.params), c), ...parameters("query", zodOf(route.schema.querystring) ?? route.doc.query, c)];
+  const body = requestBody(route, c);
+  return {
+    summary: route.doc.summary,
+    ...(route.doc.guarded ? { security } : {}),
+    ...(params.length > 0 ? { parameters: params } : {}),
+    ...(body ? { requestBody: body } : {}),
+    responses: { ...successes(route, c), ...errors(route, c) },
+  };
 }
 
-/** Builds the OpenAPI document for an app configured with `config` (request bounds come from it). */
-export function buildOpenApi(config: Config): Record<string, unknown> {
+/** Builds the OpenAPI document of `routes` (recorded by `recordRoutes`) for an app configured with `config`. */
+export function buildOpenApi(config: Config, routes: readonly DocumentedRoute[]): OpenApiDocument {
+  const c = components();
   const security = config.server.apiKeys.length > 0 ? [{ bearer: [] }] : [];
-  const idParam = { name: "id", in: "path", required: true, schema: { type: "string" } };
+  const paths: Record<string, Json> = {};
+  for (const route of routes) {
+    const path = route.url.replace(/:(\w+)/g, "{$1}");
+    paths[path] = { ...paths[path], [route.method.toLowerCase()]: operation(route, security, c) };
+  }
   return {
     openapi: "3.1.0",
     info: {
@@ -43,118 +148,8 @@ export function buildOpenApi(config: Config): Record<string, unknown> {
     },
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "One of server.apiKeys (required on /v1 when any is configured)." } },
-      schemas: {
-        SqlRequest: jsonSchema(sqlRequestSchema(config), "input"),
-        SqlResponse: jsonSchema(sqlResponseSchema, "output"),
-        RegisterPath: jsonSchema(registerPathSchema, "input"),
-        Database: jsonSchema(databaseSchema, "output"),
-        DatabaseDetail: jsonSchema(
-          databaseSchema.extend({ schema: z.unknown().describe("The database's schema as the SQL layer describes it, or null.") }),
-          "output",
-        ),
-        DatabaseCreated: jsonSchema(databaseSchema.pick({ id: true, name: true, tables: true, source: true }), "output"),
-        Error: jsonSchema(errorSchema, "output"),
-      },
+      schemas: c.schemas,
     },
-    paths: {
-      "/v1/databases": {
-        post: {
-          summary: "Upload a SQLite file (raw body) or register a server-side path (JSON)",
-          security,
-          parameters: Object.entries((jsonSchema(uploadQuerySchema, "input").properties ?? {}) as Record<string, unknown>).map(([name, schema]) => ({
-            name,
-            in: "query",
-            required: false,
-            schema,
-          })),
-          requestBody: {
-            required: true,
-            content: {
-              "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } },
-              "application/vnd.sqlite3": { schema: { type: "string", contentMediaType: "application/vnd.sqlite3" } },
-              ...json("RegisterPath"),
-            },
-          },
-          responses: {
-            "201": { description: "Registered", content: json("DatabaseCreated") },
-            ...errors("PAYLOAD_TOO_LARGE", "DB_INVALID", "DB_FILE_NOT_FOUND", "DB_PATH_NOT_ALLOWED"),
-          },
-        },
-        get: {
-          summary: "The caller's uploads and every path registration",
-          security,
-          responses: {
-            "200": {
-              description: "Databases",
-              content: {
-                "application/json": {
-                  schema: {
-                    type: "object",
-                    properties: { databases: { type: "array", items: { $ref: "#/components/schemas/Database" } } },
-                    required: ["databases"],
-                  },
-                },
-              },
-            },
-            ...errors(),
-          },
-        },
-      },
-      "/v1/databases/{id}": {
-        get: {
-          summary: "One database with its schema",
-          security,
-          parameters: [idParam],
-          responses: { "200": { description: "The database", content: json("DatabaseDetail") }, ...errors("DB_NOT_FOUND") },
-        },
-        delete: {
-          summary: "Delete an upload",
-          security,
-          parameters: [idParam],
-          responses: { "204": { description: "Deleted" }, ...errors("DB_NOT_FOUND", "DB_READ_ONLY_ENTRY") },
-        },
-      },
-      "/v1/sql": {
-        post: {
-          summary: "Answer a question with one SQL query, its result, candidates and votes",
-          security,
-          requestBody: { required: true, content: json("SqlRequest") },
-          responses: {
-            "200": { description: "The answer", content: json("SqlResponse") },
-            ...errors("DB_NOT_FOUND", "QUEUE_FULL", "DEADLINE_EXCEEDED", "CANCELLED", "POLICY_ERROR", "CONTEXT_EXHAUSTED", "EXECUTOR_UNAVAILABLE"),
-          },
-        },
-      },
-      "/v1/stream": {
-        get: {
-          summary:
-            "WebSocket: send one SqlRequest message; receive every event as {type, ...}, then {type:'done', answer} or {type:'error', code, message, terminal:true}. Send {type:'cancel'} to stop. Auth: Authorization header or ?key=.",
-          security,
-          parameters: [
-            { name: "key", in: "query", required: false, schema: { type: "string" }, description: "API key for browsers, which cannot set WebSocket headers." },
-          ],
-          responses: { "101": { description: "Switching protocols" }, ...errors() },
-        },
-      },
-      "/healthz": { get: { summary: "Liveness: 200 while the process runs", responses: { "200": { description: "Alive" } } } },
-      "/readyz": {
-        get: {
-          summary:
-            "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder; profile; constrained: the default of requests that do not say) when the model is loaded and the server is not draining",
-          responses: {
-            "200": { description: "Ready" },
-            "503": { description: "MODEL_NOT_READY, SHUTTING_DOWN", content: { "application/json": { schema: errorRef } } },
-          },
-        },
-      },
-      "/metrics": {
-        get: {
-          summary: "Prometheus text exposition",
-          responses: { "200": { description: "Metrics", content: { "text/plain": { schema: { type: "string" } } } } },
-        },
-      },
-      "/openapi.json": { get: { summary: "This document", responses: { "200": { description: "OpenAPI 3.1" } } } },
-      "/": { get: { summary: "The playground page", responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } } } },
-    },
+    paths,
   };
 }

@@ -1,11 +1,12 @@
 /**
  * A zod type provider for fastify: route schemas are zod schemas, `request.body`/`params`/`query`
- * are typed as their output, and validation failures are the BAD_REQUEST `parseWith` throws.
+ * are typed as their output, replies as their response schemas' input, validation failures are the
+ * BAD_REQUEST `parseWith` throws, and responses are serialized with plain JSON.stringify.
  * Hand-written (about 20 lines) rather than fastify-type-provider-zod, whose versions for zod 4
  * require @fastify/swagger and openapi-types as peers; /openapi.json is built from the same
  * schemas by src/server/openapi.ts.
  */
-import type { FastifyInstance, FastifySchemaCompiler, FastifyTypeProvider, RawServerDefault } from "fastify";
+import type { FastifyInstance, FastifySchemaCompiler, FastifySerializerCompiler, FastifyTypeProvider, RawServerDefault } from "fastify";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FastifyBaseLogger } from "fastify";
 import type { z } from "zod";
@@ -33,3 +34,10 @@ export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> =
       return { error: error as Error };
     }
   };
+
+/**
+ * Serializes every response with JSON.stringify, as fastify does for a route without a response
+ * schema: a registered response schema types and documents the body but never reshapes it
+ * (fastify's default, fast-json-stringify, would drop undocumented fields and coerce types).
+ */
+export const jsonSerializerCompiler: FastifySerializerCompiler<z.ZodType> = () => (data) => JSON.stringify(data);

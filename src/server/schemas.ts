@@ -1,65 +1,82 @@
 /**
  * The zod schemas of the HTTP and WebSocket API: every body, parameter and query is parsed with
- * one of these, and /openapi.json is generated from them.
+ * one of these, every JSON response is registered with one (and typed from it), and /openapi.json
+ * is generated from them.
  */
 import { z } from "zod";
 import { FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 import { DECIDED_BY } from "../events/index.js";
 
+const componentNames = new WeakMap<object, string>();
+
+/** `schema`, named as an OpenAPI component: /openapi.json shows it once under #/components/schemas/`name` and refers to it there. */
+function component<S extends z.ZodType>(name: string, schema: S): S {
+  componentNames.set(schema, name);
+  return schema;
+}
+
+/** The OpenAPI component name of `schema`; undefined for a schema shown inline. */
+export function componentName(schema: object): string | undefined {
+  return componentNames.get(schema);
+}
+
 /** The body of POST /v1/sql (and the one message a /v1/stream client sends), bounded by `config`. */
 export function sqlRequestSchema(config: Config) {
-  return z
-    .object({
-      database: z.string().min(1).max(200).describe("Id of a registered database."),
-      question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
-      evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge."),
-      strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
-      candidates: z
-        .number()
-        .int()
-        .min(1)
-        .max(config.decoding.maxCandidates)
-        .optional()
-        .describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
-      branching: z.number().int().min(2).max(16).optional().describe(`Most children per tree node. Default ${config.decoding.branching}.`),
-      maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
-      maxTokens: z
-        .number()
-        .int()
-        .min(1)
-        .max(config.agent.maxTokens)
-        .optional()
-        .describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
-      feedback: z.enum(FEEDBACK_MODES).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
-      schemaHints: z
-        .boolean()
-        .optional()
-        .describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
-      temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
-      topP: z.number().gt(0).max(1).optional().describe(`Nucleus (top-p) threshold of non-greedy strategies. Default ${config.decoding.topP}.`),
-      seed: z
-        .number()
-        .int()
-        .min(0)
-        .max(2 ** 32 - 1)
-        .optional()
-        .describe("Seed for reproducible sampling."),
-      profile: z
-        .enum(PROFILE_IDS)
-        .optional()
-        .describe(
-          `The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`,
-        ),
-      constrained: z
-        .boolean()
-        .optional()
-        .describe(
-          "Constrain output to the tag structure and the schema's identifiers. Default the server's (decoding.constrained: on for the starter model only; /readyz says which).",
-        ),
-      includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
-    })
-    .strict();
+  return component(
+    "SqlRequest",
+    z
+      .object({
+        database: z.string().min(1).max(200).describe("Id of a registered database."),
+        question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
+        evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge."),
+        strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
+        candidates: z
+          .number()
+          .int()
+          .min(1)
+          .max(config.decoding.maxCandidates)
+          .optional()
+          .describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
+        branching: z.number().int().min(2).max(16).optional().describe(`Most children per tree node. Default ${config.decoding.branching}.`),
+        maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
+        maxTokens: z
+          .number()
+          .int()
+          .min(1)
+          .max(config.agent.maxTokens)
+          .optional()
+          .describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
+        feedback: z.enum(FEEDBACK_MODES).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
+        schemaHints: z
+          .boolean()
+          .optional()
+          .describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
+        temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
+        topP: z.number().gt(0).max(1).optional().describe(`Nucleus (top-p) threshold of non-greedy strategies. Default ${config.decoding.topP}.`),
+        seed: z
+          .number()
+          .int()
+          .min(0)
+          .max(2 ** 32 - 1)
+          .optional()
+          .describe("Seed for reproducible sampling."),
+        profile: z
+          .enum(PROFILE_IDS)
+          .optional()
+          .describe(
+            `The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`,
+          ),
+        constrained: z
+          .boolean()
+          .optional()
+          .describe(
+            "Constrain output to the tag structure and the schema's identifiers. Default the server's (decoding.constrained: on for the starter model only; /readyz says which).",
+          ),
+        includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
+      })
+      .strict(),
+  );
 }
 
 /** A parsed POST /v1/sql body. */
@@ -69,6 +86,9 @@ export type SqlRequest = z.infer<ReturnType<typeof sqlRequestSchema>>;
 export function streamRequestSchema(config: Config) {
   return sqlRequestSchema(config).extend({ type: z.literal("ask").optional() });
 }
+
+/** The query of GET /v1/stream, which authentication reads (fastify does not validate it). */
+export const streamQuerySchema = z.object({ key: z.string().optional().describe("API key for browsers, which cannot set WebSocket headers.") });
 
 /** A message a /v1/stream client may send after its request. */
 export const streamControlSchema = z.object({ type: z.literal("cancel") }).strict();
@@ -85,12 +105,15 @@ const displayName = z
   .refine((n) => n.trim() === n, "a database name may not begin or end with spaces");
 
 /** JSON body of POST /v1/databases registering a server-side path. */
-export const registerPathSchema = z
-  .object({
-    path: z.string().min(1).max(4096).describe("Absolute path of a SQLite file under one of server.allowedRoots."),
-    name: displayName.optional().describe("Display name; default the file name."),
-  })
-  .strict();
+export const registerPathSchema = component(
+  "RegisterPath",
+  z
+    .object({
+      path: z.string().min(1).max(4096).describe("Absolute path of a SQLite file under one of server.allowedRoots."),
+      name: displayName.optional().describe("Display name; default the file name."),
+    })
+    .strict(),
+);
 
 /** Query of POST /v1/databases for raw uploads. */
 export const uploadQuerySchema = z.object({ name: displayName.optional().describe("Display name of the uploaded database.") }).strict();
@@ -98,7 +121,8 @@ export const uploadQuerySchema = z.object({ name: displayName.optional().describ
 /** Path parameters of /v1/databases/:id. */
 export const databaseParamsSchema = z.object({ id: z.string().min(1).max(200) }).strict();
 
-const cellSchema = z
+/** A result cell as the API sends it. */
+export const cellSchema = z
   .union([z.string(), z.number(), z.null(), z.object({ base64: z.string() })])
   .describe("A cell: text, number (integers beyond 2^53 as decimal strings), null, or a BLOB as {base64}.");
 
@@ -161,58 +185,127 @@ export const usageSchema = z.object({
 });
 
 /** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */
-export const sqlResponseSchema = z.object({
-  sql: z.string().nullable(),
-  answerable: z
-    .boolean()
-    .describe(
-      "False when the model declared the question unanswerable, when the final SQL failed, when there is no final SQL, or when `confidence` is below `decoding.confidenceThreshold`; `reason` says which.",
-    ),
-  reason: z.string().optional(),
-  confidence: z
-    .number()
-    .min(0)
-    .max(1)
-    .nullable()
-    .describe(
-      'Estimated chance that the answer is right, in [0, 1] (README "How sure an answer is"): 0 without SQL that ran; null only from a decoder that does not compute it.',
-    ),
-  doubts: z.array(z.string()).optional().describe("What lowered `confidence`, in words, most first; absent when nothing did."),
-  error: z.object({ code: z.string(), message: z.string() }).optional().describe("The final SQL's error, when it failed."),
-  notice: z.string().optional().describe("Set when a random-weight placeholder model wrote the answer: its SQL is noise."),
-  result: resultSchema.nullable(),
-  candidates: z.array(candidateSchema),
-  winner: z.number().int().nullable(),
-  decidedBy: z.enum(DECIDED_BY).describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
-  shortfall: z.string().optional(),
-  trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
-  usage: usageSchema,
-  timings: z.object({
-    totalMs: z.number().describe("Server-side time from accepting the request to the answer."),
-    queueMs: z.number().describe("Time spent waiting for a generation slot."),
-    decodeMs: z.number().describe("Time the decoder reported for itself."),
-    firstTokenMs: z.number().optional(),
+export const sqlResponseSchema = component(
+  "SqlResponse",
+  z.object({
+    sql: z.string().nullable(),
+    answerable: z
+      .boolean()
+      .describe(
+        "False when the model declared the question unanswerable, when the final SQL failed, when there is no final SQL, or when `confidence` is below `decoding.confidenceThreshold`; `reason` says which.",
+      ),
+    reason: z.string().optional(),
+    confidence: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .describe(
+        'Estimated chance that the answer is right, in [0, 1] (README "How sure an answer is"): 0 without SQL that ran; null only from a decoder that does not compute it.',
+      ),
+    doubts: z.array(z.string()).optional().describe("What lowered `confidence`, in words, most first; absent when nothing did."),
+    error: z.object({ code: z.string(), message: z.string() }).optional().describe("The final SQL's error, when it failed."),
+    notice: z.string().optional().describe("Set when a random-weight placeholder model wrote the answer: its SQL is noise."),
+    result: resultSchema.nullable(),
+    candidates: z.array(candidateSchema),
+    winner: z.number().int().nullable(),
+    decidedBy: z.enum(DECIDED_BY).describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
+    shortfall: z.string().optional(),
+    trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
+    usage: usageSchema,
+    timings: z.object({
+      totalMs: z.number().describe("Server-side time from accepting the request to the answer."),
+      queueMs: z.number().describe("Time spent waiting for a generation slot."),
+      decodeMs: z.number().describe("Time the decoder reported for itself."),
+      firstTokenMs: z.number().optional(),
+    }),
   }),
-});
+);
+
+/** The API's view of an answer (POST /v1/sql response body and the stream's `done.answer`). */
+export type SqlResponse = z.output<typeof sqlResponseSchema>;
+
+/** A registered database as the API shows it: never its owner or its path on the server. */
+export const databaseSchema = component(
+  "Database",
+  z.object({
+    id: z.string(),
+    name: z.string(),
+    source: z.enum(["path", "upload", "postgres"]),
+    tables: z.array(z.string()),
+    sizeBytes: z.number().int(),
+    registeredAt: z.string(),
+  }),
+);
 
 /** A registered database as the API shows it. */
-export const databaseSchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  source: z.enum(["path", "upload", "postgres"]),
-  tables: z.array(z.string()),
-  sizeBytes: z.number().int().optional(),
-  registeredAt: z.string().optional(),
-  path: z.string().optional().describe("The server-side path (path registrations only)."),
+export type DatabaseView = z.output<typeof databaseSchema>;
+
+/** The response of GET /v1/databases. */
+export const databaseListSchema = z.object({ databases: z.array(databaseSchema) });
+
+/** The response of GET /v1/databases/:id. */
+export const databaseDetailSchema = component(
+  "DatabaseDetail",
+  databaseSchema.extend({ schema: z.unknown().describe("The database's schema as the SQL layer describes it, or null.") }),
+);
+
+/** The response of POST /v1/databases (201). */
+export const databaseCreatedSchema = component(
+  "DatabaseCreated",
+  databaseSchema.pick({ id: true, name: true, tables: true, source: true }).extend({
+    warning: z.string().optional().describe("Set when the database has no tables: every question about it will fail."),
+  }),
+);
+
+/** The response of GET /healthz. */
+export const healthSchema = z.object({ status: z.literal("ok") });
+
+/** The response of GET /readyz (200): the loaded model, the defaults requests get, and the generation queue. */
+export const readySchema = z.object({
+  status: z.literal("ready"),
+  modelName: z.string(),
+  policy: z.object({
+    backend: z.enum(["llama", "remote", "scripted"]),
+    model: z.string(),
+    device: z.string(),
+    contextSize: z.number().int(),
+    maxSequences: z.number().int(),
+    lora: z.array(z.string()).optional().describe("File names of the LoRA adapters applied, in order."),
+  }),
+  modelOrigin: z.enum(["configured", "starter", "placeholder"]).optional().describe("Where the model came from, when the runtime says."),
+  profile: z.object({ id: z.string(), reason: z.string() }).optional().describe("The profile requests get when they name none, and why."),
+  constrained: z.boolean().optional().describe("Whether requests that do not say `constrained` are decoded constrained."),
+  queue: z.object({ running: z.number().int(), waiting: z.number().int(), maxConcurrent: z.number().int(), maxQueued: z.number().int() }),
 });
 
-/** The body of every error response. */
-export const errorSchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string(), code: z.string().optional() })).optional(),
-  details: z.record(z.string(), z.unknown()).optional(),
+/** The response of GET /openapi.json, in outline. */
+export const openApiSchema = z.object({
+  openapi: z.string(),
+  info: z.object({ title: z.string(), version: z.string(), description: z.string() }),
+  components: z.record(z.string(), z.unknown()),
+  paths: z.record(z.string(), z.record(z.string(), z.unknown())),
 });
+
+/** The OpenAPI document /openapi.json serves. */
+export type OpenApiDocument = z.output<typeof openApiSchema>;
+
+/** The body of every error response. */
+export const errorSchema = component(
+  "Error",
+  z.object({
+    code: z.string(),
+    message: z.string(),
+    issues: z.array(z.object({ path: z.array(z.union([z.string(), z.number()])), message: z.string(), code: z.string().optional() })).optional(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+);
+
+/** The response of a status without a body (204). */
+export const noBodySchema = z.undefined();
+
+/** `schema.response` entries for every error status: each error body is {@link errorSchema}. */
+export const errorResponses = { "4xx": errorSchema, "5xx": errorSchema } as const;
 
 /**
  * Parses `value` with `schema`; on failure throws BAD_REQUEST whose issues carry the zod paths

@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import type { RouteDoc } from "../../src/server/route-doc.js";
 import { makeApp, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;
@@ -30,5 +32,38 @@ describe("GET /openapi.json", () => {
     expect(response.properties.doubts.type).toBe("array");
     expect(doc.paths["/v1/sql"].post.responses["503"].description).toContain("QUEUE_FULL");
     expect(doc.paths["/v1/sql"].post.security).toEqual([{ bearer: [] }]);
+  });
+
+  it("describes exactly the routes registered with a doc, from their own schemas", async () => {
+    t = await makeApp();
+    const doc: RouteDoc = { summary: "A route added after the app was built", errors: ["DB_NOT_FOUND"], responses: { 200: "Counted" } };
+    const params = z.object({ n: z.string().describe("A number.") });
+    t.app.get("/extra/:n", { schema: { params, response: { 200: z.object({ n: z.number() }) } }, config: { doc } }, async () => ({ n: 1 }));
+    const paths = (await t.app.inject({ method: "GET", url: "/openapi.json" })).json().paths;
+    const methods = Object.fromEntries(Object.entries(paths).map(([path, ops]) => [path, Object.keys(ops as object).sort()]));
+    expect(methods).toEqual({
+      "/v1/databases": ["get", "post"],
+      "/v1/databases/{id}": ["delete", "get"],
+      "/v1/sql": ["post"],
+      "/v1/stream": ["get"],
+      "/healthz": ["get"],
+      "/readyz": ["get"],
+      "/metrics": ["get"],
+      "/openapi.json": ["get"],
+      "/": ["get"],
+      "/extra/{n}": ["get"],
+    });
+    const extra = paths["/extra/{n}"].get;
+    expect(extra.summary).toBe(doc.summary);
+    expect(extra.parameters).toEqual([{ name: "n", in: "path", required: true, description: "A number.", schema: { type: "string" } }]);
+    expect(extra.responses["200"].content["application/json"].schema.properties.n.type).toBe("number");
+    expect(extra.responses["404"].description).toBe("DB_NOT_FOUND");
+    expect(extra).not.toHaveProperty("security");
+    expect(paths["/v1/databases"].get.responses["200"].content["application/json"].schema.properties.databases.items).toEqual({
+      $ref: "#/components/schemas/Database",
+    });
+    expect(Object.keys(paths["/v1/databases"].post.requestBody.content)).toEqual(
+      expect.arrayContaining(["application/json", "application/octet-stream", "application/vnd.sqlite3", "application/x-sqlite3"]),
+    );
   });
 });

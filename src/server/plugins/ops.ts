@@ -1,11 +1,22 @@
 /** Operations: the x-request-id header, request metrics, /healthz, /readyz, /metrics and /openapi.json. */
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
+import type { z } from "zod";
 import { ReexError } from "../../errors/index.js";
 import { modelDisplayName, type PolicyInfo } from "../../policy/index.js";
 import { buildOpenApi } from "../openapi.js";
+import type { ZodTypeProvider } from "../provider.js";
+import type { DocumentedRoute, RouteDoc } from "../route-doc.js";
+import { errorResponses, healthSchema, openApiSchema, readySchema, type OpenApiDocument } from "../schemas.js";
 
-const ops: FastifyPluginAsync = async (app) => {
+/** Options of the operations plugin. */
+export interface OpsOptions {
+  /** The app's documented routes (`recordRoutes`), complete once the app is ready: /openapi.json describes them. */
+  routes: readonly DocumentedRoute[];
+}
+
+const ops: FastifyPluginAsync<OpsOptions> = async (instance, { routes }) => {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const state = app.reex;
   const { config, deps, queue } = state;
   const sc = config.server;
@@ -21,14 +32,21 @@ const ops: FastifyPluginAsync = async (app) => {
 
   const quiet = { logLevel: "warn" as const };
   const guarded = sc.protectOpsEndpoints ? { ...quiet, onRequest: async (request: FastifyRequest) => app.authenticate(request) } : quiet;
-  app.get("/healthz", quiet, async () => ({ status: "ok" }));
+  const healthDoc: RouteDoc = { summary: "Liveness: 200 while the process runs", responses: { 200: "Alive" } };
+  app.get("/healthz", { ...quiet, schema: { response: { 200: healthSchema } }, config: { doc: healthDoc } }, async () => ({ status: "ok" as const }));
 
-  app.get("/readyz", guarded, async () => {
+  const readyDoc: RouteDoc = {
+    summary:
+      "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder; profile; constrained: the default of requests that do not say) when the model is loaded and the server is not draining",
+    errors: ["MODEL_NOT_READY", "SHUTTING_DOWN"],
+    responses: { 200: "Ready" },
+  };
+  app.get("/readyz", { ...guarded, schema: { response: { 200: readySchema, ...errorResponses } }, config: { doc: readyDoc } }, async () => {
     if (state.draining) throw new ReexError("SHUTTING_DOWN", "the server is shutting down");
     const p = state.policy();
     if (!p) throw new ReexError("MODEL_NOT_READY", "the model is still loading");
     return {
-      status: "ready",
+      status: "ready" as const,
       modelName: modelDisplayName(p.info),
       policy: publicPolicyInfo(p.info),
       ...(deps.model ? { modelOrigin: deps.model.origin } : {}),
@@ -38,16 +56,22 @@ const ops: FastifyPluginAsync = async (app) => {
     };
   });
 
-  app.get("/metrics", guarded, async (_request, reply) => {
+  const metricsDoc: RouteDoc = { summary: "Prometheus text exposition", responses: { 200: { description: "Metrics", mediaType: "text/plain" } } };
+  app.get("/metrics", { ...guarded, config: { doc: metricsDoc } }, async (_request, reply) => {
     return reply.type("text/plain; version=0.0.4; charset=utf-8").send(state.metrics.registry.render());
   });
 
-  const openapi = buildOpenApi(config);
-  app.get("/openapi.json", async () => openapi);
+  let openapi: OpenApiDocument | undefined;
+  const openapiDoc: RouteDoc = { summary: "This document", responses: { 200: "OpenAPI 3.1" } };
+  app.get(
+    "/openapi.json",
+    { schema: { response: { 200: openApiSchema } }, config: { doc: openapiDoc } },
+    async () => (openapi ??= buildOpenApi(config, routes)),
+  );
 };
 
 /** What /readyz shows of the policy: names, never a path on the server's disk. */
-function publicPolicyInfo(info: PolicyInfo): Record<string, unknown> {
+function publicPolicyInfo(info: PolicyInfo): z.output<typeof readySchema>["policy"] {
   const base = (file: string): string => file.split(/[\\/]/).filter(Boolean).pop() ?? file;
   return {
     backend: info.backend,
@@ -60,4 +84,4 @@ function publicPolicyInfo(info: PolicyInfo): Record<string, unknown> {
 }
 
 /** Health, readiness, metrics and the OpenAPI document (readiness and metrics behind keys with server.protectOpsEndpoints). */
-export const opsPlugin = fp(ops, { name: "reex-ops", dependencies: ["reex-auth"] });
+export const opsPlugin = fp<OpsOptions>(ops, { name: "reex-ops", dependencies: ["reex-auth"] });

@@ -5,8 +5,21 @@ import type { FastifyPluginAsync } from "fastify";
 import type { Config } from "../../config/index.js";
 import { ReexError } from "../../errors/index.js";
 import { loadSchema } from "../../sql/index.js";
-import { databaseParamsSchema, parseWith, registerPathSchema, uploadQuerySchema } from "../schemas.js";
+import { UPLOAD_TYPES } from "../http-errors.js";
 import type { ZodTypeProvider } from "../provider.js";
+import type { RouteDoc } from "../route-doc.js";
+import {
+  databaseCreatedSchema,
+  databaseDetailSchema,
+  databaseListSchema,
+  databaseParamsSchema,
+  errorResponses,
+  noBodySchema,
+  parseWith,
+  registerPathSchema,
+  uploadQuerySchema,
+  type DatabaseView,
+} from "../schemas.js";
 import type { RegistryEntry } from "../types.js";
 
 function isInside(child: string, root: string): boolean {
@@ -49,7 +62,7 @@ async function allowedPath(requested: string, config: Config): Promise<string> {
 }
 
 /** An entry as the API shows it: no owner and no server path, for uploads and path registrations alike. */
-export function publicEntry(entry: RegistryEntry): Record<string, unknown> {
+export function publicEntry(entry: RegistryEntry): DatabaseView {
   return {
     id: entry.id,
     name: entry.name,
@@ -72,6 +85,16 @@ function withoutPath(schema: unknown): unknown {
   return rest;
 }
 
+/** POST /v1/databases: the handler parses the query and the body itself, as the body is either a raw upload or JSON. */
+const registerDoc: RouteDoc = {
+  summary: "Upload a SQLite file (raw body) or register a server-side path (JSON)",
+  guarded: true,
+  errors: ["PAYLOAD_TOO_LARGE", "DB_INVALID", "DB_FILE_NOT_FOUND", "DB_PATH_NOT_ALLOWED"],
+  responses: { 201: "Registered" },
+  query: uploadQuerySchema,
+  bodies: { ...Object.fromEntries(UPLOAD_TYPES.map((type) => [type, "binary" as const])), "application/json": registerPathSchema },
+};
+
 /** Registers the /v1/databases routes. */
 export const databaseRoutes: FastifyPluginAsync = async (instance) => {
   const app = instance.withTypeProvider<ZodTypeProvider>();
@@ -80,7 +103,7 @@ export const databaseRoutes: FastifyPluginAsync = async (instance) => {
 
   const describe = state.deps.describe ?? describeSchema;
 
-  app.post("/databases", async (request, reply) => {
+  app.post("/databases", { schema: { response: { 201: databaseCreatedSchema, ...errorResponses } }, config: { doc: registerDoc } }, async (request, reply) => {
     const owner = request.reexOwner;
     let entry: RegistryEntry;
     if (Buffer.isBuffer(request.body)) {
@@ -101,21 +124,29 @@ export const databaseRoutes: FastifyPluginAsync = async (instance) => {
     return reply.code(201).send({ id: entry.id, name: entry.name, tables: entry.tables, source: entry.source, ...empty });
   });
 
-  app.get("/databases", async (request) => {
+  const listDoc: RouteDoc = { summary: "The caller's uploads and every path registration", guarded: true, responses: { 200: "Databases" } };
+  app.get("/databases", { schema: { response: { 200: databaseListSchema, ...errorResponses } }, config: { doc: listDoc } }, async (request) => {
     const owner = request.reexOwner;
     return { databases: (await registry.list(owner)).map(publicEntry) };
   });
 
-  app.get("/databases/:id", { schema: { params: databaseParamsSchema } }, async (request) => {
+  const detail = { params: databaseParamsSchema, response: { 200: databaseDetailSchema, ...errorResponses } };
+  const detailDoc: RouteDoc = { summary: "One database with its schema", guarded: true, errors: ["DB_NOT_FOUND"], responses: { 200: "The database" } };
+  app.get("/databases/:id", { schema: detail, config: { doc: detailDoc } }, async (request) => {
     const { id } = request.params;
     const entry = await registry.get(id, request.reexOwner);
     return { ...publicEntry(entry), schema: withoutPath(await describe(entry)) ?? null };
   });
 
-  app.delete("/databases/:id", { schema: { params: databaseParamsSchema } }, async (request, reply) => {
-    const { id } = request.params;
-    await registry.remove(id, request.reexOwner);
-    request.log.info({ database: id }, "database deleted");
-    return reply.code(204).send();
-  });
+  const deleteDoc: RouteDoc = { summary: "Delete an upload", guarded: true, errors: ["DB_NOT_FOUND", "DB_READ_ONLY_ENTRY"], responses: { 204: "Deleted" } };
+  app.delete(
+    "/databases/:id",
+    { schema: { params: databaseParamsSchema, response: { 204: noBodySchema, ...errorResponses } }, config: { doc: deleteDoc } },
+    async (request, reply) => {
+      const { id } = request.params;
+      await registry.remove(id, request.reexOwner);
+      request.log.info({ database: id }, "database deleted");
+      return reply.code(204).send();
+    },
+  );
 };

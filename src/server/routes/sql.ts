@@ -3,13 +3,21 @@ import type { FastifyPluginAsync } from "fastify";
 import { ReexError } from "../../errors/index.js";
 import { answerQuestion } from "../answer.js";
 import type { ZodTypeProvider } from "../provider.js";
-import { sqlRequestSchema } from "../schemas.js";
+import type { RouteDoc } from "../route-doc.js";
+import { errorResponses, sqlRequestSchema, sqlResponseSchema } from "../schemas.js";
 
 /** Registers POST /v1/sql. */
 export const sqlRoutes: FastifyPluginAsync = async (instance) => {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const state = app.reex;
-  app.post("/sql", { schema: { body: sqlRequestSchema(state.config) } }, async (request, reply) => {
+  const schema = { body: sqlRequestSchema(state.config), response: { 200: sqlResponseSchema, ...errorResponses } };
+  const doc: RouteDoc = {
+    summary: "Answer a question with one SQL query, its result, candidates and votes",
+    guarded: true,
+    errors: ["DB_NOT_FOUND", "QUEUE_FULL", "DEADLINE_EXCEEDED", "CANCELLED", "POLICY_ERROR", "CONTEXT_EXHAUSTED", "EXECUTOR_UNAVAILABLE"],
+    responses: { 200: "The answer" },
+  };
+  app.post("/sql", { schema, config: { doc } }, async (request, reply) => {
     const body = request.body;
     const gone = new AbortController();
     const onClose = (): void => {

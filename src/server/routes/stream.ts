@@ -11,7 +11,8 @@ import type { ReexEvent } from "../../events/index.js";
 import { answerQuestion } from "../answer.js";
 import { toApiError } from "../http-errors.js";
 import { jsonSafe } from "../json.js";
-import { parseWith, streamControlSchema, streamRequestSchema } from "../schemas.js";
+import type { RouteDoc } from "../route-doc.js";
+import { errorResponses, parseWith, streamControlSchema, streamQuerySchema, streamRequestSchema } from "../schemas.js";
 
 /** Unsent bytes a slow client may accumulate before its work is cancelled. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -36,7 +37,14 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
   const state = app.reex;
   const requestSchema = streamRequestSchema(state.config);
 
-  app.get("/stream", { websocket: true }, (socket: WebSocket, request) => {
+  const doc: RouteDoc = {
+    summary:
+      "WebSocket: send one SqlRequest message; receive every event as {type, ...}, then {type:'done', answer} or {type:'error', code, message, terminal:true}. Send {type:'cancel'} to stop. Auth: Authorization header or ?key=.",
+    guarded: true,
+    query: streamQuerySchema,
+    responses: { 101: "Switching protocols" },
+  };
+  app.get("/stream", { websocket: true, schema: { response: errorResponses }, config: { doc } }, (socket: WebSocket, request) => {
     state.sockets.add(socket);
     const owner = request.reexOwner;
     const log = request.log;
