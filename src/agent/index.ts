@@ -1,6 +1,5 @@
 /** The agent: model profiles, prompts, response parsing, probe feedback, the stepwise rollout and constrained-decoding grammars. */
 export { FEEDBACK_MODES, PROMPT_FAMILIES, type FeedbackMode, type PromptFamily } from "./types.js";
-export { REEX_SYNTAX, closeTag, openTag, tagWith, type ResponseSyntax, type TagRole } from "./syntax.js";
 export {
   PROFILES,
   PROFILE_IDS,
@@ -33,8 +32,7 @@ export {
 } from "./rollout.js";
 export { NameBinding } from "./binding.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
-export { preparePrompt } from "./inputs.js";
-export { repairTables, type TableRepair, type TableSwap } from "./repair.js";
+export type { TableSwap } from "./repair.js";
 export { suspectCondition } from "./conditions.js";
-export { COVERAGE_SCORE, repairCoverage, rowsAsked, type CoverageFix, type CoverageInput, type CoverageRepair } from "./coverage.js";
-export { NAMED_SCORE, repairLiterals, type LiteralFix, type LiteralRepair, type NamedValue, type ReadRows } from "./literals.js";
+export type { CoverageFix } from "./coverage.js";
+export type { LiteralFix } from "./literals.js";

@@ -8,3 +8,8 @@ export { FAMILY_INSTRUCTIONS, ROLE_TEXT, UNANSWERABLE_MARKER, systemPrompt } fro
 export { unwrapSql } from "./parse.js";
 export { LIMIT_FEEDBACK, LOCKED_FEEDBACK, REPEATED_PROBE_FEEDBACK, TIMEOUT_FEEDBACK, schemaHint, wrapFeedback } from "./feedback.js";
 export { buildGrammar } from "./grammar.js";
+export { tagWith } from "./syntax.js";
+export { preparePrompt } from "./inputs.js";
+export { repairTables } from "./repair.js";
+export { repairCoverage, rowsAsked } from "./coverage.js";
+export { repairLiterals, type NamedValue, type ReadRows } from "./literals.js";

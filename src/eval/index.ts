@@ -1,42 +1,6 @@
 /** Evaluation harness: BIRD/Spider loaders, EX metrics under every rule, the runner, the self-check and reports. */
-export {
-  alignPredictions,
-  detectLayout,
-  loadDataset,
-  loadPredictions,
-  parseDataset,
-  parsePredictions,
-  resolveDbPath,
-  type Dataset,
-  type DatasetLayout,
-  type EvalItem,
-  type LoadDatasetOptions,
-  type Prediction,
-} from "./datasets.js";
-export {
-  DIFFICULTY_ORDER,
-  EX_RULES,
-  aggregate,
-  compareResults,
-  copyCount,
-  pairedDifference,
-  scoreItem,
-  sortDifficulties,
-  summarize,
-  type CandidateInput,
-  type CandidateScore,
-  type CopyCount,
-  type ExRule,
-  type ItemScore,
-  type LatencyStats,
-  type Metrics,
-  type PairedDifference,
-  type PredictionErrorCategory,
-  type RuleRates,
-  type RuleScores,
-  type ScoreInput,
-  type Summary,
-} from "./metrics.js";
+export { alignPredictions, loadDataset, parsePredictions, type DatasetLayout, type EvalItem } from "./datasets.js";
+export { EX_RULES, compareResults, copyCount, pairedDifference, type ExRule, type ItemScore } from "./metrics.js";
 export {
   DEFAULT_EVAL_MAX_ROWS,
   DEFAULT_EVAL_TIMEOUT_MS,
@@ -45,13 +9,7 @@ export {
   scorePredictions,
   selfCheck,
   type EvalExecOptions,
-  type EvalProgress,
   type EvalRun,
-  type EvalRunConfig,
-  type RunEvalOptions,
-  type ScorePredictionsOptions,
-  type SelfCheckFailure,
-  type SelfCheckResult,
 } from "./run.js";
-export { createReport, renderHtml, writeReport, type CreateReportOptions, type EvalReport } from "./report.js";
-export { createProgressBar, renderProgressLine, type ProgressBar, type ProgressBarOptions, type ProgressStream } from "./progress.js";
+export { createReport, writeReport } from "./report.js";
+export { createProgressBar, type ProgressBar, type ProgressStream } from "./progress.js";

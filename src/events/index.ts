@@ -5,13 +5,13 @@
 import type { ExecResult } from "../sql/index.js";
 
 /** Sampled text from one trajectory. */
-export interface TokenEvent {
+interface TokenEvent {
   type: "token";
   path: string;
   text: string;
 }
 /** The model wrote a probe query; the server is about to execute it. */
-export interface ProbeEvent {
+interface ProbeEvent {
   type: "probe";
   path: string;
   step: number;
@@ -20,7 +20,7 @@ export interface ProbeEvent {
   retried?: true;
 }
 /** The executor answered a probe; `feedback` is the exact text injected as `<result>`. */
-export interface ResultEvent {
+interface ResultEvent {
   type: "result";
   path: string;
   step: number;
@@ -33,7 +33,7 @@ export interface ResultEvent {
  * (`agent.repairLiterals`), and/or with what the question names and it left out put in
  * (`agent.repairCoverage`); `repaired` ran and is the trajectory's answer.
  */
-export interface RepairEvent {
+interface RepairEvent {
   type: "repair";
   path: string;
   /** The model's final SQL. */
@@ -51,7 +51,7 @@ export interface RepairEvent {
  * ON conditions) are in none of the list's tables, and draws it again from just past that FROM,
  * holding the list to `columns` too: the tokens that follow are the new draw (see `NameBinding.rebind`).
  */
-export interface RebindEvent {
+interface RebindEvent {
   type: "rebind";
   path: string;
   /** The SQL as first drawn. */
@@ -60,20 +60,20 @@ export interface RebindEvent {
   columns: string[];
 }
 /** A tree node expanded into a new branch forked from `parent`. */
-export interface BranchEvent {
+interface BranchEvent {
   type: "branch";
   path: string;
   parent: string | null;
   depth: number;
 }
 /** A branch was dropped, with why. */
-export interface PruneEvent {
+interface PruneEvent {
   type: "prune";
   path: string;
   reason: "probe_error" | "sql_error" | "duplicate_result" | "budget" | "cancelled";
 }
 /** A trajectory committed to a final SQL (or gave up). */
-export interface CandidateEvent {
+interface CandidateEvent {
   type: "candidate";
   path: string;
   index: number;
@@ -94,7 +94,7 @@ export const DECIDED_BY = ["majority", "tie-logprob", "tie-first", "fallback-log
 export type DecidedBy = (typeof DECIDED_BY)[number];
 
 /** The vote over executed candidates. */
-export interface VoteEvent {
+interface VoteEvent {
   type: "vote";
   winner: number | null;
   /** `empty`: the group's result says only "nothing matched", so it won only if nothing else ran. */
@@ -103,7 +103,7 @@ export interface VoteEvent {
   decidedBy: DecidedBy;
 }
 /** The request's answer. */
-export interface FinalEvent {
+interface FinalEvent {
   type: "final";
   sql: string | null;
   answerable: boolean;
@@ -112,7 +112,7 @@ export interface FinalEvent {
   confidence?: number;
 }
 /** A failure that ended a trajectory or the request. */
-export interface ErrorEvent {
+interface ErrorEvent {
   type: "error";
   path?: string;
   code: string;

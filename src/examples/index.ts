@@ -8,42 +8,25 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, posix, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { packageRoot } from "../paths/index.js";
-import { clinic } from "./clinic.js";
-import { music } from "./music.js";
 import { Rng } from "./prng.js";
-import { retail } from "./retail.js";
 import { UNANSWERABLE_QUESTIONS } from "./unanswerable.js";
 import type { BirdQuestion, ExampleDatabase, ExampleSet } from "./types.js";
+import { BUILD_MARKER, EXAMPLE_DATABASES, exampleDbPath, PAGE_SIZE } from "./layout.js";
 
-export type { BirdQuestion, Difficulty, ExampleDatabase, ExampleQuestion, ExampleSet } from "./types.js";
+export type { BirdQuestion, Difficulty } from "./types.js";
 export { Rng } from "./prng.js";
-export { UNANSWERABLE_QUESTIONS, type UnanswerableQuestion } from "./unanswerable.js";
 
 /** File name of the unanswerable questions written beside {@link QUESTIONS_FILE}. Default `unanswerable.json`. */
 export const UNANSWERABLE_FILE = "unanswerable.json";
 
 /** Bump when a generator's data changes without its DDL or questions changing; part of the build key. Currently 1. */
-export const GENERATOR_VERSION = 1;
-
-/** The example databases, in build and question-id order: retail, clinic, music. */
-export const EXAMPLE_DATABASES: readonly ExampleDatabase[] = [retail, clinic, music];
+const GENERATOR_VERSION = 1;
 
 /** File name of the question list written next to `databases/`. Default `questions.json`. */
 export const QUESTIONS_FILE = "questions.json";
 
-/** File name of the marker that records the build key and each output's sha256. Default `.build-hash`. */
-export const BUILD_MARKER = ".build-hash";
-
-/** SQLite page size of every example file. Default 4096. */
-export const PAGE_SIZE = 4096;
-
 /** Where `buildExamples` writes when no directory is given. Default `<package root>/examples`. */
 export const DEFAULT_EXAMPLES_DIR = join(packageRoot(), "examples");
-
-/** Path of one database inside an output root, BIRD style: `<outDir>/databases/<dbId>/<dbId>.sqlite`. */
-export function exampleDbPath(outDir: string, dbId: string): string {
-  return join(outDir, "databases", dbId, `${dbId}.sqlite`);
-}
 
 /** All questions with global ids in BIRD's dev.json layout, numbered from 0 in database order. */
 export function exampleQuestions(): BirdQuestion[] {
@@ -57,7 +40,7 @@ export function exampleQuestions(): BirdQuestion[] {
 }
 
 /** The unanswerable questions in BIRD's layout, marked `"answerable": false` with no gold SQL, numbered from 0. */
-export function unanswerableQuestions(): (Omit<BirdQuestion, "SQL" | "difficulty"> & { SQL: null; answerable: false; why: string })[] {
+function unanswerableQuestions(): (Omit<BirdQuestion, "SQL" | "difficulty"> & { SQL: null; answerable: false; why: string })[] {
   return UNANSWERABLE_QUESTIONS.map((q, i) => ({
     question_id: i,
     db_id: q.db_id,
@@ -70,7 +53,7 @@ export function unanswerableQuestions(): (Omit<BirdQuestion, "SQL" | "difficulty
 }
 
 /** The key a build is valid for: generator version, SQLite version, every schema and question. */
-export function buildKey(): string {
+function buildKey(): string {
   const memory = new Database(":memory:");
   const sqliteVersion = (memory.prepare("SELECT sqlite_version() AS v").get() as { v: string }).v;
   memory.close();
@@ -85,7 +68,7 @@ export function buildKey(): string {
 }
 
 /** Writes one database to `path` (which must not exist) and checks its foreign keys before closing. */
-export function writeExampleDb(def: ExampleDatabase, path: string): void {
+function writeExampleDb(def: ExampleDatabase, path: string): void {
   const db = new Database(path);
   try {
     db.pragma(`page_size = ${PAGE_SIZE}`);

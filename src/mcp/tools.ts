@@ -31,9 +31,6 @@ export interface ToolDef {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
 }
 
-/** The MCP names of reex's tools. */
-export const TOOL_NAMES = ["list_databases", "describe_database", "run_sql", "ask"] as const;
-
 const databaseField = z.string().min(1).max(200).describe("Id or unique name of a registered database (see list_databases).");
 
 /** Input schemas of the tools, bounded by `config` as the REST API's are. */

@@ -9,16 +9,13 @@ export type {
   ModelMetadata,
   Policy,
   PolicyInfo,
-  PromptPart,
   PromptSpec,
-  StartOptions,
   StepCost,
-  StopReason,
   TokenRecord,
   TokenUsage,
   Trajectory,
 } from "./types.js";
-export { createLlamaPolicy, type LlamaPolicyOptions } from "./llama.js";
-export { createRemotePolicy, type RemotePolicyOptions } from "./remote/index.js";
+export { createLlamaPolicy } from "./llama.js";
+export { createRemotePolicy } from "./remote/index.js";
 export { modelDisplayName } from "./info.js";
-export { modelsCacheDir, PACKAGED_MODELS, pullModel, type PackagedModel, type PullOptions } from "./pull.js";
+export { modelsCacheDir, PACKAGED_MODELS, pullModel } from "./pull.js";

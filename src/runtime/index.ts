@@ -3,8 +3,7 @@
  * databases registered), the executor pool, the policy and the decoder. The server, `reex ask`
  * and `reex eval` all start from here, so they run the same code.
  */
-import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { ProfileId } from "../agent/index.js";
 import type { Config } from "../config/index.js";
 import { createDecoder } from "../decoding/index.js";
@@ -12,19 +11,14 @@ import type { Decode } from "../decoding/index.js";
 import { buildExamples } from "../examples/index.js";
 import { ReexError } from "../errors/index.js";
 import { createLlamaPolicy, createRemotePolicy } from "../policy/index.js";
-import { buildTinyModel, writeFileAtomic } from "../policy/tooling.js";
 import type { Policy } from "../policy/index.js";
 import { openPostgresSource, parseSourceSetting, type PostgresSource } from "../pg/index.js";
 import { DatabaseRegistry, ExecutorPool, loadSchema, unregisterSource } from "../sql/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
-
-/** File name of the project's own starter policy inside `policy.modelsDir`. */
-export const STARTER_MODEL = "reex-starter.gguf";
-/** Placeholder written when no starter model is present: random weights, real tokenizer and shapes. */
-export const PLACEHOLDER_MODEL = "reex-tiny-random.gguf";
+import { PLACEHOLDER_MODEL, resolveModel, STARTER_MODEL } from "./model.js";
 
 /** What every front end says of an answer the placeholder model wrote. */
-export const PLACEHOLDER_NOTICE = `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
+const PLACEHOLDER_NOTICE = `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
 
 /** Everything a front end runs on, with one close for all of it. */
 export interface Runtime {
@@ -47,7 +41,7 @@ export interface Runtime {
 }
 
 /** Options beyond the config: progress output and whether to register the example databases. */
-export interface RuntimeOptions {
+interface RuntimeOptions {
   /** Register examples/ databases (built if missing). Default true. */
   examples?: boolean;
   /** Progress and warnings for a person watching start-up. Default: none. */
@@ -60,7 +54,7 @@ export interface RuntimeOptions {
  * Connects each `[name=]postgres://…` setting (schema and values snapshot read at once) and lists
  * it in `registry`; closes those already open and throws DB_UNREACHABLE or CONFIG_INVALID if one fails.
  */
-export async function connectPostgres(config: Config, registry: DatabaseRegistry, settings: string[], log?: (m: string) => void): Promise<PostgresSource[]> {
+async function connectPostgres(config: Config, registry: DatabaseRegistry, settings: string[], log?: (m: string) => void): Promise<PostgresSource[]> {
   const sources: PostgresSource[] = [];
   try {
     for (const setting of settings) {
@@ -89,23 +83,6 @@ export async function connectPostgres(config: Config, registry: DatabaseRegistry
 async function closePostgres(sources: PostgresSource[]): Promise<void> {
   for (const s of sources) unregisterSource(s.key);
   await Promise.allSettled(sources.map((s) => s.close()));
-}
-
-/**
- * Resolves the model to load: the configured one, else the starter policy in `modelsDir`, else a
- * random-weight placeholder written there (so a fresh clone starts; its answers are meaningless).
- */
-export async function resolveModel(config: Config, log?: (m: string) => void): Promise<Runtime["model"]> {
-  if (config.policy.model) return { path: config.policy.model, origin: "configured" };
-  const dir = resolve(config.policy.modelsDir);
-  const starter = join(dir, STARTER_MODEL);
-  if (existsSync(starter)) return { path: starter, origin: "starter" };
-  const placeholder = join(dir, PLACEHOLDER_MODEL);
-  if (!existsSync(placeholder)) {
-    log?.(`no ${STARTER_MODEL} in ${dir}: writing a random-weight placeholder model (${PLACEHOLDER_MODEL}); its SQL is noise`);
-    await writeFileAtomic(placeholder, buildTinyModel({ seed: 1 }));
-  }
-  return { path: placeholder, origin: "placeholder" };
 }
 
 /** Builds the runtime for `config`; closes what it opened if any step fails. */

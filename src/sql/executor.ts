@@ -13,7 +13,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { ReexError, type ErrorCode } from "../errors/index.js";
 import { ConnectionCache, type RunOutcome } from "./connections.js";
 import { sourceFor } from "./source.js";
-import type { ExecFailure, ExecResult, ExecuteOptions, Executor, SqlErrorCategory, SqlValue } from "./types.js";
+import type { ExecResult, ExecuteOptions, Executor, SqlErrorCategory, SqlValue } from "./types.js";
+
+/** A failed query's result. */
+type ExecFailure = Extract<ExecResult, { ok: false }>;
 
 /** Settings of an {@link ExecutorPool}; the names match the `sql` config section. */
 export interface ExecutorPoolOptions {

@@ -32,7 +32,7 @@ export interface ExecSuccess {
 }
 
 /** A query that did not run or did not finish: a typed, explainable error. */
-export interface ExecFailure {
+interface ExecFailure {
   ok: false;
   error: { code: ErrorCode; category: SqlErrorCategory; message: string };
   elapsedMs: number;

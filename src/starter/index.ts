@@ -16,106 +16,17 @@ import { createLlamaPolicy } from "../policy/index.js";
 import { writeFileAtomic } from "../policy/tooling.js";
 import { generateRealData, REAL_FILES, type RealDataManifest, type RealSource, type WikiTableNames } from "../realdata/index.js";
 import { ExecutorPool } from "../sql/index.js";
-import { birdRecord, generateSynth, ServerPromptParts, synthDbPath, type SftRecord, type SynthResult } from "../synth/index.js";
+import { birdRecord, generateSynth, ServerPromptParts, synthDbPath, type SynthResult } from "../synth/index.js";
 import { buildStarterModel, parameterCount, resolveShape, type StarterShape } from "./model.js";
 import { pretokenize, type TokenStats } from "./pretokenize.js";
-import { runStarterGrpo, STARTER_VAL_FILE, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
+import { runStarterGrpo, type StarterGrpoPick, type StarterGrpoSummary } from "./grpo.js";
 import { exportGguf, ggufInfo, runSft, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
 import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
-
-export { buildStarterModel, parameterCount, resolveShape, type ResolvedShape, type StarterShape } from "./model.js";
-export {
-  encodeResponse,
-  openTokenizer,
-  pretokenize,
-  readJsonl,
-  splitResponse,
-  tokenizeRecord,
-  type PretokenizeOptions,
-  type ResponsePiece,
-  type StarterTokenizer,
-  type TokenizedRecord,
-  type TokenStats,
-} from "./pretokenize.js";
-export {
-  pickStep,
-  runStarterGrpo,
-  starterGrpoConfig,
-  STARTER_GRPO_CONFIG,
-  type StarterGrpoPick,
-  type StarterGrpoOptions,
-  type StarterGrpoSummary,
-} from "./grpo.js";
-export { ggufInfo, runSft, sftArgs, type GgufHparams, type SftEvent, type SftOptions, type SftSummary } from "./train.js";
-export {
-  countWords,
-  GPT2_PRETOKENIZE,
-  learnMergesFast,
-  STARTER_SPECIALS,
-  trainTokenizer,
-  vocabularyFromMerges,
-  type StarterSpecial,
-  type StarterVocabulary,
-  type TokenizerOptions,
-} from "./tokenizer.js";
-
-/**
- * Evaluation files the pipeline writes into its work folder (BIRD layout; databases under `<work>/synth/databases`):
- * the model card's sets (seen and unseen domains), and `val` for GRPO's held-out curve, whose databases the card's sets never use.
- */
-export const EVAL_FILES = { seen: "eval_seen.json", unseen: "eval_unseen.json", val: STARTER_VAL_FILE } as const;
-
-/**
- * With real questions, also: each source's own test split, drawn at random and spread over its databases (`REAL_EVAL_ITEMS` items,
- * {@link heldOutSample}; databases under `<work>/real/databases`). The training records never hold a test question (src/realdata
- * traces only `train`).
- */
-export const REAL_EVAL_FILES = { wikisql: "eval_wikisql_test.json", advising: "eval_advising_test.json" } as const;
-
-/** Items per real evaluation file: 400 WikiSQL test questions (one per table), 100 Advising ones. */
-export const REAL_EVAL_ITEMS = { wikisql: 400, advising: 100 } as const;
-
-/**
- * Up to `n` items drawn at random (seeded) and spread over their databases: {@link spread} over the items in an order drawn from `seed`
- * (each item's place is the SHA-256 of the seed and its index),
- * so neither a database's first question (in WikiSQL the simplest: 393 of the first 400 tables' first questions have one condition,
- * against 68% of the split) nor the first databases of the file are favoured.
- */
-export function heldOutSample<T extends { db_id: string }>(items: readonly T[], n: number, seed: string): T[] {
-  const keyed = items.map((item, k) => ({ item, key: createHash("sha256").update(`${seed}:${k}`).digest("hex") }));
-  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return spread(
-    keyed.map((k) => k.item),
-    n,
-  );
-}
-
-/** Up to `n` items taken round-robin over their databases (the first question of each, then the second …). */
-export function spread<T extends { db_id: string }>(items: readonly T[], n: number): T[] {
-  const byDb = new Map<string, T[]>();
-  for (const it of items) byDb.set(it.db_id, [...(byDb.get(it.db_id) ?? []), it]);
-  const lists = [...byDb.values()];
-  const out: T[] = [];
-  for (let round = 0; out.length < n && lists.some((l) => l.length > round); round++) {
-    for (const l of lists) if (out.length < n && l[round]) out.push(l[round]!);
-  }
-  return out;
-}
-
-/** Texts the tokenizer is trained on: every message and response of the SFT records. */
-export function corpusTexts(sftPath: string): string[] {
-  const texts: string[] = [];
-  for (const line of readFileSync(sftPath, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    const rec = JSON.parse(line) as SftRecord;
-    for (const m of rec.messages) texts.push(m.content);
-    texts.push(rec.response);
-  }
-  return texts;
-}
+import { corpusTexts, EVAL_FILES, heldOutSample, REAL_EVAL_FILES, REAL_EVAL_ITEMS, REPORT_FILE, spread } from "./work-files.js";
+export { pickStep, runStarterGrpo, type StarterGrpoPick, type StarterGrpoOptions } from "./grpo.js";
 
 /** Result of the quick held-out check. */
-export interface QuickCheck {
+interface QuickCheck {
   items: number;
   /** Responses that pass `formatCheck` for the family. */
   wellFormed: number;
@@ -132,7 +43,7 @@ export interface QuickCheck {
 }
 
 /** Greedy execution-aware rollouts of `model` on the first `n` items of `items` (spread across databases). */
-export async function quickCheck(
+async function quickCheck(
   model: string,
   synth: { outDir: string; items: { db_id: string; question: string; evidence: string; SQL: string }[] },
   n: number,
@@ -272,7 +183,7 @@ export interface StarterOptions {
 }
 
 /** One continued-SFT stage: its budget, the data it was given and what it reached. */
-export interface SftMoreStage extends SftSummary {
+interface SftMoreStage extends SftSummary {
   minutes: number;
   lr: number;
   /** Databases 0 … dbs-1 of the seed made its records. */
@@ -288,14 +199,11 @@ export interface SftMoreStage extends SftSummary {
 }
 
 /** A model a run started from (`StarterOptions.from`). */
-export interface StartModel {
+interface StartModel {
   path: string;
   sha256: string;
   bytes: number;
 }
-
-/** The pipeline's record in its work folder, read back by `reuseSft`. */
-export const REPORT_FILE = "report.json";
 
 /** What the pipeline did, for the model card; also written to `<work>/report.json`. */
 export interface StarterReport {
@@ -668,7 +576,7 @@ function sftProgress(options: StarterOptions, log: (m: string) => void): Pick<Sf
 }
 
 /** An SFT stage from a trainer's `--log` file: the stage record and the command that ran it. */
-export function importedStage(logPath: string, tokens: TokenStats, dbs: number): { stage: SftMoreStage; command: string } {
+function importedStage(logPath: string, tokens: TokenStats, dbs: number): { stage: SftMoreStage; command: string } {
   const events = readFileSync(logPath, "utf8")
     .split("\n")
     .filter((l) => l.trim())

@@ -12,13 +12,12 @@
  * merged pair are revisited), so a 3k vocabulary over ~20 MB of text takes seconds, not minutes.
  * Ties are broken by the pair's string (smallest first), so the result is deterministic.
  */
-import { byteToUnicode, CHATML_SPECIALS, GPT2_PRETOKENIZE, vocabularyFromMerges, type ChatmlSpecial, type ChatmlVocabulary } from "../policy/tooling.js";
+import { byteToUnicode, CHATML_SPECIALS, GPT2_PRETOKENIZE, vocabularyFromMerges, type ChatmlVocabulary } from "../policy/tooling.js";
 
 export { GPT2_PRETOKENIZE, vocabularyFromMerges };
 
 /** ChatML specials, in vocabulary order after the merges: BOS/padding, turn start, turn end (EOS/EOT). */
 export const STARTER_SPECIALS = CHATML_SPECIALS;
-export type StarterSpecial = ChatmlSpecial;
 
 /** A trained vocabulary, ready for the GGUF `tokenizer.ggml.*` keys. */
 export type StarterVocabulary = ChatmlVocabulary;

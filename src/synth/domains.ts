@@ -1352,13 +1352,6 @@ export const DOMAINS: readonly DomainTemplate[] = [library, airline, school, war
 /** Domains whose databases form the dev split by default (never seen in train). */
 export const DEFAULT_DEV_DOMAINS: readonly string[] = ["museum", "restaurant"];
 
-/** A domain template by name (look-alikes included); throws for an unknown name. */
-export function domainByName(name: string): DomainTemplate {
-  const d = DOMAINS.find((x) => x.name === name) ?? LOOKALIKE_DOMAINS.find((x) => x.name === name);
-  if (!d) throw new Error(`unknown synthetic domain: ${name}`);
-  return d;
-}
-
 const retailLike: DomainTemplate = {
   name: "retail_like",
   tables: [

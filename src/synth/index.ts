@@ -4,79 +4,8 @@
  * graded difficulty, and cold-start SFT traces for the three prompt families. See
  * docs/synthetic-data.md.
  */
-export {
-  CITIES,
-  COUNTRIES,
-  DEFAULT_DEV_DOMAINS,
-  DOMAINS,
-  FIRST_NAMES,
-  LAST_NAMES,
-  LOOKALIKE_DOMAINS,
-  domainByName,
-  type CategoryValue,
-  type City,
-  type ColumnTemplate,
-  type Country,
-  type DomainTemplate,
-  type TableTemplate,
-} from "./domains.js";
-export {
-  SYNTH_PAGE_SIZE,
-  boolPair,
-  ddlOf,
-  formatDate,
-  generateDatabase,
-  generateRows,
-  instantiate,
-  storedValue,
-  writeSynthDb,
-  type ColumnInst,
-  type Encoding,
-  type NatRow,
-  type NatValue,
-  type SynthDb,
-  type TableInst,
-} from "./generate.js";
-export {
-  QuestionBuilder,
-  TEMPLATE_DIFFICULTY,
-  buildQuestions,
-  niceNumber,
-  nonTrivial,
-  numberInWords,
-  predicateOf,
-  sqlString,
-  type Lookup,
-  type SynthQuestion,
-  type TemplateKind,
-} from "./questions.js";
-export {
-  CHECK_RUN_SHARE,
-  MAX_TRACE_PROBES,
-  RECOVERY_SHARE,
-  TRACE_FAMILIES,
-  TRACE_FEEDBACK,
-  buildTraces,
-  directResponse,
-  executionAwareResponse,
-  mappingText,
-  schemaText,
-  ServerPromptParts,
-  standardResponse,
-  traceProbes,
-  type SftRecord,
-  type SynthItem,
-  type TraceItem,
-} from "./traces.js";
-export {
-  SYNTH_FILES,
-  SYNTH_VERSION,
-  approxRecordTokens,
-  birdRecord,
-  generateSynth,
-  synthDbPath,
-  type SynthDatabaseInfo,
-  type SynthManifest,
-  type SynthOptions,
-  type SynthResult,
-} from "./build.js";
+export { CITIES, COUNTRIES, DEFAULT_DEV_DOMAINS, FIRST_NAMES, LAST_NAMES, type ColumnTemplate, type TableTemplate } from "./domains.js";
+export { generateRows, writeSynthDb, type ColumnInst, type Encoding, type SynthDb, type TableInst } from "./generate.js";
+export { buildQuestions, type Lookup, type SynthQuestion } from "./questions.js";
+export { buildTraces, ServerPromptParts, type SftRecord, type TraceItem } from "./traces.js";
+export { approxRecordTokens, birdRecord, generateSynth, synthDbPath, type SynthResult } from "./build.js";

@@ -11,10 +11,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NameBinding, runRollout, type RolloutResult, type SegmentGrammars } from "../../src/agent/index.js";
 import { createGrammarBuilder, createPromptBuilder, type PromptBuilder } from "../../src/decoding/index.js";
-import { buildExamples, type ExampleSet } from "../../src/examples/index.js";
+import { buildExamples } from "../../src/examples/index.js";
+import { type ExampleSet } from "../../src/examples/testing.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { ExecutorPool } from "../../src/sql/index.js";
-import type { RebindEvent } from "../../src/events/index.js";
+import type { RebindEvent } from "../../src/events/testing.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");

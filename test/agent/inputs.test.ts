@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkIdentifiers, preparePrompt } from "../../src/agent/index.js";
-import { buildGrammar } from "../../src/agent/testing.js";
+import { checkIdentifiers } from "../../src/agent/index.js";
+import { buildGrammar, preparePrompt } from "../../src/agent/testing.js";
 import { ValueIndex } from "../../src/sql/index.js";
 
 let dir: string;

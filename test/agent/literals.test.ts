@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repairLiterals, type ReadRows, type SchemaNames } from "../../src/agent/index.js";
+import { type SchemaNames } from "../../src/agent/index.js";
+import { repairLiterals, type ReadRows } from "../../src/agent/testing.js";
 import type { SqlValue } from "../../src/sql/index.js";
 
 const schema: SchemaNames = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PROFILES, extractFinal, extractProbes, formatCheck, normalizeSql, segments, tagWith } from "../../src/agent/index.js";
-import { unwrapSql } from "../../src/agent/testing.js";
+import { PROFILES, extractFinal, extractProbes, formatCheck, normalizeSql, segments } from "../../src/agent/index.js";
+import { tagWith, unwrapSql } from "../../src/agent/testing.js";
 
 describe("extractFinal reads the final SQL of every response format", () => {
   it("takes <final_sql> content and strips trailing semicolons", () => {

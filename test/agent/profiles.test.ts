@@ -14,7 +14,7 @@ import {
   type RolloutOptions,
 } from "../../src/agent/index.js";
 import { detectProfile } from "../../src/agent/testing.js";
-import { configSchema } from "../../src/config/index.js";
+import { configSchema } from "../../src/config/testing.js";
 import { ReexError } from "../../src/errors/index.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { FakePolicy, type Responder } from "./fake-policy.js";

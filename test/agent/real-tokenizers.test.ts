@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROFILES, buildSegmentGrammars, runRollout, type ModelProfile, type ProfileId, type SegmentGrammars } from "../../src/agent/index.js";
 import { wrapFeedback } from "../../src/agent/testing.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { REAL_MODEL_NAMES, REAL_MODELS, buildRealModel, readGgufMetadata, type RealModelName } from "../helpers/real-models.js";
 

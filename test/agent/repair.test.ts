@@ -1,6 +1,7 @@
 /** `repairTables`: a query whose FROM table lacks the columns it reads is rebound to the one table that has them. */
 import { describe, expect, it } from "vitest";
-import { repairTables, type SchemaNames } from "../../src/agent/index.js";
+import { type SchemaNames } from "../../src/agent/index.js";
+import { repairTables } from "../../src/agent/testing.js";
 
 const schema: SchemaNames = {
   tables: [

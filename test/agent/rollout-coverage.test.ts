@@ -5,7 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { formatCheck, type NamedValue } from "../../src/agent/index.js";
+import { formatCheck } from "../../src/agent/index.js";
+import { type NamedValue } from "../../src/agent/testing.js";
 import type { Responder } from "./fake-policy.js";
 import { CONCERTS, finalSqlHarness } from "./final-harness.js";
 

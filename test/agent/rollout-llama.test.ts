@@ -11,8 +11,9 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildPrompt, continueRollout, createRolloutState, forkRollout, formatCheck, resultBlock, rolloutStep, runRollout } from "../../src/agent/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
-import { ExecutorPool, loadSchema, renderSchema } from "../../src/sql/index.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
+import { ExecutorPool, loadSchema } from "../../src/sql/index.js";
+import { renderSchema } from "../../src/sql/testing.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const PROBE = "<think>Check the cities.</think>\n<intermediate_sql>SELECT DISTINCT city FROM customers</intermediate_sql>";

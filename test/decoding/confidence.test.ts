@@ -1,18 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { suspectCondition } from "../../src/agent/index.js";
-import {
-  CONFIDENCE_MODEL,
-  SIGNALS,
-  VOTE_CONFIDENCE_MODEL,
-  answerStatus,
-  assessAnswer,
-  probability,
-  ungroundedShare,
-  vote,
-  type Answer,
-  type Candidate,
-  type ConfidenceModel,
-} from "../../src/decoding/index.js";
+import { SIGNALS, answerStatus, probability, vote, type Answer, type ConfidenceModel } from "../../src/decoding/index.js";
+import { CONFIDENCE_MODEL, VOTE_CONFIDENCE_MODEL, assessAnswer, ungroundedShare, type Candidate } from "../../src/decoding/testing.js";
 import type { ExecResult } from "../../src/sql/index.js";
 
 const ok = (rows: unknown[][]): ExecResult => ({

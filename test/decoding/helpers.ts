@@ -6,7 +6,8 @@
 import Database from "better-sqlite3";
 import { normalizeSql, type BuiltPrompt, type SegmentGrammars } from "../../src/agent/index.js";
 import type { ReexEvent } from "../../src/events/index.js";
-import { gbnfLiteral, type ScriptContext } from "../../src/policy/tooling.js";
+import { gbnfLiteral } from "../../src/policy/tooling.js";
+import { type ScriptContext } from "../../src/policy/testing.js";
 import type { ExecResult, ExecuteOptions, Executor, SqlValue } from "../../src/sql/types.js";
 
 /** A successful execution returning `values` as its rows (columns c0, c1, …). */

@@ -1,6 +1,8 @@
 /** A decoder over the scripted policy and the in-memory executor, for the exact-logic tests. */
-import { createDecoder, type Decoder, type DecoderDeps } from "../../src/decoding/index.js";
-import { ScriptedPolicy, type Script, type ScriptedPolicyOptions } from "../../src/policy/tooling.js";
+import { createDecoder } from "../../src/decoding/index.js";
+import { type Decoder, type DecoderDeps } from "../../src/decoding/testing.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { type Script, type ScriptedPolicyOptions } from "../../src/policy/testing.js";
 import type { ExecResult } from "../../src/sql/types.js";
 import { FakeExecutor, FIXED_PROMPT } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { splitQuota } from "../../src/decoding/index.js";
+import { splitQuota } from "../../src/decoding/testing.js";
 import { byState, eventLog, final, probe, probesIn, rows } from "./helpers.js";
 import { scripted } from "./setup.js";
 

@@ -10,7 +10,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { getLlama, type Llama } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGrammarBuilder, createPromptBuilder, type GrammarFor } from "../../src/decoding/index.js";
+import { createGrammarBuilder, createPromptBuilder } from "../../src/decoding/index.js";
+import { type GrammarFor } from "../../src/decoding/testing.js";
 
 let dir: string;
 let dbPath: string;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { VOTE_RULE, saysNothingMatched, vote } from "../../src/decoding/index.js";
+import { saysNothingMatched, vote } from "../../src/decoding/index.js";
+import { VOTE_RULE } from "../../src/decoding/testing.js";
 import { byState, eventLog, final, rows, sqlError } from "./helpers.js";
 import { scripted } from "./setup.js";
 

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detectProfile } from "../../src/agent/testing.js";
 import { parseConfig } from "../../src/config/index.js";
 import { createRemotePolicy, type Policy, type Trajectory } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
 import { createRuntime, type Runtime } from "../../src/runtime/index.js";
 import { startServer, type RunningServer } from "../../src/server/index.js";
 import { ensureLlamaTools, startLlamaServer, type LlamaServer, type LlamaTools } from "../helpers/llama-tools.js";

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Config } from "../../src/config/index.js";
-import type { ScriptContext } from "../../src/policy/tooling.js";
+import type { ScriptContext } from "../../src/policy/testing.js";
 import { BIRD_QUESTIONS, makeFixture } from "./fixtures.js";
 
 const seen = vi.hoisted(() => ({

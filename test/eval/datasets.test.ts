@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isReexError, type ReexError } from "../../src/errors/index.js";
-import { alignPredictions, loadDataset, parseDataset, parsePredictions, resolveDbPath } from "../../src/eval/index.js";
+import { alignPredictions, loadDataset, parsePredictions } from "../../src/eval/index.js";
+import { parseDataset, resolveDbPath } from "../../src/eval/testing.js";
 import { BIRD_QUESTIONS, makeFixture, writeJson, type Fixture } from "./fixtures.js";
 
 function caught(fn: () => unknown): ReexError {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { aggregate, compareResults, scoreItem, sortDifficulties, summarize, type ItemScore, type ScoreInput } from "../../src/eval/index.js";
-import type { ExecFailure, ExecSuccess, SqlValue } from "../../src/sql/index.js";
+import { compareResults, type ItemScore } from "../../src/eval/index.js";
+import { aggregate, scoreItem, sortDifficulties, summarize, type ScoreInput } from "../../src/eval/testing.js";
+import type { ExecSuccess, SqlValue } from "../../src/sql/index.js";
+import type { ExecFailure } from "../../src/sql/testing.js";
 
 function ok(rows: SqlValue[][], columns = rows[0]?.map((_, i) => `c${i}`) ?? ["c0"], truncated = false): ExecSuccess {
   return { ok: true, columns, rows, rowCount: rows.length, truncated, empty: rows.length === 0, elapsedMs: 1 };

@@ -1,7 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadDataset, loadPredictions, scorePredictions, selfCheck, type EvalItem } from "../../src/eval/index.js";
+import { loadDataset, scorePredictions, selfCheck, type EvalItem } from "../../src/eval/index.js";
+import { loadPredictions } from "../../src/eval/testing.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { makeFixture, PREDICTIONS, type Fixture } from "./fixtures.js";
 

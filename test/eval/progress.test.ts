@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createProgressBar, renderProgressLine } from "../../src/eval/index.js";
+import { createProgressBar } from "../../src/eval/index.js";
+import { renderProgressLine } from "../../src/eval/testing.js";
 
 function sink(isTTY: boolean) {
   const chunks: string[] = [];

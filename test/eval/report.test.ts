@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createReport, renderHtml, summarize, writeReport, type EvalRun, type ItemScore } from "../../src/eval/index.js";
+import { createReport, writeReport, type EvalRun, type ItemScore } from "../../src/eval/index.js";
+import { renderHtml, summarize } from "../../src/eval/testing.js";
 import { makeFixture } from "./fixtures.js";
 
 function item(index: number, difficulty: string, correct: boolean, interactions: number | null, latencyMs: number | null): ItemScore {

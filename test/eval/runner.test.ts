@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Answer, AnswerRequest, Candidate } from "../../src/decoding/types.js";
 import { ReexError } from "../../src/errors/index.js";
-import { loadDataset, runEval, type EvalItem, type EvalProgress } from "../../src/eval/index.js";
+import { loadDataset, runEval, type EvalItem } from "../../src/eval/index.js";
+import { type EvalProgress } from "../../src/eval/testing.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { makeFixture, type Fixture } from "./fixtures.js";
 

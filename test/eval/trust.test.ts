@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { aggregate, parseDataset, scoreItem } from "../../src/eval/index.js";
+import { aggregate, parseDataset, scoreItem } from "../../src/eval/testing.js";
 import { calibration, trustMetrics, type TrustInput } from "../../src/eval/trust.js";
 import { ReexError } from "../../src/errors/index.js";
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";

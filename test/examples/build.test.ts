@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUILD_MARKER, EXAMPLE_DATABASES, PAGE_SIZE, QUESTIONS_FILE, buildExamples, exampleDbPath, type ExampleSet } from "../../src/examples/index.js";
+import { QUESTIONS_FILE, buildExamples } from "../../src/examples/index.js";
+import { BUILD_MARKER, EXAMPLE_DATABASES, exampleDbPath, type ExampleSet, PAGE_SIZE } from "../../src/examples/testing.js";
 
 type Row = unknown[];
 

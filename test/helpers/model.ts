@@ -4,7 +4,7 @@
  */
 import { access, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import type { LlamaPolicyOptions } from "../../src/policy/index.js";
+import type { LlamaPolicyOptions } from "../../src/policy/testing.js";
 import { buildTinyLora, buildTinyModel, writeFileAtomic } from "../../src/policy/tiny-model.js";
 
 const output = (name: string): string => fileURLToPath(new URL(`../.output/${name}`, import.meta.url));

@@ -4,7 +4,8 @@
  * cannot hide a second statement or a write.
  */
 import { describe, expect, test } from "vitest";
-import { checkPostgresSql, deniedFunction, deniedFunctionsIn } from "../../src/pg/index.js";
+import { checkPostgresSql } from "../../src/pg/index.js";
+import { deniedFunction, deniedFunctionsIn } from "../../src/pg/testing.js";
 
 async function refused(sql: string): Promise<string> {
   const r = await checkPostgresSql(sql);

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
-import { buildTinyModel, encodeGguf, gguf } from "../../src/policy/tooling.js";
+import { buildTinyModel, encodeGguf } from "../../src/policy/tooling.js";
+import { gguf } from "../../src/policy/testing.js";
 
 describe("GGUF writer", () => {
   it("writes metadata of every type and aligned tensors that node-llama-cpp reads back", async () => {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy, type GenerateOptions, type GenerateResult, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 let direct: Policy;

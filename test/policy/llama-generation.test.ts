@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 
 const SCHEMA = Array.from({ length: 12 }, (_, i) => `orders.col${i} (INTEGER | values : ${i}, ${i * 7}, ${i * 13})`).join("\n");

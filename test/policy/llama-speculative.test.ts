@@ -14,8 +14,8 @@ import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-l
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildPrompt, PROFILES, type RolloutOptions, rollout, type SegmentGrammars } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
-import { createLlamaPolicy, type Policy, type PromptSpec, type StartOptions, type Trajectory } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
+import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
+import { exactTextGrammar, type StartOptions } from "../../src/policy/testing.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../../src/sql/index.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import { buildRealModel } from "../helpers/real-models.js";

@@ -16,8 +16,9 @@ import { buildPrompt, resultBlock, runRollout } from "../../src/agent/index.js";
 import { createDecoder } from "../../src/decoding/index.js";
 import { isReexError } from "../../src/errors/index.js";
 import { createRemotePolicy, type Policy } from "../../src/policy/index.js";
-import { exactTextGrammar } from "../../src/policy/tooling.js";
-import { ExecutorPool, loadSchema, renderSchema } from "../../src/sql/index.js";
+import { exactTextGrammar } from "../../src/policy/testing.js";
+import { ExecutorPool, loadSchema } from "../../src/sql/index.js";
+import { renderSchema } from "../../src/sql/testing.js";
 import { choiceGrammars, eventLog, makeShopDb, SHOP_FINALS, SHOP_PROBES } from "../decoding/helpers.js";
 import { startOpenAIPeer, type OpenAIPeer } from "../helpers/openai-peer.js";
 

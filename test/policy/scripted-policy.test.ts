@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
-import { SCRIPTED_EOS, ScriptedPolicy } from "../../src/policy/tooling.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { SCRIPTED_EOS } from "../../src/policy/testing.js";
 
 const spec = { prefix: "SYSTEM+SCHEMA|", suffix: "question|" };
 

@@ -5,12 +5,12 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCheck } from "../../src/agent/index.js";
+import { generateRealData } from "../../src/realdata/index.js";
 import {
   advisingSql,
   buildWikiTable,
   checkWikiTable,
   defaultDataDir,
-  generateRealData,
   inferForeignKeys,
   parseWikiSql,
   readAdvisingEntries,
@@ -24,7 +24,7 @@ import {
   wikiQuestions,
   type RealEntry,
   type RealItem,
-} from "../../src/realdata/index.js";
+} from "../../src/realdata/testing.js";
 import { closeDirectConnections, executeDirect } from "../../src/sql/index.js";
 import { buildQuestions, writeSynthDb } from "../../src/synth/index.js";
 

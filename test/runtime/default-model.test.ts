@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/index.js";
-import { PLACEHOLDER_MODEL, STARTER_MODEL, resolveModel } from "../../src/runtime/index.js";
+import { PLACEHOLDER_MODEL, STARTER_MODEL, resolveModel } from "../../src/runtime/testing.js";
 import { ensureTestModel } from "../helpers/model.js";
 
 const dirs: string[] = [];

@@ -1,7 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExecutorPool, classifySqliteError, closeDirectConnections, executeDirect, type ExecResult } from "../../src/sql/index.js";
+import { ExecutorPool, closeDirectConnections, executeDirect, type ExecResult } from "../../src/sql/index.js";
+import { classifySqliteError } from "../../src/sql/testing.js";
 import { makeFixtureDb, removeDir, tempDir } from "./helpers.js";
 
 let dir: string;

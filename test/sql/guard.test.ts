@@ -2,7 +2,8 @@ import { copyFileSync, existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ExecutorPool, closeDirectConnections, executeDirect, lexicalRefusal, scanSql, type ExecResult } from "../../src/sql/index.js";
+import { ExecutorPool, closeDirectConnections, executeDirect, type ExecResult } from "../../src/sql/index.js";
+import { lexicalRefusal, scanSql } from "../../src/sql/testing.js";
 import { fileHash, listDir, makeFixtureDb, removeDir, tempDir } from "./helpers.js";
 
 let dir: string;

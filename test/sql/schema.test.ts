@@ -5,7 +5,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
-import { approxTokens, loadSchema, renderSchema, schemaPrompt, withDescriptions } from "../../src/sql/index.js";
+import { approxTokens, loadSchema, schemaPrompt } from "../../src/sql/index.js";
+import { renderSchema, withDescriptions } from "../../src/sql/testing.js";
 
 let dir: string;
 let concerts: string;

@@ -6,7 +6,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeFileAtomic } from "../../src/policy/tooling.js";
-import { buildStarterModel, corpusTexts, trainTokenizer, type StarterVocabulary } from "../../src/starter/index.js";
+import { buildStarterModel, corpusTexts, type StarterVocabulary, trainTokenizer } from "../../src/starter/testing.js";
 import { generateSynth } from "../../src/synth/index.js";
 
 export const STARTER_OUT = fileURLToPath(new URL("../.output/starter/", import.meta.url));

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EVAL_FILES, pickStep, starterGrpoConfig } from "../../src/starter/index.js";
+import { pickStep } from "../../src/starter/index.js";
+import { EVAL_FILES, starterGrpoConfig } from "../../src/starter/testing.js";
 
 describe("starter GRPO settings", () => {
   it("point the shipped trainer settings at the work folder, the SFT model and the train split", () => {

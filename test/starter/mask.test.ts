@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resultBlock } from "../../src/agent/index.js";
-import { encodeResponse, openTokenizer, readJsonl, splitResponse, tokenizeRecord, type StarterTokenizer } from "../../src/starter/index.js";
+import { encodeResponse, openTokenizer, readJsonl, splitResponse, tokenizeRecord, type StarterTokenizer } from "../../src/starter/testing.js";
 import type { SftRecord } from "../../src/synth/index.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 

@@ -3,16 +3,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  EVAL_FILES,
-  ggufInfo,
-  makeStarterModel,
-  REAL_EVAL_FILES,
-  REPORT_FILE,
-  runSft,
-  type StarterOptions,
-  type StarterReport,
-} from "../../src/starter/index.js";
+import { makeStarterModel, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
+import { EVAL_FILES, ggufInfo, REAL_EVAL_FILES, REPORT_FILE, runSft } from "../../src/starter/testing.js";
 import { STARTER_OUT } from "./fixtures.js";
 
 const hasTorch = ((): boolean => {

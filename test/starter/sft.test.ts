@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy } from "../../src/policy/index.js";
-import { pretokenize, runSft, sftArgs, type SftEvent } from "../../src/starter/index.js";
+import { pretokenize, runSft, sftArgs, type SftEvent } from "../../src/starter/testing.js";
 import { learnerDir } from "../../src/training/testing.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 

@@ -4,11 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatCheck, preparePrompt, runRollout } from "../../src/agent/index.js";
+import { formatCheck, runRollout } from "../../src/agent/index.js";
+import { preparePrompt } from "../../src/agent/testing.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { copyCount } from "../../src/eval/index.js";
-import { generateRealData, realDbPath } from "../../src/realdata/index.js";
+import { generateRealData } from "../../src/realdata/index.js";
+import { realDbPath } from "../../src/realdata/testing.js";
 import { ExecutorPool, executeDirect, exBird, loadSchema } from "../../src/sql/index.js";
 
 const SHIPPED = join(import.meta.dirname, "../../models/reex-starter.gguf");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { byteToUnicode } from "../../src/policy/tiny-model.js";
-import { learnMergesFast, countWords, openTokenizer, trainTokenizer, type StarterTokenizer } from "../../src/starter/index.js";
+import { learnMergesFast, countWords, openTokenizer, trainTokenizer, type StarterTokenizer } from "../../src/starter/testing.js";
 import { learnMerges } from "../../src/policy/tiny-model.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 

@@ -5,22 +5,10 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXAMPLE_DATABASES } from "../../src/examples/index.js";
+import { EXAMPLE_DATABASES } from "../../src/examples/testing.js";
 import { exBird, executeDirect } from "../../src/sql/index.js";
-import {
-  DEFAULT_DEV_DOMAINS,
-  DOMAINS,
-  SYNTH_FILES,
-  formatDate,
-  generateSynth,
-  niceNumber,
-  numberInWords,
-  predicateOf,
-  sqlString,
-  synthDbPath,
-  type SynthItem,
-  type SynthResult,
-} from "../../src/synth/index.js";
+import { DEFAULT_DEV_DOMAINS, generateSynth, synthDbPath, type SynthResult } from "../../src/synth/index.js";
+import { DOMAINS, SYNTH_FILES, formatDate, niceNumber, numberInWords, predicateOf, sqlString, type SynthItem } from "../../src/synth/testing.js";
 
 const SEED = 7;
 const DBS = 2 * DOMAINS.length; // every domain twice, so both dev domains appear

@@ -5,9 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXAMPLE_DATABASES, exampleQuestions } from "../../src/examples/index.js";
+import { exampleQuestions } from "../../src/examples/index.js";
+import { EXAMPLE_DATABASES } from "../../src/examples/testing.js";
 import { executeDirect } from "../../src/sql/index.js";
-import { DOMAINS, LOOKALIKE_DOMAINS, SYNTH_FILES, generateSynth, synthDbPath, type SynthResult } from "../../src/synth/index.js";
+import { generateSynth, synthDbPath, type SynthResult } from "../../src/synth/index.js";
+import { DOMAINS, LOOKALIKE_DOMAINS, SYNTH_FILES } from "../../src/synth/testing.js";
 
 const SEED = 3;
 const DBS = DOMAINS.length;

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { executeDirect } from "../../src/sql/index.js";
-import { DOMAINS, generateSynth, synthDbPath, type SynthResult } from "../../src/synth/index.js";
+import { generateSynth, synthDbPath, type SynthResult } from "../../src/synth/index.js";
+import { DOMAINS } from "../../src/synth/testing.js";
 
 const SEED = 5;
 const DBS = DOMAINS.length;

@@ -20,16 +20,8 @@ import { createPromptBuilder } from "../../src/decoding/index.js";
 import type { PromptFamily } from "../../src/decoding/types.js";
 import { ScriptedPolicy } from "../../src/policy/tooling.js";
 import { executeDirect, loadSchema, type Executor } from "../../src/sql/index.js";
-import {
-  MAX_TRACE_PROBES,
-  SYNTH_FILES,
-  TRACE_FAMILIES,
-  generateSynth,
-  synthDbPath,
-  type SftRecord,
-  type SynthItem,
-  type SynthResult,
-} from "../../src/synth/index.js";
+import { generateSynth, synthDbPath, type SftRecord, type SynthResult } from "../../src/synth/index.js";
+import { MAX_TRACE_PROBES, SYNTH_FILES, TRACE_FAMILIES, type SynthItem } from "../../src/synth/testing.js";
 
 let dir: string;
 let built: SynthResult;

@@ -10,7 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { reexProfile } from "../../src/agent/index.js";
 import { omnisqlProfile, skyrlSqlProfile, thinkAnswerProfile } from "../../src/agent/testing.js";
 import { run as rewardCli } from "../../src/cli/reward.js";
-import { ScriptedPolicy, type ScriptContext } from "../../src/policy/tooling.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { type ScriptContext } from "../../src/policy/testing.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { GoldCache, loadTrainConfig, parseTrainConfig, runTraining } from "../../src/training/index.js";
 import { readExperience, readMetrics, scoreResponse, splitInjected, type LearnerStep, type RewardSpec } from "../../src/training/testing.js";

@@ -1,0 +1,6 @@
+/**
+ * The configuration's pieces that only its tests import (the whole schema, and the input type a
+ * partial configuration has). No folder under src/ imports this entry point (docs/architecture.md);
+ * the runtime surface is ./index.ts.
+ */
+export { configSchema, type ConfigInput } from "./schema.js";
