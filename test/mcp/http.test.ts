@@ -14,7 +14,8 @@ import { parseConfig } from "../../src/config/index.js";
 import type { AnswerRequest, DecodeContext } from "../../src/decoding/types.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { createRuntime, type Runtime } from "../../src/runtime/index.js";
-import { keyIdentity, startServer, type RunningServer } from "../../src/server/index.js";
+import { startServer, type RunningServer } from "../../src/server/index.js";
+import { keyIdentity } from "../../src/server/testing.js";
 import { ensureTestModel } from "../helpers/model.js";
 import { HOSTILE_SQL, call, fingerprint, until } from "./helpers.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { keyIdentity } from "../../src/server/index.js";
+import { keyIdentity } from "../../src/server/testing.js";
 import { makeApp, sqliteBytes, type TestApp } from "./helpers.js";
 
 const KEY_A = "key-a-0123456789";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ERROR_CATALOG } from "../../src/errors/index.js";
-import { toApiError } from "../../src/server/index.js";
+import { toApiError } from "../../src/server/testing.js";
 import { makeApp, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { Counter, Gauge, Histogram, MetricsRegistry } from "../../src/server/index.js";
+import { Counter, Gauge, Histogram, MetricsRegistry } from "../../src/server/testing.js";
 import { makeApp, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;
