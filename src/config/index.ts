@@ -9,10 +9,12 @@ import { ReexError, issuesFrom } from "../errors/index.js";
 import { agentSchema, configSchema, decodingSchema, policySchema, serverSchema, sqlSchema, type Config } from "./schema.js";
 
 export {
+  DECIDED_BY,
   FEEDBACK_MODES,
   PROFILE_IDS,
   PROMPT_FAMILIES,
   STRATEGIES,
+  type DecidedBy,
   type FeedbackMode,
   type ProfileId,
   type PromptFamily,

@@ -27,3 +27,12 @@ export const PROFILE_IDS = ["reex", "skyrl-sql", "omnisql", "think-answer", "gen
 
 /** One of {@link PROFILE_IDS}. */
 export type ProfileId = (typeof PROFILE_IDS)[number];
+
+/**
+ * How a vote chose its winner: by a majority of results, by the higher mean log-probability or the
+ * first candidate among tied groups, by log-probability when no candidate's SQL ran, or none.
+ */
+export const DECIDED_BY = ["majority", "tie-logprob", "tie-first", "fallback-logprob", "none"] as const;
+
+/** One of {@link DECIDED_BY}. */
+export type DecidedBy = (typeof DECIDED_BY)[number];

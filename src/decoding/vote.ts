@@ -1,4 +1,4 @@
-import type { DecidedBy } from "../events/index.js";
+import type { DecidedBy } from "../config/index.js";
 import { resultKey } from "../sql/index.js";
 import type { ExecResult, ResultRows } from "../sql/index.js";
 

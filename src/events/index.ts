@@ -2,6 +2,7 @@
  * The one stream of typed events that a request produces. WebSocket streaming, CLI progress,
  * traces and training all consume this union; `path` names the trajectory (tree node) it belongs to.
  */
+import type { DecidedBy } from "../config/index.js";
 import type { ExecResult } from "../sql/index.js";
 
 /** Sampled text from one trajectory. */
@@ -84,15 +85,6 @@ interface CandidateEvent {
   errorCode?: string;
   answerable: boolean;
 }
-/**
- * How a vote chose its winner: by a majority of results, by the higher mean log-probability or the
- * first candidate among tied groups, by log-probability when no candidate's SQL ran, or none.
- */
-export const DECIDED_BY = ["majority", "tie-logprob", "tie-first", "fallback-logprob", "none"] as const;
-
-/** One of {@link DECIDED_BY}. */
-export type DecidedBy = (typeof DECIDED_BY)[number];
-
 /** The vote over executed candidates. */
 interface VoteEvent {
   type: "vote";

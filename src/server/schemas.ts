@@ -4,9 +4,8 @@
  * is generated from them.
  */
 import { z } from "zod";
-import { FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
+import { DECIDED_BY, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
-import { DECIDED_BY } from "../events/index.js";
 
 const componentNames = new WeakMap<object, string>();
 

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PROFILES } from "../../src/agent/index.js";
-import { AGENT_DEFAULTS, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, PROMPT_FAMILIES, STRATEGIES, loadConfig } from "../../src/config/index.js";
+import { AGENT_DEFAULTS, DECIDED_BY, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, PROMPT_FAMILIES, STRATEGIES, loadConfig } from "../../src/config/index.js";
 import { DEFAULT_DECODER_DEFAULTS } from "../../src/decoding/index.js";
 
 const DOC = readFileSync(resolve(import.meta.dirname, "../../docs/architecture.md"), "utf8");
@@ -44,6 +44,7 @@ describe("fixed lists and defaults (docs/architecture.md)", () => {
     expect(list("feedback modes")).toEqual([...FEEDBACK_MODES]);
     expect(list("prompt families")).toEqual([...PROMPT_FAMILIES]);
     expect(list("profile ids")).toEqual([...PROFILE_IDS]);
+    expect(list("vote decisions (`decidedBy`)")).toEqual([...DECIDED_BY]);
   });
 
   it("the doc's defaults are the config schema's, and the decoder starts from them", () => {
