@@ -104,11 +104,6 @@ export function cacheSchema(dbPath: string, schema: DatabaseSchema): void {
   while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
 }
 
-/** Empties the in-memory schema cache. */
-export function clearSchemaCache(): void {
-  cache.clear();
-}
-
 /** A copy of `schema` with column comments from `descriptions` (table and column names matched case-insensitively). */
 export function withDescriptions(schema: DatabaseSchema, descriptions: ColumnDescriptions): DatabaseSchema {
   const byTable = new Map<string, Map<string, string>>();
