@@ -54,6 +54,13 @@ const range = (from: number, n: number): number[] => Array.from({ length: n }, (
 /** Text a grammar can spell: not empty, and not a token that is part of a UTF-8 character. */
 const whole = (text: string): boolean => text.length > 0 && !text.includes("\uFFFD");
 
+/** The whole-character texts of 200 free one-token draws from seed `from` on, the most drawn first. */
+async function rankedTexts(from: number): Promise<string[]> {
+  const byCount = new Map<string, number>();
+  for (const r of await draws(direct, range(from, 200), { logprobs: false })) if (whole(r.text)) byCount.set(r.text, (byCount.get(r.text) ?? 0) + 1);
+  return [...byCount.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
+}
+
 /** A grammar of one token's text out of `texts`. */
 const oneOf = (texts: string[]): string => `root ::= ${texts.map(gbnfLiteral).join(" | ")}\n`;
 
@@ -95,10 +102,7 @@ describe("sampling behind a grammar with log-probabilities", () => {
   it("samples with the frequencies of node-llama-cpp's grammar-first sampler (two-sample chi-square, independent seeds)", async () => {
     const N = 300;
     // allowed: the four texts the model draws most, and four it draws rarely, so both the kept draw and the redraw occur
-    const seen = await draws(direct, range(10_001, 200), { logprobs: false });
-    const byCount = new Map<string, number>();
-    for (const r of seen) if (whole(r.text)) byCount.set(r.text, (byCount.get(r.text) ?? 0) + 1);
-    const ranked = [...byCount.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
+    const ranked = await rankedTexts(10_001);
     expect(ranked.length).toBeGreaterThan(8);
     const grammar = oneOf([...ranked.slice(0, 4), ...ranked.slice(-4)]);
     const ours = await draws(direct, range(1, N), { grammar });
@@ -113,10 +117,7 @@ describe("sampling behind a grammar with log-probabilities", () => {
 
   it("behind a check that takes every token, still samples with the grammar-first sampler's frequencies, drawing a token outside the grammar again without it", async () => {
     const N = 300;
-    const seen = await draws(direct, range(20_001, 200), { logprobs: false });
-    const byCount = new Map<string, number>();
-    for (const r of seen) if (whole(r.text)) byCount.set(r.text, (byCount.get(r.text) ?? 0) + 1);
-    const ranked = [...byCount.entries()].sort((a, b) => b[1] - a[1]).map(([t]) => t);
+    const ranked = await rankedTexts(20_001);
     // the two texts drawn most are left out, so the first draw often falls outside the grammar
     const grammar = oneOf([...ranked.slice(2, 5), ...ranked.slice(-4)]);
     const admit = { admit: () => true, admitWatch: () => true };
