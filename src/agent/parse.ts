@@ -70,7 +70,8 @@ export function indexOfTag(text: string, needle: string, from = 0): number {
 
 /**
  * Splits a response into top-level blocks and text; a block's content is opaque up to its own
- * closing tag. Only the syntax's tags are blocks. Default syntax: the ReEx tags.
+ * closing tag, except that an unclosed reasoning block ends (unclosed) where a probe or final tag
+ * opens, as small models write them. Only the syntax's tags are blocks. Default syntax: the ReEx tags.
  */
 export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Segment[] {
   const out: Segment[] = [];
@@ -84,6 +85,12 @@ export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Se
     const closeTag = `</${open.tag}>`;
     const closeAt = indexOfTag(text, closeTag, contentStart);
     const role = syntax.tags[open.tag]!;
+    const cut = closeAt < 0 && isReasoning(role) ? nextAnswering(text, contentStart, syntax) : -1;
+    if (cut >= 0) {
+      out.push({ kind: open.tag, role, content: text.slice(contentStart, cut), closed: false, start: open.index, end: cut });
+      pos = cut;
+      continue;
+    }
     if (closeAt < 0) {
       out.push({ kind: open.tag, role, content: text.slice(contentStart), closed: false, start: open.index, end: text.length });
       pos = text.length;
@@ -95,6 +102,19 @@ export function segments(text: string, syntax: ResponseSyntax = REEX_SYNTAX): Se
   }
   pushText(text.length);
   return out;
+}
+
+function isReasoning(role: TagRole): boolean {
+  return role === "think" || role === "think-alias";
+}
+
+/** Where the first probe or final tag opens at or after `from`; -1 when none does. */
+function nextAnswering(text: string, from: number, syntax: ResponseSyntax): number {
+  for (let open = nextOpening(text, from, syntax); open; open = nextOpening(text, open.index + open.length, syntax)) {
+    const role = syntax.tags[open.tag]!;
+    if (role === "probe" || role === "final" || role === "final-alias") return open.index;
+  }
+  return -1;
 }
 
 function nextOpening(text: string, from: number, syntax: ResponseSyntax): { index: number; length: number; tag: TagName } | null {

@@ -10,7 +10,9 @@
  * Interaction limit: probes 1..N are executed (repeats are counted but not executed). A probe
  * written after that is not executed: the server answers it with {@link LIMIT_FEEDBACK} and opens
  * `<final_sql>` itself, so the model must write its answer next (the opening tag is injected,
- * marked 0 in the record, and counts for the format check as the model's).
+ * marked 0 in the record, and counts for the format check as the model's). The second repeated
+ * probe of a rollout ends probing the same way ({@link REPEAT_LIMIT_FEEDBACK}): a model that
+ * repeats itself twice learns nothing more from a third.
  *
  * Token reserve (`finalReserve`): the last N tokens of the budget are kept for the answer. A segment
  * that reaches the reserve without a final SQL is closed by the server (the open tag's closing tag,
@@ -27,7 +29,7 @@ import { ReexError, toReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
 import type { GenerateResult, Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
 import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
-import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
+import { LIMIT_FEEDBACK, REPEAT_LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { GrammarStart, SchemaNames, SegmentGrammars } from "./grammar.js";
 import type { NameBinding } from "./binding.js";
 import { extractFinal, indexOfTag, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
@@ -38,6 +40,9 @@ import { repairTables, type TableSwap } from "./repair.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
 import type { FeedbackMode, PromptFamily } from "./types.js";
+
+/** Repeated probes in one rollout after which the server opens the answer (the first gets {@link REPEATED_PROBE_FEEDBACK}). */
+const REPEATS_BEFORE_ANSWER = 2;
 
 /** The stop strings of one segment: a probe's and the answer's closing markers (an answer closer that also opens it, like a fence, only once the server opened the answer). */
 function segmentStops(profile: ModelProfile, probing: boolean, forcedFinal: boolean): string[] {
@@ -643,6 +648,21 @@ async function answerProbe(
   if (options.signal?.aborted) return end(state, "aborted");
   let result: ExecResult;
   let feedback: string;
+  if (earlier?.result && state.probes.filter((p) => p.repeated).length + 1 >= REPEATS_BEFORE_ANSWER) {
+    sink?.({ type: "result", path, step, result: earlier.result, feedback: REPEAT_LIMIT_FEEDBACK });
+    const injected = wrapFeedback(REPEAT_LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;
+    try {
+      await trajectory.append(injected);
+    } catch (error) {
+      return fail(state, error, sink, path);
+    }
+    const probe: ProbeRecord = { step, sql, result: earlier.result, feedback: REPEAT_LIMIT_FEEDBACK, repeated: true, overLimit: false };
+    state.text += injected;
+    state.interactions = step;
+    state.probes.push(probe);
+    state.forcedFinal = true;
+    return { kind: "limit", probe };
+  }
   if (earlier?.result) {
     result = earlier.result;
     feedback = REPEATED_PROBE_FEEDBACK;

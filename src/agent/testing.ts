@@ -6,7 +6,7 @@
 export { detectProfile, omnisqlProfile, skyrlSqlProfile, thinkAnswerProfile } from "./profiles/index.js";
 export { FAMILY_INSTRUCTIONS, ROLE_TEXT, UNANSWERABLE_MARKER, systemPrompt } from "./prompts.js";
 export { unwrapSql } from "./parse.js";
-export { LIMIT_FEEDBACK, LOCKED_FEEDBACK, REPEATED_PROBE_FEEDBACK, TIMEOUT_FEEDBACK, schemaHint, wrapFeedback } from "./feedback.js";
+export { LIMIT_FEEDBACK, LOCKED_FEEDBACK, REPEAT_LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, TIMEOUT_FEEDBACK, schemaHint, wrapFeedback } from "./feedback.js";
 export { buildGrammar } from "./grammar.js";
 export { tagWith } from "./syntax.js";
 export { preparePrompt } from "./inputs.js";

@@ -126,6 +126,18 @@ describe("segments", () => {
     expect(segs[1]!.content).toBe("a <final_sql>x</final_sql>");
     expect(text.slice(segs[3]!.start, segs[3]!.end)).toBe("<final_sql>SELECT 1</final_sql>");
   });
+
+  it("ends an unclosed <think> where a probe or the final SQL opens, and the format check still fails it", () => {
+    const text = "<think>count them\n<intermediate_sql>SELECT COUNT(*) FROM t</intermediate_sql>";
+    const segs = segments(text);
+    expect(segs.map((s) => [s.kind, s.closed])).toEqual([
+      ["think", false],
+      ["intermediate_sql", true],
+    ]);
+    expect(extractProbes(text)).toEqual(["SELECT COUNT(*) FROM t"]);
+    expect(extractFinal("<think>so <final_sql>SELECT 1</final_sql>")).toMatchObject({ sql: "SELECT 1", fromTag: true });
+    expect(formatCheck(`${text}<result>\n1\n</result>\n<final_sql>SELECT 1</final_sql>`, "execution-aware").ok).toBe(false);
+  });
 });
 
 describe("unwrapSql and normalizeSql", () => {

@@ -15,7 +15,7 @@ import {
   type RolloutOptions,
   type RolloutResult,
 } from "../../src/agent/index.js";
-import { LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
+import { LIMIT_FEEDBACK, REPEAT_LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import { ExecutorPool, type Executor } from "../../src/sql/index.js";
 import { FakePolicy, SAMPLED_LOGPROB, byTurn, type Responder } from "./fake-policy.js";
@@ -193,6 +193,20 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
     expect(result.text).toContain(`<result>\n${REPEATED_PROBE_FEEDBACK}\n</result>\n`);
     const resultEvents = events.filter((e) => e.type === "result");
     expect(resultEvents.map((e) => (e.type === "result" ? e.feedback : ""))).toEqual([result.probes[0]!.feedback, REPEATED_PROBE_FEEDBACK]);
+  });
+
+  it("answers the second repeated probe by opening the final SQL for the model", async () => {
+    const probe = "<think>a</think><intermediate_sql>SELECT name FROM singer WHERE age > 30</intermediate_sql>";
+    const { result, executor } = await run((response) => (response.endsWith("<final_sql>") ? "SELECT name FROM singer</final_sql>" : probe));
+    expect(executor.calls).toHaveLength(1);
+    expect(result.probes.map((p) => [p.repeated, p.feedback === REPEATED_PROBE_FEEDBACK])).toEqual([
+      [false, false],
+      [true, true],
+      [true, false],
+    ]);
+    expect(result.probes[2]!.feedback).toBe(REPEAT_LIMIT_FEEDBACK);
+    expect(result.text).toContain(`<result>\n${REPEAT_LIMIT_FEEDBACK}\n</result>\n<final_sql>SELECT name FROM singer</final_sql>`);
+    expect(result.finalSql).toBe("SELECT name FROM singer");
   });
 
   it("stops at the token budget, counted across generate calls, and reports truncation", async () => {
