@@ -296,7 +296,13 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       lora: [...this.loaded.lora],
       flashAttention: this.loaded.context.flashAttention,
       metadata: modelMetadata(this.loaded.model, this.loaded.modelSource),
+      ...(this.endOfTurnText() ? { endOfTurn: this.endOfTurnText()! } : {}),
     };
+  }
+
+  private endOfTurnText(): string | undefined {
+    const t = this.loaded.model.tokens;
+    return t.eotString ?? t.eosString ?? undefined;
   }
 
   tokenize(text: string): number[] {

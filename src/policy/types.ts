@@ -225,6 +225,8 @@ export interface PolicyInfo {
   maxSequences: number;
   /** LoRA adapter files applied, in order. Default []. */
   lora?: readonly string[];
+  /** The text of the model's end-of-turn token (`<|im_end|>`, `<end_of_turn>`), read off its vocabulary; absent where unknown (remote, scripted). */
+  endOfTurn?: string;
   /** llama.cpp's flash attention as the context was created ("auto": where the device supports it; the llama backend only). */
   flashAttention?: "auto" | boolean;
 }

@@ -58,8 +58,8 @@ const sftSchema = z
   .object({
     /** Traces, JSONL (or a JSON array) of {"messages": [...] | "prompt": "...", "response": "...", "question_id"?}. */
     traces: z.string().min(1),
-    /** Appended to every response (mask 1) so the model learns to end its turn. Default "<|im_end|>". */
-    endOfTurn: z.string().default("<|im_end|>"),
+    /** Appended to every response (mask 1) so the model learns to end its turn; "auto" is the model's own end-of-turn token (`<|im_end|>` where it has none). Default "auto". */
+    endOfTurn: z.string().default("auto"),
   })
   .strict();
 
@@ -235,8 +235,8 @@ export const trainConfigSchema = z
     dynamicSampling: dynamicSamplingSchema.optional(),
     /** Train only on questions the start policy sometimes solves, screened once before step 1; default off (all questions). */
     curriculum: curriculumSchema.optional(),
-    /** Appended (in the loss) to a rollout that ended with its final answer, as SFT trains it; "" for none. Default "<|im_end|>". */
-    endOfTurn: z.string().default("<|im_end|>"),
+    /** Appended (in the loss) to a rollout that ended with its final answer, as SFT trains it; "" for none, "auto" for the model's own end-of-turn token (`<|im_end|>` where it has none). Default "auto". */
+    endOfTurn: z.string().default("auto"),
     /** Drop truncated rollouts from the loss (Think2SQL). Default false. */
     maskTruncated: z.boolean().default(false),
     reward: rewardSchema.default(() => rewardSchema.parse({})),

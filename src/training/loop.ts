@@ -65,6 +65,11 @@ export interface TrainResult {
   report: string;
 }
 
+/** A configured end-of-turn text, with "auto" read off the policy's model (`<|im_end|>` where it names none). */
+function endOfTurnText(setting: string, policy: Policy): string {
+  return setting === "auto" ? (policy.info.endOfTurn ?? "<|im_end|>") : setting;
+}
+
 function mean(xs: readonly number[]): number | null {
   return xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length;
 }
@@ -296,7 +301,7 @@ async function sftExperience(
 ): Promise<StepExperience> {
   const records: ExperienceRecord[] = [];
   for (const ti of picks) {
-    records.push(await sftRecord(policy, traces[ti]!, config.sft!.endOfTurn, ti, profile));
+    records.push(await sftRecord(policy, traces[ti]!, endOfTurnText(config.sft!.endOfTurn, policy), ti, profile));
     tick();
   }
   return { records, stats: { rollouts: records.length, response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0 } };
@@ -548,7 +553,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     reportInfo.settings = { profile: profile.id, promptFamily: family, ...reportInfo.settings };
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
-    const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(config.endOfTurn) : [];
+    const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(endOfTurnText(config.endOfTurn, current)) : [];
     const sampleGroup: GroupSampler = (q, groupSize, seed) =>
       runGroup(q, {
         ...groupSettings(config, family, spec, signal),

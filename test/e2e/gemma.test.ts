@@ -65,6 +65,9 @@ describe("Gemma 3 270M through the whole loop", () => {
     const ready = (await (await fetch(`${server.url}/readyz`)).json()) as { profile?: { id: string } };
     expect(JSON.stringify(ready)).toMatch(/generic/);
     for (const tag of ["<intermediate_sql>", "</intermediate_sql>", "</final_sql>"]) expect(runtime.policy.tokenize(tag).length, tag).toBeGreaterThan(1);
+    // training's endOfTurn "auto" reads Gemma's own end of turn, one control token
+    expect(runtime.policy.info.endOfTurn).toBe("<end_of_turn>");
+    expect(runtime.policy.tokenize("<end_of_turn>")).toHaveLength(1);
   });
 
   it("answers over REST: its probes stop at the split closing tag, run, and their results come back into its context", async () => {
