@@ -1,4 +1,4 @@
-"""Command line: ``python3 -m reex_learner step|logprobs|info|hf-step ...`` (see docs/learner.md)."""
+"""Command line: ``python3 -m reex_learner step|logprobs|export|info|hf-step ...`` (see docs/learner.md)."""
 
 from __future__ import annotations
 
@@ -35,16 +35,40 @@ def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
                 raise SystemExit(f"{path}: rollout {i}: token id {t} outside the model's vocabulary (0..{n_vocab - 1})")
 
 
+def _write_step_outputs(args: argparse.Namespace, policy: Any, g: Any, lora: dict[str, Any] | None) -> None:
+    """The step's files: the adapter (``--lora-out``), the model (``--out``: with a LoRA, the base with
+    the adapter merged in), the masters."""
+    from .gguf_io import quantized_matrices, write_gguf
+    from .lora import merged_state, write_lora_gguf
+    from .model import save_master, state_for_gguf
+
+    if lora is not None:
+        write_lora_gguf(args.lora_out, policy, out_type=args.lora_out_type, name=f"{g.field('general.name', 'reex')} LoRA")
+    if args.out:
+        out_type = args.out_type
+        if out_type == "keep" and quantized_matrices(g):
+            out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
+        write_gguf(args.out, g, merged_state(policy) if lora is not None else state_for_gguf(policy), out_type=out_type)
+    if args.master:
+        save_master(policy, args.master)
+
+
 def cmd_step(args: argparse.Namespace) -> int:
     torch, device, dtype = _torch_setup(args)
-    from .gguf_io import quantized_matrices, write_gguf
     from .grpo import read_experience, step_config_from_args, train_step
-    from .model import load_master, load_model, save_master, state_for_gguf
+    from .lora import BaseView, setup_lora
+    from .lora_args import lora_requested
+    from .model import load_master, load_model
 
+    if not args.out and not lora_requested(args):
+        raise ValueError("--out is required (or train a LoRA: --lora-rank/--lora-in with --lora-out)")
+    if args.master and lora_requested(args):
+        raise ValueError("--master keeps full f32 weights; with a LoRA the base is frozen and the adapter is stored in f32: drop --master")
     t0 = time.time()
     # weights stay float32 (master copies for AdamW); --dtype is the autocast compute dtype
     policy, g = load_model(args.model, device=device)
     master_loaded = load_master(policy, g, args.master) if args.master else False
+    lora = setup_lora(policy, args, seed=args.seed)
     policy.grad_checkpoint = args.grad_checkpoint
     policy.attn_impl = args.attn
     ref = None
@@ -53,20 +77,18 @@ def cmd_step(args: argparse.Namespace) -> int:
         ref.eval()
         for p in ref.parameters():
             p.requires_grad_(False)
+    elif lora is not None and args.kl_beta:
+        ref = BaseView(policy)  # KL to the base: the same weights with the adapter switched off
     rollouts = read_experience(args.experience)
     _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
     cfg = step_config_from_args(args, dtype, args.kl_beta)
     load_s = time.time() - t0
     metrics: dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()
-    out_type = args.out_type
-    if out_type == "keep" and quantized_matrices(g):
-        out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
-    write_gguf(args.out, g, state_for_gguf(policy), out_type=out_type)
-    if args.master:
-        save_master(policy, args.master)
+    _write_step_outputs(args, policy, g, lora)
     metrics.update(
         {
+            "lora": lora,
             "master": args.master,
             "master_loaded": master_loaded,
             "model": args.model,
@@ -94,6 +116,10 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
     from .model import load_model
 
     model, g = load_model(args.model, device=device)
+    if args.lora_in:
+        from .lora import apply_lora, read_lora_gguf
+
+        apply_lora(model, read_lora_gguf(args.lora_in))
     model.eval()
     rollouts = read_experience(args.experience)
     _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
@@ -211,6 +237,8 @@ def add_hf_step_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .lora_args import add_lora_args
+
     p = argparse.ArgumentParser(prog="python3 -m reex_learner", description="reex GRPO/SFT learner over GGUF models")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -226,8 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("step", help="one GRPO/SFT update from one experience file; writes a new GGUF")
     common(s)
     s.add_argument("--experience", required=True, help="experience JSONL (one rollout per line)")
-    s.add_argument("--out", required=True, help="output GGUF (metadata copied unchanged)")
-    s.add_argument("--ref", help="frozen reference GGUF for the KL term / kl metric")
+    s.add_argument("--out", help="output GGUF (metadata copied unchanged); required unless a LoRA is trained (then: the base with the adapter merged in)")
+    s.add_argument("--ref", help="frozen reference GGUF for the KL term / kl metric (with a LoRA and --kl-beta > 0, default: the base, adapter switched off)")
     s.add_argument("--mode", default="grpo", choices=["grpo", "sft"])
     s.add_argument("--lr", type=float, default=2e-6)
     s.add_argument("--clip", type=float, default=0.2, help="PPO clip epsilon (low side, and high side unless --clip-high)")
@@ -281,12 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)",
     )
     s.add_argument("--metrics", help="also write the metrics JSON here")
+    add_lora_args(s)
     s.set_defaults(func=cmd_step)
 
     lp = sub.add_parser("logprobs", help="score an experience file's response tokens (check old_logprobs)")
     common(lp)
     lp.add_argument("--experience", required=True)
     lp.add_argument("--out", help="JSONL output (default stdout)")
+    lp.add_argument("--lora-in", help="score with this llama.cpp LoRA GGUF on the model (rollouts sampled from base + adapter)")
     lp.set_defaults(func=cmd_logprobs)
 
     ex = sub.add_parser("export", help="rewrite a GGUF's 2-D weights as f32, f16 or q8_0 (1-D tensors stay f32; Q8_0 as llama-quantize writes it)")

@@ -121,6 +121,25 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n_rot: int
     return torch.cat((out, rest), dim=-1) if rest.shape[-1] else out
 
 
+def packed_allowed(seg: torch.Tensor, positions: torch.Tensor | None = None, window: int = 0) -> torch.Tensor:
+    """(B, 1, T, T) boolean attention mask of packed rows, True where query t may read key s: s <= t and
+    s is in the shared prefix (segment 0) or in t's own segment; every position may read itself (no
+    empty rows for padding, segment -1). With ``window`` > 0 (a sliding-window layer) also
+    ``positions[t] - positions[s] < window``: llama.cpp's is_masked_swa counts positions, and inside a
+    segment and its prefix the packed positions are the unpacked ones."""
+    B, T = seg.shape
+    idx = torch.arange(T, device=seg.device)
+    causal = idx.unsqueeze(0) <= idx.unsqueeze(1)  # [t, s]: s <= t
+    same = (seg.unsqueeze(2) == seg.unsqueeze(1)) | (seg.unsqueeze(1) == 0)  # (B, t, s)
+    allowed = causal.unsqueeze(0) & same
+    if window > 0:
+        if positions is None:
+            raise ValueError("a sliding window over packed rows needs their positions")
+        allowed = allowed & ((positions.unsqueeze(2) - positions.unsqueeze(1)) < window)
+    allowed = allowed | torch.eye(T, dtype=torch.bool, device=seg.device).unsqueeze(0)
+    return allowed.view(B, 1, T, T)
+
+
 class Block(nn.Module):
     def __init__(self, hp: HParams, biases: dict[str, bool], il: int = 0):
         super().__init__()
@@ -148,7 +167,10 @@ class Block(nn.Module):
             self.post_attention_norm = RMSNorm(e, hp.rms_eps)
             self.post_ffw_norm = RMSNorm(e, hp.rms_eps)
 
-    def attention(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str) -> torch.Tensor:
+    def attention(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str, allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """Self-attention of the normed input ``x`` (B, T, n_embd). ``allowed``: None for the causal
+        mask (and this layer's sliding window) over T, else a (B, 1, T, T) boolean mask (True where
+        query t may read key s) that replaces them -- packed rows (:func:`packed_allowed`)."""
         hp = self.hp
         B, T, _ = x.shape
         q = self.attn_q(x).view(B, T, hp.n_head, hp.head_dim)
@@ -169,7 +191,9 @@ class Block(nn.Module):
                 v = v.repeat_interleave(group, dim=1)
             # `scale=` only exists from torch 2.1; pre-scale q instead (default scale is 1/sqrt(D))
             q = q * (hp.attn_scale * (hp.head_dim**0.5))
-            if window:
+            if allowed is not None:
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+            elif window:
                 idx = torch.arange(T, device=x.device)
                 d = idx.unsqueeze(1) - idx.unsqueeze(0)  # query - key
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=(d >= 0) & (d < window))
@@ -180,21 +204,25 @@ class Block(nn.Module):
             kg = k.unsqueeze(2)  # (B, Hkv, 1, T, D)
             vg = v.unsqueeze(2)
             scores = torch.matmul(qg, kg.transpose(-1, -2)).float() * hp.attn_scale  # (B, Hkv, G, T, T)
-            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-            if window:
-                causal = causal | torch.ones(T, T, dtype=torch.bool, device=x.device).tril(-window)
-            scores = scores.masked_fill(causal, float("-inf"))
+            if allowed is not None:
+                hidden = ~allowed.unsqueeze(2)  # (B, 1, 1, T, T)
+            else:
+                hidden = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+                if window:
+                    hidden = hidden | torch.ones(T, T, dtype=torch.bool, device=x.device).tril(-window)
+            scores = scores.masked_fill(hidden, float("-inf"))
             probs = torch.softmax(scores, dim=-1).to(v.dtype)
             out = torch.matmul(probs, vg).reshape(B, hp.n_head, T, hp.head_dim)
         out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
         return self.attn_output(out)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str = "eager") -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, attn_impl: str = "eager", allowed: torch.Tensor | None = None) -> torch.Tensor:
+        """One block; ``allowed`` as in :meth:`attention`."""
         if not self.gemma:
-            h = x + self.attention(self.attn_norm(x), cos, sin, attn_impl)
+            h = x + self.attention(self.attn_norm(x), cos, sin, attn_impl, allowed)
             n = self.ffn_norm(h)
             return h + self.ffn_down(F.silu(self.ffn_gate(n)) * self.ffn_up(n))
-        h = x + self.post_attention_norm(self.attention(self.attn_norm(x), cos, sin, attn_impl))
+        h = x + self.post_attention_norm(self.attention(self.attn_norm(x), cos, sin, attn_impl, allowed))
         n = self.ffn_norm(h)
         return h + self.post_ffw_norm(self.ffn_down(self.ffn_act(self.ffn_gate(n)) * self.ffn_up(n)))
 
@@ -225,14 +253,28 @@ class LlamaModel(nn.Module):
         The sliding window of Gemma's local layers counts tokens (T index), as the causal mask does."""
         return self.logits(self.hidden(tokens, positions))
 
-    def hidden(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """The final-normed hidden states (B, T, n_embd) that :meth:`logits` projects onto the vocabulary."""
+    def hidden(
+        self, tokens: torch.Tensor, positions: torch.Tensor | None = None, seg: torch.Tensor | None = None, attn_impl: str | None = None
+    ) -> torch.Tensor:
+        """The final-normed hidden states (B, T, n_embd) that :meth:`logits` projects onto the vocabulary.
+        ``seg`` (B, T): packed rows (segment 0 a shared prefix, i >= 1 a continuation of it, -1 padding;
+        see :func:`packed_allowed`), with ``positions`` restarting after the prefix. ``attn_impl``
+        overrides ``self.attn_impl``."""
         if tokens.dim() == 1:
             tokens = tokens.unsqueeze(0)
         B, T = tokens.shape
         hp = self.hp
+        attn_impl = attn_impl or self.attn_impl
         if positions is None:
             positions = torch.arange(T, device=tokens.device).unsqueeze(0)
+        allowed = allowed_swa = None
+        if seg is not None:
+            allowed = packed_allowed(seg)
+            windows = {layer.n_swa for layer in self.layers if layer.local and layer.n_swa > 0}
+            if len(windows) > 1:
+                raise ValueError("packed rows need one sliding-window size for all local layers")
+            if windows:
+                allowed_swa = packed_allowed(seg, positions.expand(B, T), windows.pop())
         cos, sin = rope_angles(positions, hp.n_rot, hp.rope_base, hp.rope_freq_scale, self.rope_freqs)
         rope_swa = None
         if any(layer.local for layer in self.layers):
@@ -243,12 +285,13 @@ class LlamaModel(nn.Module):
             x = x * self.embd_scale
         for layer in self.layers:
             c, s = rope_swa if (layer.local and rope_swa is not None) else (cos, sin)
+            mask = allowed_swa if (allowed_swa is not None and layer.local and layer.n_swa > 0) else allowed
             if self.grad_checkpoint and self.training and torch.is_grad_enabled():
                 from torch.utils.checkpoint import checkpoint
 
-                x = checkpoint(layer, x, c, s, self.attn_impl, use_reentrant=False)
+                x = checkpoint(layer, x, c, s, attn_impl, mask, use_reentrant=False)
             else:
-                x = layer(x, c, s, self.attn_impl)
+                x = layer(x, c, s, attn_impl, mask)
         return self.output_norm(x)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -263,9 +306,10 @@ class LlamaModel(nn.Module):
 
     # --- GGUF <-> module -----------------------------------------------------------------------
     def gguf_tensors(self) -> Iterator[tuple[str, torch.Tensor]]:
-        """(GGUF name, tensor) for every trainable tensor."""
+        """(GGUF name, tensor) for every tensor of the model file (LoRA adapters excluded: lora.py)."""
         for name, p in self.named_parameters():
-            yield gguf_name(name), p
+            if not name.rsplit(".", 1)[-1].startswith("lora_"):
+                yield gguf_name(name), p
 
 
 def gguf_name(module_name: str) -> str:

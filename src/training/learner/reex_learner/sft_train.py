@@ -33,14 +33,16 @@ import sys
 import time
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from .gguf_io import write_gguf
-from .model import LlamaModel, apply_rope, load_model, rope_angles, state_for_gguf
+from .lora import merged_state, setup_lora, write_lora_gguf
+from .lora_args import add_lora_args, lora_requested
+from .model import LlamaModel, load_model, packed_allowed, state_for_gguf
 
 
 # ------------------------------------------------------------------------------------------------
@@ -225,14 +227,8 @@ def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
 
 def attention_allowed(seg: torch.Tensor) -> torch.Tensor:
     """(B, 1, T, T) boolean mask of :func:`attention_bias` (True where query t may read key s), for
-    ``scaled_dot_product_attention``."""
-    B, T = seg.shape
-    idx = torch.arange(T, device=seg.device)
-    causal = idx.unsqueeze(0) <= idx.unsqueeze(1)
-    same = (seg.unsqueeze(2) == seg.unsqueeze(1)) | (seg.unsqueeze(1) == 0)
-    allowed = causal.unsqueeze(0) & same
-    allowed = allowed | torch.eye(T, dtype=torch.bool, device=seg.device).unsqueeze(0)
-    return allowed.view(B, 1, T, T)
+    ``scaled_dot_product_attention`` (model.packed_allowed without a sliding window)."""
+    return packed_allowed(seg)
 
 
 #: Attention of :func:`packed_forward`: "eager" (the reference maths, f32 scores) or "sdpa"
@@ -244,62 +240,17 @@ def attention_bias(seg: torch.Tensor) -> torch.Tensor:
     """(B, 1, 1, T, T) additive bias: 0 where query t may read key s (s <= t and s is in the prefix
     or in t's own suffix), -inf elsewhere. Every position may read itself (no empty rows)."""
     B, T = seg.shape
-    idx = torch.arange(T, device=seg.device)
-    causal = idx.unsqueeze(0) <= idx.unsqueeze(1)  # [t, s]: s <= t
-    same = (seg.unsqueeze(2) == seg.unsqueeze(1)) | (seg.unsqueeze(1) == 0)  # (B, t, s)
-    allowed = causal.unsqueeze(0) & same
-    allowed = allowed | torch.eye(T, dtype=torch.bool, device=seg.device).unsqueeze(0)
     bias = torch.zeros(B, T, T, device=seg.device)
-    bias = bias.masked_fill(~allowed, float("-inf"))
+    bias = bias.masked_fill(~packed_allowed(seg).view(B, T, T), float("-inf"))
     return bias.view(B, 1, 1, T, T)
 
 
 def packed_forward(model: LlamaModel, ids: torch.Tensor, pos: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
-    """LlamaModel.forward with explicit positions and the packed attention mask (same weights,
-    same maths as model.py's eager attention)."""
-    hp = model.hp
-    B, T = ids.shape
-    cos, sin = rope_angles(pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, model.rope_freqs)
-    sdpa = ATTENTION["impl"] == "sdpa"
-    bias = attention_allowed(seg) if sdpa else attention_bias(seg)
-    x = model.token_embd(ids)
-    group = hp.n_head // hp.n_head_kv
-
-    def block(layer, x):
-        n = layer.attn_norm(x)
-        q = layer.attn_q(n).view(B, T, hp.n_head, hp.head_dim)
-        k = layer.attn_k(n).view(B, T, hp.n_head_kv, hp.head_dim)
-        v = layer.attn_v(n).view(B, T, hp.n_head_kv, hp.head_dim)
-        q = apply_rope(q, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
-        k = apply_rope(k, cos, sin, hp.n_rot, hp.rope_type).transpose(1, 2)
-        v = v.transpose(1, 2)
-        if sdpa:
-            kk = k.repeat_interleave(group, dim=1) if group > 1 else k
-            vv = v.repeat_interleave(group, dim=1) if group > 1 else v
-            out = F.scaled_dot_product_attention(q, kk, vv, attn_mask=bias, scale=hp.attn_scale)
-            out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
-            h = x + layer.attn_output(out)
-            m = layer.ffn_norm(h)
-            return h + layer.ffn_down(F.silu(layer.ffn_gate(m)) * layer.ffn_up(m))
-        qg = q.reshape(B, hp.n_head_kv, group, T, hp.head_dim)
-        scores = torch.matmul(qg, k.unsqueeze(2).transpose(-1, -2)).float() * hp.attn_scale + bias
-        probs = torch.softmax(scores, dim=-1).to(v.dtype)
-        out = torch.matmul(probs, v.unsqueeze(2)).reshape(B, hp.n_head, T, hp.head_dim)
-        out = out.transpose(1, 2).reshape(B, T, hp.n_head * hp.head_dim)
-        h = x + layer.attn_output(out)
-        m = layer.ffn_norm(h)
-        return h + layer.ffn_down(F.silu(layer.ffn_gate(m)) * layer.ffn_up(m))
-
-    for layer in model.layers:
-        if model.grad_checkpoint and model.training and torch.is_grad_enabled():
-            from torch.utils.checkpoint import checkpoint
-
-            x = checkpoint(block, layer, x, use_reentrant=False)
-        else:
-            x = block(layer, x)
-    x = model.output_norm(x)
-    w = model.token_embd.weight if model.output is None else model.output.weight
-    return F.linear(x, w).float()
+    """Logits (B, T, n_vocab) of packed rows: ``LlamaModel.hidden`` with explicit positions and the packed
+    attention mask, so every architecture the model implements (llama, qwen2, gemma3 with its norms,
+    GeGLU, embedding scale and sliding window counted in positions) and any LoRA on it are computed as
+    the unpacked model computes them. Attention kernel: :data:`ATTENTION`."""
+    return model.logits(model.hidden(ids, pos, seg=seg, attn_impl=ATTENTION["impl"]))
 
 
 def packing_max_diff(model: LlamaModel, records: Sequence[Record], pack_tokens: int = 100_000) -> float:
@@ -367,8 +318,9 @@ def lr_at(step: int, progress: float, base: float, warmup: int, schedule: str, m
 
 
 def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    """AdamW over the trainable parameters (all of them, or a LoRA's), weight decay on matrices only."""
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95), eps=1e-8)
 
 
@@ -468,25 +420,19 @@ def choose_attention(name: str, model: LlamaModel, batches: Sequence[list[Pack]]
     return {"impl": "sdpa", "sdpa_max_diff": diff}
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    device = resolve_device(args.device)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    rng = random.Random(args.seed)
-    log = Logger(args.log)
-    t_start = time.time()
+def load_for_training(args: argparse.Namespace, device: torch.device) -> tuple[LlamaModel, Any, dict[str, Any] | None]:
+    """The model (``--reinit`` applied), its GGUF, and the LoRA put on it (``--lora-rank``/``--lora-in``:
+    base frozen; None for full-weight training)."""
     model, g = load_model(args.model, device=device)
     if args.reinit:
         reinitialize(model, args.reinit, args.seed)
+    lora = setup_lora(model, args, seed=args.seed)
     model.grad_checkpoint = args.grad_checkpoint
-    records = read_records(args.data)
-    n_vocab = g.hparams.n_vocab
-    for i, r in enumerate(records):
-        if any(not 0 <= t < n_vocab for t in r.prompt) or any(not 0 <= t < n_vocab for t in r.tokens):
-            raise ValueError(f"{args.data}: record {i}: token id outside the model's vocabulary (0..{n_vocab - 1})")
+    return model, g, lora
+
+
+def parse_weights(args: argparse.Namespace) -> tuple[dict[str, float], list[tuple[str, float]]]:
+    """``--family-weight FAMILY=W`` and ``--db-weight PREFIX=W`` as a dict and an ordered list."""
     weights: dict[str, float] = {}
     for spec in args.family_weight or []:
         fam, _, w = spec.partition("=")
@@ -495,37 +441,78 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     for spec in args.db_weight or []:
         prefix, _, w = spec.partition("=")
         db_weights.append((prefix, float(w)))
+    return weights, db_weights
+
+
+def check_vocab(records: Sequence[Record], n_vocab: int, path: str) -> None:
+    """ValueError when a record holds a token id outside the model's vocabulary."""
+    for i, r in enumerate(records):
+        if any(not 0 <= t < n_vocab for t in r.prompt) or any(not 0 <= t < n_vocab for t in r.tokens):
+            raise ValueError(f"{path}: record {i}: token id outside the model's vocabulary (0..{n_vocab - 1})")
+
+
+def save_model(path: str, model: LlamaModel, g: Any, lora: dict[str, Any] | None, out_type: str = "keep", adapter: bool = False) -> None:
+    """Writes the trained model to ``path``: the LoRA adapter as a llama.cpp LoRA GGUF when ``adapter``
+    (``out_type`` f32|f16), else the full GGUF (with a LoRA: the base with the adapter merged in)."""
+    if adapter:
+        write_lora_gguf(path, model, out_type=out_type, name=f"{g.field('general.name', 'reex')} LoRA")
+    else:
+        write_gguf(path, g, merged_state(model) if lora is not None else state_for_gguf(model), out_type=out_type)
+
+
+@dataclass
+class TrainData:
+    """The packed records of a run: training rows of the current epoch and the held-out eval batches."""
+
+    records: list[Record]
+    expanded: list[Record]
+    eval_records: list[Record]
+    eval_batches: list[list[Pack]]
+    epoch_packs: list[Pack]
+
+
+def prepare_data(args: argparse.Namespace, n_vocab: int, rng: random.Random) -> TrainData:
+    """Reads ``--data``, holds out ``--eval-frac`` of the questions, applies the weights, packs."""
+    records = read_records(args.data)
+    check_vocab(records, n_vocab, args.data)
+    weights, db_weights = parse_weights(args)
     train_recs = [r for r in records if not held_out(r.key, args.eval_frac)]
     eval_recs = [r for r in records if held_out(r.key, args.eval_frac) and record_weight(r, weights, db_weights) > 0]
     expanded = weighted(train_recs, weights, db_weights)
     eval_packs = make_packs(eval_recs, args.pack_tokens, not args.no_share_prefix)
     eval_batches = make_batches(eval_packs, args.batch_tokens, random.Random(0))
     epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
-    params = sum(p.numel() for p in model.parameters())
-    attention = choose_attention(args.attention, model, eval_batches or make_batches(epoch_packs[:8], args.batch_tokens, random.Random(0)), device)
-    log(
-        "start",
-        model=args.model,
-        data=args.data,
-        parameters=params,
-        records=len(records),
-        train_records=len(expanded),
-        eval_records=len(eval_recs),
-        packs_per_epoch=len(epoch_packs),
-        tokens_per_epoch=sum(p.length for p in epoch_packs),
-        unpacked_tokens_per_epoch=sum(p.unpacked_length for p in epoch_packs),
-        loss_tokens_per_epoch=sum(p.loss_tokens for p in epoch_packs),
-        share_prefix=not args.no_share_prefix,
-        threads=torch.get_num_threads(),
-        device=str(device),
-        attention=attention,
-        amp=args.amp,
-        lr=args.lr,
-        minutes=args.minutes,
-        argv=sys.argv[1:],
-        load_s=round(time.time() - t_start, 2),
-    )
-    opt = make_optimizer(model, args.lr, args.weight_decay)
+    return TrainData(records, expanded, eval_recs, eval_batches, epoch_packs)
+
+
+@dataclass
+class TrainState:
+    """What the loop counted (the summary's numbers)."""
+
+    step: int = 0
+    epoch: int = 0
+    stop_reason: str = "steps"
+    first_loss: float | None = None
+    tokens: int = 0
+    unpacked: int = 0
+    loss_tokens: float = 0.0
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    train_s: float = 0.0
+
+
+def train_loop(
+    args: argparse.Namespace,
+    model: LlamaModel,
+    g: Any,
+    lora: dict[str, Any] | None,
+    opt: torch.optim.Optimizer,
+    data: TrainData,
+    log: Logger,
+    rng: random.Random,
+) -> TrainState:
+    """The optimizer steps, until ``--steps`` or ``--minutes`` runs out: logs, evals, checkpoints."""
+    device = model_device(model)
     budget = args.minutes * 60.0 if args.minutes else None
     max_steps = args.steps if args.steps else None
     if budget is None and max_steps is None:
@@ -538,27 +525,19 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
         pt = (time.time() - t0) / max(budget - args.reserve_s, 1.0) if budget is not None else 0.0
         return max(ps, pt)
 
-    step = 0
-    epoch = 0
+    st = TrainState()
     window = {"loss": 0.0, "n": 0.0, "tokens": 0, "unpacked": 0, "t": time.time()}
-    total_tokens = 0
-    total_unpacked = 0
-    total_loss_tokens = 0.0
-    curve: list[dict[str, Any]] = []
-    evals: list[dict[str, Any]] = []
-    first_loss: float | None = None
-    stop_reason = "steps"
     model.train()
+    trainable = [p for p in model.parameters() if p.requires_grad]
     while True:
-        batches = make_batches(epoch_packs, args.batch_tokens, rng)
-        for bp in batches:
-            if max_steps is not None and step >= max_steps:
-                stop_reason = "steps"
+        for bp in make_batches(data.epoch_packs, args.batch_tokens, rng):
+            if max_steps is not None and st.step >= max_steps:
+                st.stop_reason = "steps"
                 break
             if deadline is not None and time.time() >= deadline:
-                stop_reason = "time"
+                st.stop_reason = "time"
                 break
-            lr = lr_at(step, progress(step), args.lr, args.warmup, args.schedule, args.min_lr_ratio)
+            lr = lr_at(st.step, progress(st.step), args.lr, args.warmup, args.schedule, args.min_lr_ratio)
             for grp in opt.param_groups:
                 grp["lr"] = lr
             b = collate_packs(bp).to(device)
@@ -567,78 +546,125 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
                 s, n = batch_loss(model, b)
             loss = s / max(n, 1.0)
             loss.backward()
-            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
+            gn = torch.nn.utils.clip_grad_norm_(trainable, args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
             opt.step()
-            step += 1
-            lv = float(loss.detach())
-            if first_loss is None:
-                first_loss = lv
-            window["loss"] += float(s.detach())
-            window["n"] += n
-            window["tokens"] += b.real_tokens
-            window["unpacked"] += b.unpacked_tokens
-            total_tokens += b.real_tokens
-            total_unpacked += b.unpacked_tokens
-            total_loss_tokens += n
-            if step % args.log_every == 0 or step == 1:
+            st.step += 1
+            if st.first_loss is None:
+                st.first_loss = float(loss.detach())
+            for k, v in (("loss", float(s.detach())), ("n", n), ("tokens", b.real_tokens), ("unpacked", b.unpacked_tokens)):
+                window[k] += v
+            st.tokens += b.real_tokens
+            st.unpacked += b.unpacked_tokens
+            st.loss_tokens += n
+            if st.step % args.log_every == 0 or st.step == 1:
                 dt = max(time.time() - window["t"], 1e-9)
                 rec = {
-                    "step": step,
-                    "epoch": round(epoch + 0.0, 0),
+                    "step": st.step,
+                    "epoch": round(st.epoch + 0.0, 0),
                     "loss": round(window["loss"] / max(window["n"], 1.0), 4),
                     "lr": lr,
                     "grad_norm": round(float(gn), 4),
                     "tokens_per_s": round(window["tokens"] / dt, 1),
                     "unpacked_tokens_per_s": round(window["unpacked"] / dt, 1),
-                    "tokens": total_tokens,
-                    "epochs_done": round(total_loss_tokens / max(sum(p.loss_tokens for p in epoch_packs), 1), 3),
+                    "tokens": st.tokens,
+                    "epochs_done": round(st.loss_tokens / max(sum(p.loss_tokens for p in data.epoch_packs), 1), 3),
                     "elapsed_s": round(time.time() - t0, 1),
                 }
-                curve.append(rec)
+                st.curve.append(rec)
                 log("step", **rec)
                 window = {"loss": 0.0, "n": 0.0, "tokens": 0, "unpacked": 0, "t": time.time()}
-            if args.eval_every and step % args.eval_every == 0 and eval_batches:
-                ev = evaluate(model, eval_batches)
-                evals.append({"step": step, "eval_loss": ev})
-                log("eval", step=step, eval_loss=round(ev, 4) if ev is not None else None, elapsed_s=round(time.time() - t0, 1))
+            if args.eval_every and st.step % args.eval_every == 0 and data.eval_batches:
+                ev = evaluate(model, data.eval_batches)
+                st.evals.append({"step": st.step, "eval_loss": ev})
+                log("eval", step=st.step, eval_loss=round(ev, 4) if ev is not None else None, elapsed_s=round(time.time() - t0, 1))
                 window["t"] = time.time()  # eval time is not training time
-            if args.save_every and step % args.save_every == 0 and args.checkpoint_dir:
-                path = os.path.join(args.checkpoint_dir, f"step-{step:05d}.gguf")
-                write_gguf(path, g, state_for_gguf(model), out_type="keep")
-                log("checkpoint", step=step, path=path)
+            if args.save_every and st.step % args.save_every == 0 and args.checkpoint_dir:
+                path = os.path.join(args.checkpoint_dir, f"step-{st.step:05d}{'.lora' if lora else ''}.gguf")
+                save_model(path, model, g, lora, args.lora_out_type if lora else "keep", adapter=lora is not None)
+                log("checkpoint", step=st.step, path=path)
                 window["t"] = time.time()
         else:
-            epoch += 1
-            epoch_packs = make_packs(expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
+            st.epoch += 1
+            data.epoch_packs = make_packs(data.expanded, args.pack_tokens, not args.no_share_prefix, random.Random(rng.random()))
             continue
         break
-    train_s = time.time() - t0
-    if evals and evals[-1]["step"] == step:
-        final_eval = evals[-1]["eval_loss"]
+    st.train_s = time.time() - t0
+    if st.evals and st.evals[-1]["step"] == st.step:
+        final_eval = st.evals[-1]["eval_loss"]
     else:
-        final_eval = evaluate(model, eval_batches)
-    if final_eval is not None and evals[-1:] != [{"step": step, "eval_loss": final_eval}]:
-        evals.append({"step": step, "eval_loss": final_eval})
-        log("eval", step=step, eval_loss=round(final_eval, 4), elapsed_s=round(time.time() - t0, 1))
-    out_type = args.out_type
-    write_gguf(args.out, g, state_for_gguf(model), out_type=out_type)
+        final_eval = evaluate(model, data.eval_batches)
+    if final_eval is not None and st.evals[-1:] != [{"step": st.step, "eval_loss": final_eval}]:
+        st.evals.append({"step": st.step, "eval_loss": final_eval})
+        log("eval", step=st.step, eval_loss=round(final_eval, 4), elapsed_s=round(time.time() - t0, 1))
+    return st
+
+
+def train(args: argparse.Namespace) -> dict[str, Any]:
+    """Runs the SFT (see the module docstring) and returns the summary (the ``done`` log line)."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    device = resolve_device(args.device)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    if not args.out and not lora_requested(args):
+        raise ValueError("--out is required (or train a LoRA: --lora-rank/--lora-in with --lora-out)")
+    rng = random.Random(args.seed)
+    log = Logger(args.log)
+    t_start = time.time()
+    model, g, lora = load_for_training(args, device)
+    data = prepare_data(args, g.hparams.n_vocab, rng)
+    packs = data.epoch_packs
+    params = sum(p.numel() for p in model.parameters())
+    attention = choose_attention(args.attention, model, data.eval_batches or make_batches(packs[:8], args.batch_tokens, random.Random(0)), device)
+    log(
+        "start",
+        model=args.model,
+        data=args.data,
+        parameters=params,
+        trainable_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad),
+        lora=lora,
+        records=len(data.records),
+        train_records=len(data.expanded),
+        eval_records=len(data.eval_records),
+        packs_per_epoch=len(packs),
+        tokens_per_epoch=sum(p.length for p in packs),
+        unpacked_tokens_per_epoch=sum(p.unpacked_length for p in packs),
+        loss_tokens_per_epoch=sum(p.loss_tokens for p in packs),
+        share_prefix=not args.no_share_prefix,
+        threads=torch.get_num_threads(),
+        device=str(device),
+        attention=attention,
+        amp=args.amp,
+        lr=args.lr,
+        minutes=args.minutes,
+        argv=sys.argv[1:],
+        load_s=round(time.time() - t_start, 2),
+    )
+    opt = make_optimizer(model, args.lr, args.weight_decay)
+    st = train_loop(args, model, g, lora, opt, data, log, rng)
+    if lora is not None:
+        save_model(args.lora_out, model, g, lora, args.lora_out_type, adapter=True)
+    if args.out:
+        save_model(args.out, model, g, lora, args.out_type)
     if args.optimizer_state:
-        torch.save({"optimizer": opt.state_dict(), "step": step}, args.optimizer_state)
+        torch.save({"optimizer": opt.state_dict(), "step": st.step}, args.optimizer_state)
     summary = {
         "out": args.out,
-        "steps": step,
-        "stop_reason": stop_reason,
-        "epochs_done": round(total_loss_tokens / max(sum(p.loss_tokens for p in epoch_packs), 1), 3),
-        "train_s": round(train_s, 1),
-        "tokens": total_tokens,
-        "unpacked_tokens": total_unpacked,
-        "loss_tokens": int(total_loss_tokens),
-        "tokens_per_s": round(total_tokens / max(train_s, 1e-9), 1),
-        "unpacked_tokens_per_s": round(total_unpacked / max(train_s, 1e-9), 1),
-        "first_loss": first_loss,
-        "last_loss": curve[-1]["loss"] if curve else None,
-        "eval_loss": final_eval,
-        "evals": evals,
+        "lora": lora,
+        "steps": st.step,
+        "stop_reason": st.stop_reason,
+        "epochs_done": round(st.loss_tokens / max(sum(p.loss_tokens for p in data.epoch_packs), 1), 3),
+        "train_s": round(st.train_s, 1),
+        "tokens": st.tokens,
+        "unpacked_tokens": st.unpacked,
+        "loss_tokens": int(st.loss_tokens),
+        "tokens_per_s": round(st.tokens / max(st.train_s, 1e-9), 1),
+        "unpacked_tokens_per_s": round(st.unpacked / max(st.train_s, 1e-9), 1),
+        "first_loss": st.first_loss,
+        "last_loss": st.curve[-1]["loss"] if st.curve else None,
+        "eval_loss": st.evals[-1]["eval_loss"] if st.evals else None,
+        "evals": st.evals,
         "parameters": params,
         "device": str(device),
     }
@@ -649,9 +675,9 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m reex_learner.sft_train", description="multi-step SFT of a GGUF policy on pre-tokenized records")
-    p.add_argument("--model", required=True, help="initial GGUF (llama/qwen2)")
+    p.add_argument("--model", required=True, help="initial GGUF (llama/qwen2/gemma3)")
     p.add_argument("--data", required=True, help="pre-tokenized JSONL (prompt_tokens, tokens, mask[, db_id, family, question_id]); .gz is read through gzip")
-    p.add_argument("--out", required=True, help="final GGUF")
+    p.add_argument("--out", help="final GGUF; required unless a LoRA is trained (then: the base with the adapter merged in)")
     p.add_argument("--steps", type=int, default=0, help="optimizer steps (0 = until --minutes)")
     p.add_argument("--minutes", type=float, default=0.0, help="wall-clock training budget (0 = until --steps)")
     p.add_argument("--reserve-s", type=float, default=30.0, help="seconds of --minutes kept for the final eval and export")
@@ -696,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="eager (reference maths) | sdpa (fused scaled_dot_product_attention, PyTorch 2) | auto (sdpa on CUDA when it matches eager on a batch, else eager)",
     )
     p.add_argument("--amp", default="none", choices=["none", "bf16"], help="bf16 autocast of the forward pass (weights and optimizer stay f32)")
+    add_lora_args(p)
     return p
 
 

@@ -137,6 +137,63 @@ def to_qwen2(src: Path, out: Path, seed: int = 3) -> None:
     write_gguf(out, g)
 
 
+def to_gemma3(src: Path, out: Path, seed: int = 5, n_swa: int = 8) -> None:
+    """Re-labels a tiny llama GGUF as gemma3: Q/K norms over head_dim, post-attention and post-FFN norms
+    (random weights around 1), tied output (output.weight dropped), sliding window ``n_swa`` on layer 0
+    (pattern 2: even layers local, odd ones global), global RoPE base 1e6 and local 1e4 -- every piece
+    of llama.cpp's gemma3 graph the learner implements, at the tiny model's size."""
+    import numpy as np
+    from reex_learner.gguf_io import MetaField
+
+    g = read_gguf(src)
+    gguf = gguf_module()
+    V = gguf.GGUFValueType
+    g.arch = "gemma3"
+    fields = []
+    for f in g.fields:
+        if f.name == "general.architecture":
+            f.value = "gemma3"
+        elif f.name.startswith("llama."):
+            f.name = "gemma3." + f.name[len("llama.") :]
+        if f.name == "gemma3.rope.freq_base":
+            f.value = 1e6
+        fields.append(f)
+    hd = g.hparams.head_dim
+    extra = [
+        ("attention.key_length", V.UINT32, hd),
+        ("attention.value_length", V.UINT32, hd),
+        ("attention.sliding_window", V.UINT32, n_swa),
+        ("attention.sliding_window_pattern", V.UINT32, 2),
+        ("rope.freq_base_swa", V.FLOAT32, 10000.0),
+    ]
+    at = next(i for i, f in enumerate(fields) if f.name.startswith("tokenizer."))
+    fields[at:at] = [MetaField(f"gemma3.{k}", t, None, v) for k, t, v in extra]
+    g.fields = fields
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for name, arr in g.tensors.items():
+        if name == "output.weight":
+            continue
+        tensors[name] = arr
+        if name.endswith(".attn_norm.weight"):
+            blk = name[: -len("attn_norm.weight")]
+            for t, n in (("attn_q_norm", hd), ("attn_k_norm", hd), ("post_attention_norm", arr.shape[0]), ("post_ffw_norm", arr.shape[0])):
+                tensors[f"{blk}{t}.weight"] = (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float32)
+    g.tensor_types = {n: g.tensor_types.get(n, gguf.GGMLQuantizationType.F32) for n in tensors}
+    g.tensors = tensors
+    write_gguf(out, g)
+
+
+def ggml_gelu_f16_table(x: torch.Tensor) -> torch.Tensor:
+    """ggml's CPU gelu (GGML_GELU_FP16): f16(gelu_tanh(f16(x))) from a table for -10 < x < 10,
+    0 below, x above (ggml_vec_geglu_f32 then multiplies by the up projection in f32)."""
+    xh = x.float().half().float()
+    a, s = 0.044715, 0.79788456080286535587989211986876
+    g = ((0.5 * xh) * (1.0 + torch.tanh((s * xh) * (1.0 + (a * xh) * xh)))).half().float()
+    x32 = x.float()
+    return torch.where(x32 <= -10.0, torch.zeros_like(x32), torch.where(x32 >= 10.0, x32, g)).to(x.dtype)
+
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("models")
@@ -162,6 +219,13 @@ def tiny_f16(model_dir) -> Path:
 def tiny_qwen2(model_dir, tiny_f32) -> Path:
     out = model_dir / "tiny-qwen2.gguf"
     to_qwen2(tiny_f32, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3(model_dir, tiny_f32) -> Path:
+    out = model_dir / "tiny-gemma3.gguf"
+    to_gemma3(tiny_f32, out)
     return out
 
 

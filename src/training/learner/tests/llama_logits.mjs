@@ -1,7 +1,7 @@
 // Prints llama.cpp's raw logits for a token sequence, as JSON, for the learner's parity test.
 //
 //   node src/training/learner/tests/llama_logits.mjs MODEL.gguf '[1,2,3]' [--exact | --no-flash | --kv f16|f32]
-//        [--positions all|last|I,J,K] [--text [--tokenize-only]] [--out FILE]
+//        [--positions all|last|I,J,K] [--text [--tokenize-only]] [--out FILE] [--lora ADAPTER.gguf [--lora-scale S]]
 //
 // Run it from this file (not `node -e`): node-llama-cpp's binding check fails under -e and then
 // tries to build llama.cpp from source. `--exact` turns off flash attention and keeps the KV cache
@@ -13,6 +13,10 @@
 // without `rows[].logits`. `--positions I,J,K` asks llama.cpp for those rows only. `--text` reads
 // the second argument as text, tokenised by the model (special tokens parsed, BOS prepended when
 // the model adds one); the JSON then carries `tokens` (`--tokenize-only`: and nothing is evaluated).
+//
+// `--lora FILE` (repeatable) loads a llama.cpp LoRA GGUF onto the context, as the server hot-loads one
+// beside an unchanged base (node-llama-cpp's `createContext({ lora: { adapters: [{ filePath, scale }] } })`),
+// each with `--lora-scale` (default 1).
 import { writeFileSync } from "node:fs";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
@@ -30,6 +34,9 @@ const positions = posIdx >= 0 ? rest[posIdx + 1] : "all";
 const outIdx = rest.indexOf("--out");
 const outPath = outIdx >= 0 ? rest[outIdx + 1] : undefined;
 const fromText = rest.includes("--text");
+const scaleIdx = rest.indexOf("--lora-scale");
+const loraScale = scaleIdx >= 0 ? Number(rest[scaleIdx + 1]) : 1;
+const loras = rest.flatMap((a, i) => (a === "--lora" ? [{ filePath: rest[i + 1], scale: loraScale }] : []));
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath });
@@ -55,6 +62,7 @@ const context = await model.createContext({
   threads: 1,
   ...(noFlash ? { flashAttention: false } : {}),
   ...(kvType ? { experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType } : {}),
+  ...(loras.length ? { lora: { adapters: loras } } : {}),
 });
 const sequence = context.getSequence();
 const input = tokens.map((t, i) => (wanted == null || wanted.has(i) ? [t, { generateNext: { logits: true } }] : t));
@@ -85,6 +93,7 @@ process.stdout.write(
     exact,
     flashAttention: noFlash ? false : "auto",
     kv: kvType ?? "default",
+    lora: loras,
     n_vocab,
     ...(fromText ? { tokens } : {}),
     ...(outPath ? { out: outPath } : {}),

@@ -25,7 +25,7 @@ import time
 
 import pytest
 import torch
-from conftest import ROOT, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize
+from conftest import ROOT, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize
 
 GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
 
@@ -96,16 +96,6 @@ def long_prompt() -> str:
         "in Germany whose lead time is under ten days, only for products that are not discontinued."
         "<end_of_turn>\n<start_of_turn>model\n"
     )
-
-
-def ggml_gelu_f16_table(x: torch.Tensor) -> torch.Tensor:
-    """ggml's CPU gelu (GGML_GELU_FP16): f16(gelu_tanh(f16(x))) from a table for -10 < x < 10,
-    0 below, x above (ggml_vec_geglu_f32 then multiplies by the up projection in f32)."""
-    xh = x.float().half().float()
-    a, s = 0.044715, 0.79788456080286535587989211986876
-    g = ((0.5 * xh) * (1.0 + torch.tanh((s * xh) * (1.0 + (a * xh) * xh)))).half().float()
-    x32 = x.float()
-    return torch.where(x32 <= -10.0, torch.zeros_like(x32), torch.where(x32 >= 10.0, x32, g)).to(x.dtype)
 
 
 def _ours(model, tokens: list[int], positions: list[int], gelu_table: bool = False) -> torch.Tensor:
