@@ -19,6 +19,7 @@
  */
 import { KEYWORD_LIKE, RESERVED, REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar.js";
 import { indexOfTag } from "./parse.js";
+import { lexSql, type SqlToken } from "../sql/index.js";
 
 /** Whether `text` holds a control character other than tab, newline and carriage return. */
 function hasControl(text: string): boolean {
@@ -52,28 +53,40 @@ interface Lex {
   end: number;
 }
 
-/** Lexemes of SQL text up to its end or a `</` (a closing tag); Unicode-aware names. */
+/**
+ * Lexemes of SQL text (the SQL lexer's tokens) up to its end or a `</` outside a string or quoted
+ * name (a closing tag); a `<` at the very end may be a closing tag's start. Comments are skipped.
+ */
 function lex(sql: string, complete: boolean): Lex[] {
   const out: Lex[] = [];
-  const re =
-    /\s+|'(?:[^']|'')*('?)|"((?:[^"]|"")*)("?)|`([^`]*)(`?)|\[([^\]]*)(\]?)|([\p{L}_][\p{L}\p{N}_$]*)|(\d+(?:\.\d*)?|\.\d+)|(<\/|<$)|([(),.;*])|(.)/gsu;
-  for (let m = re.exec(sql); m; m = re.exec(sql)) {
-    const end = m.index + m[0].length;
-    const atEnd = !complete && end === sql.length;
-    if (/^\s/.test(m[0])) continue;
-    if (m[0].startsWith("'")) out.push({ kind: "string", text: m[0], partial: !complete && m[1] === "", end });
-    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2].replace(/""/g, '"'), partial: !complete && m[3] === "", end });
-    else if (m[4] !== undefined) out.push({ kind: "quoted", text: m[4], partial: !complete && m[5] === "", end });
-    else if (m[6] !== undefined) out.push({ kind: "quoted", text: m[6], partial: !complete && m[7] === "", end });
-    else if (m[8] !== undefined) out.push({ kind: "word", text: m[8], partial: atEnd, end });
-    else if (m[9] !== undefined) out.push({ kind: "number", text: m[9], partial: atEnd, end });
-    else if (m[10] !== undefined) {
-      out.push({ kind: "end", text: m[10], partial: !complete && m[10] === "<", end });
-      break;
-    } else if (m[11] !== undefined) out.push({ kind: "punct", text: m[11], partial: false, end });
-    else out.push({ kind: "op", text: m[0], partial: false, end });
+  for (const t of lexSql(sql, { comments: true })) {
+    if (t.kind === "op" || t.kind === "comment") {
+      const close = closingTag(sql, t);
+      if (close !== undefined) {
+        out.push({ kind: "end", text: close < 0 ? "<" : "</", partial: !complete && close < 0, end: close < 0 ? sql.length : close + 2 });
+        break;
+      }
+      if (t.kind === "comment") continue;
+    }
+    const atEnd = !complete && t.end === sql.length;
+    if (t.kind === "word") out.push({ kind: "word", text: t.value, partial: atEnd, end: t.end });
+    else if (t.kind === "quoted") out.push({ kind: "quoted", text: t.value, partial: !complete && t.unterminated, end: t.end });
+    else if (t.kind === "string" || t.kind === "blob") out.push({ kind: "string", text: t.text, partial: !complete && t.unterminated, end: t.end });
+    else if (t.kind === "number") out.push({ kind: "number", text: t.text, partial: atEnd, end: t.end });
+    else if (t.kind === "punct" || t.text === "*") out.push({ kind: "punct", text: t.text, partial: false, end: t.end });
+    else out.push({ kind: "op", text: t.text, partial: false, end: t.end });
   }
   return out;
+}
+
+/** Where a `</` starts in an operator or comment token (the `/` may begin the next token), -1 for a `<` that ends the text, else undefined. */
+function closingTag(sql: string, t: SqlToken): number | undefined {
+  for (let at = t.text.indexOf("<"); at >= 0; at = t.text.indexOf("<", at + 1)) {
+    const offset = t.start + at;
+    if (sql[offset + 1] === "/") return offset;
+    if (offset === sql.length - 1) return -1;
+  }
+  return undefined;
 }
 
 interface Table {
@@ -229,7 +242,9 @@ export class NameBinding {
     for (const [alias, cols] of gathered.on.qualified) for (const c of cols) add(qualified, alias, c);
     const names = fits(columns, qualified) ? { columns, qualified } : fits(gathered.columns, gathered.qualified) ? gathered : undefined;
     if (!names) return undefined;
-    const aliases = Math.max(0, ...[...sql.slice(0, at).matchAll(/\bt([1-4])\s*\./gi)].map((m) => Number(m[1])));
+    const toks = lexSql(sql);
+    const named = toks.filter((t, i) => t.end <= at && t.kind === "word" && /^t[1-4]$/i.test(t.text) && toks[i + 1]?.text === ".");
+    const aliases = Math.max(0, ...named.map((t) => Number(t.text.slice(1))));
     return {
       at,
       aliases,

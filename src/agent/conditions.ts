@@ -1,9 +1,10 @@
 /** Conditions a query should not hold: the signal of SQL that runs but cannot mean what was asked. */
-import { tokenize, type Tok } from "./grammar.js";
+import { lexSql, type SqlToken } from "../sql/index.js";
 
-const ARITHMETIC = new Set(["+", "-", "*", "/", "%", "|"]);
+const ARITHMETIC = new Set(["+", "-", "*", "/", "%", "|", "||"]);
 const VALUE_FUNCTIONS = /^(printf|format|substr|substring|length|upper|lower|trim|abs|round)$/i;
-const isOp = (t: Tok | undefined): boolean => !!t && t.kind === "other" && /^[=<>!]$/.test(t.text);
+/** A comparison operator, or a piece of one the next token may finish (`<` `=` written apart). */
+const isOp = (t: SqlToken | undefined): boolean => !!t && t.kind === "op" && /^[=<>!]{1,2}$/.test(t.text);
 
 /**
  * Why a query's conditions look wrong, or null: a column compared with itself (`a = a`), two
@@ -11,7 +12,7 @@ const isOp = (t: Tok | undefined): boolean => !!t && t.kind === "other" && /^[=<
  * (`a = 'x' AND a = 'y'`), or a comparison fed to a function as a value (`printf(a LIKE 'x%')`).
  */
 export function suspectCondition(sql: string): string | null {
-  const toks = tokenize(sql);
+  const toks = lexSql(sql);
   const depth: number[] = [];
   const openers: number[] = [];
   const enclosing: number[] = [];
@@ -21,11 +22,11 @@ export function suspectCondition(sql: string): string | null {
     enclosing.push(openers.at(-1) ?? -1);
     if (t.text === "(" && t.kind === "punct") openers.push(i);
   }
-  const hasOr = toks.some((t) => t.kind === "word" && t.text.toUpperCase() === "OR");
+  const hasOr = toks.some((t) => t.kind === "word" && t.upper === "OR");
   const equals = new Map<string, Set<string>>();
   for (let i = 1; i < toks.length - 1; i++) {
     const t = toks[i]!;
-    const like = t.kind === "word" && t.text.toUpperCase() === "LIKE";
+    const like = t.kind === "word" && t.upper === "LIKE";
     if (!(like || (isOp(t) && !isOp(toks[i - 1])))) continue;
     const opEnd = isOp(toks[i + 1]) ? i + 1 : i;
     const op = toks
@@ -39,7 +40,7 @@ export function suspectCondition(sql: string): string | null {
     if (left.column && left.key === right.key) return `${left.key} is compared with itself`;
     if (!left.column && !right.column) return "two constants are compared";
     const before = toks[left.outer];
-    const joined = !before || before.text === "(" || ["AND", "WHERE", "ON"].includes(before.text.toUpperCase());
+    const joined = !before || before.text === "(" || (before.kind === "word" && ["AND", "WHERE", "ON"].includes(before.upper));
     if ((op === "=" || op === "==") && left.column && !right.column && !hasOr && joined) {
       const key = `${depth[i]}:${left.key}`;
       const values = equals.get(key) ?? new Set<string>();
@@ -54,16 +55,16 @@ export function suspectCondition(sql: string): string | null {
 }
 
 /** The name (`t.c`, `c`) or literal at `at`, read towards `step`; `outer` is the index of the token beyond it. */
-function operand(toks: readonly Tok[], at: number, step: 1 | -1): { key: string; column: boolean; outer: number } | undefined {
+function operand(toks: readonly SqlToken[], at: number, step: 1 | -1): { key: string; column: boolean; outer: number } | undefined {
   const t = toks[at];
   if (!t) return undefined;
-  if (t.kind === "other" && (t.text.startsWith("'") || /^\.?\d/.test(t.text))) return { key: t.text, column: false, outer: at + step };
+  if (t.kind === "string" || t.kind === "number" || t.kind === "blob") return { key: t.text, column: false, outer: at + step };
   if (t.kind !== "word" && t.kind !== "quoted") return undefined;
   const dot = toks[at + step];
   const other = toks[at + 2 * step];
   if (dot?.text === "." && other && (other.kind === "word" || other.kind === "quoted")) {
     const [a, b] = step === 1 ? [t, other] : [other, t];
-    return { key: `${a.text}.${b.text}`.toLowerCase(), column: true, outer: at + 3 * step };
+    return { key: `${a.value}.${b.value}`.toLowerCase(), column: true, outer: at + 3 * step };
   }
-  return { key: t.text.toLowerCase(), column: true, outer: at + step };
+  return { key: t.value.toLowerCase(), column: true, outer: at + step };
 }

@@ -24,8 +24,8 @@
  * when it selects the rows, not what one is chosen from ("which of the two", "of the five oldest,
  * which …"). The caller runs the result before it takes it.
  */
-import type { SqlValue } from "../sql/index.js";
-import { identifierSpellings, isName, isString, isWord, quoteString, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
+import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 import { bindings, datePattern, detectDateFormat, type NamedValue, type ReadRows } from "./literals.js";
 
 /** One part of the question put into the final SQL: the rule, what the query had (empty for an added condition) and what it has now. */
@@ -73,7 +73,8 @@ const ROWS_COMPARED = [
 const NEGATED = /\b(?:not|never|except|excluding|without|outside|neither|nor|other\s+than|apart\s+from)\b|n't\b/i;
 const YEAR_NAMED = /\b(?:in|during)\s+((?:1[89]|20)\d\d)\b/gi;
 
-const nameText = (t: Tok): string => (t.kind === "quoted" ? t.text.slice(1, -1) : t.text).toLowerCase();
+// a quoted name loses its first and last letters, as before the shared lexer (whose quoted names had no quotes to slice off)
+const nameText = (t: SqlToken): string => (t.kind === "quoted" ? t.value.slice(1, -1) : t.value).toLowerCase();
 const beginsLike = (a: string, b: string): boolean => {
   const [x, y] = [a.trim().toLowerCase(), b.trim().toLowerCase()];
   return x.length > 0 && y.length > 0 && (x.startsWith(y) || y.startsWith(x));
@@ -82,7 +83,7 @@ const beginsLike = (a: string, b: string): boolean => {
 /** The parts of a one-SELECT query the repair edits; undefined for any other query. */
 interface Shape {
   sql: string;
-  toks: Tok[];
+  toks: SqlToken[];
   /** Index of the top-level WHERE, if any. */
   where?: number;
   /** Index of the first clause after FROM and WHERE (GROUP, ORDER, LIMIT, …), if any. */
@@ -96,17 +97,17 @@ interface Shape {
 }
 
 function shape(sql: string): Shape | undefined {
-  const toks = tokenize(sql);
+  const toks = lexSql(sql);
   if (toks.filter((t) => isWord(t, "SELECT")).length !== 1 || !isWord(toks[0], "SELECT")) return undefined;
   if (toks.some((t) => isWord(t, "UNION") || isWord(t, "INTERSECT") || isWord(t, "EXCEPT"))) return undefined;
   const out: Shape = { sql, toks, grouped: false, or: false, ordered: false };
   let depth = 0;
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]!;
-    if (t.text === "(") depth++;
-    else if (t.text === ")") depth--;
+    if (t.kind === "punct" && t.text === "(") depth++;
+    else if (t.kind === "punct" && t.text === ")") depth--;
     if (depth !== 0 || t.kind !== "word") continue;
-    const word = t.text.toUpperCase();
+    const word = t.upper;
     if (word === "WHERE") out.where = i;
     else if (word === "OR" && out.where !== undefined && out.tail === undefined) out.or = true;
     else if (["GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT"].includes(word) && out.tail === undefined) out.tail = i;
@@ -130,8 +131,8 @@ function addCondition(s: Shape, condition: string): string | undefined {
   const at = toks[last]!.end;
   const added = ` ${s.where === undefined ? "WHERE" : "AND"} ${condition}`;
   const out = `${sql.slice(0, at)}${added}${sql.slice(at)}`;
-  const expected = [...toks.slice(0, last + 1), ...tokenize(added), ...toks.slice(last + 1)].map((t) => t.text);
-  const got = tokenize(out).map((t) => t.text);
+  const expected = [...toks.slice(0, last + 1), ...lexSql(added), ...toks.slice(last + 1)].map((t) => t.text);
+  const got = lexSql(out).map((t) => t.text);
   return got.length === expected.length && got.every((t, i) => t === expected[i]) ? out : undefined;
 }
 
@@ -144,7 +145,7 @@ function readTables(s: Shape, schema: SchemaNames): Map<string, string> {
   for (const table of used) {
     const aliases = [...names].filter(([n, ts]) => ts.has(table) && n !== table.toLowerCase()).map(([n]) => n);
     if (aliases.length > 1) continue;
-    const alias = aliases[0] === undefined ? undefined : s.toks.find((t) => isName(t) && t.text.toLowerCase() === aliases[0])?.text;
+    const alias = aliases[0] === undefined ? undefined : s.toks.find((t) => isName(t) && t.value.toLowerCase() === aliases[0])?.value;
     const qualifier = alias ?? (multi ? identifierSpellings(table)[0]! : "");
     out.set(table, qualifier ? `${qualifier}.` : "");
   }
@@ -154,7 +155,7 @@ function readTables(s: Shape, schema: SchemaNames): Map<string, string> {
 /** The one condition the question names that the query lacks (see the module doc), or undefined. */
 function missingCondition(s: Shape, schema: SchemaNames, named: readonly NamedValue[], tables: Map<string, string>): string | undefined {
   const mentioned = new Set(s.toks.filter(isName).map(nameText));
-  const strings = s.toks.filter(isString).map((t) => t.text.slice(1, -1).replace(/''/g, "'"));
+  const strings = s.toks.filter(isString).map((t) => t.value);
   const columnNames = new Set(schema.tables.flatMap((t) => t.columns.map((c) => c.toLowerCase())));
   const spelled = new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]));
   const found: { column: string; value: string; condition: string }[] = [];
@@ -233,7 +234,7 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
     }
   }
   // a query that already compares with <, > or BETWEEN has its range: a year put in would narrow it
-  const ranged = s.toks.some((t) => t.text === "<" || t.text === ">" || isWord(t, "BETWEEN"));
+  const ranged = s.toks.some((t) => (t.kind === "op" && /[<>]/.test(t.text)) || isWord(t, "BETWEEN"));
   if (filtering && !ranged && input.question) {
     const condition = await missingYear(s, schema, read, input.question, tables);
     const added = condition ? addCondition(s, condition) : undefined;

@@ -28,6 +28,7 @@
 import type { PromptFamily } from "./types.js";
 import { TABLE_ALIASES, UNANSWERABLE_MARKER } from "./prompts.js";
 import type { NameBinding } from "./binding.js";
+import { lexSql, type SqlToken } from "../sql/index.js";
 
 /** The identifiers of a database: its tables and each table's columns. */
 export interface SchemaNames {
@@ -849,45 +850,25 @@ export const KEYWORD_LIKE = new Set([
   "ROWID",
 ]);
 
-/** One lexeme of a SQL text; `start`/`end` are its offsets in the text (quotes included). */
-export type Tok = { kind: "word" | "quoted" | "punct" | "other"; text: string; start: number; end: number };
-
-/** The lexemes of `sql` (whitespace and comments dropped): words (any character past ASCII is a word's, as in SQLite), quoted names (unquoted), punctuation, the rest. */
-export function tokenize(sql: string): Tok[] {
-  const out: Tok[] = [];
-  const re =
-    /\s+|--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'?|"((?:[^"]|"")*)"?|`([^`]*)`?|\[([^\]]*)\]?|([A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*)|(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)|([.,()])|(.)/g;
-  for (let m = re.exec(sql); m; m = re.exec(sql)) {
-    const at = { start: m.index, end: m.index + m[0].length };
-    if (m[1] !== undefined) out.push({ kind: "quoted", text: m[1].replace(/""/g, '"'), ...at });
-    else if (m[2] !== undefined) out.push({ kind: "quoted", text: m[2], ...at });
-    else if (m[3] !== undefined) out.push({ kind: "quoted", text: m[3], ...at });
-    else if (m[4] !== undefined) out.push({ kind: "word", text: m[4], ...at });
-    else if (m[6] !== undefined) out.push({ kind: "punct", text: m[6], ...at });
-    else if (m[5] !== undefined || m[7] !== undefined || m[0].startsWith("'")) out.push({ kind: "other", text: m[0], ...at });
-  }
-  return out;
-}
-
 /** `t` is the word `w` (given in upper case), in any case. */
-export const isWord = (t: Tok | undefined, w: string): boolean => !!t && t.kind === "word" && t.text.toUpperCase() === w;
+export const isWord = (t: SqlToken | undefined, w: string): boolean => !!t && t.kind === "word" && t.upper === w;
 
 const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
 
 /** `t` can name a table, column or alias: a quoted name, or a word that is no reserved keyword (nor TRUE/FALSE); a function's name counts (a table may have a `total`), so callers look for a following "(". */
-export const isName = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.text.toUpperCase())));
+export const isName = (t: SqlToken | undefined): t is SqlToken => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.upper)));
 
-/** `t` is a single-quoted string literal (its text keeps the quotes). */
-export const isString = (t: Tok | undefined): t is Tok => !!t && t.kind === "other" && t.text.length >= 2 && t.text.startsWith("'") && t.text.endsWith("'");
+/** `t` is a whole single-quoted string literal (its `value` is the string). */
+export const isString = (t: SqlToken | undefined): t is SqlToken => !!t && t.kind === "string" && !t.unterminated;
 
 /** `s` as a SQL string literal, its quotes doubled. */
 export const quoteString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
 /** The identifiers of `sql` (words that are not keywords or functions, and quoted names; string literals and comments skipped), lowercased, in order. */
 export function identifiersIn(sql: string): string[] {
-  return tokenize(sql)
-    .filter((t) => t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.text.toUpperCase())))
-    .map((t) => t.text.toLowerCase());
+  return lexSql(sql)
+    .filter((t) => t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.upper)))
+    .map((t) => t.value.toLowerCase());
 }
 
 /**
@@ -895,20 +876,20 @@ export function identifiersIn(sql: string): string[] {
  * defines (AS names, table aliases, CTE names); case-insensitive, in order of first appearance.
  */
 export function checkIdentifiers(sql: string, schema: SchemaNames): string[] {
-  const toks = tokenize(sql);
+  const toks = lexSql(sql);
   const tables = new Set(schema.tables.map((t) => t.name.toLowerCase()));
   const columns = new Set(schema.tables.flatMap((t) => t.columns.map((c) => c.toLowerCase())));
-  const isIdent = (t: Tok | undefined): t is Tok => !!t && (t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.text.toUpperCase())));
+  const isIdent = (t: SqlToken | undefined): t is SqlToken => !!t && (t.kind === "quoted" || (t.kind === "word" && !KEYWORD_LIKE.has(t.upper)));
 
   const aliases = new Set<string>();
   toks.forEach((t, i) => {
     const next = toks[i + 1];
-    if (isWord(t, "AS") && isIdent(next)) aliases.add(next.text.toLowerCase());
-    if (isIdent(t) && isWord(next, "AS") && toks[i + 2]?.text === "(") aliases.add(t.text.toLowerCase());
+    if (isWord(t, "AS") && isIdent(next)) aliases.add(next.value.toLowerCase());
+    if (isIdent(t) && isWord(next, "AS") && toks[i + 2]?.text === "(") aliases.add(t.value.toLowerCase());
     const prev = toks[i - 1];
-    const afterTable = prev && ((isIdent(prev) && tables.has(prev.text.toLowerCase())) || prev.text === ")");
-    if (afterTable && isIdent(t) && toks[i - 2]?.text !== "." && !tables.has(t.text.toLowerCase()) && next?.text !== "(") {
-      aliases.add(t.text.toLowerCase());
+    const afterTable = prev && ((isIdent(prev) && tables.has(prev.value.toLowerCase())) || prev.text === ")");
+    if (afterTable && isIdent(t) && toks[i - 2]?.text !== "." && !tables.has(t.value.toLowerCase()) && next?.text !== "(") {
+      aliases.add(t.value.toLowerCase());
     }
   });
 
@@ -916,7 +897,7 @@ export function checkIdentifiers(sql: string, schema: SchemaNames): string[] {
   const seen = new Set<string>();
   toks.forEach((t, i) => {
     if (!isIdent(t)) return;
-    const key = t.text.toLowerCase();
+    const key = t.value.toLowerCase();
     const next = toks[i + 1];
     if (t.kind === "word" && next?.text === "(") return;
     let ok: boolean;
@@ -925,7 +906,7 @@ export function checkIdentifiers(sql: string, schema: SchemaNames): string[] {
     else ok = columns.has(key) || tables.has(key) || aliases.has(key);
     if (!ok && !seen.has(key)) {
       seen.add(key);
-      unknown.push(t.text);
+      unknown.push(t.value);
     }
   });
   return unknown;

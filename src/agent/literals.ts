@@ -21,8 +21,8 @@
  * its other spellings. The lookups are a few read-only queries per comparison, each under the
  * reader's own time limit (the rollout's probe limit).
  */
-import type { SqlValue } from "../sql/index.js";
-import { RESERVED, identifierSpellings, isName, isString, isWord, quoteString, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
+import { RESERVED, identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 
 /** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
 export interface NamedValue {
@@ -78,7 +78,7 @@ interface Comparison {
 }
 
 /** Each table name or alias of the query's FROM clauses and the tables it stands for. */
-export function bindings(toks: Tok[], tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
+export function bindings(toks: SqlToken[], tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
   const names = new Map<string, Set<string>>();
   const used = new Set<string>();
   const bind = (name: string, table: string): void => {
@@ -90,23 +90,22 @@ export function bindings(toks: Tok[], tables: ReadonlyMap<string, string>): { na
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]!;
     if (isWord(t, "FROM") || isWord(t, "JOIN")) inFrom = true;
-    else if (t.kind === "word" && !isWord(t, "AS") && RESERVED.has(t.text.toUpperCase()) && !isWord(t, "INNER") && !isWord(t, "LEFT") && !isWord(t, "CROSS"))
-      inFrom = false;
+    else if (t.kind === "word" && !isWord(t, "AS") && RESERVED.has(t.upper) && !isWord(t, "INNER") && !isWord(t, "LEFT") && !isWord(t, "CROSS")) inFrom = false;
     const starts = isWord(toks[i - 1], "FROM") || isWord(toks[i - 1], "JOIN") || (inFrom && toks[i - 1]?.text === ",");
     if (!starts || !isName(t)) continue;
-    const table = tables.get(t.text.toLowerCase());
+    const table = tables.get(t.value.toLowerCase());
     if (!table) continue;
     used.add(table);
-    bind(t.text.toLowerCase(), table);
+    bind(t.value.toLowerCase(), table);
     const at = isWord(toks[i + 1], "AS") ? i + 2 : i + 1;
-    if (isName(toks[at]) && toks[at + 1]?.text !== "(") bind(toks[at]!.text.toLowerCase(), table);
+    if (isName(toks[at]) && toks[at + 1]?.text !== "(") bind(toks[at]!.value.toLowerCase(), table);
   }
   return { names, used };
 }
 
 /** The query's comparisons of a column with a string whose column resolves to exactly one table. */
 function comparisons(sql: string, schema: SchemaNames): Comparison[] {
-  const toks = tokenize(sql);
+  const toks = lexSql(sql);
   const tables = new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]));
   const columns = new Map(schema.tables.map((t) => [t.name, new Map(t.columns.map((c) => [c.toLowerCase(), c]))]));
   const { names, used } = bindings(toks, tables);
@@ -115,18 +114,19 @@ function comparisons(sql: string, schema: SchemaNames): Comparison[] {
     const col = toks[i]!;
     const opTok = toks[i + 1];
     const lit = toks[i + 2];
-    const op = opTok?.text === "=" || opTok?.text === "==" ? "=" : isWord(opTok, "LIKE") ? "LIKE" : undefined;
+    // `==` is one token now, but as before the shared lexer (which read it as two) a `==` comparison is left alone
+    const op = opTok?.text === "=" ? "=" : isWord(opTok, "LIKE") ? "LIKE" : undefined;
     if (!isName(col) || !op || !isString(lit)) continue;
     const qualified = toks[i - 1]?.text === ".";
     const first = qualified ? i - 2 : i;
     const before = toks[first - 1];
     if (qualified && !isName(toks[i - 2])) continue;
-    if (before && !CONDITION_START.has(before.kind === "word" ? before.text.toUpperCase() : before.text)) continue;
+    if (before && !CONDITION_START.has(before.kind === "word" ? before.upper : before.text)) continue;
     const after = toks[i + 3];
     if (after && !(after.kind === "word" || after.text === ")" || after.text === ",")) continue;
     if (isWord(after, "ESCAPE") || isWord(after, "COLLATE")) continue;
-    const column = col.text.toLowerCase();
-    const candidates = qualified ? [...(names.get(toks[i - 2]!.text.toLowerCase()) ?? [])] : [...used].filter((t) => columns.get(t)!.has(column));
+    const column = col.value.toLowerCase();
+    const candidates = qualified ? [...(names.get(toks[i - 2]!.value.toLowerCase()) ?? [])] : [...used].filter((t) => columns.get(t)!.has(column));
     if (candidates.length !== 1 || !columns.get(candidates[0]!)?.has(column)) continue;
     const table = candidates[0]!;
     out.push({
@@ -135,7 +135,7 @@ function comparisons(sql: string, schema: SchemaNames): Comparison[] {
       ref: sql.slice(toks[first]!.start, col.end),
       columnText: sql.slice(col.start, col.end),
       op,
-      value: lit.text.slice(1, -1).replace(/''/g, "'"),
+      value: lit.value,
       start: toks[first]!.start,
       end: lit.end,
     });

@@ -7,7 +7,8 @@
  * columns live. Only table names in FROM change; a query with a subquery or a compound, a derived
  * table, or more than one table that fits is left alone.
  */
-import { identifierSpellings, isName, isWord, tokenize, type SchemaNames, type Tok } from "./grammar.js";
+import { lexSql, type SqlToken } from "../sql/index.js";
+import { identifierSpellings, isName, isWord, type SchemaNames } from "./grammar.js";
 
 /** One FROM table replaced: the name the query had and the schema's table put in its place. */
 export interface TableSwap {
@@ -35,18 +36,18 @@ interface FromEntry {
 const CLAUSE_END = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "WINDOW"]);
 
 /** The FROM clause's tables and aliases; undefined when it holds anything but schema tables (a derived table, a function). */
-function fromEntries(toks: Tok[], from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
+function fromEntries(toks: SqlToken[], from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
   const entries: FromEntry[] = [];
   for (let i = from + 1; i < toks.length; i++) {
     const t = toks[i]!;
-    if (t.text === ")" || (t.kind === "word" && CLAUSE_END.has(t.text.toUpperCase()))) break;
+    if (t.text === ")" || (t.kind === "word" && CLAUSE_END.has(t.upper))) break;
     const startsEntry = i === from + 1 || toks[i - 1]!.text === "," || isWord(toks[i - 1], "JOIN");
     if (!startsEntry) continue;
-    if (!isName(t) || !tables.has(t.text.toLowerCase())) return undefined;
-    const entry: FromEntry = { at: i, table: t.text.toLowerCase(), reads: new Set() };
+    if (!isName(t) || !tables.has(t.value.toLowerCase())) return undefined;
+    const entry: FromEntry = { at: i, table: t.value.toLowerCase(), reads: new Set() };
     let j = i + 1;
     if (isWord(toks[j], "AS")) j++;
-    if (isName(toks[j])) Object.assign(entry, { alias: toks[j]!.text.toLowerCase(), aliasAt: j });
+    if (isName(toks[j])) Object.assign(entry, { alias: toks[j]!.value.toLowerCase(), aliasAt: j });
     entries.push(entry);
   }
   return entries.length > 0 ? entries : undefined;
@@ -56,20 +57,20 @@ function fromEntries(toks: Tok[], from: number, tables: ReadonlyMap<string, unkn
  * Assigns each column reference to its FROM entry (a bare one too when FROM has one table) and
  * returns the bare columns of a multi-table FROM; undefined when a qualifier names no entry.
  */
-function assignReads(toks: Tok[], entries: FromEntry[]): Set<string> | undefined {
+function assignReads(toks: SqlToken[], entries: FromEntry[]): Set<string> | undefined {
   const names = new Set(entries.flatMap((e) => (e.aliasAt === undefined ? [e.at] : [e.at, e.aliasAt])));
   const bare = new Set<string>();
   const outputAliases = new Set<string>();
   toks.forEach((t, i) => {
-    if (isWord(t, "AS") && isName(toks[i + 1]) && !names.has(i + 1)) outputAliases.add(toks[i + 1]!.text.toLowerCase());
+    if (isWord(t, "AS") && isName(toks[i + 1]) && !names.has(i + 1)) outputAliases.add(toks[i + 1]!.value.toLowerCase());
   });
   const byQualifier = (q: string): FromEntry | undefined => entries.find((e) => e.alias === q) ?? entries.find((e) => e.alias === undefined && e.table === q);
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]!;
     if (!isName(t) || names.has(i) || toks[i + 1]?.text === "(" || toks[i + 1]?.text === "." || isWord(toks[i - 1], "COLLATE")) continue;
-    const column = t.text.toLowerCase();
+    const column = t.value.toLowerCase();
     if (toks[i - 1]?.text === ".") {
-      const entry = byQualifier(toks[i - 2]?.text.toLowerCase() ?? "");
+      const entry = byQualifier(toks[i - 2]?.value.toLowerCase() ?? "");
       if (!entry) return undefined;
       entry.reads.add(column);
     } else if (!outputAliases.has(column)) {
@@ -108,7 +109,7 @@ function settle(candidates: Map<FromEntry, string[]>): { entry: FromEntry; to: s
  * the query is out of scope or any misfit has no unique replacement.
  */
 export function repairTables(sql: string, schema: SchemaNames): TableRepair | undefined {
-  const toks = tokenize(sql);
+  const toks = lexSql(sql);
   if (toks.filter((t) => isWord(t, "SELECT")).length !== 1 || toks.some((t) => isWord(t, "UNION") || isWord(t, "INTERSECT") || isWord(t, "EXCEPT")))
     return undefined;
   const from = toks.findIndex((t) => isWord(t, "FROM"));
@@ -137,5 +138,5 @@ export function repairTables(sql: string, schema: SchemaNames): TableRepair | un
     const tok = toks[entry.at]!;
     out = `${out.slice(0, tok.start)}${identifierSpellings(spelled.get(to)!)[0]}${out.slice(tok.end)}`;
   }
-  return { sql: out, swaps: swaps.map(({ entry, to }) => ({ from: toks[entry.at]!.text, to: spelled.get(to)! })) };
+  return { sql: out, swaps: swaps.map(({ entry, to }) => ({ from: toks[entry.at]!.value, to: spelled.get(to)! })) };
 }

@@ -10,7 +10,7 @@
  * - A number never equals a string, even a numeric one (BIRD compares Python values: 1 != '1').
  * - Strings compare exactly (case-sensitive); BLOBs compare by bytes.
  */
-import { tokenizeSql, isKeyword } from "./entities-tokenize.js";
+import { lexSql, type SqlToken } from "./lexer.js";
 import type { SqlValue } from "./types.js";
 
 /** Result rows as the executor returns them: one array of cells per row. */
@@ -139,6 +139,7 @@ export function resultKey(rows: ResultRows): string {
 
 /** True when the SQL has an ORDER BY at its top level (not inside subqueries, windows or strings). */
 export function hasOrderBy(sql: string): boolean {
-  const tokens = tokenizeSql(sql);
-  return tokens.some((t, i) => t.depth === 0 && isKeyword(t, "ORDER") && isKeyword(tokens[i + 1], "BY"));
+  const tokens = lexSql(sql);
+  const isWord = (t: SqlToken | undefined, word: string): boolean => t?.kind === "word" && t.upper === word;
+  return tokens.some((t, i) => t.depth === 0 && isWord(t, "ORDER") && isWord(tokens[i + 1], "BY"));
 }

@@ -13,6 +13,7 @@
 import Database from "better-sqlite3";
 import { classifyThrown, type SqlErrorInfo } from "./classify.js";
 import { enableDoubleQuotedStrings, limitValueLength } from "./dqs.js";
+import { lexSql } from "./lexer.js";
 
 /** What the lexical scan found: the first words of the first statement and whether more follow. */
 export interface SqlScan {
@@ -22,65 +23,23 @@ export interface SqlScan {
   multiple: boolean;
 }
 
-const isWordStart = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c >= 0x80;
-const isWordPart = (c: number): boolean => isWordStart(c) || (c >= 48 && c <= 57) || c === 36;
-
 /**
- * Tokenises just enough of SQLite's lexicon (strings, quoted identifiers, comments) to find the
- * statement kind and statement boundaries without being fooled by `;` inside literals.
+ * Reads just enough of the text (through the SQL lexer: strings, quoted names and comments
+ * included) to find the statement kind and statement boundaries without being fooled by `;` inside
+ * literals. White space is SQLite's (ASCII only), so a word means what it means to SQLite.
  */
 export function scanSql(sql: string): SqlScan {
   const leading: string[] = [];
-  const n = sql.length;
-  let i = 0;
-  let afterFirst = false;
+  let ended = false;
   let tokensInStatement = 0;
-  const token = (word: string): boolean => {
-    if (afterFirst) return true;
-    tokensInStatement++;
-    if (leading.length < 4) leading.push(word);
-    return false;
-  };
-  while (i < n) {
-    const c = sql.charCodeAt(i);
-    if (c === 32 || (c >= 9 && c <= 13)) {
-      i++;
-    } else if (c === 45 && sql.charCodeAt(i + 1) === 45) {
-      const end = sql.indexOf("\n", i + 2);
-      i = end < 0 ? n : end + 1;
-    } else if (c === 47 && sql.charCodeAt(i + 1) === 42) {
-      const end = sql.indexOf("*/", i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === 59) {
-      if (tokensInStatement > 0) afterFirst = true;
-      i++;
-    } else if (c === 39 || c === 34 || c === 96 || c === 91) {
-      const close = c === 91 ? "]" : sql[i]!;
-      let j = i + 1;
-      for (;;) {
-        const k = sql.indexOf(close, j);
-        if (k < 0) {
-          j = n;
-          break;
-        }
-        if (c !== 91 && sql[k + 1] === close) {
-          j = k + 2;
-          continue;
-        }
-        j = k + 1;
-        break;
-      }
-      if (token("")) return { leading, multiple: true };
-      i = j;
-    } else if (isWordStart(c)) {
-      let j = i + 1;
-      while (j < n && isWordPart(sql.charCodeAt(j))) j++;
-      if (token(sql.slice(i, j).toUpperCase())) return { leading, multiple: true };
-      i = j;
-    } else {
-      if (token("")) return { leading, multiple: true };
-      i++;
+  for (const t of lexSql(sql, { asciiSpace: true })) {
+    if (t.kind === "punct" && t.text === ";") {
+      if (tokensInStatement > 0) ended = true;
+      continue;
     }
+    if (ended) return { leading, multiple: true };
+    tokensInStatement++;
+    if (leading.length < 4) leading.push(t.kind === "word" ? t.upper : "");
   }
   return { leading, multiple: false };
 }
