@@ -271,10 +271,12 @@ def packing_max_diff(model: LlamaModel, records: Sequence[Record], pack_tokens: 
 
 
 def batch_loss(model: LlamaModel, b: Batch) -> tuple[torch.Tensor, float]:
-    """(sum of -log p over loss tokens, loss-token count)."""
-    logits = packed_forward(model, b.ids, b.pos, b.seg)
-    nll = F.cross_entropy(logits.view(-1, logits.shape[-1]), b.targets.view(-1), reduction="none").view(b.mask.shape)
-    return (nll * b.mask).sum(), float(b.mask.sum())
+    """(sum of -log p over loss tokens, loss-token count). Logits are computed at the loss tokens only:
+    the output matrix is most of a large-vocabulary model's cost (Gemma 3: 262k x 640)."""
+    hidden = model.hidden(b.ids, b.pos, seg=b.seg, attn_impl=ATTENTION["impl"])
+    keep = b.mask > 0
+    nll = F.cross_entropy(model.logits(hidden[keep]), b.targets[keep], reduction="none")
+    return (nll * b.mask[keep]).sum(), float(b.mask.sum())
 
 
 def make_batches(packs: Sequence[Pack], batch_tokens: int, rng: random.Random) -> list[list[Pack]]:

@@ -233,6 +233,23 @@ def test_sft_steps_move_only_the_adapter_and_lower_the_loss(fixture, request):
     assert all(float(m.lora_b.abs().max()) > 0 for _, m in lora_modules(model))
 
 
+def test_batch_loss_scores_only_loss_tokens_as_the_whole_logit_matrix_would(tiny_gemma3):
+    """batch_loss projects only the loss tokens onto the vocabulary; the sum and its gradient equal
+    the cross-entropy over every position's logits, masked."""
+    model, g = _load(tiny_gemma3, ggml_gelu=False)
+    attach_lora(model, rank=4, alpha=8.0, targets="all", seed=0)
+    _randomise_b(model, 0.1)
+    b = collate_packs(make_packs(_records(g.hparams.n_vocab), 1024, True))
+    s, n = batch_loss(model, b)
+    grads = torch.autograd.grad(s, lora_parameters(model))
+    logits = packed_forward(model, b.ids, b.pos, b.seg)
+    full = (torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), b.targets.view(-1), reduction="none").view(b.mask.shape) * b.mask).sum()
+    ref = torch.autograd.grad(full, lora_parameters(model))
+    assert n == float(b.mask.sum()) and n > 0
+    assert abs(float(s) - float(full)) <= 1e-4 * abs(float(full))
+    assert max(float((a - r).abs().max()) for a, r in zip(grads, ref)) < 1e-4
+
+
 def test_packed_rows_compute_llama_cpps_gemma3(tiny_gemma3, tmp_path):
     """The SFT trainer's packed rows (shared prefix, positions restarting after it) go through the
     model's own gemma3 blocks: each suffix gets llama.cpp's logits for prefix + suffix, across the
