@@ -23,7 +23,7 @@ export const PROMPT_FAMILIES = ["execution-aware", "standard", "direct"] as cons
 export type PromptFamily = (typeof PROMPT_FAMILIES)[number];
 
 /** The built-in model profiles (src/agent/profiles), in the order docs list them. */
-export const PROFILE_IDS = ["reex", "skyrl-sql", "omnisql", "think-answer", "generic", "few-shot"] as const;
+export const PROFILE_IDS = ["reex", "skyrl-sql", "omnisql", "think-answer", "generic"] as const;
 
 /** One of {@link PROFILE_IDS}. */
 export type ProfileId = (typeof PROFILE_IDS)[number];

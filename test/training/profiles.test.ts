@@ -137,7 +137,7 @@ describe("reex reward --profile", () => {
     expect(out.join("\n")).toContain("format: not ok");
 
     expect(await rewardCli(["--db", fx.dbPath, "--gold", GOLD, "--response", "x", "--profile", "sqlcoder"])).toBe(2);
-    expect(err.join("\n")).toContain('unknown profile "sqlcoder" (known: reex, skyrl-sql, omnisql, think-answer, generic, few-shot)');
+    expect(err.join("\n")).toContain('unknown profile "sqlcoder" (known: reex, skyrl-sql, omnisql, think-answer, generic)');
     expect(await rewardCli(["--db", fx.dbPath, "--gold", GOLD, "--response", "x", "--profile", "omnisql", "--family", "execution-aware"])).toBe(2);
     expect(err.join("\n")).toContain('profile "omnisql" does not support the execution-aware prompt family');
   });

@@ -7,7 +7,6 @@ import { ReexError } from "../../errors/index.js";
 import { PROFILE_IDS, type ProfileId } from "../../config/index.js";
 import type { ModelMetadata } from "../../policy/index.js";
 import type { PromptFamily } from "../types.js";
-import { fewShotProfile } from "./few-shot.js";
 import { genericProfile } from "./generic.js";
 import { omnisqlProfile } from "./omnisql.js";
 import { reexProfile } from "./reex.js";
@@ -21,7 +20,6 @@ const BY_ID: Record<ProfileId, ModelProfile> = {
   omnisql: omnisqlProfile,
   "think-answer": thinkAnswerProfile,
   generic: genericProfile,
-  "few-shot": fewShotProfile,
 };
 
 /** Every built-in profile, in `PROFILE_IDS` order (the order docs list them). */
