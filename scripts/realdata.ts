@@ -1,9 +1,10 @@
 /**
  * Builds the real-question training data (see docs/real-data.md):
  *
- *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-traces]
+ *   npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-second-draw] [--no-traces]
  *
- * Writes DIR/databases/<db_id>/<db_id>.sqlite, DIR/<source>_<split>.json (BIRD layout),
+ * Writes DIR/databases/<db_id>/<db_id>.sqlite (and, for WikiSQL, its second row draw
+ * <db_id>.draw2.sqlite beside it unless --no-second-draw), DIR/<source>_<split>.json (BIRD layout),
  * DIR/train_sft.jsonl (SFT traces of the train items) and DIR/realdata.json (counts, dropped
  * questions by reason, file hashes), printing progress as it goes.
  */
@@ -11,7 +12,7 @@ import { resolve } from "node:path";
 import { REAL_SOURCES, generateRealData, type RealSource, type WikiTableNames } from "../src/realdata/index.js";
 
 const USAGE =
-  "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-traces]";
+  "usage: npx tsx scripts/realdata.ts --out DIR [--seed N] [--sources wikisql,advising,spider] [--wikisql-tables N] [--wikisql-names nouns|ids] [--wikisql-others N] [--spider-dbs N] [--no-second-draw] [--no-traces]";
 
 function parse(argv: string[]): {
   out: string;
@@ -21,6 +22,7 @@ function parse(argv: string[]): {
   wikisqlNames?: WikiTableNames;
   wikisqlOthers?: number;
   spiderDatabases?: number;
+  wikisqlSecondDraw: boolean;
   traces: boolean;
 } {
   let out: string | undefined;
@@ -31,6 +33,7 @@ function parse(argv: string[]): {
   let wikisqlNames: WikiTableNames | undefined;
   let wikisqlOthers: number | undefined;
   let traces = true;
+  let wikisqlSecondDraw = true;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = (): string => {
@@ -59,6 +62,7 @@ function parse(argv: string[]): {
     } else if (arg === "--wikisql-others") wikisqlOthers = int(value(), 0);
     else if (arg === "--spider-dbs") spiderDatabases = int(value(), 1);
     else if (arg === "--no-traces") traces = false;
+    else if (arg === "--no-second-draw") wikisqlSecondDraw = false;
     else if (arg === "--help" || arg === "-h") {
       console.log(USAGE);
       process.exit(0);
@@ -73,6 +77,7 @@ function parse(argv: string[]): {
     ...(spiderDatabases !== undefined ? { spiderDatabases } : {}),
     ...(wikisqlNames !== undefined ? { wikisqlNames } : {}),
     ...(wikisqlOthers !== undefined ? { wikisqlOthers } : {}),
+    wikisqlSecondDraw,
     traces,
   };
 }
@@ -91,7 +96,7 @@ function main(): number {
   console.log(`${stamp()} real-question data in ${args.out} (seed ${manifest.seed})`);
   for (const [source, s] of Object.entries(manifest.sources)) {
     console.log(
-      `  ${source}: ${s.kept} of ${s.questions} questions run and return rows, ${s.databases} databases; splits ${JSON.stringify(s.splits)}; dropped ${JSON.stringify(s.dropped)}`,
+      `  ${source}: ${s.kept} of ${s.questions} questions run and return rows, ${s.databases} databases${s.secondDraw ? ` (+${s.secondDraw.databases} second row draws, ${s.secondDraw.failing} questions without rows on theirs)` : ""}; splits ${JSON.stringify(s.splits)}; dropped ${JSON.stringify(s.dropped)}`,
     );
   }
   if (manifest.traces > 0)

@@ -20,6 +20,11 @@ export interface EvalItem {
   dbId: string;
   /** Absolute path of the SQLite file. */
   dbPath: string;
+  /**
+   * Absolute path of the database's second row draw, where one lies beside it ({@link secondDrawPath}: the
+   * same schema, its rows drawn again; real-data WikiSQL has them): EX is checked on it too. Default none.
+   */
+  dbPath2?: string;
   question: string;
   /** BIRD's hint; "" for Spider. */
   evidence: string;
@@ -95,6 +100,20 @@ export function resolveDbPath(dbRoot: string, dbId: string): string | null {
   return null;
 }
 
+/** Where a database's second row draw lies: its file with `.sqlite` replaced by `.draw2.sqlite` (`<root>/<db_id>/<db_id>.draw2.sqlite`). */
+function secondDrawPath(dbPath: string): string {
+  return dbPath.replace(/(\.sqlite)?$/, ".draw2.sqlite");
+}
+
+function existingSecondDraw(dbPath: string): string | undefined {
+  const path = secondDrawPath(dbPath);
+  try {
+    return statSync(path).isFile() ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Tells the layout of parsed dataset JSON from its first item; null when neither fits. */
 export function detectLayout(data: unknown): DatasetLayout | null {
   if (!Array.isArray(data) || data.length === 0) return null;
@@ -130,12 +149,16 @@ export function parseDataset(data: unknown, options: LoadDatasetOptions): Datase
 
   const missing = new Map<string, number>();
   const items: EvalItem[] = [];
-  const paths = new Map<string, string | null>();
+  const paths = new Map<string, { dbPath: string; dbPath2?: string } | null>();
   parsed.data.forEach((raw, index) => {
     const dbId = raw.db_id;
-    if (!paths.has(dbId)) paths.set(dbId, resolveDbPath(options.dbRoot, dbId));
-    const dbPath = paths.get(dbId);
-    if (!dbPath) {
+    if (!paths.has(dbId)) {
+      const dbPath = resolveDbPath(options.dbRoot, dbId);
+      const dbPath2 = dbPath ? existingSecondDraw(dbPath) : undefined;
+      paths.set(dbId, dbPath ? { dbPath, ...(dbPath2 ? { dbPath2 } : {}) } : null);
+    }
+    const where = paths.get(dbId);
+    if (!where) {
       if (!missing.has(dbId)) missing.set(dbId, index);
       return;
     }
@@ -145,7 +168,7 @@ export function parseDataset(data: unknown, options: LoadDatasetOptions): Datase
         index,
         questionId: bird.question_id ?? index,
         dbId,
-        dbPath,
+        ...where,
         question: bird.question,
         evidence: bird.evidence ?? "",
         goldSql: bird.SQL ?? "",
@@ -158,7 +181,7 @@ export function parseDataset(data: unknown, options: LoadDatasetOptions): Datase
         index,
         questionId: index,
         dbId,
-        dbPath,
+        ...where,
         question: spider.question,
         evidence: "",
         goldSql: spider.query ?? "",

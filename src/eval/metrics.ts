@@ -116,6 +116,8 @@ export interface ScoreInput {
   gold: ExecResult;
   /** The answer's final SQL and its evaluation-time execution. */
   final: { sql: string | null; result?: ExecResult };
+  /** The gold and final SQL executed on the database's second row draw, where it has one. Default none. */
+  secondDraw?: { gold: ExecResult; final?: ExecResult };
   /** Candidates in the decoder's order; empty for a bare prediction (the final SQL then counts as the only one). */
   candidates: CandidateInput[];
   /** Index of the winning candidate; undefined for a bare prediction (the final SQL is the winner). */
@@ -145,8 +147,10 @@ export interface ItemScore {
   predicted: string | null;
   /** Set when the gold SQL itself failed to run (the item then counts as wrong). */
   goldError?: { category: SqlErrorCategory; message: string };
-  /** EX of the final SQL. */
+  /** EX of the final SQL (on the first row draw: the database the model saw). */
   ex: RuleScores;
+  /** EX of the final SQL on the database's second row draw (gold run there too); absent without one. */
+  exSecondDraw?: RuleScores;
   /** The vote's winning candidate is correct. */
   voting: RuleScores;
   /** The first candidate is correct. */
@@ -210,7 +214,9 @@ export function scoreItem(input: ScoreInput): ItemScore {
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);
   const winner = winnerIndex === null ? undefined : candidates.find((c) => c.index === winnerIndex);
-  const truncated = [input.gold, input.final.result, ...input.candidates.map((c) => c.result)].some((r) => r?.ok && r.truncated);
+  const truncated = [input.gold, input.final.result, input.secondDraw?.gold, input.secondDraw?.final, ...input.candidates.map((c) => c.result)].some(
+    (r) => r?.ok && r.truncated,
+  );
   const error = input.decodeError ? "decode" : errorOf(input.final.sql, input.final.result);
   const finalResult = input.final.result;
   return {
@@ -224,6 +230,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     predicted: input.final.sql,
     ...(input.gold.ok ? {} : { goldError: { category: input.gold.error.category, message: input.gold.error.message } }),
     ex: finalEx,
+    ...(input.secondDraw && !input.unanswerable ? { exSecondDraw: compareResults(input.secondDraw.gold, input.secondDraw.final, input.goldSql) } : {}),
     voting: winner ? { ...winner.ex } : { ...ALL_FALSE },
     pass1: candidates[0] ? { ...candidates[0].ex } : { ...ALL_FALSE },
     passK: any(candidates.map((c) => c.ex)),
@@ -256,8 +263,12 @@ export interface LatencyStats {
 /** Aggregate metrics over a set of items; shares are 0..1, averages are per item. */
 export interface Metrics {
   count: number;
-  /** EX of the final SQL, per rule. */
+  /** EX of the final SQL, per rule (on the first row draw). */
   ex: RuleRates;
+  /** Where items have a second row draw: the share of items right on every draw they have (both, or their one). Absent otherwise. */
+  exBothDraws?: RuleRates;
+  /** Where items have a second row draw: items right on exactly one of their two draws ÷ items right on the first (null when none is); absent otherwise. */
+  spuriousRate?: Record<ExRule, number | null>;
   /** Voting accuracy: the winning candidate is correct. */
   voting: RuleRates;
   pass1: RuleRates;
@@ -300,6 +311,24 @@ function rate(items: readonly ItemScore[], pick: (i: ItemScore) => RuleScores): 
   return { bird: share("bird"), spider: share("spider"), refined: share("refined") };
 }
 
+/** EX on both row draws and the spurious rate, where some item has a second draw. */
+function drawMetrics(items: readonly ItemScore[]): Pick<Metrics, "exBothDraws" | "spuriousRate"> {
+  const two = items.filter((i) => i.exSecondDraw);
+  if (two.length === 0) return {};
+  const spurious = (rule: ExRule): number | null => {
+    const first = two.filter((i) => i.ex[rule]).length;
+    return first === 0 ? null : two.filter((i) => i.ex[rule] !== i.exSecondDraw![rule]).length / first;
+  };
+  return {
+    exBothDraws: rate(items, (i) => ({
+      bird: i.ex.bird && (i.exSecondDraw?.bird ?? true),
+      spider: i.ex.spider && (i.exSecondDraw?.spider ?? true),
+      refined: i.ex.refined && (i.exSecondDraw?.refined ?? true),
+    })),
+    spuriousRate: { bird: spurious("bird"), spider: spurious("spider"), refined: spurious("refined") },
+  };
+}
+
 function mean(values: readonly (number | null)[]): number | null {
   const known = values.filter((v): v is number => v !== null && Number.isFinite(v));
   return known.length === 0 ? null : known.reduce((s, v) => s + v, 0) / known.length;
@@ -331,6 +360,7 @@ export function aggregate(items: readonly ItemScore[]): Metrics {
   return {
     count: n,
     ex: rate(items, (i) => i.ex),
+    ...drawMetrics(items),
     voting: rate(items, (i) => i.voting),
     pass1: rate(items, (i) => i.pass1),
     passK: rate(items, (i) => i.passK),

@@ -461,6 +461,19 @@ table.items td{max-width:380px;word-wrap:break-word}code{font-size:12px;white-sp
 svg text{font-size:11px;fill:#333}svg .label{font-size:12px}svg .grid{stroke:#eee}svg .axis{stroke:#666}
 .check-ok{color:#2a7d2a}.check-bad{color:#b22;font-weight:bold}`;
 
+/** Where runs scored a second row draw: EX on both draws and the spurious rate per run, under the headline rule. */
+function drawsNote(report: EvalReport): string {
+  const rule = report.primaryRule;
+  const runs = report.runs.filter((run) => run.summary.exBothDraws);
+  if (runs.length === 0) return "";
+  const bits = runs.map((run) => {
+    const s = run.summary;
+    const spurious = s.spuriousRate?.[rule];
+    return `<li id="draws-${esc(run.config.label)}"><b>${esc(run.config.label)}</b>: EX ${pct(s.ex[rule])}% on the first draw, ${pct(s.exBothDraws![rule])}% on both; spurious rate ${pct(spurious)}%</li>`;
+  });
+  return `<p>Second row draw (databases with a <code>.draw2.sqlite</code> beside them: the same schema, rows drawn again): an answer right on the first draw only may have hit the matching row by luck. The spurious rate is the share of answers right on exactly one draw among those right on the first (${esc(rule)} rule).</p><ul id="draws">${bits.join("")}</ul>`;
+}
+
 /** Renders the report as one self-contained HTML page. */
 export function renderHtml(report: EvalReport): string {
   const ds = report.dataset;
@@ -480,6 +493,7 @@ ${check}
 ${summaryTable(report)}
 <p class="note">EX: final SQL; voting: the vote's winning candidate; pass@1: first candidate; pass@k: any candidate. Error rates are shares of items whose final SQL failed (syntax: category syntax; exec: any category; no SQL: none given or the decoder failed). Latency is wall-clock per sample; tokens are per item.</p>
 <ul>${configList(report)}</ul>
+${drawsNote(report)}
 ${pairedTable(report)}
 <h2>Per difficulty</h2>
 ${difficultyTable(report)}

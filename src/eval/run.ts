@@ -9,7 +9,7 @@ import { answerStatus, type Answer, type AnswerRequest, type Decode, type Strate
 import type { SchemaNames } from "../agent/index.js";
 import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
-import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type Summary } from "./metrics.js";
+import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type ScoreInput, type Summary } from "./metrics.js";
 
 /** Default per-query time limit for evaluation executions (SQL-R1's voting limit), ms. */
 export const DEFAULT_EVAL_TIMEOUT_MS = 10_000;
@@ -106,9 +106,9 @@ function execOptions(opts: EvalExecOptions): { timeoutMs: number; maxRows: numbe
   };
 }
 
-/** Executes one query for evaluation; an unavailable executor ends the run instead of scoring items wrong. */
-async function execute(item: EvalItem, sql: string, opts: EvalExecOptions): Promise<ExecResult> {
-  const result = await opts.executor.execute(item.dbPath, sql, execOptions(opts));
+/** Executes one query for evaluation (on `dbPath`, default the item's); an unavailable executor ends the run instead of scoring items wrong. */
+async function execute(item: EvalItem, sql: string, opts: EvalExecOptions, dbPath = item.dbPath): Promise<ExecResult> {
+  const result = await opts.executor.execute(dbPath, sql, execOptions(opts));
   if (!result.ok && result.error.code === "EXECUTOR_UNAVAILABLE") throw new ReexError("EXECUTOR_UNAVAILABLE", result.error.message);
   return result;
 }
@@ -123,6 +123,34 @@ async function goldOf(item: EvalItem, opts: EvalExecOptions, cache: Map<number, 
   const result = await execute(item, item.goldSql, opts);
   cache.set(item.index, result);
   return result;
+}
+
+/** Gold results on the second row draws, kept beside each first-draw gold cache (so runs sharing one share both). */
+const secondGolds = new WeakMap<Map<number, ExecResult>, Map<number, ExecResult>>();
+
+/** The item's gold SQL on its second row draw, cached beside `cache`; undefined without a second draw. */
+async function secondGoldOf(item: EvalItem, opts: EvalExecOptions, cache: Map<number, ExecResult>): Promise<ExecResult | undefined> {
+  if (!item.dbPath2 || item.answerable === false) return undefined;
+  let golds = secondGolds.get(cache);
+  if (!golds) secondGolds.set(cache, (golds = new Map()));
+  const known = golds.get(item.index);
+  if (known) return known;
+  const result = await execute(item, item.goldSql, opts, item.dbPath2);
+  golds.set(item.index, result);
+  return result;
+}
+
+/** Gold and final SQL on the item's second row draw, for {@link scoreItem}; nothing without one. */
+async function secondDrawOf(
+  item: EvalItem,
+  sql: string | null,
+  opts: EvalExecOptions,
+  cache: Map<number, ExecResult>,
+): Promise<Pick<ScoreInput, "secondDraw">> {
+  const gold = await secondGoldOf(item, opts, cache);
+  if (!gold) return {};
+  const final = sql === null || sql.trim() === "" ? undefined : await execute(item, sql, opts, item.dbPath2);
+  return { secondDraw: { gold, ...(final ? { final } : {}) } };
 }
 
 /** Executes SQL once per distinct text within one item. */
@@ -219,6 +247,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           ...base(item),
           gold,
           final: { sql: null },
+          ...(await secondDrawOf(item, null, options, golds)),
           candidates: [],
           winner: null,
           interactions: null,
@@ -238,6 +267,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
         ...base(item),
         gold,
         final: { sql: answer.sql, ...(finalResult ? { result: finalResult } : {}) },
+        ...(await secondDrawOf(item, answer.sql, options, golds)),
         candidates: candidates.map((c, i) => ({
           index: c.index,
           path: c.path,
@@ -343,6 +373,7 @@ export async function scorePredictions(options: ScorePredictionsOptions): Promis
         ...base(item),
         gold,
         final: { sql, ...(result ? { result } : {}) },
+        ...(await secondDrawOf(item, sql, options, golds)),
         candidates: [],
         interactions: null,
         latencyMs: null,
@@ -423,6 +454,13 @@ export async function selfCheck(items: readonly EvalItem[], options: EvalExecOpt
         failures.push({ index: item.index, dbId: item.dbId, reason: `gold SQL failed (${gold.error.category}): ${gold.error.message}` });
         return;
       }
+      const gold2 = await secondGoldOf(item, options, golds);
+      if (gold2 && !gold2.ok)
+        failures.push({
+          index: item.index,
+          dbId: item.dbId,
+          reason: `gold SQL failed on the second row draw (${gold2.error.category}): ${gold2.error.message}`,
+        });
       const copy = success(
         [...gold.columns],
         gold.rows.map((r) => [...r]),

@@ -22,10 +22,11 @@ import {
   wikiNeighbours,
   wikiPools,
   wikiQuestions,
+  wikiSecondDraw,
 } from "./wikisql.js";
 
-/** Bump when the output changes for the same seed. */
-export const REAL_DATA_VERSION = 3;
+/** Bump when the output changes for the same seed (4: WikiSQL's second row draw added; everything of 3 byte-identical). */
+export const REAL_DATA_VERSION = 4;
 
 /** The sources, in build order. */
 export const REAL_SOURCES = ["wikisql", "advising", "spider"] as const;
@@ -51,6 +52,12 @@ export interface RealDataOptions {
    * 0: one table a database, as real-data version 1.
    */
   wikisqlOthers?: number;
+  /**
+   * Also write each WikiSQL database's second row draw, `<db_id>.draw2.sqlite` beside it
+   * ({@link realSecondDrawPath}): the same schema and gold SQL over rows drawn again, on which
+   * rewards and `reex eval` check EX a second time. Default true.
+   */
+  wikisqlSecondDraw?: boolean;
   /** Spider databases to build (in file order). Default all 164. */
   spiderDatabases?: number;
   /** Write `train_sft.jsonl`. Default true. */
@@ -75,6 +82,8 @@ export interface RealSourceStats {
   /** Left out, by reason. */
   dropped: Record<string, number>;
   databases: number;
+  /** WikiSQL with its second row draw: databases written, and kept questions whose gold SQL returns no rows on it (0 by construction). */
+  secondDraw?: { databases: number; failing: number };
   /** Kept items per split. */
   splits: Partial<Record<RealSplit, number>>;
   seconds: number;
@@ -98,8 +107,15 @@ export function realDbPath(outDir: string, dbId: string): string {
   return join(outDir, "databases", dbId, `${dbId}.sqlite`);
 }
 
-function writeDb(outDir: string, dbId: string, bytes: Buffer): string {
-  const path = realDbPath(outDir, dbId);
+/**
+ * Path of a database's second row draw: the first draw's file with `.sqlite` replaced by
+ * `.draw2.sqlite` (`<outDir>/databases/<db_id>/<db_id>.draw2.sqlite`), as src/eval's loader finds it.
+ */
+export function realSecondDrawPath(outDir: string, dbId: string): string {
+  return realDbPath(outDir, dbId).replace(/\.sqlite$/, ".draw2.sqlite");
+}
+
+function writeDb(outDir: string, dbId: string, bytes: Buffer, path = realDbPath(outDir, dbId)): string {
   mkdirSync(join(outDir, "databases", dbId), { recursive: true });
   writeFileSync(path, bytes);
   return path;
@@ -124,25 +140,40 @@ function buildWikiSql(outDir: string, seed: number, options: RealDataOptions, pr
   const ids = [...byTable.keys()].slice(0, options.wikisqlTables ?? byTable.size);
   progress(`wikisql: ${total} questions read, ${questions.length} parsed, ${ids.length} tables to build`);
   const items: RealItem[] = [];
-  const tables = ids.map((id) => buildWikiTable(id, byTable.get(id)!, pools, `reex-real:${seed}:wikisql`, options.wikisqlNames));
+  const tableSeed = `reex-real:${seed}:wikisql`;
+  const tables = ids.map((id) => buildWikiTable(id, byTable.get(id)!, pools, tableSeed, options.wikisqlNames));
   const bySplit = new Map<RealSplit, WikiTable[]>();
   for (const t of tables) {
     const list = bySplit.get(t.split);
     if (list) list.push(t);
     else bySplit.set(t.split, [t]);
   }
+  const second = options.wikisqlSecondDraw === false ? undefined : new Map(tables.map((t) => [t, wikiSecondDraw(t, pools, tableSeed)]));
+  const secondDraw = { databases: 0, failing: 0 };
   let n = 0;
   for (const table of tables) {
-    const others = wikiNeighbours(table, bySplit.get(table.split)!, options.wikisqlOthers ?? 2, `reex-real:${seed}:wikisql`);
+    const others = wikiNeighbours(table, bySplit.get(table.split)!, options.wikisqlOthers ?? 2, tableSeed);
     const db = wikiDatabase(table, others);
     const checked = checkWikiTable(db, table);
     writeDb(outDir, table.dbId, db.serialize());
     db.close();
+    if (second) {
+      const db2 = wikiDatabase(
+        second.get(table)!,
+        others.map((o) => second.get(o)!),
+      );
+      const kept2 = new Set(checkWikiTable(db2, second.get(table)!).items.map((it) => it.SQL));
+      secondDraw.failing += checked.items.filter((it) => !kept2.has(it.SQL)).length;
+      writeDb(outDir, table.dbId, db2.serialize(), realSecondDrawPath(outDir, table.dbId));
+      db2.close();
+      secondDraw.databases++;
+    }
     bump(dropped, checked.dropped);
     for (const it of checked.items) items.push({ ...it, source: "wikisql", question_id: 0, evidence: "" });
     if (++n % 2500 === 0)
       progress(`wikisql: ${n}/${ids.length} tables, ${items.length} questions run and return rows (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   }
+  if (secondDraw.failing > 0) progress(`wikisql: warning: ${secondDraw.failing} kept questions return no rows on their second draw`);
   const considered = ids.length === byTable.size ? total : [...ids].reduce((s, id) => s + byTable.get(id)!.length, 0);
   return {
     items,
@@ -151,6 +182,7 @@ function buildWikiSql(outDir: string, seed: number, options: RealDataOptions, pr
       kept: items.length,
       dropped: ids.length === byTable.size ? dropped : subsetDrops(dropped, parseDrops),
       databases: ids.length,
+      ...(second ? { secondDraw } : {}),
       splits: {},
       seconds: 0,
     },

@@ -2,8 +2,18 @@
  * The pieces of src/realdata that only its tests import. No folder under src/ imports this entry point
  * (docs/architecture.md); the runtime surface is ./index.ts.
  */
-export { realDbPath, type RealItem } from "./build.js";
+export { realDbPath, realSecondDrawPath, type RealItem } from "./build.js";
 export { defaultDataDir, readAdvisingEntries, type RealEntry } from "./source.js";
-export { buildWikiTable, checkWikiTable, parseWikiSql, wikiColumnName, wikiTableName, wikiDatabase, wikiPools, wikiQuestions } from "./wikisql.js";
+export {
+  buildWikiTable,
+  checkWikiTable,
+  parseWikiSql,
+  wikiColumnName,
+  wikiTableName,
+  wikiDatabase,
+  wikiPools,
+  wikiQuestions,
+  wikiSecondDraw,
+} from "./wikisql.js";
 export { advisingSql } from "./advising.js";
 export { inferForeignKeys, readSpiderSchemas, spiderSynthDb } from "./spider.js";

@@ -358,7 +358,51 @@ export function buildWikiTable(
   }
   const order = rng.shuffle(columns.map((_, i) => i));
   const ordered = order.map((i) => columns[i]!);
+  const rows = drawWikiRows(ordered, questions, pools, rng);
+  const split = questions[0]?.split ?? "train";
+  const id = tableId.replace(/[^A-Za-z0-9]+/g, "_");
+  return {
+    tableId,
+    dbId: `wikisql_${id}`,
+    name:
+      names === "ids"
+        ? `table_${id}`
+        : wikiTableName(
+            ordered.filter((c) => !c.distractor).map((c) => c.canonical),
+            ordered.map((c) => c.name),
+          ),
+    split,
+    columns: ordered,
+    rows,
+    questions: [...questions],
+  };
+}
 
+/**
+ * The table's second row draw: the same columns, order, types, name and questions (so the same gold
+ * SQL), rows drawn again from their own stream (`<seed>:<table id>:rows2`): a witness row per question
+ * as in the first draw (its condition columns satisfy the question, its other columns are new), a
+ * near miss per question and condition column (every other condition met, this one missed at its
+ * bound), and {@link WIKI_OTHER_ROWS} random rows. EX on both draws tells a right query from one that
+ * hit the first draw's matching row by luck, or that dropped a condition the first draw did not need.
+ */
+export function wikiSecondDraw(table: WikiTable, pools: WikiPools, seed: string): WikiTable {
+  return { ...table, rows: drawWikiRows(table.columns, table.questions, pools, new Rng(`${seed}:${table.tableId}:rows2`), true) };
+}
+
+/**
+ * A table's rows, shuffled: per question a random row whose condition columns satisfy it (its
+ * witness), with `nearMisses` its near misses, then {@link WIKI_OTHER_ROWS} random ones. The first
+ * draw (no near misses) continues the stream that drew the columns, in the order it always has, so
+ * its rows stay byte-identical.
+ */
+function drawWikiRows(
+  ordered: readonly WikiColumn[],
+  questions: readonly WikiQuestion[],
+  pools: WikiPools,
+  rng: Rng,
+  nearMisses = false,
+): (string | number)[][] {
   const ownValues = new Map<string, string[]>();
   const seenNumbers = new Map<string, number[]>();
   for (const col of ordered) {
@@ -388,26 +432,31 @@ export function buildWikiTable(
       row[at] = witnessValue(ordered[at]!, conds, rng);
     }
     rows.push(row);
+    if (!nearMisses) continue;
+    for (const missed of byColumn.keys()) {
+      const near = randomRow();
+      for (const [canonical, conds] of byColumn) {
+        const at = ordered.findIndex((c) => c.canonical === canonical);
+        near[at] = canonical === missed ? missValue(ordered[at]!, conds, pools, rng) : witnessValue(ordered[at]!, conds, rng);
+      }
+      rows.push(near);
+    }
   }
   const others = rng.int(WIKI_OTHER_ROWS[0], WIKI_OTHER_ROWS[1]);
   for (let k = 0; k < others; k++) rows.push(randomRow());
-  const split = questions[0]?.split ?? "train";
-  const id = tableId.replace(/[^A-Za-z0-9]+/g, "_");
-  return {
-    tableId,
-    dbId: `wikisql_${id}`,
-    name:
-      names === "ids"
-        ? `table_${id}`
-        : wikiTableName(
-            ordered.filter((c) => !c.distractor).map((c) => c.canonical),
-            ordered.map((c) => c.name),
-          ),
-    split,
-    columns: ordered,
-    rows: rng.shuffle(rows),
-    questions: [...questions],
-  };
+  return rng.shuffle(rows);
+}
+
+/** A value of `col` that misses its conditions at their bound: another value than an `=` one, the bound itself of `>` or `<`. */
+function missValue(col: WikiColumn, conds: WikiQuestion["conds"], pools: WikiPools, rng: Rng): string | number {
+  const eq = conds.find((c) => c.op === "=");
+  if (eq) {
+    if (col.type !== "TEXT") return Number(eq.value) + (col.type === "INTEGER" ? 1 : 0.5);
+    const others = (pools.values.get(col.canonical)?.values ?? []).filter((v) => v.toLowerCase() !== eq.value.toLowerCase());
+    return others.length > 0 ? rng.pick(others) : `${eq.value} (other)`;
+  }
+  const bound = (conds.find((c) => c.op === ">") ?? conds.find((c) => c.op === "<"))!.value;
+  return col.type === "TEXT" ? bound : Number(bound);
 }
 
 function witnessValue(col: WikiColumn, conds: WikiQuestion["conds"], rng: Rng): string | number {

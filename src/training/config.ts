@@ -130,6 +130,8 @@ const learnerSchema = z
     lossAgg: z.enum(["token-mean", "seq-mean-token-mean"]).default("token-mean"),
     /** A group's rollouts share one copy of their prompt in a packed row (same gradient, fewer tokens; token-mean only). Default true. */
     sharePrefix: z.boolean().default(true),
+    /** AdamW weight decay (`--weight-decay`; DAPO's verl recipe uses 0.1). Default 0. */
+    weightDecay: z.number().min(0).default(0),
     /** More arguments passed to `reex_learner step` as is. Default []. */
     extraArgs: z.array(z.string()).default([]),
     /** Wall-clock limit of one learner step, ms. Default 3600000. */
@@ -223,8 +225,10 @@ export const trainConfigSchema = z
     rolloutConcurrency: z.number().int().positive().default(8),
     /** AdamW learning rate. Default 2e-6. */
     learningRate: z.number().positive().default(2e-6),
-    /** PPO clip ε. Default 0.2. */
+    /** PPO clip ε (the low side, and the high side unless `clipHigh`). Default 0.2. */
     clip: z.number().positive().max(1).default(0.2),
+    /** The high side's clip ε, DAPO's clip-higher (0.28 beside a clip of 0.2), passed as the learner's `--clip-high`. Default none (= clip). */
+    clipHigh: z.number().positive().max(1).optional(),
     /** KL weight β to the frozen initial model (0 = no reference). Default 0.001. */
     klBeta: z.number().min(0).default(0.001),
     /** Default "group". */

@@ -54,6 +54,7 @@ export async function screenQuestions(
   return out;
 }
 
+/** Runs every question's gold SQL once on each row draw it has (cached for the rewards); DATASET_INVALID naming the questions whose gold does not run. */
 export async function checkGold(
   questions: readonly TrainingQuestion[],
   executor: Executor,
@@ -63,10 +64,12 @@ export async function checkGold(
 ): Promise<void> {
   const bad: { id: string | number; message: string }[] = [];
   for (const q of questions) {
-    const r = await cache.get(executor, q.dbPath, q.goldSql, { timeoutMs, maxRows: 100_000 });
-    if (!r.ok) {
-      if (r.error.code === "EXECUTOR_UNAVAILABLE") throw new ReexError("EXECUTOR_UNAVAILABLE", r.error.message);
-      bad.push({ id: q.questionId, message: `${r.error.code}: ${r.error.message}` });
+    for (const [dbPath, draw] of [[q.dbPath, ""], ...(q.dbPath2 ? [[q.dbPath2, " (second row draw)"]] : [])] as const) {
+      const r = await cache.get(executor, dbPath, q.goldSql, { timeoutMs, maxRows: 100_000 });
+      if (!r.ok) {
+        if (r.error.code === "EXECUTOR_UNAVAILABLE") throw new ReexError("EXECUTOR_UNAVAILABLE", r.error.message);
+        bad.push({ id: q.questionId, message: `${r.error.code}${draw}: ${r.error.message}` });
+      }
     }
   }
   if (bad.length > 0) {

@@ -26,6 +26,8 @@ export interface TrainingQuestion {
   questionId: string | number;
   /** Absolute path of the SQLite file. */
   dbPath: string;
+  /** The database's second row draw (src/eval's `EvalItem.dbPath2`): rewards count an answer right only when right on both; probes run on `dbPath`. Default none. */
+  dbPath2?: string;
   question: string;
   evidence?: string;
   goldSql: string;
@@ -154,6 +156,7 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
           interactions: rollout.interactions,
           goldSql: question.goldSql,
           dbPath: question.dbPath,
+          ...(question.dbPath2 ? { dbPath2: question.dbPath2 } : {}),
           generatedTokens,
         },
         env,

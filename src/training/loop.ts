@@ -31,7 +31,7 @@ import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
 import { assignAdvantages, isInformative, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
 import { readMetrics, writeTrainingReport, type MetricsRow, type ReportInfo } from "./report.js";
-import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec } from "./rewards.js";
+import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec, type RewardBreakdown } from "./rewards.js";
 
 /** How {@link runTraining} runs; everything but `mode` has a working default. */
 export interface TrainOptions {
@@ -178,6 +178,7 @@ function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ReturnType<typ
         : {}),
       learningRate: config.learningRate,
       clip: config.clip,
+      ...(mode === "grpo" && config.clipHigh !== undefined ? { clipHigh: config.clipHigh } : {}),
       klBeta: config.klBeta,
     },
   };
@@ -201,6 +202,7 @@ async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: 
     questions = items.map((it) => ({
       questionId: it.questionId,
       dbPath: it.dbPath,
+      ...(it.dbPath2 ? { dbPath2: it.dbPath2 } : {}),
       question: it.question,
       ...(it.evidence ? { evidence: it.evidence } : {}),
       goldSql: it.goldSql,
@@ -234,8 +236,9 @@ interface StepExperience {
 }
 
 /**
- * A GRPO step's experience: a group of rollouts per scheduled question (dynamic sampling draws
- * more and keeps the informative groups), advantages assigned (shuffled for the signal check).
+ * A GRPO step's experience: a group of rollouts per scheduled question (dynamic sampling keeps sampling
+ * the step's schedule until it has `questionsPerStep` informative groups or has sampled its cap, which it
+ * logs), advantages assigned (shuffled for the signal check).
  */
 async function grpoExperience(
   step: number,
@@ -245,6 +248,7 @@ async function grpoExperience(
   rule: "correctness-first" | "as-is",
   endOfTurn: number[],
   tick: () => void,
+  log: (line: string) => void,
 ): Promise<StepExperience> {
   const perStep = config.questionsPerStep;
   const kept: RolloutGroup[] = [];
@@ -259,6 +263,10 @@ async function grpoExperience(
     if (!ds || isInformative(group, ds.on)) kept.push(group);
     if (j < perStep) tick();
   }
+  if (ds && kept.length < perStep)
+    log(
+      `reex train: step ${step}: dynamic sampling reached its cap of ${budget} groups (questionsPerStep ${perStep} + maxExtra ${ds.maxExtra} × ${perStep}) with ${kept.length} informative (${ds.on}); ${kept.length > 0 ? `training on those ${kept.length}` : `none: training on the first ${Math.min(perStep, sampled.length)} sampled`}`,
+    );
   const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
   const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
   const all = groups.flatMap((g) => g.rollouts);
@@ -276,7 +284,8 @@ async function grpoExperience(
     reward_std: Math.sqrt(mean(totals.map((x) => (x - m) ** 2)) ?? 0),
     components: meanOfKeys(all.map((r) => r.reward.components)),
     details: meanOfKeys(all.map((r) => r.reward.details)),
-    train_ex: mean(all.map((r) => (r.reward.correct ? 1 : 0))),
+    train_ex: mean(all.map((r) => ((r.reward.draws?.first ?? r.reward.correct) ? 1 : 0))),
+    ...drawStats(all),
     response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0,
     interactions: mean(all.map((r) => r.rollout.interactions)),
     truncated: mean(all.map((r) => (r.rollout.truncated ? 1 : 0))),
@@ -288,6 +297,17 @@ async function grpoExperience(
     correctness_share: diagnostics.correctnessShare,
   };
   return { records, stats };
+}
+
+/** Where rollouts were scored on two row draws: EX on both (what the reward counts) and the spurious rate (right on exactly one draw ÷ right on the first). */
+function drawStats(rollouts: readonly { reward: RewardBreakdown }[]): Pick<MetricsRow, "train_ex_both_draws" | "spurious_rate"> {
+  const drawn = rollouts.filter((r) => r.reward.draws);
+  if (drawn.length === 0) return {};
+  const first = drawn.filter((r) => r.reward.draws!.first).length;
+  return {
+    train_ex_both_draws: mean(rollouts.map((r) => (r.reward.correct ? 1 : 0))),
+    spurious_rate: first === 0 ? null : drawn.filter((r) => r.reward.draws!.first !== r.reward.draws!.second).length / first,
+  };
 }
 
 /** An SFT step's experience: the scheduled traces tokenized, injected text masked out. */
@@ -586,7 +606,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const perStep = config.questionsPerStep;
     const collect = (step: number, tick: () => void): Promise<StepExperience> =>
       mode === "grpo"
-        ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick)
+        ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick, log)
         : sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
     const bar =
       options.progress === null

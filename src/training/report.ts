@@ -23,8 +23,12 @@ export interface MetricsRow {
   components: Record<string, number>;
   /** Mean of each reward diagnostic (correct, executable, cell precision, …). */
   details: Record<string, number>;
-  /** Share of rollouts whose final result is correct. */
+  /** Share of rollouts whose final result is correct (on the first row draw, the database the model saw). */
   train_ex: number | null;
+  /** GRPO on databases with a second row draw: the share right on both draws, which is what the reward counts as correct. */
+  train_ex_both_draws?: number | null;
+  /** GRPO on databases with a second row draw: rollouts right on exactly one draw ÷ rollouts right on the first (null when none is). */
+  spurious_rate?: number | null;
   /** Mean response length in generated (SFT: trained) tokens. */
   response_tokens: number;
   /** Mean interaction steps per rollout. */
@@ -164,6 +168,7 @@ export interface ReportInfo {
 export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportInfo): string {
   const steps = rows.filter((r) => r.step > 0);
   const componentNames = [...new Set(steps.flatMap((r) => Object.keys(r.components ?? {})))];
+  const drawn = steps.some((r) => r.train_ex_both_draws !== undefined);
   const charts: string[] = [];
   if (info.mode === "grpo") {
     charts.push(lineChart("reward (mean)", [seriesOf(steps, "reward", (r) => r.reward_mean)], "reward-mean"));
@@ -175,7 +180,17 @@ export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportIn
       ),
     );
     for (const n of componentNames) charts.push(lineChart(`component: ${n}`, [seriesOf(steps, n, (r) => r.components?.[n])], `component-${n}`));
-    charts.push(lineChart("train EX (share correct)", [seriesOf(steps, "train EX", (r) => r.train_ex)], "train-ex"));
+    charts.push(
+      lineChart(
+        "train EX (share correct)",
+        [seriesOf(steps, "train EX", (r) => r.train_ex), ...(drawn ? [seriesOf(steps, "on both row draws", (r) => r.train_ex_both_draws)] : [])],
+        "train-ex",
+      ),
+    );
+    if (drawn)
+      charts.push(
+        lineChart("spurious rate (right on one row draw only ÷ right on the first)", [seriesOf(steps, "spurious", (r) => r.spurious_rate)], "spurious-rate"),
+      );
     charts.push(lineChart("interactions per rollout", [seriesOf(steps, "interactions", (r) => r.interactions)], "interactions"));
     charts.push(lineChart("zero-variance groups", [seriesOf(steps, "zero-variance groups", (r) => r.zero_variance_groups)], "zero-variance-groups"));
     charts.push(
@@ -202,6 +217,7 @@ export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportIn
     ["step", (r) => r.step],
     ["reward", (r) => r.reward_mean],
     ["train EX", (r) => r.train_ex],
+    ...(drawn ? ([["spurious", (r) => r.spurious_rate]] as [string, (r: MetricsRow) => unknown][]) : []),
     ["held-out EX", (r) => r.heldout_ex],
     ["tokens", (r) => r.response_tokens],
     ["interactions", (r) => r.interactions],

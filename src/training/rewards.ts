@@ -8,7 +8,10 @@
  * per database and gold SQL) and reads the response; {@link rewardFromFacts} is pure arithmetic.
  *
  * Choices the papers leave open, fixed here:
- * - "Correct" means EX under the BIRD rule (set of rows) unless `exRule` says otherwise.
+ * - "Correct" means EX under the BIRD rule (set of rows) unless `exRule` says otherwise; where the
+ *   database has a second row draw (`RewardContext.dbPath2`) the answer must be right on both, so a
+ *   wrong WHERE that happens to hit the first draw's one matching row earns nothing. QATCH and
+ *   PaVeRL's partial credit take the lower of the two draws'.
  * - Exploration's σ(n) is the logistic function of the raw interaction count n (σ(0) = 0.5,
  *   σ(1) ≈ 0.73, σ(3) ≈ 0.95): with a wrong answer, more probing earns more, never 1.
  * - Entity reward: Ent(s) is the union of tables and `table.column`s; when the gold SQL names
@@ -155,6 +158,11 @@ export interface RewardContext {
   interactions?: number;
   goldSql: string;
   dbPath: string;
+  /**
+   * The database's second row draw (the same schema, rows drawn again; src/eval's `EvalItem.dbPath2`): the
+   * final and gold SQL run there too and "correct" means correct on both draws. Default none.
+   */
+  dbPath2?: string;
   /** The gold result when already known; default executed (and cached). */
   goldResult?: ExecResult;
   /** Tokens the model sampled; default 0. */
@@ -177,8 +185,10 @@ export interface RewardFacts {
   finalResult: ExecResult | null;
   goldResult: ExecResult;
   executable: boolean;
-  /** The final result equals the gold result under the spec's EX rule. */
+  /** The final result equals the gold result under the spec's EX rule: on the first row draw and, with a second ({@link RewardContext.dbPath2}), on it too. */
   correct: boolean;
+  /** With a second row draw: the verdict on each draw, and the final and gold results on the second. */
+  draws?: { first: boolean; second: boolean; finalResult: ExecResult | null; goldResult: ExecResult };
   /** Normalised SQL equality, 0/1. */
   em: number;
   /** |Ent(final) ∩ Ent(gold)| / |Ent(gold)|. */
@@ -196,6 +206,8 @@ export interface RewardBreakdown {
   weights: Record<string, number>;
   details: Record<string, number>;
   correct: boolean;
+  /** With a second row draw: whether the answer was right on each (`correct` is both). */
+  draws?: { first: boolean; second: boolean };
   executable: boolean;
   formatOk: boolean;
 }
@@ -357,18 +369,6 @@ export function resultsMatch(pred: ResultRows, gold: ResultRows, rule: RewardExR
   return exBird(pred, gold);
 }
 
-/** ReEx exec reward: validity (1 if the final SQL runs) + result (1 if it matches gold), so 0..2. */
-export function execReward(
-  final: ExecResult | null,
-  gold: ExecResult,
-  rule: RewardExRule = "bird",
-  goldSql = "",
-): { valid: number; result: number; total: number } {
-  const valid = final?.ok ? 1 : 0;
-  const result = final?.ok && gold.ok && resultsMatch(final.rows, gold.rows, rule, goldSql) ? 1 : 0;
-  return { valid, result, total: valid + result };
-}
-
 /** |Ent(final) ∩ Ent(gold)| / |Ent(gold)| over tables and `table.column`s; 1 when gold names none, 0 without final SQL. */
 export function entityReward(finalSql: string | null, goldSql: string, schema: Parameters<typeof extractEntities>[1]): number {
   if (finalSql === null || finalSql.trim() === "") return 0;
@@ -482,14 +482,23 @@ export async function gatherFacts(context: RewardContext, env: RewardEnv, spec: 
   const finalSql = context.finalSql === undefined ? extractFinal(context.response, profile.syntax).sql : context.finalSql;
   const probes = context.probes ? context.probes.map((p) => ({ sql: p.sql, repeated: p.repeated })) : probesOf(context.response, profile);
   const goldCache = env.goldCache ?? new GoldCache();
-  const [goldResult, finalResult] = await Promise.all([
+  const hasFinal = finalSql !== null && finalSql.trim() !== "";
+  const run = (dbPath: string): Promise<ExecResult | null> => (hasFinal ? env.executor.execute(dbPath, finalSql, limits) : Promise.resolve(null));
+  const second = context.dbPath2;
+  const [goldResult, finalResult, gold2, final2] = await Promise.all([
     context.goldResult ?? goldCache.get(env.executor, context.dbPath, context.goldSql, limits),
-    finalSql === null || finalSql.trim() === "" ? Promise.resolve(null) : env.executor.execute(context.dbPath, finalSql, limits),
+    run(context.dbPath),
+    second ? goldCache.get(env.executor, second, context.goldSql, limits) : undefined,
+    second ? run(second) : undefined,
   ]);
   if (context.goldResult) goldCache.set(context.dbPath, context.goldSql, context.goldResult);
   const format = strictFormat(context.response, family, spec.template, profile);
   const executable = finalResult?.ok === true;
-  const correct = executable && goldResult.ok && resultsMatch(finalResult.rows, goldResult.rows, spec.exRule, context.goldSql);
+  const right = (final: ExecResult | null, gold: ExecResult): boolean =>
+    final?.ok === true && gold.ok && resultsMatch(final.rows, gold.rows, spec.exRule, context.goldSql);
+  const first = right(finalResult, goldResult);
+  const draws = gold2 ? { first, second: right(final2 ?? null, gold2), finalResult: final2 ?? null, goldResult: gold2 } : undefined;
+  const correct = first && (draws?.second ?? true);
   return {
     profile: profile.id,
     family,
@@ -502,6 +511,7 @@ export async function gatherFacts(context: RewardContext, env: RewardEnv, spec: 
     goldResult,
     executable,
     correct,
+    ...(draws ? { draws } : {}),
     em: emReward(finalSql, context.goldSql),
     entity: entityReward(finalSql, context.goldSql, loadSchema(context.dbPath)),
     probes,
@@ -524,24 +534,31 @@ function breakdown(
     total,
     components,
     weights,
-    details: { ...details, correct: facts.correct ? 1 : 0, executable: facts.executable ? 1 : 0 },
+    details: {
+      ...details,
+      correct: facts.correct ? 1 : 0,
+      executable: facts.executable ? 1 : 0,
+      ...(facts.draws ? { correct_first_draw: facts.draws.first ? 1 : 0, correct_second_draw: facts.draws.second ? 1 : 0 } : {}),
+    },
     correct: facts.correct,
+    ...(facts.draws ? { draws: { first: facts.draws.first, second: facts.draws.second } } : {}),
     executable: facts.executable,
     formatOk: facts.formatOk,
   };
 }
 
-/** The ReEx composite: weighted format, em, exec (0..2), entity and exploration. */
+/** The ReEx composite: weighted format, em, exec (0..2; its result half is `correct`, so on both row draws where there are two), entity and exploration. */
 export function reexReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
   const weights = spec.weights ?? REEX_WEIGHT_PRESETS.maxtune;
-  const exec = execReward(facts.finalResult, facts.goldResult, spec.exRule, facts.goldSql);
+  // validity (1 if the final SQL runs) + result (1 if correct), so 0..2
+  const exec = { valid: facts.executable ? 1 : 0, result: facts.correct ? 1 : 0 };
   return breakdown(
     spec,
     facts,
     {
       format: facts.formatOk ? 1 : 0,
       em: facts.em,
-      exec: exec.total,
+      exec: exec.valid + exec.result,
       entity: facts.entity,
       exploration: explorationReward(facts.probes, facts.correct, facts.interactions),
     },
@@ -554,16 +571,24 @@ function rowsOf(result: ExecResult | null): ResultRows | null {
   return result?.ok ? result.rows : null;
 }
 
-/** Think2SQL: 0.95 · QATCH (gated for "think2sql", plain for "qatch"; 0 when not executable) + 0.05 · format. */
+/**
+ * Think2SQL: 0.95 · QATCH (gated for "think2sql", plain for "qatch"; 0 when not executable) + 0.05 · format.
+ * With a second row draw the QATCH term is the lower of the two draws' (details: the first draw's).
+ */
 export function think2sqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
-  const pred = rowsOf(facts.finalResult);
-  const gold = rowsOf(facts.goldResult);
-  const q = pred && gold ? qatchScore(pred, gold, facts.correct) : { cp: 0, cr: 0, tc: 0, qatch: 0 };
-  const main = spec.preset === "think2sql" ? gatedQatch(facts.executable, q.qatch, facts.formatOk) : facts.executable ? q.qatch : 0;
+  const onDraw = (final: ExecResult | null, goldResult: ExecResult) => {
+    const pred = rowsOf(final);
+    const gold = rowsOf(goldResult);
+    const q = pred && gold ? qatchScore(pred, gold, facts.correct) : { cp: 0, cr: 0, tc: 0, qatch: 0 };
+    const executable = final?.ok === true;
+    return { q, main: spec.preset === "think2sql" ? gatedQatch(executable, q.qatch, facts.formatOk) : executable ? q.qatch : 0 };
+  };
+  const { q, main } = onDraw(facts.finalResult, facts.goldResult);
+  const second = facts.draws ? onDraw(facts.draws.finalResult, facts.draws.goldResult).main : main;
   return breakdown(
     spec,
     facts,
-    { qatch: main, format: facts.formatOk ? 1 : 0 },
+    { qatch: Math.min(main, second), format: facts.formatOk ? 1 : 0 },
     { qatch: 0.95, format: 0.05 },
     {
       cell_precision: q.cp,
@@ -598,11 +623,14 @@ export function cogniSqlReward(facts: RewardFacts, spec: ResolvedRewardSpec): Re
   );
 }
 
-/** PaVeRL partial match: 10 · EXf when some gold column is matched, 0.5 if the query runs but matches none, 0 otherwise. */
+/** PaVeRL partial match: 10 · EXf when some gold column is matched, 0.5 if the query runs but matches none, 0 otherwise (EXf: the lower of the two row draws' where there are two). */
 export function paverlReward(facts: RewardFacts, spec: ResolvedRewardSpec): RewardBreakdown {
-  const pred = rowsOf(facts.finalResult);
-  const gold = facts.goldResult.ok ? facts.goldResult : null;
-  const exf = facts.correct ? 1 : pred && gold ? columnMatchShare(pred, gold.rows, gold.columns.length) : 0;
+  const share = (final: ExecResult | null, goldResult: ExecResult): number => {
+    const pred = rowsOf(final);
+    return pred && goldResult.ok ? columnMatchShare(pred, goldResult.rows, goldResult.columns.length) : 0;
+  };
+  const first = share(facts.finalResult, facts.goldResult);
+  const exf = facts.correct ? 1 : facts.draws ? Math.min(first, share(facts.draws.finalResult, facts.draws.goldResult)) : first;
   const partial = exf > 0 ? 10 * exf : facts.executable ? 0.5 : 0;
   return breakdown(spec, facts, { partial }, { partial: 1 }, { exf });
 }

@@ -1,10 +1,12 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatCheck } from "../../src/agent/index.js";
+import { loadDataset } from "../../src/eval/index.js";
 import { generateRealData } from "../../src/realdata/index.js";
 import {
   advisingSql,
@@ -16,12 +18,14 @@ import {
   readAdvisingEntries,
   readSpiderSchemas,
   realDbPath,
+  realSecondDrawPath,
   spiderSynthDb,
   wikiColumnName,
   wikiDatabase,
   wikiTableName,
   wikiPools,
   wikiQuestions,
+  wikiSecondDraw,
   type RealEntry,
   type RealItem,
 } from "../../src/realdata/testing.js";
@@ -152,6 +156,92 @@ describe("WikiSQL's SQL rewritten to SQLite", () => {
     const sqls = checkWikiTable(wikiDatabase(t), t).items.map((i) => i.SQL);
     expect(sqls).toContain(`SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Fraternity' AND col_2nd > 3`);
     expect(sqls).toContain(`SELECT notes FROM picks WHERE current_slogan = 'SOUTH AUSTRALIA'`);
+  });
+});
+
+describe("WikiSQL's second row draw", () => {
+  const { questions } = wikiQuestions(WIKI);
+  const pools = wikiPools(questions);
+  const table = (id: string) =>
+    buildWikiTable(
+      id,
+      questions.filter((q) => q.tableId === id),
+      pools,
+      "seed",
+    );
+  const rows = (db: Database.Database, sql: string): unknown[][] => db.prepare(sql).raw(true).all() as unknown[][];
+
+  it("leaves the first draw as it was before the second existed (its columns, name and rows hashed then)", () => {
+    const h = createHash("sha256");
+    for (const id of ["1-100-1", "1-200-1", "1-300-1"]) {
+      const t = table(id);
+      h.update(JSON.stringify([t.name, t.columns, t.rows]));
+    }
+    expect(h.digest("hex")).toBe("268a43b00af3a216caaf6549efe209291985928e0fa9f157cf172599f6b34cb5");
+  });
+
+  it("keeps the schema, the gold SQL and a witness row per question, draws the other rows again, the same for the same seed", () => {
+    for (const id of ["1-100-1", "1-200-1", "1-300-1"]) {
+      const first = table(id);
+      const before = JSON.stringify(first);
+      const second = wikiSecondDraw(first, pools, "seed");
+      expect(JSON.stringify(first)).toBe(before);
+      expect(second.name).toBe(first.name);
+      expect(second.columns).toEqual(first.columns);
+      expect(second.questions).toEqual(first.questions);
+      expect(second.rows).not.toEqual(first.rows);
+      // most rows are new: only a few repeat by chance (the fixture's value pools are tiny)
+      const seen = new Set(first.rows.map((r) => JSON.stringify(r)));
+      expect(second.rows.filter((r) => seen.has(JSON.stringify(r))).length).toBeLessThan(second.rows.length / 2);
+      const [db1, db2] = [wikiDatabase(first), wikiDatabase(second)];
+      const checked = checkWikiTable(db2, second);
+      expect(checked.dropped).toEqual({});
+      expect(checked.items).toEqual(checkWikiTable(db1, first).items);
+      for (const it of checked.items) expect(rows(db2, it.SQL).length).toBeGreaterThan(0);
+      expect(Buffer.compare(db2.serialize(), wikiDatabase(wikiSecondDraw(first, pools, "seed")).serialize())).toBe(0);
+      db1.close();
+      db2.close();
+    }
+  });
+
+  it("holds a near miss per question and condition column: its other conditions met, this one missed", () => {
+    for (const id of ["1-100-1", "1-200-1", "1-300-1"]) {
+      const second = wikiSecondDraw(table(id), pools, "seed");
+      const db = wikiDatabase(second);
+      for (const it of checkWikiTable(db, second).items) {
+        const conds = it.SQL.split(" WHERE ")[1]!.split(" AND ");
+        for (const column of new Set(conds.map((c) => c.split(" ")[0]!))) {
+          const mine = conds.filter((c) => c.startsWith(`${column} `));
+          const others = conds.filter((c) => !c.startsWith(`${column} `));
+          const sql = `SELECT COUNT(*) FROM ${second.name} WHERE ${[...others, `NOT (${mine.join(" AND ")})`].join(" AND ")}`;
+          expect(rows(db, sql)[0]![0], sql).toBeGreaterThan(0);
+        }
+      }
+      db.close();
+    }
+  });
+
+  it("tells a query right by luck on the first draw from a right one: a wrong column, a dropped condition, a wrong operator", () => {
+    const check = (id: string, gold: string, lucky: string[]) => {
+      const first = table(id);
+      const [db1, db2] = [wikiDatabase(first), wikiDatabase(wikiSecondDraw(first, pools, "seed"))];
+      expect(checkWikiTable(db1, first).items.map((i) => i.SQL)).toContain(gold);
+      for (const sql of lucky) {
+        expect(rows(db1, sql), sql).toEqual(rows(db1, gold));
+        expect(rows(db2, sql), sql).not.toEqual(rows(db2, gold));
+      }
+      db1.close();
+      db2.close();
+    };
+    // the wrong condition column happens to hold 'Sorority' on the first draw's matching row
+    check("1-200-1", "SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Sorority' AND col_2nd > 10.5", [
+      "SELECT MAX(chapters) FROM picks WHERE notes = 'Sorority' AND col_2nd > 10",
+    ]);
+    // the first draw's largest Fraternity row also has col_2nd > 3, so neither the condition nor its bound mattered there
+    check("1-100-1", "SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Fraternity' AND col_2nd > 3", [
+      "SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Fraternity'",
+      "SELECT MAX(chapters) FROM picks WHERE college_junior_club_team = 'Fraternity' AND col_2nd >= 3",
+    ]);
   });
 });
 
@@ -358,6 +448,42 @@ describe("generateRealData", () => {
     }
   });
 
+  it("writes each WikiSQL database's second row draw beside it (same schema, gold returns rows), which the eval loader finds", () => {
+    expect(manifest.sources.wikisql!.secondDraw).toEqual({ databases: 3, failing: 0 });
+    const schema = (path: string): unknown => {
+      const db = new Database(path, { readonly: true });
+      const out = db.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY name").all();
+      db.close();
+      return out;
+    };
+    for (const split of ["train", "dev", "test"]) {
+      const file = join(out, `wikisql_${split}.json`);
+      const loaded = loadDataset(file, { dbRoot: join(out, "databases") }).items;
+      expect(loaded.length).toBeGreaterThan(0);
+      for (const it of loaded) {
+        expect(it.dbPath2).toBe(realSecondDrawPath(out, it.dbId));
+        expect(realSecondDrawPath(out, it.dbId)).toBe(join(out, "databases", it.dbId, `${it.dbId}.draw2.sqlite`));
+        expect(schema(it.dbPath2!)).toEqual(schema(it.dbPath));
+        const r = executeDirect(it.dbPath2!, it.goldSql);
+        expect(r.ok && r.rows.length > 0, it.goldSql).toBe(true);
+        expect(readFileSync(it.dbPath2!)).not.toEqual(readFileSync(it.dbPath));
+      }
+    }
+    for (const it of items.filter((i) => i.source !== "wikisql")) expect(existsSync(realSecondDrawPath(out, it.db_id))).toBe(false);
+    const advising = loadDataset(join(out, "advising_train.json"), { dbRoot: join(out, "databases") }).items;
+    expect(advising.every((i) => i.dbPath2 === undefined)).toBe(true);
+  });
+
+  it("writes no second draw with wikisqlSecondDraw false, and the same first draw", () => {
+    const plain = mkdtempSync(join(tmpdir(), "reex-realdata-one-draw-"));
+    const built = generateRealData(plain, { dataDir: src, seed: 3, sources: ["wikisql"], wikisqlSecondDraw: false, traces: false });
+    expect(built.manifest.sources.wikisql!.secondDraw).toBeUndefined();
+    for (const it of built.items) {
+      expect(existsSync(realSecondDrawPath(plain, it.db_id))).toBe(false);
+      expect(readFileSync(realDbPath(plain, it.db_id))).toEqual(readFileSync(realDbPath(out, it.db_id)));
+    }
+  });
+
   it("keeps the Advising database's foreign keys consistent", () => {
     const db = new Database(realDbPath(out, "advising"), { readonly: true });
     expect(db.pragma("foreign_key_check")).toEqual([]);
@@ -392,6 +518,8 @@ describe("generateRealData", () => {
     const second = generateRealData(again, { dataDir: src, seed: 3 }).manifest;
     expect(second.files).toEqual(manifest.files);
     for (const it of items.slice(0, 5)) expect(readFileSync(realDbPath(again, it.db_id))).toEqual(readFileSync(realDbPath(out, it.db_id)));
+    for (const it of items.filter((i) => i.source === "wikisql"))
+      expect(readFileSync(realSecondDrawPath(again, it.db_id))).toEqual(readFileSync(realSecondDrawPath(out, it.db_id)));
   }, 120_000);
 
   it("refuses a data folder without the files, with a typed error", () => {

@@ -163,6 +163,46 @@ describe("the training loop's signal options", () => {
     expect(readFileSync(join(runDir, "checkpoints", "step-000002.master"), "utf8")).toBe("master-2");
   });
 
+  it("keeps sampling up to its cap, then logs that the step trains on fewer groups (or, with none informative, on those it sampled first)", async () => {
+    const run = async (name: string, data: Record<string, unknown>, maxExtra: number) => {
+      const runDir = join(fx.dir, name);
+      const config = parseTrainConfig(
+        {
+          model,
+          runDir,
+          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, ...data },
+          steps: 1,
+          questionsPerStep: 2,
+          groupSize: 4,
+          maxTokens: 400,
+          klBeta: 0,
+          dynamicSampling: { on: "correctness", maxExtra },
+          reward: { preset: "outcome" },
+        },
+        "grpo",
+      );
+      const lines: string[] = [];
+      await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: (l) => lines.push(l) });
+      return { row: readMetrics(join(runDir, "metrics.jsonl"))[0]!, lines };
+    };
+    // three questions, only the first ever answered right: 2 + 0.5 × 2 = 3 groups sampled, 1 informative
+    const short = await run("run-dynamic-cap", {}, 0.5);
+    expect(short.row.sampled_groups).toBe(3);
+    expect(short.row.groups).toBe(1);
+    expect(short.lines.join("\n")).toContain(
+      "step 1: dynamic sampling reached its cap of 3 groups (questionsPerStep 2 + maxExtra 0.5 × 2) with 1 informative (correctness); training on those 1",
+    );
+    // the two questions never answered right: 4 sampled, none informative, the first 2 trained on
+    const none = await run("run-dynamic-none", { offset: 1 }, 1);
+    expect(none.row.sampled_groups).toBe(4);
+    expect(none.row.groups).toBe(2);
+    expect(none.lines.join("\n")).toContain("with 0 informative (correctness); none: training on the first 2 sampled");
+    // a step that fills logs nothing of the kind
+    const full = await run("run-dynamic-full", { limit: 1 }, 2);
+    expect(full.row.groups).toBe(2);
+    expect(full.lines.join("\n")).not.toContain("dynamic sampling reached its cap");
+  });
+
   it("screens the questions once with the start policy and trains only on those it sometimes solves", async () => {
     const runDir = join(fx.dir, "run-curriculum");
     const requests: LearnerRequest[] = [];
@@ -242,7 +282,13 @@ describe("the training loop's signal options", () => {
 
   it("passes the recipe's learner options on the command line", () => {
     const c = parseTrainConfig(
-      { model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot }, learner: { miniBatch: 16, warmupSteps: 10, splitHalf: 3 } },
+      {
+        model,
+        runDir: join(fx.dir, "x"),
+        data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
+        clipHigh: 0.28,
+        learner: { miniBatch: 16, warmupSteps: 10, splitHalf: 3, weightDecay: 0.1 },
+      },
       "grpo",
     );
     const args = learnerArgs({
@@ -263,5 +309,22 @@ describe("the training loop's signal options", () => {
     expect(flag("--split-half")).toBe("3");
     expect(flag("--max-old-logprob-diff")).toBe("0.05");
     expect(flag("--master")).toBe("w.pt");
+    expect(flag("--clip")).toBe("0.2");
+    expect(flag("--clip-high")).toBe("0.28");
+    expect(flag("--weight-decay")).toBe("0.1");
+    // by default the high side is the clip (no flag) and there is no weight decay
+    const plain = learnerArgs({
+      mode: "grpo",
+      step: 1,
+      model: "a.gguf",
+      experience: "e.jsonl",
+      out: "b.gguf",
+      metricsFile: "m",
+      logFile: "l",
+      optimizerState: "o",
+      config: parseTrainConfig({ model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot } }, "grpo"),
+    });
+    expect(plain).not.toContain("--clip-high");
+    expect(plain[plain.indexOf("--weight-decay") + 1]).toBe("0");
   });
 });
