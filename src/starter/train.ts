@@ -10,7 +10,18 @@ import { learnerEnv } from "../training/index.js";
 export interface SftOptions {
   model: string;
   data: string;
-  out: string;
+  /** The trained GGUF; with a LoRA, the base with the adapter merged in (optional then). */
+  out?: string;
+  /** Rank of a fresh LoRA adapter trained on the frozen model instead of every weight. Default 0 (off). */
+  loraRank?: number;
+  /** The adapter's alpha (scale alpha/rank). Default 2 × rank. */
+  loraAlpha?: number;
+  /** llama.cpp matrices a fresh adapter targets (`attn_q,…,ffn_down` or `all`). Default the four attention matrices. */
+  loraTargets?: string;
+  /** An adapter GGUF to continue from (its rank, alpha and targets win). Default none. */
+  loraIn?: string;
+  /** Where the adapter is written (a llama.cpp LoRA GGUF). Required with a LoRA. */
+  loraOut?: string;
   /** Optimizer steps; 0 = until `minutes`. */
   steps?: number;
   /** Wall-clock budget in minutes; 0 = until `steps`. */
@@ -82,10 +93,15 @@ export interface SftSummary {
 
 /** The trainer's argument list for `options`. */
 export function sftArgs(o: SftOptions): string[] {
-  const a = ["-m", "reex_learner.sft_train", "--model", o.model, "--data", o.data, "--out", o.out];
+  const a = ["-m", "reex_learner.sft_train", "--model", o.model, "--data", o.data, ...(o.out ? ["--out", o.out] : [])];
   const num = (flag: string, v: number | undefined): void => {
     if (v !== undefined) a.push(flag, String(v));
   };
+  num("--lora-rank", o.loraRank);
+  num("--lora-alpha", o.loraAlpha);
+  if (o.loraTargets) a.push("--lora-targets", o.loraTargets);
+  if (o.loraIn) a.push("--lora-in", o.loraIn);
+  if (o.loraOut) a.push("--lora-out", o.loraOut);
   num("--steps", o.steps);
   num("--minutes", o.minutes);
   num("--lr", o.lr);
