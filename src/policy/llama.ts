@@ -295,7 +295,10 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       maxSequences: this.loaded.context.totalSequences,
       lora: [...this.loaded.lora],
       flashAttention: this.loaded.context.flashAttention,
-      metadata: modelMetadata(this.loaded.model, this.loaded.modelSource),
+      metadata: {
+        ...modelMetadata(this.loaded.model, this.loaded.modelSource),
+        ...(this.loaded.lora.length > 0 ? { adapters: this.loaded.lora.map((p) => basename(p)) } : {}),
+      },
       ...(this.endOfTurnText() ? { endOfTurn: this.endOfTurnText()! } : {}),
     };
   }

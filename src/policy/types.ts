@@ -210,6 +210,8 @@ export interface ModelMetadata {
   file?: string;
   /** `tokenizer.chat_template`. */
   chatTemplate?: string;
+  /** The file names of the LoRA adapters applied (a `*-reex-lora.gguf` adapter makes a base model a reex model). Default none. */
+  adapters?: string[];
 }
 
 /** Facts about a loaded policy, for /readyz, logs and reports. */

@@ -245,6 +245,16 @@ describe("profile selection", () => {
     expect(detectProfile({}).profile.id).toBe("generic");
   });
 
+  it("a base model with a reex LoRA adapter is a reex model; the base alone is generic", () => {
+    const gemma = { name: "Gemma 3 270m", basename: "gemma-3", file: "gemma-3-270m-q4_k_m.gguf" };
+    expect(detectProfile(gemma).profile.id).toBe("generic");
+    expect(detectProfile({ ...gemma, adapters: ["gemma-3-270m-reex-lora.gguf"] })).toMatchObject({
+      profile: { id: "reex" },
+      reason: 'the LoRA adapter "gemma-3-270m-reex-lora.gguf" names a reex model',
+    });
+    expect(detectProfile({ ...gemma, adapters: ["style-lora.gguf"] }).profile.id).toBe("generic");
+  });
+
   it("an explicit profile wins over detection, and an unknown one is a typed error", () => {
     expect(resolveProfile("omnisql", { name: "SkyRL-SQL-7B" })).toMatchObject({ profile: { id: "omnisql" }, reason: "set by policy.profile" });
     expect(resolveProfile("auto", { name: "SkyRL-SQL-7B" }).profile.id).toBe("skyrl-sql");

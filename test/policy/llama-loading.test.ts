@@ -1,6 +1,6 @@
 import { copyFile, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
@@ -104,6 +104,7 @@ describe("llama policy: LoRA and reload", () => {
     const adapted = await createLlamaPolicy(testPolicyOptions({ sequences: 2, lora: [TEST_LORA] }));
     try {
       expect(adapted.info.lora).toEqual([TEST_LORA]);
+      expect(adapted.info.metadata?.adapters).toEqual([basename(TEST_LORA)]);
       expect(await greedy(adapted, prompt(adapted))).not.toEqual(base);
     } finally {
       await adapted.close();
@@ -117,6 +118,7 @@ describe("llama policy: LoRA and reload", () => {
     expect(withLora).not.toEqual(base);
 
     await policy.reload!({ lora: [] });
+    expect(policy.info.metadata?.adapters).toBeUndefined();
     expect(await greedy(policy, prompt(policy))).toEqual(base);
 
     await policy.reload!({ model: TEST_MODEL_ALT });

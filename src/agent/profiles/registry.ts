@@ -58,7 +58,7 @@ const NAME_RULES: readonly { pattern: RegExp; id: ProfileId; label: string }[] =
   { pattern: /^reex|[-/]reex/, id: "reex", label: "a reex model" },
 ];
 
-const FIELDS: readonly (keyof ModelMetadata)[] = ["name", "basename", "finetune", "file"];
+const FIELDS: readonly ("name" | "basename" | "finetune" | "file")[] = ["name", "basename", "finetune", "file"];
 
 const FIELD_LABEL: Readonly<Record<keyof ModelMetadata, string>> = {
   name: "general.name",
@@ -66,6 +66,7 @@ const FIELD_LABEL: Readonly<Record<keyof ModelMetadata, string>> = {
   finetune: "general.finetune",
   file: "the model's file name",
   chatTemplate: "the chat template",
+  adapters: "the LoRA adapter",
 };
 
 function normalise(value: string): string {
@@ -81,6 +82,8 @@ export function detectProfile(meta: ModelMetadata): ProfileChoice {
         return { profile: getProfile(rule.id), reason: `${FIELD_LABEL[field]} "${value}" names ${rule.label}` };
       }
     }
+    const adapter = meta.adapters?.find((a) => rule.pattern.test(normalise(a)));
+    if (adapter) return { profile: getProfile(rule.id), reason: `${FIELD_LABEL.adapters} "${adapter}" names ${rule.label}` };
   }
   const template = meta.chatTemplate ?? "";
   if (/<solution>/.test(template) && /<sql>/.test(template)) return { profile: skyrlSqlProfile, reason: "the chat template uses <sql> and <solution>" };
