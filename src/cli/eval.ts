@@ -61,10 +61,11 @@ options:
   --profile ID         model profile of the --strategy runs: ${PROFILE_IDS.join(", ")}
                        (default: config policy.profile, else detected from the model)
   --runs FILE          several labelled runs in one report, each with its own model, profile,
-                       prompt family and strategy: JSON [{"label", "model"?, "profile"?, "promptFamily"?,
-                       "strategy", "candidates"?, "constrained"?, "schemaHints"?, "temperature"?, "topP"?,
-                       "seed"?}] (a model is loaded once for its consecutive runs; relative model paths are
-                       from the file; a seed gives every question the same seed, so two runs draw alike)
+                       prompt family and strategy: JSON [{"label", "model"?, "lora"? (adapter files),
+                       "profile"?, "promptFamily"?, "strategy", "candidates"?, "constrained"?, "schemaHints"?,
+                       "temperature"?, "topP"?, "seed"?}] (a model is loaded once for its consecutive runs;
+                       relative model and adapter paths are from the file; a seed gives every question the
+                       same seed, so two runs draw alike)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
   --limit N            only the first N questions
@@ -176,6 +177,8 @@ const runSpecSchema = z
   .object({
     label: z.string().min(1).max(40),
     model: z.string().min(1).optional(),
+    /** LoRA adapter files applied on the model (paths from the runs file); default none. */
+    lora: z.array(z.string().min(1)).optional(),
     /** A built-in profile id; default the config's policy.profile, else detected from the model. */
     profile: z.string().min(1).optional(),
     promptFamily: z.enum(PROMPT_FAMILIES).optional(),
@@ -221,7 +224,12 @@ export function readRunSpecs(file: string): RunSpec[] {
       throw new ReexError("BAD_REQUEST", `${file}: ${i} (${r.label}): ${(err as Error).message}`);
     }
   });
-  return parsed.data.map((r) => (r.model && !isModelUri(r.model) ? { ...r, model: resolve(dirname(file), r.model) } : r));
+  const here = (p: string): string => resolve(dirname(file), p);
+  return parsed.data.map((r) => ({
+    ...r,
+    ...(r.model && !isModelUri(r.model) ? { model: here(r.model) } : {}),
+    ...(r.lora ? { lora: r.lora.map(here) } : {}),
+  }));
 }
 
 /** The runtime as `reex eval` uses it. */
@@ -397,13 +405,16 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
   let runConfig = config;
   for (const spec of runSpecs) {
     const model = spec.model ?? args.configFlags["policy.model"];
-    if (!holder.runtime || model !== loaded) {
+    const lora = spec.lora?.join(",");
+    const key = `${model ?? ""}\u0000${lora ?? ""}`;
+    if (!holder.runtime || key !== loaded) {
       const previous = holder.runtime;
       holder.runtime = undefined; // closed here, so the caller must not close it again
       await previous?.close();
-      runConfig = await readConfig({ ...args.configFlags, ...(model ? { "policy.model": model } : {}) }, args.values.config);
+      const flags = { ...args.configFlags, ...(model ? { "policy.model": model } : {}), ...(lora !== undefined ? { "policy.lora": lora } : {}) };
+      runConfig = await readConfig(flags, args.values.config);
       holder.runtime = await openRuntime(runConfig);
-      loaded = model;
+      loaded = key;
     }
     const runtime = holder.runtime;
     const choice = runProfile(runtime, runConfig, spec.profile, spec.promptFamily, `the runs file's "${spec.label}" entry`);
@@ -427,6 +438,7 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
           label: spec.label,
           request,
           profile: choice.profile.id,
+          ...(runConfig.policy.lora.length ? { lora: runConfig.policy.lora } : {}),
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         }),

@@ -54,6 +54,8 @@ export interface EvalRunConfig {
   candidates?: number;
   /** The model profile every decode used (see {@link RunEvalOptions.profile}); absent when the run did not say. */
   profile?: string;
+  /** The LoRA adapter files the policy applied (see {@link RunEvalOptions.lora}); absent when none. */
+  lora?: string[];
   limit?: number;
   concurrency: number;
   timeoutMs: number;
@@ -85,6 +87,8 @@ export interface RunEvalOptions extends EvalExecOptions {
   request?: Partial<AnswerRequest>;
   /** The model profile of every decode (the request's `profile`), recorded in the run's config. Default the decoder's. */
   profile?: string;
+  /** The LoRA adapters the decoder's policy applies, recorded in the run's config. Default none. */
+  lora?: string[];
   /** Default the strategy name. */
   label?: string;
 }
@@ -306,6 +310,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
       strategy,
       ...(options.candidates !== undefined ? { candidates: options.candidates } : {}),
       ...(options.profile !== undefined ? { profile: options.profile } : {}),
+      ...(options.lora?.length ? { lora: options.lora } : {}),
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
       concurrency: Math.max(1, Math.floor(options.concurrency ?? 1)),
       ...execOptions({ ...options, signal: undefined }),

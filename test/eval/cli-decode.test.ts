@@ -127,6 +127,7 @@ describe("reex eval --runs", () => {
         { label: "direct", model: "a.gguf", promptFamily: "direct", strategy: "greedy" },
         { label: "exec", model: "a.gguf", promptFamily: "execution-aware", strategy: "greedy", schemaHints: false },
         { label: "exec-vote", model: "b.gguf", strategy: "linear", candidates: 2 },
+        { label: "adapted", model: "b.gguf", lora: ["b-reex-lora.gguf"], strategy: "greedy" },
       ]),
     );
     seen.requests = [];
@@ -137,7 +138,8 @@ describe("reex eval --runs", () => {
     const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runsFile, "--limit", "2", "--out", outDir, "--quiet"]);
     expect(code).toBe(0);
     expect(seen.config!.policy.model).toBe(join(fx.dir, "b.gguf")); // the last one loaded; resolved against the runs file
-    expect(seen.closed).toBe(2); // a.gguf once for two runs, then b.gguf
+    expect(seen.config!.policy.lora).toEqual([join(fx.dir, "b-reex-lora.gguf")]);
+    expect(seen.closed).toBe(3); // a.gguf once for two runs, then b.gguf, then b.gguf with the adapter
     expect(seen.requests.map((r) => [r.promptFamily, r.strategy, r.candidates, r.schemaHints])).toEqual([
       ["direct", "greedy", undefined, undefined],
       ["direct", "greedy", undefined, undefined],
@@ -145,9 +147,17 @@ describe("reex eval --runs", () => {
       ["execution-aware", "greedy", undefined, false],
       [undefined, "linear", 2, undefined],
       [undefined, "linear", 2, undefined],
+      [undefined, "greedy", undefined, undefined],
+      [undefined, "greedy", undefined, undefined],
     ]);
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
-    expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["direct", "exec", "exec-vote"]);
+    expect(report.runs.map((r: { config: { label: string } }) => r.config.label)).toEqual(["direct", "exec", "exec-vote", "adapted"]);
+    expect(report.runs.map((r: { config: { lora?: string[] } }) => r.config.lora)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      [join(fx.dir, "b-reex-lora.gguf")],
+    ]);
   });
 
   it("refuses a runs file with an unknown field or a repeated label, naming the entry", async () => {
