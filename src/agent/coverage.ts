@@ -73,8 +73,7 @@ const ROWS_COMPARED = [
 const NEGATED = /\b(?:not|never|except|excluding|without|outside|neither|nor|other\s+than|apart\s+from)\b|n't\b/i;
 const YEAR_NAMED = /\b(?:in|during)\s+((?:1[89]|20)\d\d)\b/gi;
 
-// a quoted name loses its first and last letters, as before the shared lexer (whose quoted names had no quotes to slice off)
-const nameText = (t: SqlToken): string => (t.kind === "quoted" ? t.value.slice(1, -1) : t.value).toLowerCase();
+const nameText = (t: SqlToken): string => t.value.toLowerCase();
 const beginsLike = (a: string, b: string): boolean => {
   const [x, y] = [a.trim().toLowerCase(), b.trim().toLowerCase()];
   return x.length > 0 && y.length > 0 && (x.startsWith(y) || y.startsWith(x));

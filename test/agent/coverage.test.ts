@@ -93,6 +93,10 @@ describe("repairCoverage: a value the question names that the query never compar
     expect(
       await repairCoverage("SELECT COUNT(*) FROM customers WHERE country = 'GB'", schema, read, { named: [named("customers", "country", "AU")] }),
     ).toBeUndefined();
+    // a quoted column name is the same column
+    expect(
+      await repairCoverage(`SELECT COUNT(*) FROM customers WHERE "country" = 'GB'`, schema, read, { named: [named("customers", "country", "AU")] }),
+    ).toBeUndefined();
     expect(
       await repairCoverage("SELECT COUNT(*) FROM customers WHERE tier = 'G'", schema, read, { named: [named("orders", "ship_country", "AU")] }),
     ).toBeUndefined();
