@@ -27,10 +27,21 @@
 import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
 import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 import { bindings, datePattern, detectDateFormat, type NamedValue, type ReadRows } from "./literals.js";
+import type { RewriteRule } from "./rewrites.js";
+
+declare module "../events/index.js" {
+  interface RepairFixes {
+    /** Each part of the question put in by coverage repair (the rule, what the query had: empty for an added condition, what it has now); absent when none was. */
+    coverage?: CoverageFix[];
+  }
+}
+
+/** What coverage repair puts in (see the module doc). */
+const COVERAGE_FIX_RULES = ["condition", "year", "limit"] as const;
 
 /** One part of the question put into the final SQL: the rule, what the query had (empty for an added condition) and what it has now. */
 export interface CoverageFix {
-  rule: "condition" | "year" | "limit";
+  rule: (typeof COVERAGE_FIX_RULES)[number];
   from: string;
   to: string;
 }
@@ -251,3 +262,23 @@ export async function repairCoverage(sql: string, schema: SchemaNames, read: Rea
   }
   return fixes.length > 0 ? { sql: out, fixes } : undefined;
 }
+
+/** Coverage repair as a rewrite rule (`agent.repairCoverage`): a final SQL that runs gets what the question names and it leaves out ({@link repairCoverage}). */
+export const COVERAGE_REWRITE = {
+  id: "coverage",
+  flag: "repairCoverage",
+  field: "coverage",
+  eventField: "coverage",
+  signal: "repairedCoverage",
+  doubt: "a condition of the question was added after it was written",
+  metric: { name: "reex_final_coverage_repairs_total", help: "Final SQL that got a condition, year or row count the question names and it left out." },
+  says: "what the question names put in",
+  api: {
+    shape: { rule: COVERAGE_FIX_RULES, from: "string", to: "string" },
+    description:
+      "Parts of the question put into its final SQL (`agent.repairCoverage`): the rule (`condition`: the one value the question names exactly, in a column of its tables it never read; `year`: the year the question names, on its tables' one date column; `limit`: the number of rows the question asks for), what the query had (empty for an added condition) and what it has now.",
+  },
+  docs: "given what the question names and it leaves out: the one exactly named value of a column it never reads, the year on its one date column, the number of rows asked for as its `LIMIT` (`src/agent/coverage.ts`)",
+  apply: (sql, { schema, read, named, question }) =>
+    repairCoverage(sql, schema, read, { ...(named ? { named } : {}), ...(question !== undefined ? { question } : {}) }),
+} as const satisfies RewriteRule<CoverageFix>;

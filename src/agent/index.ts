@@ -32,7 +32,15 @@ export {
 } from "./rollout.js";
 export { NameBinding } from "./binding.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
-export type { TableSwap } from "./repair.js";
 export { suspectCondition } from "./conditions.js";
-export type { CoverageFix } from "./coverage.js";
-export type { LiteralFix } from "./literals.js";
+export {
+  REWRITE_RULES,
+  copyRewriteFields,
+  describeRewrites,
+  rewriteSwitches,
+  rewritesIn,
+  type RewriteFields,
+  type RewriteId,
+  type RewriteSignal,
+  type RewriteSwitches,
+} from "./rewrites.js";

@@ -23,6 +23,14 @@
  */
 import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
 import { RESERVED, identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
+import type { RewriteRule } from "./rewrites.js";
+
+declare module "../events/index.js" {
+  interface RepairFixes {
+    /** Each comparison rewritten (`table.column`, as written, as rewritten, the rule) by literal repair; absent when none was. */
+    literals?: LiteralFix[];
+  }
+}
 
 /** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
 export interface NamedValue {
@@ -35,12 +43,15 @@ export interface NamedValue {
 /** Runs a read-only query for {@link repairLiterals}: its rows, or undefined when it fails. */
 export type ReadRows = (sql: string) => Promise<SqlValue[][] | undefined>;
 
+/** Why a comparison was rewritten (see the module doc). */
+const LITERAL_FIX_RULES = ["date-format", "case", "variants", "named", "column"] as const;
+
 /** One comparison rewritten: the column (`table.column`), the comparison as written and as rewritten, and why. */
 export interface LiteralFix {
   column: string;
   from: string;
   to: string;
-  rule: "date-format" | "case" | "variants" | "named" | "column";
+  rule: (typeof LITERAL_FIX_RULES)[number];
 }
 
 /** A query whose literals were rewritten, and each rewrite. */
@@ -309,3 +320,22 @@ export async function repairLiterals(sql: string, schema: SchemaNames, read: Rea
   for (const f of [...fixes].sort((a, b) => b.start - a.start)) out = `${out.slice(0, f.start)}${f.to}${out.slice(f.end)}`;
   return { sql: out, fixes: fixes.map(({ column, from, to, rule }) => ({ column, from, to, rule })) };
 }
+
+/** Literal repair as a rewrite rule (`agent.repairLiterals`): a final SQL that runs, its comparisons fitted by {@link repairLiterals}. */
+export const LITERAL_REWRITE = {
+  id: "literals",
+  flag: "repairLiterals",
+  field: "literals",
+  eventField: "literals",
+  signal: "repairedLiterals",
+  doubt: "its literals were rewritten to values the database has",
+  metric: { name: "reex_final_literal_repairs_total", help: "Final SQL whose string comparisons were fitted to the column's values (date format, spelling)." },
+  says: "literals fitted to the column's values",
+  api: {
+    shape: { column: "string", from: "string", to: "string", rule: LITERAL_FIX_RULES },
+    description:
+      "Comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`): the column (`table.column`), the comparison written, the one put in its place, and the rule (`date-format`: a date in the column's format; `case`: the one value equal but for case and spacing; `variants`: all the spellings the column holds; `named`: the one value the question names for the column; `column`: the one other column of the table that holds the string).",
+  },
+  docs: "each string comparison no row matches fitted to the column's values: its date format, its one spelling, all its spellings, the one value the question names for it, or the one other column that holds the string (`src/agent/literals.ts`)",
+  apply: (sql, { schema, read, named }) => repairLiterals(sql, schema, read, named),
+} as const satisfies RewriteRule<LiteralFix>;

@@ -9,6 +9,14 @@
  */
 import { lexSql, type SqlToken } from "../sql/index.js";
 import { identifierSpellings, isName, isWord, type SchemaNames } from "./grammar.js";
+import type { RewriteRule } from "./rewrites.js";
+
+declare module "../events/index.js" {
+  interface RepairFixes {
+    /** Each FROM table replaced, as written and as put in its place (table repair); empty when none was. */
+    swaps: TableSwap[];
+  }
+}
 
 /** One FROM table replaced: the name the query had and the schema's table put in its place. */
 export interface TableSwap {
@@ -140,3 +148,27 @@ export function repairTables(sql: string, schema: SchemaNames): TableRepair | un
   }
   return { sql: out, swaps: swaps.map(({ entry, to }) => ({ from: toks[entry.at]!.value, to: spelled.get(to)! })) };
 }
+
+/** Table repair as a rewrite rule (`agent.repairTables`): a final SQL that fails on a missing column, rebound by {@link repairTables}. */
+export const TABLE_REWRITE = {
+  id: "tables",
+  flag: "repairTables",
+  field: "repairs",
+  eventField: "swaps",
+  eventAlways: true,
+  signal: "repairedTables",
+  doubt: "its FROM tables were rewritten after it failed",
+  metric: { name: "reex_final_repairs_total", help: "Final SQL that failed on a missing column and was rebound to the tables that hold its columns." },
+  says: "final SQL failed; tables rebound",
+  api: {
+    shape: { from: "string", to: "string" },
+    description:
+      "FROM tables its final SQL was rebound to after it failed on a missing column (`agent.repairTables`): the table written and the one put in its place.",
+  },
+  docs: "rebound, before any retry, to the tables that hold its columns when exactly one fits each misplaced table (`src/agent/repair.ts`)",
+  fails: "missing_column",
+  async apply(sql, { schema }) {
+    const repaired = repairTables(sql, schema);
+    return repaired && { sql: repaired.sql, fixes: repaired.swaps };
+  },
+} as const satisfies RewriteRule<TableSwap>;

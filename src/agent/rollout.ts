@@ -34,9 +34,17 @@ import type { GrammarStart, SchemaNames, SegmentGrammars } from "./grammar.js";
 import type { NameBinding } from "./binding.js";
 import { extractFinal, indexOfTag, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
 import { reexProfile, type ModelProfile } from "./profiles/index.js";
-import { repairCoverage, type CoverageFix } from "./coverage.js";
-import { repairLiterals, type LiteralFix, type NamedValue } from "./literals.js";
-import { repairTables, type TableSwap } from "./repair.js";
+import type { NamedValue } from "./literals.js";
+import {
+  applyRewrites,
+  rewriteEventFields,
+  rewriteFields,
+  rewritesOn,
+  type AppliedRewrite,
+  type RewriteContext,
+  type RewriteFields,
+  type RewriteSwitches,
+} from "./rewrites.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
 import type { FeedbackMode, PromptFamily } from "./types.js";
@@ -63,8 +71,12 @@ function hintSchema(dbPath: string): DatabaseSchema | undefined {
   }
 }
 
-/** How one rollout runs. */
-export interface RolloutOptions {
+/**
+ * How one rollout runs. Each rewrite rule's switch (its `flag`: `repairTables`, …; see
+ * `REWRITE_RULES`) rewrites a closed final SQL before any retry; each needs a
+ * trajectory that can rewind, and each is off by default.
+ */
+export interface RolloutOptions extends Partial<RewriteSwitches> {
   executor: Executor;
   /** The database probes run against. */
   dbPath: string;
@@ -84,24 +96,9 @@ export interface RolloutOptions {
    * again); needs the execution-aware family and a trajectory that can rewind. Default 0 (off).
    */
   finalRetries?: number;
-  /**
-   * A final SQL that fails on a missing column is rebound to the tables that hold its columns when
-   * exactly one fits ({@link repairTables}), before any retry; needs a trajectory that can rewind. Default false.
-   */
-  repairTables?: boolean;
-  /**
-   * A final SQL that runs (or was rebound) has its string comparisons fitted to the data: the column's date
-   * format, spelling or spellings, the value the question names, the column that holds the string ({@link repairLiterals}); needs a trajectory that can rewind. Default false.
-   */
-  repairLiterals?: boolean;
-  /**
-   * A final SQL that runs (or was rebound) gets what the question names and it leaves out: the one exactly named
-   * value of a column it never reads, the year, the number of rows ({@link repairCoverage}); needs a trajectory that can rewind. Default false.
-   */
-  repairCoverage?: boolean;
-  /** The values the question names (the prompt's matched values), for `repairLiterals` and `repairCoverage`; default none. */
+  /** The values the question names (the prompt's matched values), for the rewrite rules (literal and coverage repair); default none. */
   namedValues?: readonly NamedValue[];
-  /** The user's question, for `repairCoverage`'s year and row count; default none. */
+  /** The user's question, for the rewrite rules (coverage repair's year and row count); default none. */
   question?: string;
   /** Default 0 (greedy). */
   temperature?: number;
@@ -167,12 +164,8 @@ export interface RolloutState {
   forcedFinal: boolean;
   /** Failed final SQL taken back as probes so far (see `finalRetries`). */
   finalRetries?: number;
-  /** Tables the final SQL was rebound to (see `repairTables`); absent when none was. */
-  repairs?: TableSwap[];
-  /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
-  literals?: LiteralFix[];
-  /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
-  coverage?: CoverageFix[];
+  /** The rewrite rules that changed the final SQL, in order, each with its changes (see `REWRITE_RULES`). */
+  rewrites: AppliedRewrite[];
   /** How the grammars' name binding went (see `SegmentGrammars.binding`); absent without one. */
   binding?: BindingReport;
   done: boolean;
@@ -183,8 +176,8 @@ export interface RolloutState {
 /** What one {@link rolloutStep} did: answered a probe, refused one at the limit, or ended the rollout. */
 export type StepOutcome = { kind: "probe"; probe: ProbeRecord } | { kind: "limit"; probe: ProbeRecord } | { kind: "done"; stopReason: RolloutStopReason };
 
-/** The outcome of a rollout. */
-export interface RolloutResult {
+/** The outcome of a rollout; each rewrite rule that changed the final SQL lists its changes under its field (`repairs`, …). */
+export interface RolloutResult extends RewriteFields {
   path: string;
   /** The final SQL; null when there is none, the model declared the question unanswerable, or the rollout was cut off. */
   finalSql: string | null;
@@ -204,12 +197,6 @@ export interface RolloutResult {
   stopReason: RolloutStopReason;
   /** Mean log-probability of the sampled tokens: 0 when none was sampled, NaN when they were sampled without log-probabilities (`logprobs: false`). */
   meanLogprob: number;
-  /** Tables the final SQL was rebound to (see `repairTables`); absent when it was not. */
-  repairs?: TableSwap[];
-  /** Comparisons of the final SQL rewritten (see `repairLiterals`); absent when none was. */
-  literals?: LiteralFix[];
-  /** Parts of the question put into the final SQL (see `repairCoverage`); absent when none was. */
-  coverage?: CoverageFix[];
   /** How the grammars' name binding went; absent without one. */
   binding?: BindingReport;
   error?: { code: string; message: string };
@@ -232,7 +219,7 @@ export interface BindingReport {
 
 /** A fresh state for a rollout that starts right after the prompt. */
 export function createRolloutState(): RolloutState {
-  return { text: "", probes: [], interactions: 0, generatedTokens: 0, forcedFinal: false, done: false, stopReason: null };
+  return { text: "", probes: [], interactions: 0, generatedTokens: 0, forcedFinal: false, rewrites: [], done: false, stopReason: null };
 }
 
 /** An independent copy of a state (probe records are immutable and shared). */
@@ -240,6 +227,7 @@ export function cloneRolloutState(state: RolloutState): RolloutState {
   return {
     ...state,
     probes: state.probes.slice(),
+    rewrites: state.rewrites.slice(),
     ...(state.error ? { error: { ...state.error } } : {}),
     ...(state.binding ? { binding: { ...state.binding } } : {}),
   };
@@ -446,11 +434,10 @@ function closedFinal(segment: string, profile: ModelProfile, forced: boolean): {
 }
 
 /**
- * Ends the rollout on the final SQL the segment since `start` closed. When that SQL fails to run,
- * a missing column is first repaired by rebinding its tables (`repairTables`), and otherwise the
- * answer goes back to the model as a probe (`finalRetries`); when it runs (or once rebound), a
- * string comparison is fitted to the column's values (`repairLiterals`) and what the question names
- * and the query leaves out is put in (`repairCoverage`).
+ * Ends the rollout on the final SQL the segment since `start` closed. The switched-on rewrite rules
+ * rewrite it first (`REWRITE_RULES`, in order: a failing SQL's missing column rebound, then a SQL
+ * that runs mended); a rewrite that runs is written back. Otherwise a SQL that fails goes back to
+ * the model as a probe (`finalRetries`).
  */
 async function closeFinal(
   trajectory: Trajectory,
@@ -462,8 +449,7 @@ async function closeFinal(
 ): Promise<StepOutcome> {
   const retry =
     probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) && state.interactions < (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions);
-  const rewriting = options.repairLiterals || options.repairCoverage;
-  if ((!retry && !options.repairTables && !rewriting) || !trajectory.rewind) return end(state, "final");
+  if ((!retry && !rewritesOn(options)) || !trajectory.rewind) return end(state, "final");
   const segment = state.text.slice(start.text);
   const final = closedFinal(segment, options.profile ?? reexProfile, state.forcedFinal);
   if (!final) return end(state, "final");
@@ -472,27 +458,7 @@ async function closeFinal(
   try {
     result = await execute(options, final.sql);
     if (options.signal?.aborted) return end(state, "final");
-    const schema = result.ok
-      ? rewriting && repairSchema(options.dbPath)
-      : options.repairTables && result.error.category === "missing_column" && repairSchema(options.dbPath);
-    const tables = !result.ok && schema ? repairTables(final.sql, schema) : undefined;
-    const sql = result.ok ? final.sql : tables?.sql;
-    const read = (q: string): Promise<SqlValue[][] | undefined> => readRows(options, q);
-    const literals = schema && sql && options.repairLiterals ? await repairLiterals(sql, schema, read, options.namedValues) : undefined;
-    const covered =
-      schema && sql && options.repairCoverage
-        ? await repairCoverage(literals?.sql ?? sql, schema, read, {
-            ...(options.namedValues ? { named: options.namedValues } : {}),
-            ...(options.question !== undefined ? { question: options.question } : {}),
-          })
-        : undefined;
-    if (sql && (tables || literals || covered))
-      rewrite = {
-        sql: covered?.sql ?? literals?.sql ?? sql,
-        swaps: tables?.swaps ?? [],
-        ...(literals ? { literals: literals.fixes } : {}),
-        ...(covered ? { coverage: covered.fixes } : {}),
-      };
+    rewrite = await applyRewrites(final.sql, result.ok ? null : result.error.category, options, () => rewriteContext(options));
   } catch (error) {
     return fail(state, error, guardSink(options.sink), path);
   }
@@ -501,12 +467,22 @@ async function closeFinal(
   return (retry ? await retryFinal(trajectory, state, options, start, path, result) : undefined) ?? end(state, "final");
 }
 
-/** A final SQL rewritten by the server: its tables rebound (`repairTables`), its literals mended (`repairLiterals`), what the question names put in (`repairCoverage`). */
+/** A final SQL rewritten by the server's rewrite rules, and what each rule changed. */
 interface FinalRewrite {
   sql: string;
-  swaps: TableSwap[];
-  literals?: LiteralFix[];
-  coverage?: CoverageFix[];
+  applied: AppliedRewrite[];
+}
+
+/** What the rewrite rules read: the schema's names (undefined when they cannot be read), lookups through the executor, the question and its named values. */
+function rewriteContext(options: RolloutOptions): RewriteContext | undefined {
+  const schema = repairSchema(options.dbPath);
+  if (!schema) return undefined;
+  return {
+    schema,
+    read: (q) => readRows(options, q),
+    ...(options.namedValues ? { named: options.namedValues } : {}),
+    ...(options.question !== undefined ? { question: options.question } : {}),
+  };
 }
 
 /** The schema's names for the repairs, read from `dbPath`; undefined when it cannot be read. */
@@ -547,18 +523,8 @@ async function rewriteFinal(
   } catch (error) {
     return fail(state, error, sink, path);
   }
-  if (rewrite.swaps.length > 0) state.repairs = [...(state.repairs ?? []), ...rewrite.swaps];
-  if (rewrite.literals) state.literals = [...(state.literals ?? []), ...rewrite.literals];
-  if (rewrite.coverage) state.coverage = [...(state.coverage ?? []), ...rewrite.coverage];
-  sink?.({
-    type: "repair",
-    path,
-    sql: final.sql,
-    repaired: rewrite.sql,
-    swaps: rewrite.swaps,
-    ...(rewrite.literals ? { literals: rewrite.literals.map((l) => ({ ...l })) } : {}),
-    ...(rewrite.coverage ? { coverage: rewrite.coverage.map((c) => ({ ...c })) } : {}),
-  });
+  state.rewrites.push(...rewrite.applied);
+  sink?.({ type: "repair", path, sql: final.sql, repaired: rewrite.sql, ...rewriteEventFields(rewrite.applied) });
   return end(state, "final");
 }
 
@@ -770,9 +736,7 @@ export function finishRollout(
     truncated: stopReason === "maxTokens" && !closedAnswer,
     stopReason,
     meanLogprob: count ? sum / count : 0,
-    ...(state.repairs ? { repairs: state.repairs.map((s) => ({ ...s })) } : {}),
-    ...(state.literals ? { literals: state.literals.map((l) => ({ ...l })) } : {}),
-    ...(state.coverage ? { coverage: state.coverage.map((c) => ({ ...c })) } : {}),
+    ...rewriteFields(state.rewrites),
     ...(state.binding ? { binding: bindingOf(state.binding, finalSql, options.grammar?.binding) } : {}),
     ...(state.error ? { error: { ...state.error } } : {}),
   };

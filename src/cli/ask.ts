@@ -6,7 +6,8 @@ import { parseArgs } from "node:util";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, loadConfig, splitSettings, unknownOption } from "../config/index.js";
 import { answerStatus, type Answer, type AnswerRequest, type FeedbackMode, type Strategy } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
-import { describeRepair, type ReexEvent } from "../events/index.js";
+import { describeRewrites } from "../agent/index.js";
+import type { ReexEvent } from "../events/index.js";
 import { formatTable, toJson } from "./exec.js";
 
 /** One-line description shown by `reex --help`. */
@@ -57,7 +58,7 @@ function printEvent(event: ReexEvent, out: (s: string) => void): void {
       out(`\n[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${event.sql}\n`);
       break;
     case "repair":
-      out(`\n[${event.path}] ${describeRepair(event)}: ${event.repaired}\n`);
+      out(`\n[${event.path}] ${describeRewrites(event)}: ${event.repaired}\n`);
       break;
     case "result":
       out(event.result.ok ? `${formatTable(event.result)}\n` : `${event.result.error.code} (${event.result.error.category}): ${event.result.error.message}\n`);

@@ -3,13 +3,16 @@
  * repairs, probe errors, the final SQL's conditions, how much of the question the schema covers),
  * combined by a logistic model fitted on training-split questions (scripts/fit-confidence.ts).
  */
-import { suspectCondition } from "../agent/index.js";
+import { REWRITE_RULES, rewritesIn, suspectCondition, type RewriteSignal } from "../agent/index.js";
 import { DECODING_DEFAULTS } from "../config/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { Candidate } from "./types.js";
 import { saysNothingMatched, type VoteOutcome } from "./vote.js";
 import { FITTED_MODEL } from "./confidence-model.js";
 import { FITTED_VOTE_MODEL } from "./confidence-model-vote.js";
+
+/** Each rewrite rule's signal (`repairedTables`, …: 1 when the rule changed the winner's final SQL), in the rules' order. */
+const REWRITE_SIGNALS: readonly RewriteSignal[] = REWRITE_RULES.map((r) => r.signal);
 
 /** The signals the confidence model reads, each in [0, 1]. */
 export const SIGNALS = [
@@ -19,9 +22,7 @@ export const SIGNALS = [
   "emptyResult",
   "allNull",
   "rows",
-  "repairedTables",
-  "repairedLiterals",
-  "repairedCoverage",
+  ...REWRITE_SIGNALS,
   "probeErrors",
   "probes",
   "fromRedraw",
@@ -80,9 +81,7 @@ export interface AssessInput {
 const DOUBTS: Partial<Record<SignalName, string>> = {
   emptyResult: "the result is empty or only zeros and NULLs",
   allNull: "the result holds only NULLs",
-  repairedTables: "its FROM tables were rewritten after it failed",
-  repairedLiterals: "its literals were rewritten to values the database has",
-  repairedCoverage: "a condition of the question was added after it was written",
+  ...(Object.fromEntries(REWRITE_RULES.map((r) => [r.signal, r.doubt])) as Record<RewriteSignal, string>),
   probeErrors: "probes failed on the way",
   fromRedraw: "its FROM list had to be drawn again",
   suspectCondition: "a condition compares a thing with itself, a constant, or two values at once",
@@ -91,6 +90,12 @@ const DOUBTS: Partial<Record<SignalName, string>> = {
 };
 
 const NEUTRAL: Partial<Record<SignalName, number>> = { voteShare: 1, single: 0 };
+
+/** Each rewrite rule's signal for the winner: 1 when the rule changed its final SQL. */
+function rewriteSignals(winner: Candidate | undefined): Record<RewriteSignal, number> {
+  const applied = new Set(winner ? rewritesIn(winner, "field") : []);
+  return Object.fromEntries(REWRITE_RULES.map((r) => [r.signal, applied.has(r.id) ? 1 : 0])) as Record<RewriteSignal, number>;
+}
 
 /** The signals of the winning candidate (every signal 0 but the vote's when there is none). */
 export function answerSignals(input: AssessInput): Signals {
@@ -109,9 +114,7 @@ export function answerSignals(input: AssessInput): Signals {
     emptyResult: rows && saysNothingMatched(rows) ? 1 : 0,
     allNull: rows && rows.length > 0 && rows.every((r) => r.every((v) => v === null)) ? 1 : 0,
     rows: rows ? Math.min(1, Math.log10(1 + rows.length) / 3) : 0,
-    repairedTables: winner?.repairs?.length ? 1 : 0,
-    repairedLiterals: winner?.literals?.length ? 1 : 0,
-    repairedCoverage: winner?.coverage?.length ? 1 : 0,
+    ...rewriteSignals(winner),
     probeErrors: Math.min(3, failedProbes) / 3,
     probes: Math.min(5, input.probes.length) / 5,
     fromRedraw: binding && ((binding.fromRedraws ?? 0) > 0 || binding.mode === "fallback" || binding.unbound !== undefined) ? 1 : 0,

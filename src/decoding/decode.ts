@@ -9,8 +9,10 @@ import {
   type BuiltPrompt,
   isStarterModel,
   resolveProfile,
+  rewriteSwitches,
   type ModelProfile,
   type ProfileChoice,
+  type RewriteSwitches,
   type SegmentGrammars,
 } from "../agent/index.js";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
@@ -27,8 +29,8 @@ import type { Answer, AnswerRequest, DecodeContext, FeedbackMode, PromptFamily, 
 import { VOTE_RULE, vote } from "./vote.js";
 import { assessAnswer } from "./confidence.js";
 
-/** Values used where a request leaves a field out. */
-export interface DecoderDefaults {
+/** Values used where a request leaves a field out; each rewrite rule's switch (`repairTables`, …: the agent's `REWRITE_RULES`, config `agent.*`) too. Default true. */
+export interface DecoderDefaults extends RewriteSwitches {
   /** Default "greedy". */
   strategy: Strategy;
   /** Default 16. */
@@ -53,12 +55,6 @@ export interface DecoderDefaults {
   finalReserve: number;
   /** Times a failing final SQL is answered as a probe instead (the rollout's `finalRetries`; not under tree-prune, which prunes it). Default 1. */
   finalRetries: number;
-  /** A final SQL that fails on a missing column is rebound to the tables that hold its columns when exactly one fits (the rollout's `repairTables`), before any retry. Default true. */
-  repairTables: boolean;
-  /** A final SQL's string comparisons are fitted to the column's values: its date format, its spelling, all its spellings, the value the question names, or the other column that holds it (the rollout's `repairLiterals`, given the prompt's matched values). Default true. */
-  repairLiterals: boolean;
-  /** A final SQL gets what the question names and it leaves out: the one exactly named value of a column it never reads, the year, the number of rows (the rollout's `repairCoverage`, given the prompt's matched values and the question). Default true. */
-  repairCoverage: boolean;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
   promptFamily: PromptFamily;
   /** Time limit of each probe, ms; default the executor's. */
@@ -111,9 +107,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     schemaHints: config.agent.schemaHints,
     finalReserve: config.agent.finalReserve,
     finalRetries: config.agent.finalRetries,
-    repairTables: config.agent.repairTables,
-    repairLiterals: config.agent.repairLiterals,
-    repairCoverage: config.agent.repairCoverage,
+    ...rewriteSwitches(config.agent),
     probeTimeoutMs: config.sql.timeoutMs,
   };
 }
@@ -341,9 +335,7 @@ function strategyRunOptions(
       finalReserve: d.finalReserve,
       // tree-prune drops a branch whose SQL fails and samples another in its place
       finalRetries: o.strategy === "tree-prune" ? 0 : d.finalRetries,
-      repairTables: d.repairTables,
-      repairLiterals: d.repairLiterals,
-      repairCoverage: d.repairCoverage,
+      ...rewriteSwitches(d),
       ...(prompt.matches ? { namedValues: prompt.matches } : {}),
       question: req.question,
       // the vote breaks ties by mean log-probability; one candidate has no ties, so it skips their cost

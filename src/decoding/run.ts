@@ -3,7 +3,7 @@
  * rollout settings, and the collector that executes each finished leaf's final SQL and numbers it
  * as a candidate.
  */
-import { normalizeSql, type RolloutOptions, type RolloutResult } from "../agent/index.js";
+import { copyRewriteFields, normalizeSql, type RolloutOptions, type RolloutResult } from "../agent/index.js";
 import type { EventSink } from "../events/index.js";
 import type { Policy, PromptSpec } from "../policy/index.js";
 import type { ExecResult, Executor } from "../sql/index.js";
@@ -114,9 +114,7 @@ export function leafCandidate(l: Leaf, index: number, outcome: VoteOutcome): Can
     votes: group === null ? 0 : outcome.groups[group]!.votes,
     ...(error !== undefined ? { error } : {}),
     interactions: l.rollout.interactions,
-    ...(l.rollout.repairs ? { repairs: l.rollout.repairs } : {}),
-    ...(l.rollout.literals ? { literals: l.rollout.literals } : {}),
-    ...(l.rollout.coverage ? { coverage: l.rollout.coverage } : {}),
+    ...copyRewriteFields(l.rollout),
     ...(l.rollout.binding ? { binding: l.rollout.binding } : {}),
     meanLogprob: l.rollout.meanLogprob,
     text: l.rollout.text,

@@ -5,7 +5,7 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
-import type { BindingReport, CoverageFix, FeedbackMode, LiteralFix, PromptFamily, TableSwap } from "../agent/index.js";
+import type { BindingReport, FeedbackMode, PromptFamily, RewriteFields } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 import type { Confidence } from "./confidence.js";
@@ -51,8 +51,8 @@ export interface AnswerRequest {
   deadlineMs?: number;
 }
 
-/** One finished trajectory's answer and how the vote saw it. */
-export interface Candidate {
+/** One finished trajectory's answer and how the vote saw it; each rewrite rule that changed its final SQL lists its changes under its field (`repairs`, …: the agent's `REWRITE_RULES`). */
+export interface Candidate extends RewriteFields {
   index: number;
   /** Tree path / trajectory id that produced it. */
   path: string;
@@ -66,12 +66,6 @@ export interface Candidate {
   votes: number;
   error?: string;
   interactions: number;
-  /** The FROM tables its final SQL was rebound to after it failed (`agent.repairTables`); absent when it was not. */
-  repairs?: TableSwap[];
-  /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
-  literals?: LiteralFix[];
-  /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
-  coverage?: CoverageFix[];
   /** How its names were bound to their FROM lists (`decoding.bindNames`, constrained requests); absent when they were not. */
   binding?: BindingReport;
   /** Mean log-probability of the sampled tokens; NaN for a single candidate (greedy), which has no tie to break and skips computing them. */

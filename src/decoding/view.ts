@@ -1,5 +1,5 @@
 /** What the front ends show of a decoder answer. */
-import type { BindingReport, CoverageFix, LiteralFix, TableSwap } from "../agent/index.js";
+import { copyRewriteFields, type BindingReport, type RewriteFields } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
 /** How an answer stands for a client: answerable only when its final SQL ran and its confidence reaches the threshold, with the reason and the final SQL's error when not. */
@@ -29,8 +29,8 @@ export function answerStatus(answer: Answer): AnswerStatus {
   return { answerable: true };
 }
 
-/** A candidate as an answer shows it: its SQL and how the vote saw it, without its text, rows, interactions or log-probability. */
-export interface CandidateView {
+/** A candidate as an answer shows it: its SQL, how the vote saw it and each rewrite rule's changes, without its text, rows, interactions or log-probability. */
+export interface CandidateView extends RewriteFields {
   index: number;
   path: string;
   sql: string | null;
@@ -38,12 +38,6 @@ export interface CandidateView {
   votes: number;
   group: number | null;
   error?: string;
-  /** The FROM tables its final SQL was rebound to after it failed (`agent.repairTables`); absent when it was not. */
-  repairs?: TableSwap[];
-  /** The comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`); absent when none was. */
-  literals?: LiteralFix[];
-  /** The parts of the question put into its final SQL (`agent.repairCoverage`); absent when none was. */
-  coverage?: CoverageFix[];
   /** How its names were bound to their FROM lists; absent when they were not. */
   binding?: BindingReport;
 }
@@ -58,9 +52,7 @@ export function candidateView(c: Candidate): CandidateView {
     votes: c.votes,
     group: c.group,
     ...(c.error !== undefined ? { error: c.error } : {}),
-    ...(c.repairs ? { repairs: c.repairs.map((s) => ({ ...s })) } : {}),
-    ...(c.literals ? { literals: c.literals.map((l) => ({ ...l })) } : {}),
-    ...(c.coverage ? { coverage: c.coverage.map((f) => ({ ...f })) } : {}),
+    ...copyRewriteFields(c),
     ...(c.binding ? { binding: { ...c.binding } } : {}),
   };
 }

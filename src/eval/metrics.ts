@@ -3,7 +3,7 @@
  * voting accuracy, pass@1, pass@k, error category, cost) and their pure aggregation, overall and
  * by difficulty.
  */
-import { checkIdentifiers, identifiersIn, type BindingReport, type CoverageFix, type LiteralFix, type SchemaNames, type TableSwap } from "../agent/index.js";
+import { checkIdentifiers, copyRewriteFields, identifiersIn, type BindingReport, type RewriteFields, type SchemaNames } from "../agent/index.js";
 import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
@@ -69,8 +69,8 @@ export function copyCount(sql: string, schema: SchemaNames): CopyCount {
   return { identifiers: inSchema + invented.length, inSchema, invented };
 }
 
-/** One candidate as the scorer sees it: its SQL, its evaluation-time execution, and what the decoder said of it. */
-export interface CandidateInput {
+/** One candidate as the scorer sees it: its SQL, its evaluation-time execution, and what the decoder said of it (each rewrite rule's changes under its field: `agent.repairTables`'s `repairs`, …). */
+export interface CandidateInput extends RewriteFields {
   index: number;
   path?: string;
   sql: string | null;
@@ -78,18 +78,12 @@ export interface CandidateInput {
   votes?: number;
   group?: number | null;
   interactions?: number;
-  /** Tables the decoder rebound its failing final SQL to (`agent.repairTables`). */
-  repairs?: TableSwap[];
-  /** Comparisons the decoder fitted to the column's values (`agent.repairLiterals`). */
-  literals?: LiteralFix[];
-  /** Parts of the question the decoder put into the final SQL (`agent.repairCoverage`). */
-  coverage?: CoverageFix[];
   /** How the decoder bound its names to their FROM lists (`decoding.bindNames`). */
   binding?: BindingReport;
 }
 
-/** A candidate's summary in the record. */
-export interface CandidateScore {
+/** A candidate's summary in the record, with each rewrite rule's changes under its field. */
+export interface CandidateScore extends RewriteFields {
   index: number;
   path?: string;
   sql: string | null;
@@ -98,9 +92,6 @@ export interface CandidateScore {
   votes?: number;
   group?: number | null;
   interactions?: number;
-  repairs?: TableSwap[];
-  literals?: LiteralFix[];
-  coverage?: CoverageFix[];
   binding?: BindingReport;
 }
 
@@ -207,9 +198,7 @@ export function scoreItem(input: ScoreInput): ItemScore {
     ...(c.votes !== undefined ? { votes: c.votes } : {}),
     ...(c.group !== undefined ? { group: c.group } : {}),
     ...(c.interactions !== undefined ? { interactions: c.interactions } : {}),
-    ...(c.repairs ? { repairs: c.repairs } : {}),
-    ...(c.literals ? { literals: c.literals } : {}),
-    ...(c.coverage ? { coverage: c.coverage } : {}),
+    ...copyRewriteFields(c),
     ...(c.binding ? { binding: c.binding } : {}),
   }));
   const winnerIndex = bare ? 0 : (input.winner ?? null);

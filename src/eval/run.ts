@@ -6,7 +6,7 @@
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import { answerStatus, type Answer, type AnswerRequest, type Decode, type Strategy } from "../decoding/index.js";
-import type { SchemaNames } from "../agent/index.js";
+import { copyRewriteFields, type SchemaNames } from "../agent/index.js";
 import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type ScoreInput, type Summary } from "./metrics.js";
@@ -280,9 +280,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
           votes: c.votes,
           group: c.group,
           interactions: c.interactions,
-          ...(c.repairs ? { repairs: c.repairs } : {}),
-          ...(c.literals ? { literals: c.literals } : {}),
-          ...(c.coverage ? { coverage: c.coverage } : {}),
+          ...copyRewriteFields(c),
           ...(c.binding ? { binding: c.binding } : {}),
         })),
         winner: answer.winner,

@@ -29,23 +29,24 @@ interface ResultEvent {
   feedback: string;
 }
 /**
- * A final SQL the server rewrote: rebound to the tables that hold its columns after it failed on a
- * missing column (`agent.repairTables`), with its string comparisons fitted to the column's values
- * (`agent.repairLiterals`), and/or with what the question names and it left out put in
- * (`agent.repairCoverage`); `repaired` ran and is the trajectory's answer.
+ * The fixes a `repair` event lists, one field a rewrite rule: empty here, each of src/agent's rewrite
+ * rules declares its own field into it (declaration merging: `swaps`, …), so the
+ * event follows the agent's rule list (`REWRITE_RULES`) without this layer importing the agent.
  */
-interface RepairEvent {
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by the rewrite rules of src/agent (declaration merging)
+export interface RepairFixes {}
+/**
+ * A final SQL the server rewrote with its rewrite rules (src/agent's `REWRITE_RULES`: tables
+ * rebound after a missing column, literals fitted to the column's values, what the question names
+ * put in); `repaired` ran and is the trajectory's answer. Each rule's changes are in its field
+ * ({@link RepairFixes}).
+ */
+interface RepairEvent extends RepairFixes {
   type: "repair";
   path: string;
   /** The model's final SQL. */
   sql: string;
   repaired: string;
-  /** Each FROM table replaced, as written and as put in its place; empty when none was. */
-  swaps: { from: string; to: string }[];
-  /** Each comparison rewritten (`table.column`, as written, as rewritten, the rule); absent when none was. */
-  literals?: { column: string; from: string; to: string; rule: "date-format" | "case" | "variants" | "named" | "column" }[];
-  /** Each part of the question put in (the rule, what the query had: empty for an added condition, what it has now); absent when none was. */
-  coverage?: { rule: "condition" | "year" | "limit"; from: string; to: string }[];
 }
 /**
  * The decoder took back a SQL (a probe or the final SQL) whose names after its FROM list (or in its
@@ -127,16 +128,6 @@ export type ReexEvent =
 
 /** A consumer of events; must not throw and should return quickly. */
 export type EventSink = (event: ReexEvent) => void;
-
-/** One line on what a repair changed: the tables rebound, the comparisons rewritten (`a -> b`, comma-separated) and the parts of the question put in. */
-export function describeRepair(event: Pick<RepairEvent, "swaps" | "literals" | "coverage">): string {
-  const parts: string[] = [];
-  if (event.swaps.length > 0) parts.push(`final SQL failed; tables rebound (${event.swaps.map((s) => `${s.from} -> ${s.to}`).join(", ")})`);
-  if (event.literals?.length) parts.push(`literals fitted to the column's values (${event.literals.map((l) => `${l.from} -> ${l.to}`).join(", ")})`);
-  if (event.coverage?.length)
-    parts.push(`what the question names put in (${event.coverage.map((c) => (c.from ? `${c.from} -> ${c.to}` : `+ ${c.to}`)).join(", ")})`);
-  return parts.join("; ");
-}
 
 /**
  * `sink` with its exceptions caught, so a failing consumer (a closed socket) cannot break a decode

@@ -1,6 +1,7 @@
 /** How tool results look to an MCP client: JSON-safe rows, the answer's fields, and a short trace of the decode. */
 import { answerStatus, candidateView, type Answer, type CandidateView } from "../decoding/index.js";
-import { describeRepair, type ReexEvent } from "../events/index.js";
+import { describeRewrites } from "../agent/index.js";
+import type { ReexEvent } from "../events/index.js";
 import type { ExecSuccess, SqlValue } from "../sql/index.js";
 
 /** A cell as MCP clients get it: safe integers as numbers, larger ones as strings, BLOBs as `{base64}`. */
@@ -79,7 +80,7 @@ export function traceLine(event: ReexEvent): string | undefined {
     case "probe":
       return `[${event.path}] probe ${event.step}${event.retried ? " (the final SQL, failed, asked again)" : ""}: ${clip(event.sql)}`;
     case "repair":
-      return `[${event.path}] ${describeRepair(event)}: ${clip(event.repaired)}`;
+      return `[${event.path}] ${describeRewrites(event)}: ${clip(event.repaired)}`;
     case "result":
       return event.result.ok
         ? `[${event.path}] result ${event.step}: ${event.result.rowCount} ${event.result.rowCount === 1 ? "row" : "rows"}${event.result.truncated ? " (truncated)" : ""}`

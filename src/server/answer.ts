@@ -3,6 +3,7 @@
  * caller, queue the decode with a deadline, forward events, and shape the answer for the API.
  */
 import type { FastifyBaseLogger } from "fastify";
+import { rewritesIn } from "../agent/index.js";
 import { answerStatus, candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
@@ -142,9 +143,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
       metrics.probes.inc();
       if (event.retried) metrics.finalRetries.inc();
     } else if (event.type === "repair") {
-      if (event.swaps.length > 0) metrics.finalRepairs.inc();
-      if (event.literals) metrics.literalRepairs.inc();
-      if (event.coverage) metrics.coverageRepairs.inc();
+      for (const id of rewritesIn(event, "eventField")) metrics.rewrites[id].inc();
     } else if (event.type === "result" && !event.result.ok && event.result.error.code === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     else if (event.type === "candidate" && event.errorCode === "SQL_TIMEOUT") metrics.sqlTimeouts.inc();
     if (options.sink) {

@@ -2,6 +2,7 @@
  * A tiny Prometheus registry written by hand: counters, gauges and histograms with labels,
  * rendered in the text exposition format (version 0.0.4).
  */
+import { REWRITE_RULES, type RewriteId } from "../agent/index.js";
 
 type Labels = Record<string, string>;
 
@@ -153,12 +154,8 @@ export interface ServerMetrics {
   probes: Counter;
   /** Final SQL that failed to run and went back to the model as a probe (`agent.finalRetries`). */
   finalRetries: Counter;
-  /** Final SQL that failed on a missing column and was rebound to the tables that hold its columns (`agent.repairTables`). */
-  finalRepairs: Counter;
-  /** Final SQL whose string comparisons were fitted to the column's values (`agent.repairLiterals`). */
-  literalRepairs: Counter;
-  /** Final SQL that got what the question names and it left out (`agent.repairCoverage`). */
-  coverageRepairs: Counter;
+  /** Final SQL each rewrite rule changed, by rule id (the rule's `metric`: `reex_final_repairs_total` for `agent.repairTables`, …). */
+  rewrites: Record<RewriteId, Counter>;
   sqlTimeouts: Counter;
   queueDepth: Gauge;
   liveSequences: Gauge;
@@ -183,15 +180,7 @@ export function createServerMetrics(read: { queueDepth: () => number; liveSequen
     passesSaved: registry.register(new Counter("reex_forward_passes_saved_total", "Decode steps speculative decoding saved.")),
     probes: registry.register(new Counter("reex_probes_total", "Probe queries the model wrote.")),
     finalRetries: registry.register(new Counter("reex_final_retries_total", "Final SQL that failed to run and went back to the model as a probe.")),
-    finalRepairs: registry.register(
-      new Counter("reex_final_repairs_total", "Final SQL that failed on a missing column and was rebound to the tables that hold its columns."),
-    ),
-    literalRepairs: registry.register(
-      new Counter("reex_final_literal_repairs_total", "Final SQL whose string comparisons were fitted to the column's values (date format, spelling)."),
-    ),
-    coverageRepairs: registry.register(
-      new Counter("reex_final_coverage_repairs_total", "Final SQL that got a condition, year or row count the question names and it left out."),
-    ),
+    rewrites: Object.fromEntries(REWRITE_RULES.map((r) => [r.id, registry.register(new Counter(r.metric.name, r.metric.help))])) as Record<RewriteId, Counter>,
     sqlTimeouts: registry.register(new Counter("reex_sql_timeouts_total", "Probe or candidate queries stopped at their time limit.")),
     queueDepth: registry.register(new Gauge("reex_queue_depth", "Generations waiting for a slot.", read.queueDepth)),
     liveSequences: registry.register(new Gauge("reex_live_sequences", "Live policy trajectories (sequences in use).", read.liveSequences)),

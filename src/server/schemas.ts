@@ -4,6 +4,7 @@
  * is generated from them.
  */
 import { z } from "zod";
+import { REWRITE_RULES, type RewriteFields } from "../agent/index.js";
 import { DECIDED_BY, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 
@@ -133,7 +134,16 @@ export const resultSchema = z.object({
   truncated: z.boolean(),
 });
 
-/** One candidate of an answer. */
+/** Each rewrite rule's candidate field (`repairs`, …), from the rule's `api`: its fixes' fields and its description. */
+function rewriteFieldSchemas(): { [F in keyof RewriteFields]-?: z.ZodOptional<z.ZodArray<z.ZodType<NonNullable<RewriteFields[F]>[number]>>> } {
+  const fields = REWRITE_RULES.map((rule) => {
+    const shape = Object.fromEntries(Object.entries(rule.api.shape).map(([key, values]) => [key, values === "string" ? z.string() : z.enum(values)]));
+    return [rule.field, z.array(z.object(shape)).optional().describe(rule.api.description)] as const;
+  });
+  return Object.fromEntries(fields) as unknown as ReturnType<typeof rewriteFieldSchemas>;
+}
+
+/** One candidate of an answer; each rewrite rule's field comes from the agent's `REWRITE_RULES`. */
 export const candidateSchema = z.object({
   index: z.number().int(),
   path: z.string(),
@@ -142,24 +152,7 @@ export const candidateSchema = z.object({
   votes: z.number().int(),
   group: z.number().int().nullable(),
   error: z.string().optional(),
-  repairs: z
-    .array(z.object({ from: z.string(), to: z.string() }))
-    .optional()
-    .describe(
-      "FROM tables its final SQL was rebound to after it failed on a missing column (`agent.repairTables`): the table written and the one put in its place.",
-    ),
-  literals: z
-    .array(z.object({ column: z.string(), from: z.string(), to: z.string(), rule: z.enum(["date-format", "case", "variants", "named", "column"]) }))
-    .optional()
-    .describe(
-      "Comparisons of its final SQL fitted to the column's values (`agent.repairLiterals`): the column (`table.column`), the comparison written, the one put in its place, and the rule (`date-format`: a date in the column's format; `case`: the one value equal but for case and spacing; `variants`: all the spellings the column holds; `named`: the one value the question names for the column; `column`: the one other column of the table that holds the string).",
-    ),
-  coverage: z
-    .array(z.object({ rule: z.enum(["condition", "year", "limit"]), from: z.string(), to: z.string() }))
-    .optional()
-    .describe(
-      "Parts of the question put into its final SQL (`agent.repairCoverage`): the rule (`condition`: the one value the question names exactly, in a column of its tables it never read; `year`: the year the question names, on its tables' one date column; `limit`: the number of rows the question asks for), what the query had (empty for an added condition) and what it has now.",
-    ),
+  ...rewriteFieldSchemas(),
   binding: z
     .object({
       mode: z.enum(["decoder", "fallback", "unavailable"]),

@@ -3,7 +3,7 @@
  * JS, no external requests) that lists databases, asks over /v1/stream and draws the decoding tree.
  * Kept as a string module so it is found the same way from src/ (tsx) and dist/ (tsc).
  */
-import { PROFILES } from "../../agent/index.js";
+import { PROFILES, REWRITE_RULES } from "../../agent/index.js";
 import { STRATEGIES } from "../../config/index.js";
 import { exampleQuestions } from "../../examples/index.js";
 
@@ -16,6 +16,8 @@ const STRATEGY_OPTIONS = STRATEGIES.map(
 /** Each example database's first question, with its hint, as the "Try the example" button fills them in. */
 const EXAMPLES: Record<string, { question: string; evidence: string }> = {};
 for (const q of exampleQuestions()) EXAMPLES[q.db_id] ??= { question: q.question, evidence: q.evidence };
+/** What a `repair` event's fields say, one entry a rewrite rule (the agent's `REWRITE_RULES`), in order. */
+const REWRITES = REWRITE_RULES.map((r) => ({ field: r.eventField, says: r.says }));
 const PROFILE_OPTIONS = PROFILES.map((p) => `<option value="${p.id}" title="${escapeHtml(p.title)}">${p.id}</option>`).join("");
 
 const CSS = /* css */ `
@@ -156,6 +158,7 @@ async function loadDatabases(selectId) {
 
 const KEY_NEEDED = "This server needs an API key: enter it under API key, then the databases appear.";
 const EXAMPLES = ${JSON.stringify(EXAMPLES).replace(/</g, "\\u003c")};
+const REWRITES = ${JSON.stringify(REWRITES).replace(/</g, "\\u003c")};
 function selectedDb() { const sel = $("database"); return (sel._dbs || []).find((d) => d.id === sel.value); }
 function showTables() {
   const db = selectedDb();
@@ -233,9 +236,10 @@ function onEvent(ev) {
     case "repair": {
       const n = node(ev.path); const p = el("div", "probe");
       const said = [];
-      if (ev.swaps.length > 0) said.push("final SQL failed; tables rebound: " + ev.swaps.map((s) => s.from + " → " + s.to).join(", "));
-      if (ev.literals && ev.literals.length > 0) said.push("literals fitted to the column's values: " + ev.literals.map((l) => l.from + " → " + l.to).join(", "));
-      if (ev.coverage && ev.coverage.length > 0) said.push("what the question names put in: " + ev.coverage.map((c) => (c.from ? c.from + " → " : "+ ") + c.to).join(", "));
+      for (const r of REWRITES) {
+        const fixes = ev[r.field];
+        if (fixes && fixes.length > 0) said.push(r.says + ": " + fixes.map((f) => (f.from ? f.from + " → " : "+ ") + f.to).join(", "));
+      }
       const h = el("div", "probe-head"); h.appendChild(el("strong", null, said.join("; "))); p.appendChild(h);
       p.appendChild(el("pre", null, ev.repaired)); n.probes.appendChild(p); break;
     }
