@@ -8,7 +8,17 @@ import { parseArgs } from "node:util";
 import { PROFILE_IDS, PROMPT_FAMILIES, familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import { ExecutorPool, approxTokens } from "../sql/index.js";
-import { GoldCache, REWARD_PRESETS, gatherFacts, resolveRewardSpec, rewardFromFacts, type RewardBreakdown, type RewardFacts } from "../training/index.js";
+import { EX_RULES } from "../eval/index.js";
+import {
+  GoldCache,
+  REWARD_PRESETS,
+  REWARD_TEMPLATES,
+  gatherFacts,
+  resolveRewardSpec,
+  rewardFromFacts,
+  type RewardBreakdown,
+  type RewardFacts,
+} from "../training/index.js";
 
 /** One-line description shown by `reex --help`. */
 export const summary = "score one response against a gold query and print every reward component";
@@ -31,8 +41,8 @@ options:
   --family F           prompt family of the format check: ${FAMILIES.join(", ")}, one the profile
                        supports (default the profile's first: execution-aware for reex and skyrl-sql)
   --no-exploration     ReEx presets: exploration weight 0
-  --ex-rule R          bird | spider | refined: what "correct" means (default bird)
-  --template T         family | reasoning-answer | think-answer (default family)
+  --ex-rule R          ${EX_RULES.join(" | ")}: what "correct" means (default bird)
+  --template T         ${REWARD_TEMPLATES.join(" | ")} (default family)
   --tokens N           generated tokens of the response, for length terms (default ≈ characters / 4)
   --length-tokens K    k of the SQL-R1 / CogniSQL length terms (default 512)
   --timeout-ms MS      limit per query (default 30000)
@@ -129,10 +139,11 @@ export async function run(argv: string[]): Promise<number> {
       throw new ReexError("BAD_REQUEST", `--family must be one of ${FAMILIES.join(", ")}, got "${values.family}"`);
     family = familyFor(profile, values.family as PromptFamily | undefined);
     const exRule = values["ex-rule"] ?? "bird";
-    if (!["bird", "spider", "refined"].includes(exRule)) throw new ReexError("BAD_REQUEST", `--ex-rule must be bird, spider or refined, got "${exRule}"`);
+    if (!(EX_RULES as readonly string[]).includes(exRule))
+      throw new ReexError("BAD_REQUEST", `--ex-rule must be one of ${EX_RULES.join(", ")}, got "${exRule}"`);
     const template = values.template ?? "family";
-    if (!["family", "reasoning-answer", "think-answer"].includes(template))
-      throw new ReexError("BAD_REQUEST", `--template must be family, reasoning-answer or think-answer, got "${template}"`);
+    if (!(REWARD_TEMPLATES as readonly string[]).includes(template))
+      throw new ReexError("BAD_REQUEST", `--template must be one of ${REWARD_TEMPLATES.join(", ")}, got "${template}"`);
     const lengthTokens = intArg("length-tokens", values["length-tokens"], 1);
     specBase = {
       exploration: !values["no-exploration"],

@@ -10,11 +10,11 @@ import { ReexError } from "../errors/index.js";
 import type { Signals } from "../decoding/index.js";
 import { trustMetrics, type TrustMetrics } from "./trust.js";
 
-/** The EX rules: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
-export type ExRule = "bird" | "spider" | "refined";
+/** Every EX rule, in report order: BIRD (set of rows), Spider test-suite (bag, column permutation, order iff gold has ORDER BY), Think2SQL refined. */
+export const EX_RULES = ["bird", "spider", "refined"] as const;
 
-/** Every EX rule, in report order. */
-export const EX_RULES: readonly ExRule[] = ["bird", "spider", "refined"];
+/** One of {@link EX_RULES}. */
+export type ExRule = (typeof EX_RULES)[number];
 
 /** A verdict per EX rule. */
 export type RuleScores = Record<ExRule, boolean>;

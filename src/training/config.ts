@@ -10,7 +10,8 @@ import { FEEDBACK_MODES, PROFILE_IDS, PROMPT_FAMILIES, familyFor, getProfile } f
 import { DEFAULT_DECODER_DEFAULTS, STRATEGIES } from "../decoding/index.js";
 import { ReexError, issuesFrom, toReexError } from "../errors/index.js";
 import { ADVANTAGE_SCALINGS } from "./advantages.js";
-import { REWARD_PRESETS, resolveRewardSpec } from "./rewards.js";
+import { EX_RULES } from "../eval/index.js";
+import { REWARD_PRESETS, REWARD_TEMPLATES, resolveRewardSpec } from "./rewards.js";
 
 /** The two training modes: supervised fine-tuning on traces, or GRPO on questions. */
 export type TrainMode = "sft" | "grpo";
@@ -74,11 +75,11 @@ const rewardSchema = z
     /** The ReEx exploration term on or off (off: weight 0, still logged). Default true. */
     exploration: z.boolean().default(true),
     /** EX rule that decides "correct". Default "bird". */
-    exRule: z.enum(["bird", "spider", "refined"]).default("bird"),
+    exRule: z.enum(EX_RULES).default("bird"),
     /** k of the SQL-R1 / CogniSQL length terms. Default 512. */
     lengthTokens: z.number().int().positive().default(512),
     /** Default "family". */
-    template: z.enum(["family", "reasoning-answer", "think-answer"]).default("family"),
+    template: z.enum(REWARD_TEMPLATES).default("family"),
     /** Time limit of final and gold SQL executions for the reward, ms. Default 30000. */
     timeoutMs: z.number().int().positive().default(30_000),
     /**

@@ -1,6 +1,7 @@
 /** Training: rewards (every preset of docs/training.md "Rewards"), advantages, rollout groups, the experience format, the learner bridge and the `reex train` loop. */
 export {
   REWARD_PRESETS,
+  REWARD_TEMPLATES,
   GoldCache,
   gatherFacts,
   resolveRewardSpec,

@@ -42,6 +42,7 @@ import {
   type PromptFamily,
 } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
+import type { ExRule } from "../eval/index.js";
 import {
   cellKey,
   exBird,
@@ -102,11 +103,14 @@ export const CORRECTNESS_FIRST_PRESETS: readonly RewardPreset[] = ["outcome", "r
 /** A reward preset's canonical name. */
 export type RewardPreset = (typeof REWARD_PRESETS)[number];
 
-/** EX rules a reward may call "correct" (src/eval's `EX_RULES`: BIRD, Spider test-suite, Think2SQL refined). */
-export type RewardExRule = "bird" | "spider" | "refined";
+/** EX rules a reward may call "correct": src/eval's `EX_RULES` (BIRD, Spider test-suite, Think2SQL refined). */
+export type RewardExRule = ExRule;
 
 /** Templates the format rewards accept: the prompt family's, or one of the papers' two-block formats. */
-export type RewardTemplate = "family" | "reasoning-answer" | "think-answer";
+export const REWARD_TEMPLATES = ["family", "reasoning-answer", "think-answer"] as const;
+
+/** One of {@link REWARD_TEMPLATES}. */
+export type RewardTemplate = (typeof REWARD_TEMPLATES)[number];
 
 /** How to score: a preset plus its knobs. */
 export interface RewardSpec {
