@@ -247,7 +247,7 @@ def test_batch_loss_scores_only_loss_tokens_as_the_whole_logit_matrix_would(tiny
     ref = torch.autograd.grad(full, lora_parameters(model))
     assert n == float(b.mask.sum()) and n > 0
     assert abs(float(s) - float(full)) <= 1e-4 * abs(float(full))
-    assert max(float((a - r).abs().max()) for a, r in zip(grads, ref)) < 1e-4
+    assert max(float((a - r).abs().max()) for a, r in zip(grads, ref, strict=True)) < 1e-4
 
 
 def test_packed_rows_compute_llama_cpps_gemma3(tiny_gemma3, tmp_path):
