@@ -14,27 +14,11 @@ import { SIGNALS } from "../../src/decoding/index.js";
 import { createServerMetrics } from "../../src/server/metrics.js";
 import { PLAYGROUND_HTML } from "../../src/server/public/playground.js";
 import { makeApp, type TestApp } from "../server/helpers.js";
+import { markdownTableAfter } from "../helpers/docs.js";
 
 const DOC = readFileSync(resolve(import.meta.dirname, "../../docs/architecture.md"), "utf8");
 
-/** The rows of the first table after `heading`, cells trimmed (the header and its rule left out). */
-function tableAfter(heading: string): string[][] {
-  const at = DOC.indexOf(heading);
-  expect(at, `docs/architecture.md has no "${heading}"`).toBeGreaterThan(0);
-  const lines = DOC.slice(at).split("\n");
-  const start = lines.findIndex((l) => l.startsWith("|"));
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 2)) {
-    if (!line.startsWith("|")) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split("|")
-        .map((c) => c.trim()),
-    );
-  }
-  return rows;
-}
+const tableAfter = (heading: string): string[][] => markdownTableAfter(DOC, heading);
 
 /** A rule's row as the "Server rewrites" table writes it. */
 function docsRow(rule: (typeof REWRITE_RULES)[number]): string[] {

@@ -6,29 +6,13 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { markdownTableAfter } from "../helpers/docs.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");
 const DOC = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
 
-/** The rows of the first markdown table after `heading`, cells trimmed. */
-function tableAfter(heading: string): string[][] {
-  const at = DOC.indexOf(heading);
-  if (at < 0) throw new Error(`docs/architecture.md has no "${heading}"`);
-  const lines = DOC.slice(at).split("\n");
-  const start = lines.findIndex((l) => l.startsWith("|"));
-  const rows: string[][] = [];
-  for (const line of lines.slice(start + 2)) {
-    if (!line.startsWith("|")) break;
-    rows.push(
-      line
-        .slice(1, -1)
-        .split("|")
-        .map((c) => c.trim()),
-    );
-  }
-  return rows;
-}
+const tableAfter = (heading: string): string[][] => markdownTableAfter(DOC, heading);
 
 const unquote = (cell: string): string => cell.replace(/`/g, "").replace(/^src\//, "");
 const list = (cell: string): string[] => (cell === "—" ? [] : cell.split(",").map((c) => unquote(c.trim())));

@@ -1,23 +1,16 @@
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy } from "../../src/policy/index.js";
 import { makeLoraAdapter } from "../../src/starter/index.js";
+import { hasTorch } from "../helpers/python.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 
-const hasTorch = ((): boolean => {
-  try {
-    execFileSync("/usr/bin/python3", ["-c", "import torch"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const torch = hasTorch();
 
 const SETTINGS = { sources: ["library_"], records: 3, maxTokens: 8192, rank: 4, minutes: 0, lr: 5e-2, batchTokens: 100_000, threads: 1 } as const;
 
-describe.skipIf(!hasTorch)("a LoRA adapter from the starter pipeline's traces (makeLoraAdapter)", () => {
+describe.skipIf(!torch)("a LoRA adapter from the starter pipeline's traces (makeLoraAdapter)", () => {
   let fx: MicroFixture;
   beforeAll(async () => {
     fx = await microFixture("adapter");

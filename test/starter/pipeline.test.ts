@@ -1,24 +1,17 @@
 import { createHash } from "node:crypto";
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeStarterModel, type StarterOptions, type StarterReport } from "../../src/starter/index.js";
 import { EVAL_FILES, ggufInfo, REAL_EVAL_FILES, REPORT_FILE, runSft } from "../../src/starter/testing.js";
 import { STARTER_OUT } from "./fixtures.js";
+import { hasTorch } from "../helpers/python.js";
 
-const hasTorch = ((): boolean => {
-  try {
-    execFileSync("/usr/bin/python3", ["-c", "import torch"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const torch = hasTorch();
 
 const sha = (path: string): string => createHash("sha256").update(readFileSync(path)).digest("hex");
 
-describe.skipIf(!hasTorch)("starter pipeline (makeStarterModel)", () => {
+describe.skipIf(!torch)("starter pipeline (makeStarterModel)", () => {
   const work = join(STARTER_OUT, "pipeline");
   const base: StarterOptions = {
     seed: 4,

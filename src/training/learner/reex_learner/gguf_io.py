@@ -298,6 +298,24 @@ def quantized_matrices(model: GGUFModel) -> list[str]:
     return [n for n, a in model.tensors.items() if a.ndim > 1 and model.tensor_types[n] not in plain]
 
 
+def finish_atomically(writer: Any, tmp: Path, path: Path) -> None:
+    """Writes a GGUFWriter opened on ``tmp`` (header, metadata, tensors) and renames it to ``path``;
+    on any failure the temporary file is removed and ``path`` is left as it was."""
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            writer.close()
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        raise
+
+
 def write_gguf(
     path: str | os.PathLike[str],
     model: GGUFModel,
@@ -357,16 +375,4 @@ def write_gguf(
     for name, arr in final.items():
         data, raw = _encode(gguf, name, arr, qtypes[name])
         writer.add_tensor(name, data, raw_dtype=raw)
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            writer.close()
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        raise
+    finish_atomically(writer, tmp, path)

@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .gguf_io import SUPPORTED_ARCHS, _to_float32, gguf_module
+from .gguf_io import SUPPORTED_ARCHS, _to_float32, finish_atomically, gguf_module
 from .lora_args import DEFAULT_TARGETS, LORA_TARGETS, lora_requested
 
 
@@ -264,19 +264,7 @@ def write_lora_gguf(path: str | os.PathLike[str], adapter: LoraAdapter | nn.Modu
             raise ValueError(f"{base}: lora_a {a.shape} and lora_b {b.shape} are not (r, in) and (out, r)")
         writer.add_tensor(f"{base}.lora_a", np.ascontiguousarray(a, dtype=dtype))
         writer.add_tensor(f"{base}.lora_b", np.ascontiguousarray(b, dtype=dtype))
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            writer.close()
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        raise
+    finish_atomically(writer, tmp, path)
 
 
 def read_lora_gguf(path: str | os.PathLike[str]) -> LoraAdapter:
