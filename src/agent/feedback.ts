@@ -17,8 +17,8 @@ export const TIMEOUT_FEEDBACK = "Timeout: the query did not finish within the ti
 /** Shown instead of executing a probe that repeats an earlier one. */
 export const REPEATED_PROBE_FEEDBACK = "You already ran this query; its result was above.";
 
-/** Shown for the second repeated probe of a rollout; the server then opens `<final_sql>` for the model. */
-export const REPEAT_LIMIT_FEEDBACK = "You already ran this query twice; no more queries can be run. Write the final SQL now.";
+/** Shown for the repeated probe that reaches the rollout's `repeatLimit`; the server then opens `<final_sql>` for the model. */
+export const REPEAT_LIMIT_FEEDBACK = "You already ran this query; no more queries can be run. Write the final SQL now.";
 
 /** Shown for a probe written after the interaction limit; the server then opens `<final_sql>` for the model. */
 export const LIMIT_FEEDBACK = "Interaction limit reached; no more queries can be run. Write the final SQL now.";

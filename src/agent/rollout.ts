@@ -10,9 +10,8 @@
  * Interaction limit: probes 1..N are executed (repeats are counted but not executed). A probe
  * written after that is not executed: the server answers it with {@link LIMIT_FEEDBACK} and opens
  * `<final_sql>` itself, so the model must write its answer next (the opening tag is injected,
- * marked 0 in the record, and counts for the format check as the model's). The second repeated
- * probe of a rollout ends probing the same way ({@link REPEAT_LIMIT_FEEDBACK}): a model that
- * repeats itself twice learns nothing more from a third.
+ * marked 0 in the record, and counts for the format check as the model's). With `repeatLimit` N,
+ * the Nth repeated probe of a rollout ends probing the same way ({@link REPEAT_LIMIT_FEEDBACK}).
  *
  * Token reserve (`finalReserve`): the last N tokens of the budget are kept for the answer. A segment
  * that reaches the reserve without a final SQL is closed by the server (the open tag's closing tag,
@@ -48,9 +47,6 @@ import {
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
 import type { FeedbackMode, PromptFamily } from "./types.js";
-
-/** Repeated probes in one rollout after which the server opens the answer (the first gets {@link REPEATED_PROBE_FEEDBACK}). */
-const REPEATS_BEFORE_ANSWER = 2;
 
 /** The stop strings of one segment: a probe's and the answer's closing markers (an answer closer that also opens it, like a fence, only once the server opened the answer). */
 function segmentStops(profile: ModelProfile, probing: boolean, forcedFinal: boolean): string[] {
@@ -90,6 +86,8 @@ export interface RolloutOptions extends Partial<RewriteSwitches> {
   maxTokens?: number;
   /** Tokens of `maxTokens` kept for a server-opened `<final_sql>` (see the module doc); at most half the budget is kept. Default 0 (off). */
   finalReserve?: number;
+  /** The Nth repeated probe of the rollout opens `<final_sql>` instead of being answered again (see the module doc). Default 0 (off). */
+  repeatLimit?: number;
   /**
    * Times a final SQL that fails to run is taken back and answered as a probe instead (its segment is
    * rewound and rewritten with the profile's probe tags, so the model reads the error and answers
@@ -614,7 +612,8 @@ async function answerProbe(
   if (options.signal?.aborted) return end(state, "aborted");
   let result: ExecResult;
   let feedback: string;
-  if (earlier?.result && state.probes.filter((p) => p.repeated).length + 1 >= REPEATS_BEFORE_ANSWER) {
+  const repeatLimit = options.repeatLimit ?? 0;
+  if (earlier?.result && repeatLimit > 0 && state.probes.filter((p) => p.repeated).length + 1 >= repeatLimit) {
     sink?.({ type: "result", path, step, result: earlier.result, feedback: REPEAT_LIMIT_FEEDBACK });
     const injected = wrapFeedback(REPEAT_LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;
     try {

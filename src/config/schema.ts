@@ -157,6 +157,8 @@ export const agentSchema = z
     schemaHints: z.boolean().default(true),
     /** Tokens of maxTokens kept for the answer: past them the server closes the open segment and opens `<final_sql>`. 0 = off. Default 0. */
     finalReserve: z.number().int().min(0).default(0),
+    /** The Nth repeated probe of a rollout opens `<final_sql>` for the model instead of being answered again (for models that loop). 0 = off. Default 0. */
+    repeatLimit: z.number().int().min(0).max(100).default(0),
     /** Times a final SQL that fails to run goes back to the model as a probe with its error (execution-aware family; tree-prune prunes it instead). 0 = off. Default 1. */
     finalRetries: z.number().int().min(0).max(10).default(1),
     /** A final SQL that fails on a missing column is rebound, before any retry, to the tables that hold its columns when exactly one fits each misplaced table (serving only). Default true. */

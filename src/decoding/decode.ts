@@ -53,6 +53,8 @@ export interface DecoderDefaults extends RewriteSwitches {
   schemaHints: boolean;
   /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
   finalReserve: number;
+  /** The repeated probe that opens `<final_sql>` (the rollout's `repeatLimit`). Default 0 (off). */
+  repeatLimit: number;
   /** Times a failing final SQL is answered as a probe instead (the rollout's `finalRetries`; not under tree-prune, which prunes it). Default 1. */
   finalRetries: number;
   /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
@@ -106,6 +108,7 @@ export function decoderDefaults(config: Config): DecoderDefaults {
     feedbackRows: config.agent.feedbackRows,
     schemaHints: config.agent.schemaHints,
     finalReserve: config.agent.finalReserve,
+    repeatLimit: config.agent.repeatLimit,
     finalRetries: config.agent.finalRetries,
     ...rewriteSwitches(config.agent),
     probeTimeoutMs: config.sql.timeoutMs,
@@ -333,6 +336,7 @@ function strategyRunOptions(
       feedbackRows: d.feedbackRows,
       schemaHints: req.schemaHints ?? d.schemaHints,
       finalReserve: d.finalReserve,
+      repeatLimit: d.repeatLimit,
       // tree-prune drops a branch whose SQL fails and samples another in its place
       finalRetries: o.strategy === "tree-prune" ? 0 : d.finalRetries,
       ...rewriteSwitches(d),

@@ -195,9 +195,11 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
     expect(resultEvents.map((e) => (e.type === "result" ? e.feedback : ""))).toEqual([result.probes[0]!.feedback, REPEATED_PROBE_FEEDBACK]);
   });
 
-  it("answers the second repeated probe by opening the final SQL for the model", async () => {
+  it("with repeatLimit 2, answers the second repeated probe by opening the final SQL for the model", async () => {
     const probe = "<think>a</think><intermediate_sql>SELECT name FROM singer WHERE age > 30</intermediate_sql>";
-    const { result, executor } = await run((response) => (response.endsWith("<final_sql>") ? "SELECT name FROM singer</final_sql>" : probe));
+    const { result, executor } = await run((response) => (response.endsWith("<final_sql>") ? "SELECT name FROM singer</final_sql>" : probe), {
+      repeatLimit: 2,
+    });
     expect(executor.calls).toHaveLength(1);
     expect(result.probes.map((p) => [p.repeated, p.feedback === REPEATED_PROBE_FEEDBACK])).toEqual([
       [false, false],
@@ -207,6 +209,10 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
     expect(result.probes[2]!.feedback).toBe(REPEAT_LIMIT_FEEDBACK);
     expect(result.text).toContain(`<result>\n${REPEAT_LIMIT_FEEDBACK}\n</result>\n<final_sql>SELECT name FROM singer</final_sql>`);
     expect(result.finalSql).toBe("SELECT name FROM singer");
+    // off by default: repeats are answered until the interaction limit
+    const off = await run((response) => (response.endsWith("<final_sql>") ? "SELECT name FROM singer</final_sql>" : probe), { maxInteractions: 3 });
+    expect(off.result.probes.map((p) => p.feedback === REPEATED_PROBE_FEEDBACK)).toEqual([false, true, true, false]);
+    expect(off.result.probes[3]!.overLimit).toBe(true);
   });
 
   it("stops at the token budget, counted across generate calls, and reports truncation", async () => {
