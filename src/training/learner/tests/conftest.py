@@ -315,3 +315,13 @@ def sample_tokens(n_vocab: int, n: int = 48, seed: int = 0) -> list[int]:
     toks = torch.randint(0, n_vocab, (n,), generator=g).tolist()
     toks[0] = n_vocab - 2  # <|im_start|>
     return toks
+
+
+#: The Gemma 3 270M GGUF that `npx reex models pull gemma-3-270m` puts in models/.
+GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+#: Skips a test module that needs the pulled Gemma GGUF.
+requires_gemma = pytest.mark.skipif(
+    not GEMMA.exists(),
+    reason=f"{GEMMA.relative_to(ROOT)} is not there: `npx reex models pull gemma-3-270m` fetches it (about 250 MB)",
+)

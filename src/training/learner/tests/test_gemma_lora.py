@@ -15,14 +15,9 @@ import time
 
 import pytest
 import torch
-from conftest import ROOT, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize
+from conftest import GEMMA, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize, requires_gemma
 
-GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
-
-pytestmark = pytest.mark.skipif(
-    not GEMMA.exists(),
-    reason=f"{GEMMA.relative_to(ROOT)} is not there: `npx reex models pull gemma-3-270m` fetches it (about 250 MB)",
-)
+pytestmark = requires_gemma
 
 # test_gemma_parity.py's bounds (measured there: ~2e-2 against the F32 copy, ~2 against the Q4_K_M file)
 TOL_F32 = 0.1

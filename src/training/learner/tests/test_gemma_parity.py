@@ -25,14 +25,9 @@ import time
 
 import pytest
 import torch
-from conftest import ROOT, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize
+from conftest import GEMMA, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize, requires_gemma
 
-GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
-
-pytestmark = pytest.mark.skipif(
-    not GEMMA.exists(),
-    reason=f"{GEMMA.relative_to(ROOT)} is not there: `npx reex models pull gemma-3-270m` fetches it (about 250 MB)",
-)
+pytestmark = requires_gemma
 
 # Logits of this model are O(10..40) in magnitude. Measured values are in docs/learner.md.
 # F32 copy, gelu table emulated: what is left is f32 summation order (ggml vs torch) through 18
