@@ -169,8 +169,8 @@ export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
           question: args.question,
           deadlineMs: config.server.requestTimeoutMs,
           ...(args.evidence !== undefined ? { evidence: args.evidence } : {}),
-          strategy: args.strategy ?? config.decoding.strategy,
-          candidates: args.candidates ?? config.decoding.candidates,
+          ...(args.strategy !== undefined ? { strategy: args.strategy } : {}),
+          ...(args.candidates !== undefined ? { candidates: args.candidates } : {}),
         };
         const answer = await deps.decode(request, { sink, signal: ctx.signal, database: entry.id });
         return { database: entry.id, ...answerOf(answer, trace.finish()) };

@@ -20,25 +20,29 @@ export interface AnswerOptions {
   log: FastifyBaseLogger;
 }
 
-function toAnswerRequest(state: ServerState, body: SqlRequest, dbPath: string): AnswerRequest {
-  const { config } = state;
-  const req: AnswerRequest = {
-    dbPath,
-    question: body.question,
-    strategy: body.strategy ?? config.decoding.strategy,
-    candidates: body.candidates ?? config.decoding.candidates,
-    branching: body.branching ?? config.decoding.branching,
-    maxInteractions: body.maxInteractions ?? config.agent.maxInteractions,
-    maxTokens: body.maxTokens ?? config.agent.maxTokens,
-    feedback: body.feedback ?? config.agent.feedback,
-    schemaHints: body.schemaHints ?? config.agent.schemaHints,
-    temperature: body.temperature ?? config.decoding.temperature,
-    topP: body.topP ?? config.decoding.topP,
-  };
-  if (body.evidence !== undefined) req.evidence = body.evidence;
-  if (body.seed !== undefined) req.seed = body.seed;
-  if (body.constrained !== undefined) req.constrained = body.constrained;
-  if (body.profile !== undefined) req.profile = body.profile;
+/**
+ * The body's fields the decoder takes as they are. The server fills in none: what the body leaves
+ * out, the decoder resolves from the same config (`decoderDefaults`), the one layer of defaults.
+ */
+const PASSED_THROUGH = [
+  "evidence",
+  "strategy",
+  "candidates",
+  "branching",
+  "maxInteractions",
+  "maxTokens",
+  "feedback",
+  "schemaHints",
+  "temperature",
+  "topP",
+  "seed",
+  "constrained",
+  "profile",
+] as const satisfies readonly (keyof SqlRequest & keyof AnswerRequest)[];
+
+function toAnswerRequest(body: SqlRequest, dbPath: string): AnswerRequest {
+  const req: AnswerRequest = { dbPath, question: body.question };
+  for (const key of PASSED_THROUGH) if (body[key] !== undefined) Object.assign(req, { [key]: body[key] });
   return req;
 }
 
@@ -211,7 +215,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
 export async function answerQuestion(state: ServerState, body: SqlRequest, owner: string | undefined, options: AnswerOptions): Promise<SqlResponse> {
   const acceptedAt = performance.now();
   const entry = await state.deps.registry.get(body.database, owner);
-  const request = toAnswerRequest(state, body, entry.path);
+  const request = toAnswerRequest(body, entry.path);
   const trace: Record<string, unknown>[] | undefined = body.includeTrace ? [] : undefined;
   const sink: EventSink | undefined = trace
     ? (event: ReexEvent) => {

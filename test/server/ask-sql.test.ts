@@ -1,6 +1,12 @@
 import http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseConfig } from "../../src/config/index.js";
+import { createDecoder } from "../../src/decoding/index.js";
 import { ReexError } from "../../src/errors/index.js";
+import { ScriptedPolicy } from "../../src/policy/tooling.js";
+import { ExecutorPool } from "../../src/sql/index.js";
 import { ScriptedDecoder, listen, makeApp, until, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;
@@ -33,38 +39,46 @@ describe("POST /v1/sql", () => {
     expect(typeof body.timings.queueMs).toBe("number");
   });
 
-  it("passes the request to the decoder with config defaults and the registered file's path", async () => {
+  it("passes the body's fields to the decoder as they are, and the registered file's path", async () => {
     t = await makeApp({ decoding: { strategy: "tree-prune", candidates: 8 } });
-    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", evidence: "hint", seed: 7, maxInteractions: 3 } });
-    const req = t.decoder.calls[0]!;
-    expect(req).toMatchObject({
-      question: "q",
-      evidence: "hint",
-      seed: 7,
-      maxInteractions: 3,
-      strategy: "tree-prune",
-      candidates: 8,
-      feedback: "full",
-      schemaHints: true,
+    await t.app.inject({
+      method: "POST",
+      url: "/v1/sql",
+      payload: { database: t.dbId, question: "q", evidence: "hint", seed: 7, maxInteractions: 3, topP: 1, schemaHints: false },
     });
-    expect(req.constrained).toBeUndefined(); // the decoder's default decides
+    const req = t.decoder.calls[0]!;
+    expect(req).toMatchObject({ question: "q", evidence: "hint", seed: 7, maxInteractions: 3, topP: 1, schemaHints: false });
     expect(req.dbPath).toBe(t.registry.get(t.dbId).path);
     expect(req.deadlineMs).toBeGreaterThan(t.config.server.requestTimeoutMs - 1_000);
     expect(req.deadlineMs).toBeLessThanOrEqual(t.config.server.requestTimeoutMs);
   });
 
-  it("passes topP from the body, or decoding.topP when the body has none", async () => {
-    t = await makeApp({ decoding: { topP: 0.8 } });
+  it("leaves what the body does not say to the decoder's defaults instead of filling it from config", async () => {
+    t = await makeApp({ decoding: { strategy: "tree-prune", candidates: 8 } });
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
-    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", topP: 1 } });
-    expect(t.decoder.calls.map((c) => c.topP)).toEqual([0.8, 1]);
+    const req = t.decoder.calls[0]!;
+    for (const key of ["strategy", "candidates", "branching", "maxTokens", "feedback", "schemaHints", "temperature", "topP", "constrained", "profile"] as const)
+      expect(req[key], key).toBeUndefined();
   });
 
-  it("passes schemaHints from the body, or agent.schemaHints when the body has none", async () => {
-    t = await makeApp({ agent: { schemaHints: false } });
-    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
-    await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", schemaHints: true } });
-    expect(t.decoder.calls.map((c) => c.schemaHints)).toEqual([false, true]);
+  it("answers with the config's defaults through a real decoder built from the same config, and the body's values over them", async () => {
+    const config = parseConfig({ decoding: { strategy: "linear", candidates: 3 } });
+    const policy = new ScriptedPolicy(() => "<think>one</think><final_sql>SELECT 1</final_sql>");
+    const executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
+    const decode = createDecoder({ policy, executor, config, indexDir: join(tmpdir(), `reex-ask-sql-${process.pid}`) });
+    try {
+      t = await makeApp({ decoding: { strategy: "linear", candidates: 3 }, deps: { decode } });
+      const byDefault = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q" } });
+      expect(byDefault.statusCode).toBe(200);
+      expect(byDefault.json().candidates).toHaveLength(3);
+      const asked = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", candidates: 2 } });
+      expect(asked.json().candidates).toHaveLength(2);
+      const greedy = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: "q", strategy: "greedy" } });
+      expect(greedy.json().candidates).toHaveLength(1);
+    } finally {
+      decode.close();
+      await executor.close();
+    }
   });
 
   it("returns the event list as trace when includeTrace is set", async () => {
