@@ -18,6 +18,7 @@ export {
   type FeedbackMode,
   type ProfileId,
   type PromptFamily,
+  type SpeculativeMode,
   type Strategy,
 } from "./vocabulary.js";
 

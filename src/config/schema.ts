@@ -2,7 +2,7 @@
 import { join } from "node:path";
 import { z } from "zod";
 import { packageRoot } from "../paths/index.js";
-import { FEEDBACK_MODES, PROFILE_IDS, STRATEGIES } from "./vocabulary.js";
+import { FEEDBACK_MODES, PROFILE_IDS, SPECULATIVE_MODES, STRATEGIES } from "./vocabulary.js";
 
 export const serverSchema = z
   .object({
@@ -216,7 +216,7 @@ export const decodingSchema = z
      */
     greedyBranch: z.boolean().default(true),
     /** Speculative decoding: "ngram" drafts from the prompt, the trajectory's text and its probe results, verified exactly; see README's Benchmarks. Default "off". */
-    speculative: z.enum(["off", "ngram"]).default("off"),
+    speculative: z.enum(SPECULATIVE_MODES).default("off"),
     /** Most tokens drafted in one decode step (the length adapts below it to the acceptance seen). Default 8. */
     draftMax: z.number().int().min(1).max(64).default(8),
     /**

@@ -36,3 +36,9 @@ export const DECIDED_BY = ["majority", "tie-logprob", "tie-first", "fallback-log
 
 /** One of {@link DECIDED_BY}. */
 export type DecidedBy = (typeof DECIDED_BY)[number];
+
+/** Speculative decoding modes of the policy: none, or n-gram drafting verified exactly (src/policy/draft.ts). */
+export const SPECULATIVE_MODES = ["off", "ngram"] as const;
+
+/** One of {@link SPECULATIVE_MODES}. */
+export type SpeculativeMode = (typeof SPECULATIVE_MODES)[number];

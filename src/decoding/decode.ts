@@ -70,7 +70,7 @@ export interface DecoderDefaults extends RewriteSwitches {
   /** Constrained decoding of requests that do not say: "auto" is on for the project's starter model only. Default "auto". */
   constrained: "auto" | "on" | "off";
   /** How constrained requests bind names to their FROM lists as they are drawn (`decoding.bindNames`). Default "from". */
-  bindNames: "off" | "from" | "full";
+  bindNames: Config["decoding"]["bindNames"];
   /** Whether name binding draws a FROM list again when later columns are in none of its tables (`decoding.redrawFrom`). Default true. */
   redrawFrom: boolean;
   /** Confidence under which an answer is marked not answerable (`decoding.confidenceThreshold`). Default 0.5. */
@@ -408,7 +408,7 @@ function genericShortfall(control: RequestControl, got: number, wanted: number, 
   return `${head}: the other trajectories failed before a final answer`;
 }
 
-function withBinding({ binding, fromRest, ...grammars }: SegmentGrammars, mode: "off" | "from" | "full", redraw: boolean): SegmentGrammars {
+function withBinding({ binding, fromRest, ...grammars }: SegmentGrammars, mode: Config["decoding"]["bindNames"], redraw: boolean): SegmentGrammars {
   if (!binding || mode === "off") return grammars;
   return { ...grammars, binding: binding.withMode(mode), ...(redraw && fromRest ? { fromRest } : {}) };
 }

@@ -17,7 +17,11 @@
  * one thread; 1.25× and 1.8× at two threads), so a short draft rarely pays where a long one can.
  */
 
+import type { Config } from "../config/index.js";
 import type { StepCost } from "./types.js";
+
+/** How drafts are sized: by the acceptance seen and the step's cost ("sized"), or always `draftMax` ("fixed"); the config's `decoding.draftShape`. */
+export type DraftShape = Config["decoding"]["draftShape"];
 
 /** The longest n-gram looked up; longer matches are tried first. */
 const MAX_NGRAM = 8;
@@ -213,7 +217,7 @@ export interface DraftOptions {
    * sequence drafts `draftMax` tokens every step, filled up with guesses where the lookup has fewer,
    * so its steps keep one shape. Default "sized".
    */
-  shape?: "sized" | "fixed";
+  shape?: DraftShape;
 }
 
 /**
@@ -291,7 +295,7 @@ export class DraftingState {
   readonly draftMax: number;
   readonly tokenCost: number;
   /** See {@link DraftOptions.shape}. */
-  readonly shape: "sized" | "fixed";
+  readonly shape: DraftShape;
   private readonly measured: boolean;
   private readonly runs = new Map<string, Run[]>();
   private refusals = 0;

@@ -21,10 +21,11 @@ import {
 } from "node-llama-cpp";
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
+import type { Config, SpeculativeMode } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
 import { ggufHeaderProblem } from "./gguf.js";
-import { DraftingState } from "./draft.js";
+import { DraftingState, type DraftShape } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
 import {
   asTokens,
@@ -56,7 +57,7 @@ export interface LlamaPolicyOptions {
   /** Download progress of a model URI, in bytes. Default none. */
   onDownloadProgress?: (progress: { downloadedBytes: number; totalBytes: number }) => void;
   /** "auto" uses CUDA (or Vulkan/Metal) when its prebuilt binary works here, else the CPU. Default "auto". */
-  gpu?: "auto" | "cuda" | "cpu";
+  gpu?: Config["policy"]["gpu"];
   /** Context window of each sequence, in tokens (the KV cache holds `contextSize × sequences`). Default 8192. */
   contextSize?: number;
   /** Sequences in the context: live trajectories plus cached prefixes. Default 24. */
@@ -97,7 +98,7 @@ export interface LlamaPolicyOptions {
    * probe results injected into it included, then its prompt) and verifies them in the step's batch, keeping exactly the
    * tokens plain decoding samples (src/policy/draft.ts). Default "off".
    */
-  speculative?: "off" | "ngram";
+  speculative?: SpeculativeMode;
   /** Most tokens drafted in one step; below it the length follows the acceptance seen and the step costs. Default 8. */
   draftMax?: number;
   /**
@@ -120,7 +121,7 @@ export interface LlamaPolicyOptions {
    * GPU llama.cpp replays a captured CUDA graph only for a step of the shape before it. On CPU a
    * token costs most of a step, so "fixed" is slower there. Default "sized".
    */
-  draftShape?: "sized" | "fixed";
+  draftShape?: DraftShape;
   /** Evaluated prompt prefixes kept for reuse. Default max(1, floor(sequences / 4)). */
   maxCachedPrefixes?: number;
   /** Receives llama.cpp's log lines at `logLevel` and above. Default: printed by node-llama-cpp. */
@@ -143,7 +144,7 @@ interface Loaded {
 
 const llamas = new Map<string, Promise<Llama>>();
 
-function llamaFor(gpu: "auto" | "cuda" | "cpu", logLevel: string, logger?: (level: string, message: string) => void): Promise<Llama> {
+function llamaFor(gpu: Config["policy"]["gpu"], logLevel: string, logger?: (level: string, message: string) => void): Promise<Llama> {
   const key = gpu;
   let llama = llamas.get(key);
   if (!llama) {

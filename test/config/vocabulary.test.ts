@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { PROFILES } from "../../src/agent/index.js";
 import { AGENT_DEFAULTS, DECIDED_BY, DECODING_DEFAULTS, FEEDBACK_MODES, PROFILE_IDS, PROMPT_FAMILIES, STRATEGIES, loadConfig } from "../../src/config/index.js";
+import { SPECULATIVE_MODES } from "../../src/config/testing.js";
 import { DEFAULT_DECODER_DEFAULTS } from "../../src/decoding/index.js";
 
 const DOC = readFileSync(resolve(import.meta.dirname, "../../docs/architecture.md"), "utf8");
@@ -45,6 +46,7 @@ describe("fixed lists and defaults (docs/architecture.md)", () => {
     expect(list("prompt families")).toEqual([...PROMPT_FAMILIES]);
     expect(list("profile ids")).toEqual([...PROFILE_IDS]);
     expect(list("vote decisions (`decidedBy`)")).toEqual([...DECIDED_BY]);
+    expect(list("speculative modes")).toEqual([...SPECULATIVE_MODES]);
   });
 
   it("the doc's defaults are the config schema's, and the decoder starts from them", () => {
