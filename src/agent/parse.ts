@@ -11,6 +11,7 @@
  * answer (or, without one, the text outside tags) reading `UNANSWERABLE: reason` declares the
  * question unanswerable.
  */
+import { lexSql } from "../sql/index.js";
 import { UNANSWERABLE_MARKER } from "./prompts.js";
 import { REEX_SYNTAX, type ResponseSyntax, type TagRole } from "./syntax.js";
 import type { PromptFamily } from "./types.js";
@@ -270,21 +271,22 @@ export function extractProbes(text: string, syntax: ResponseSyntax = REEX_SYNTAX
 }
 
 /**
- * A canonical form for comparing queries (repeated-probe detection): whitespace collapsed, case
- * folded outside quotes, spaces around punctuation and trailing semicolons dropped.
+ * A canonical form for comparing queries (repeated probes, the exact-match reward), from
+ * `lexSql`'s tokens: words and numbers lower-cased, strings and quoted names as written, one space
+ * between words, none around punctuation or operators, comments and trailing semicolons dropped.
  */
 export function normalizeSql(sql: string): string {
-  const parts = stripSemicolons(sql).split(/('(?:[^']|'')*'|"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])/);
-  return parts
-    .map((part, i) => {
-      if (i % 2 === 1) return part;
-      return part
-        .toLowerCase()
-        .replace(/\s+/g, " ")
-        .replace(/ ?([(),=<>!+\-*/|.%]) ?/g, "$1");
-    })
-    .join("")
-    .trim();
+  const tokens = lexSql(sql);
+  while (tokens.at(-1)?.text === ";") tokens.pop();
+  let out = "";
+  let spaced = false;
+  for (const t of tokens) {
+    const spacedToken = !(t.kind === "punct" || t.kind === "op");
+    if (spaced && spacedToken) out += " ";
+    out += t.kind === "word" || t.kind === "number" || t.kind === "param" ? t.text.toLowerCase() : t.text;
+    spaced = spacedToken;
+  }
+  return out;
 }
 
 /** End-of-turn markers that may follow `</final_sql>` in a raw response. */

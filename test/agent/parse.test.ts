@@ -152,6 +152,13 @@ describe("unwrapSql and normalizeSql", () => {
     expect(normalizeSql("SELECT COUNT ( * ) FROM t")).toBe(normalizeSql("select count(*) from t"));
     expect(normalizeSql("SELECT 1 FROM t WHERE n = 'Bob'")).not.toBe(normalizeSql("SELECT 1 FROM t WHERE n = 'bob'"));
   });
+
+  it("reads the query with the SQL lexer: comments dropped, non-ASCII names whole, quoted names and strings kept as written", () => {
+    expect(normalizeSql("SELECT a -- the first\nFROM t /* all */;")).toBe(normalizeSql("select a from t"));
+    expect(normalizeSql("SELECT Città FROM t")).toBe("select città from t");
+    expect(normalizeSql("SELECT \"Città\" FROM t WHERE x = 'a  ;b'")).toBe("select \"Città\" from t where x='a  ;b'");
+    expect(normalizeSql("SELECT a FROM t WHERE b = '--'")).not.toBe(normalizeSql("SELECT a FROM t WHERE b = ''"));
+  });
 });
 
 describe("formatCheck follows the template of each family", () => {
