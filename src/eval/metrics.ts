@@ -4,7 +4,7 @@
  * by difficulty.
  */
 import { checkIdentifiers, copyRewriteFields, identifiersIn, type BindingReport, type RewriteFields, type SchemaNames } from "../agent/index.js";
-import { exBird, exRefined, exSpider, hasOrderBy } from "../sql/index.js";
+import { exBird, exRefined, exSpider, hasOrderBy, sqlScopes } from "../sql/index.js";
 import type { ExecResult, SqlErrorCategory } from "../sql/index.js";
 import { ReexError } from "../errors/index.js";
 import type { Signals } from "../decoding/index.js";
@@ -54,16 +54,14 @@ export interface CopyCount {
   invented: string[];
 }
 
-const ALIAS_AFTER = /\b(?:FROM|JOIN)\s+("[^"]+"|[\w$]+)\s+(?:AS\s+)?([\w$]+)/gi;
-
 /**
  * Counts the table and column identifiers of `sql` and those the schema has; pure. Aliases are not
- * identifiers: the query's own (`AS x`, `FROM t x`), including one that follows an invented table.
+ * identifiers: the query's own FROM-list aliases (`FROM t x`, `JOIN t AS x`, a derived table's), read by
+ * the SQL scope walker, including one that follows an invented table.
  */
 export function copyCount(sql: string, schema: SchemaNames): CopyCount {
   const names = new Set(schema.tables.flatMap((t) => [t.name.toLowerCase(), ...t.columns.map((c) => c.toLowerCase())]));
-  const aliases = new Set<string>();
-  for (const m of sql.matchAll(ALIAS_AFTER)) aliases.add(m[2]!.toLowerCase());
+  const aliases = new Set(sqlScopes(sql).scopes.flatMap((scope) => scope.from.flatMap((item) => (item.alias ? [item.alias] : []))));
   const invented = checkIdentifiers(sql, schema).filter((n) => !aliases.has(n.toLowerCase()) || names.has(n.toLowerCase()));
   const inSchema = new Set(identifiersIn(sql).filter((n) => names.has(n))).size;
   return { identifiers: inSchema + invented.length, inSchema, invented };

@@ -7,7 +7,6 @@ import type { ExecResult } from "./types.js";
 export { classifySqliteError } from "./classify.js";
 export { lexicalRefusal, scanSql } from "./guard.js";
 export { withDescriptions, renderSchema } from "./schema.js";
-export { sqlScopes } from "./scopes.js";
 
 /** A query that did not run or did not finish (the failure half of {@link ExecResult}). */
 export type ExecFailure = Extract<ExecResult, { ok: false }>;

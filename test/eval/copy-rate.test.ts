@@ -20,6 +20,12 @@ describe("copy count of one SQL", () => {
     expect(c).toMatchObject({ identifiers: 4, inSchema: 3 });
   });
 
+  it("reads aliases off the FROM lists only: a derived table's alias is one, a word after FROM inside a string is not", () => {
+    expect(copyCount("SELECT t.name FROM (SELECT name FROM products) AS t", SHOP).invented).toEqual([]);
+    const c = copyCount("SELECT poll FROM products WHERE name = 'from ap poll'", SHOP);
+    expect(c.invented).toEqual(["poll"]);
+  });
+
   it("reads a non-ASCII name as one name, as SQLite does (any character past ASCII is a name's)", () => {
     const italian = { tables: [{ name: "città", columns: ["nome", "popolazione"] }] };
     expect(copyCount("SELECT nome FROM città WHERE popolazione > 5", italian)).toEqual({ identifiers: 3, inSchema: 3, invented: [] });

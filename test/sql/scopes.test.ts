@@ -1,6 +1,6 @@
 /** `sqlScopes`: the scope walker over the lexer's tokens (src/sql/scopes.ts), through src/sql's testing surface. */
 import { describe, expect, it } from "vitest";
-import { sqlScopes } from "../../src/sql/testing.js";
+import { sqlScopes } from "../../src/sql/index.js";
 
 /** Each SELECT as its first words, its FROM items and the index of its parent in the list. */
 function outline(sql: string): { head: string; from: string[]; parent: number }[] {
