@@ -1,7 +1,7 @@
 /** The four tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder). */
 import { z } from "zod";
-import { STRATEGIES, type Config } from "../config/index.js";
-import type { AnswerRequest, PromptBuilder } from "../decoding/index.js";
+import type { Config } from "../config/index.js";
+import { answerRequestFields, type AnswerRequest, type PromptBuilder } from "../decoding/index.js";
 import { familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
@@ -35,6 +35,7 @@ const databaseField = z.string().min(1).max(200).describe("Id or unique name of 
 
 /** Input schemas of the tools, bounded by `config` as the REST API's are. */
 export function toolSchemas(config: Config) {
+  const asked = answerRequestFields(config);
   return {
     list_databases: z.object({}).strict(),
     describe_database: z
@@ -64,16 +65,10 @@ export function toolSchemas(config: Config) {
     ask: z
       .object({
         database: databaseField,
-        question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
-        evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge (BIRD's evidence)."),
-        strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
-        candidates: z
-          .number()
-          .int()
-          .min(1)
-          .max(config.decoding.maxCandidates)
-          .optional()
-          .describe(`Candidates voted on by linear and tree strategies. Default ${config.decoding.candidates}.`),
+        question: asked.question,
+        evidence: asked.evidence,
+        strategy: asked.strategy,
+        candidates: asked.candidates,
       })
       .strict(),
   };

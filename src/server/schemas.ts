@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import { REWRITE_RULES, type RewriteFields } from "../agent/index.js";
-import { DECIDED_BY, FEEDBACK_MODES, PROFILE_IDS, STRATEGIES, type Config } from "../config/index.js";
+import { DECIDED_BY, type Config } from "../config/index.js";
+import { answerRequestFields } from "../decoding/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 
 const componentNames = new WeakMap<object, string>();
@@ -28,51 +29,7 @@ export function sqlRequestSchema(config: Config) {
     z
       .object({
         database: z.string().min(1).max(200).describe("Id of a registered database."),
-        question: z.string().trim().min(1).max(8000).describe("The natural-language question."),
-        evidence: z.string().max(8000).optional().describe("Optional hint / external knowledge."),
-        strategy: z.enum(STRATEGIES).optional().describe(`Decoding strategy. Default "${config.decoding.strategy}".`),
-        candidates: z
-          .number()
-          .int()
-          .min(1)
-          .max(config.decoding.maxCandidates)
-          .optional()
-          .describe(`Candidates for linear/tree strategies. Default ${config.decoding.candidates}.`),
-        branching: z.number().int().min(2).max(16).optional().describe(`Most children per tree node. Default ${config.decoding.branching}.`),
-        maxInteractions: z.number().int().min(0).max(50).optional().describe(`Probe rounds per trajectory. Default ${config.agent.maxInteractions}.`),
-        maxTokens: z
-          .number()
-          .int()
-          .min(1)
-          .max(config.agent.maxTokens)
-          .optional()
-          .describe(`Tokens sampled per trajectory at most. Default ${config.agent.maxTokens}.`),
-        feedback: z.enum(FEEDBACK_MODES).optional().describe(`What the model sees of probe results. Default "${config.agent.feedback}".`),
-        schemaHints: z
-          .boolean()
-          .optional()
-          .describe(`A probe's missing-column or missing-table error lists the real columns or tables. Default ${config.agent.schemaHints}.`),
-        temperature: z.number().min(0).max(2).optional().describe(`Sampling temperature of non-greedy strategies. Default ${config.decoding.temperature}.`),
-        topP: z.number().gt(0).max(1).optional().describe(`Nucleus (top-p) threshold of non-greedy strategies. Default ${config.decoding.topP}.`),
-        seed: z
-          .number()
-          .int()
-          .min(0)
-          .max(2 ** 32 - 1)
-          .optional()
-          .describe("Seed for reproducible sampling."),
-        profile: z
-          .enum(PROFILE_IDS)
-          .optional()
-          .describe(
-            `The model's protocol (prompt, tags, parser): ${PROFILE_IDS.join(", ")}. Default the server's (policy.profile, or detected from the model; /readyz says which).`,
-          ),
-        constrained: z
-          .boolean()
-          .optional()
-          .describe(
-            "Constrain output to the tag structure and the schema's identifiers. Default the server's (decoding.constrained: on for the starter model only; /readyz says which).",
-          ),
+        ...answerRequestFields(config),
         includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
       })
       .strict(),
