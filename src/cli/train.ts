@@ -15,9 +15,10 @@ const HELP = `usage: reex train sft|grpo --config FILE [--resume] [--run DIR] [-
 
 Runs the training loop of docs/training.md: per step, collect experience (GRPO: G rollouts per
 question, rewards and advantages; SFT: traces with the injected feedback blocks masked out), run
-one step of the Python learner (python3 -m reex_learner), and reload the new weights. Rollouts,
-format rewards and masks follow the model profile (the config's "profile", default detected from
-the model), so a model keeps its own protocol (e.g. skyrl-sql: <sql> → <observation>, <solution>).
+one step of the Python learner (python3 -m reex_learner), and reload the new weights (with
+"learner.lora", a LoRA adapter on the unchanged base). Rollouts, format rewards and masks follow
+the model profile (the config's "profile", default detected from the model), so a model keeps its
+own protocol (e.g. skyrl-sql: <sql> → <observation>, <solution>).
 Writes checkpoints, metrics.jsonl and report.html into the run folder. Example configs:
 examples/training/*.json.
 
@@ -99,6 +100,7 @@ export async function run(argv: string[]): Promise<number> {
       if (parts.length) console.log(`last step: ${parts.join(", ")}`);
     }
     console.log(`model: ${result.model}`);
+    if (result.lora) console.log(`lora: ${result.lora}`);
     console.log(`wrote ${resolve(result.runDir, "metrics.jsonl")}`);
     console.log(`wrote ${result.report}`);
     return 0;

@@ -113,6 +113,21 @@ const policySchema = z
   })
   .strict();
 
+const loraSchema = z
+  .object({
+    /** Rank of a fresh adapter. Default 16. */
+    rank: z.number().int().min(1).default(16),
+    /** The adapter's scale is alpha / rank, as llama.cpp applies it. Default 2 × rank. */
+    alpha: z.number().positive().optional(),
+    /** Comma-separated llama.cpp matrices a fresh adapter trains (attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down), or "all". Default "attn_q,attn_k,attn_v,attn_output". */
+    targets: z.string().min(1).default("attn_q,attn_k,attn_v,attn_output"),
+    /** A llama.cpp LoRA GGUF to start from (its rank, alpha and targets win), loaded on the base for the first rollouts. Default none (a fresh adapter that starts as the base). */
+    in: z.string().min(1).optional(),
+    /** Tensor type of the adapters written. Default "f32". */
+    outType: z.enum(["f32", "f16"]).default("f32"),
+  })
+  .strict();
+
 const learnerSchema = z
   .object({
     /** Python interpreter with torch installed. Default "/usr/bin/python3". */
@@ -145,8 +160,10 @@ const learnerSchema = z
     maxOldLogprobDiff: z.number().min(0).default(0.05),
     /** Random half-splits of the informative groups whose gradients are compared each step (0 = off). Default 0. */
     splitHalf: z.number().int().min(0).default(0),
-    /** Keep float32 master weights in the run folder across steps (the GGUF is their export). Default true. */
+    /** Keep float32 master weights in the run folder across steps (the GGUF is their export); ignored with `lora`. Default true. */
     masterWeights: z.boolean().default(true),
+    /** Train a LoRA adapter on the frozen `model` (also the KL reference) instead of every weight. Default none (full-weight training). */
+    lora: loraSchema.optional(),
   })
   .strict();
 
@@ -187,7 +204,7 @@ export const trainConfigSchema = z
   .object({
     /** Free text about the run, shown in the report. Default none. */
     description: z.string().optional(),
-    /** The initial GGUF; also the frozen KL reference. */
+    /** The initial GGUF; also the frozen KL reference (with `learner.lora`, the frozen base the adapter is trained on). */
     model: z.string().min(1),
     /** Where checkpoints, experience, metrics and the report go. */
     runDir: z.string().min(1),
@@ -293,7 +310,11 @@ export function parseTrainConfig(input: unknown, mode: TrainMode, baseDir = proc
     ...(c.data ? { data: { ...c.data, dataset: abs(baseDir, c.data.dataset), dbRoot: abs(baseDir, c.data.dbRoot) } } : {}),
     ...(c.sft ? { sft: { ...c.sft, traces: abs(baseDir, c.sft.traces) } } : {}),
     ...(c.eval ? { eval: { ...c.eval, dataset: abs(baseDir, c.eval.dataset), dbRoot: abs(baseDir, c.eval.dbRoot) } } : {}),
-    learner: { ...c.learner, python: c.learner.python.includes("/") ? abs(baseDir, c.learner.python) : c.learner.python },
+    learner: {
+      ...c.learner,
+      python: c.learner.python.includes("/") ? abs(baseDir, c.learner.python) : c.learner.python,
+      ...(c.learner.lora?.in ? { lora: { ...c.learner.lora, in: abs(baseDir, c.learner.lora.in) } } : {}),
+    },
   };
 }
 

@@ -28,12 +28,14 @@ export function learnerEnv(dir = learnerDir()): NodeJS.ProcessEnv {
 export interface LearnerRequest {
   mode: TrainMode;
   step: number;
-  /** Current weights. */
+  /** Current weights; with `config.learner.lora` the base model, which stays unchanged. */
   model: string;
   experience: string;
-  /** Where the new weights go. */
+  /** Where the new weights go: a whole GGUF, or with `config.learner.lora` the adapter (a llama.cpp LoRA GGUF). */
   out: string;
-  /** Frozen reference for the KL term; absent when β is 0. */
+  /** With `config.learner.lora`: the adapter the step continues from (the previous step's, or `lora.in`); absent for a fresh adapter of the configured rank. */
+  loraIn?: string;
+  /** Frozen reference for the KL term; absent when β is 0, and ignored with `config.learner.lora` (the base, adapter off, is the reference). */
   ref?: string;
   /** The learner's metrics JSON. */
   metricsFile: string;
@@ -41,7 +43,7 @@ export interface LearnerRequest {
   logFile: string;
   /** AdamW state file carried across steps. */
   optimizerState: string;
-  /** float32 master weights carried across steps (`model` is their export); absent to reload the GGUF's weights. */
+  /** float32 master weights carried across steps (`model` is their export); absent to reload the GGUF's weights; ignored with `config.learner.lora`. */
   master?: string;
   config: TrainConfig;
 }
@@ -49,9 +51,10 @@ export interface LearnerRequest {
 /** Runs one learner step and returns its metrics (kl, loss, grad_norm, clip_frac, …). */
 export type LearnerStep = (request: LearnerRequest, signal?: AbortSignal) => Promise<Record<string, unknown>>;
 
-/** The arguments of `python -m reex_learner step` for a request. */
+/** The arguments of `python -m reex_learner step` for a request (with `config.learner.lora`: `--lora-*` instead of `--out`, `--master` and `--ref`). */
 export function learnerArgs(req: LearnerRequest): string[] {
   const c = req.config;
+  const lora = c.learner.lora;
   const args = [
     "-m",
     "reex_learner",
@@ -60,8 +63,7 @@ export function learnerArgs(req: LearnerRequest): string[] {
     req.model,
     "--experience",
     req.experience,
-    "--out",
-    req.out,
+    ...(lora ? [] : ["--out", req.out]),
     "--mode",
     req.mode,
     "--lr",
@@ -70,7 +72,7 @@ export function learnerArgs(req: LearnerRequest): string[] {
     String(c.clip),
     ...(req.mode === "grpo" && c.clipHigh !== undefined ? ["--clip-high", String(c.clipHigh)] : []),
     "--kl-beta",
-    String(req.mode === "grpo" && req.ref ? c.klBeta : 0),
+    String(req.mode === "grpo" && (req.ref || lora) ? c.klBeta : 0),
     "--temperature",
     String(req.mode === "grpo" ? c.temperature : 1),
     "--advantage",
@@ -104,8 +106,14 @@ export function learnerArgs(req: LearnerRequest): string[] {
     "--seed",
     String(c.seed + req.step),
   ];
-  if (req.master) args.push("--master", req.master);
-  if (req.ref) args.push("--ref", req.ref);
+  if (lora) {
+    if (req.loraIn) args.push("--lora-in", req.loraIn);
+    else args.push("--lora-rank", String(lora.rank), "--lora-alpha", String(lora.alpha ?? 2 * lora.rank), "--lora-targets", lora.targets);
+    args.push("--lora-out", req.out, "--lora-out-type", lora.outType);
+  } else {
+    if (req.master) args.push("--master", req.master);
+    if (req.ref) args.push("--ref", req.ref);
+  }
   if (c.maskTruncated) args.push("--mask-truncated");
   if (c.learner.sharePrefix) args.push("--share-prefix");
   args.push(...c.learner.extraArgs);

@@ -3,13 +3,15 @@
  * question through the server's agent code, rewards, advantages; SFT: tokenised traces with the
  * injected feedback text masked out), all in one model profile's protocol (the config's `profile`,
  * or the one detected from the model), write it to `<run>/experience/`, run one step of the Python
- * learner, and hot-reload the new weights into the rollout policy. Checkpoints every K steps (and
- * after the last), `--resume` from the latest one, held-out evaluation through src/eval's
- * `runEval`, metrics as JSONL and an HTML report.
+ * learner, and hot-reload the new weights (with `learner.lora`, the new adapter on the unchanged
+ * base) into the rollout policy. Checkpoints every K steps (and after the last), `--resume` from
+ * the latest one, held-out evaluation through src/eval's `runEval`, metrics as JSONL and an HTML
+ * report.
  *
  * Run folder: run.json, metrics.jsonl, report.html, experience/step-N.jsonl, learner/step-N.json
- * (+ .log), models/step-N.gguf (current weights only), checkpoints/step-N.{gguf,json,optim},
- * optimizer.pt (AdamW state carried between learner processes), eval/step-N.json, indexes/.
+ * (+ .log), models/step-N.gguf or step-N.lora.gguf (current weights only),
+ * checkpoints/step-N.{gguf|lora.gguf,json,optim}, optimizer.pt (AdamW state carried between
+ * learner processes), eval/step-N.json, indexes/.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
@@ -38,8 +40,8 @@ export interface TrainOptions {
   mode: TrainMode;
   /** Continue from the latest checkpoint of `runDir`. Default false (an existing run is refused). */
   resume?: boolean;
-  /** Loads the rollout policy. Default `createLlamaPolicy` with the config's `policy` section. */
-  createPolicy?: (model: string, config: TrainConfig) => Promise<Policy>;
+  /** Loads the rollout policy: `model` with the `lora` adapters on it (a LoRA run's current adapter, else []). Default `createLlamaPolicy` with the config's `policy` section. */
+  createPolicy?: (model: string, config: TrainConfig, lora: string[]) => Promise<Policy>;
   /** Default {@link createLearnerStep}. */
   learner?: LearnerStep;
   /** Default an ExecutorPool with the config's `executor` section (closed at the end). */
@@ -58,8 +60,10 @@ export interface TrainResult {
   /** The step the run started after (0 fresh, else the checkpoint resumed). */
   resumedFrom: number;
   lastStep: number;
-  /** The final weights. */
+  /** The final weights; with `learner.lora` the base, unchanged. */
   model: string;
+  /** With `learner.lora`: the final adapter, to load beside `model` (null while the run has none). Else null. */
+  lora: string | null;
   checkpoints: number[];
   metrics: MetricsRow[];
   report: string;
@@ -91,9 +95,10 @@ function meanOfKeys(maps: readonly Record<string, number>[]): Record<string, num
   return Object.fromEntries([...sums].map(([k, e]) => [k, e.s / e.n]));
 }
 
-async function defaultPolicy(model: string, config: TrainConfig): Promise<Policy> {
+async function defaultPolicy(model: string, config: TrainConfig, lora: string[]): Promise<Policy> {
   return createLlamaPolicy({
     model,
+    ...(lora.length > 0 ? { lora } : {}),
     gpu: config.policy.gpu,
     contextSize: config.policy.contextSize,
     sequences: config.policy.sequences,
@@ -128,9 +133,16 @@ async function openRunFolder(config: TrainConfig, options: TrainOptions, log: (l
     if (previous.mode && previous.mode !== mode) throw new ReexError("BAD_REQUEST", `${runDir} holds a ${previous.mode} run; cannot resume it as ${mode}`);
   }
   if (!existsSync(config.model)) throw new ReexError("MODEL_NOT_FOUND", `model file not found: ${config.model}`);
+  const loraIn = config.learner.lora?.in;
+  if (loraIn && !existsSync(loraIn)) throw new ReexError("MODEL_NOT_FOUND", `LoRA adapter file not found: ${loraIn}`);
   for (const sub of ["experience", "learner", "models", "checkpoints", "eval"]) await mkdir(join(runDir, sub), { recursive: true });
 
   const checkpoint = options.resume ? latestCheckpoint(runDir) : null;
+  if (checkpoint && checkpoint.lora !== Boolean(config.learner.lora))
+    throw new ReexError(
+      "BAD_REQUEST",
+      `the checkpoint of step ${checkpoint.step} in ${runDir} is ${checkpoint.lora ? "a LoRA adapter" : "a whole model"}; resume it ${checkpoint.lora ? "with" : "without"} \`learner.lora\``,
+    );
   const start = checkpoint?.step ?? 0;
   const optimizerState = join(runDir, "optimizer.pt");
   const masterFile = join(runDir, "master.pt");
@@ -180,6 +192,7 @@ function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ReturnType<typ
       clip: config.clip,
       ...(mode === "grpo" && config.clipHigh !== undefined ? { clipHigh: config.clipHigh } : {}),
       klBeta: config.klBeta,
+      ...(config.learner.lora ? { lora: config.learner.lora } : {}),
     },
   };
 }
@@ -327,36 +340,38 @@ async function sftExperience(
   return { records, stats: { rollouts: records.length, response_tokens: mean(records.map((r) => r.mask.reduce<number>((a, b) => a + b, 0))) ?? 0 } };
 }
 
-/** Runs the learner on a step's experience file and returns its metrics; the new weights are at `out`. */
+/** Runs the learner on a step's experience file and returns its metrics; the new weights (with `learner.lora`, the adapter continued from `loraIn`) are at `out`. */
 async function learnStep(
   learner: LearnerStep,
   config: TrainConfig,
   mode: TrainMode,
   step: number,
-  model: string,
+  weights: { model: string; loraIn: string | null },
   experience: string,
   out: string,
   folder: RunFolder,
   signal: AbortSignal | undefined,
 ): Promise<Record<string, unknown>> {
   const runDir = config.runDir;
+  const lora = config.learner.lora !== undefined;
   const learned = await learner(
     {
       mode,
       step,
-      model,
+      model: weights.model,
       experience,
       out,
-      ...(mode === "grpo" && config.klBeta > 0 ? { ref: config.model } : {}),
+      ...(weights.loraIn ? { loraIn: weights.loraIn } : {}),
+      ...(mode === "grpo" && config.klBeta > 0 && !lora ? { ref: config.model } : {}),
       metricsFile: join(runDir, "learner", `step-${stepLabel(step)}.json`),
       logFile: join(runDir, "learner", `step-${stepLabel(step)}.log`),
       optimizerState: folder.optimizerState,
-      ...(config.learner.masterWeights ? { master: folder.masterFile } : {}),
+      ...(config.learner.masterWeights && !lora ? { master: folder.masterFile } : {}),
       config,
     },
     signal,
   );
-  if (!existsSync(out)) throw new ReexError("LEARNER_FAILED", `the learner step ${step} reported success but wrote no model at ${out}`);
+  if (!existsSync(out)) throw new ReexError("LEARNER_FAILED", `the learner step ${step} reported success but wrote no ${lora ? "adapter" : "model"} at ${out}`);
   return learned;
 }
 
@@ -476,8 +491,10 @@ interface StepRun {
   bar: ProgressBar | undefined;
   log: (line: string) => void;
   signal: AbortSignal | undefined;
-  /** The current weights: the start model, then the latest step's. */
+  /** The current weights: the start model, then the latest step's; with `learner.lora` the base throughout. */
   model: string;
+  /** With `learner.lora`: the current adapter (`lora.in` or the checkpoint's, then the latest step's); null before the first. */
+  lora: string | null;
   /** Questions (or traces) done so far in this call, for the progress bar. */
   done: number;
   /** The steps checkpointed in this call. */
@@ -495,16 +512,18 @@ async function runStep(run: StepRun, step: number): Promise<void> {
 
   const experience = experiencePath(runDir, step);
   await writeExperience(experience, records);
-  const out = join(runDir, "models", `step-${stepLabel(step)}.gguf`);
-  const learned = await learnStep(run.learner, config, mode, step, run.model, experience, out, folder, run.signal);
+  const lora = config.learner.lora !== undefined;
+  const out = join(runDir, "models", `step-${stepLabel(step)}${lora ? ".lora.gguf" : ".gguf"}`);
+  const learned = await learnStep(run.learner, config, mode, step, { model: run.model, loraIn: run.lora }, experience, out, folder, run.signal);
   if (!policy.reload) throw new ReexError("BAD_REQUEST", `the ${policy.info.backend} policy cannot reload weights, so it cannot be trained in-process`);
-  await policy.reload({ model: out });
-  const previous = run.model;
-  run.model = out;
-  if (previous.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
+  await policy.reload(lora ? { lora: [out] } : { model: out });
+  const previous = lora ? run.lora : run.model;
+  if (lora) run.lora = out;
+  else run.model = out;
+  if (previous?.startsWith(join(runDir, "models"))) await rm(previous, { force: true });
 
   if (step % config.checkpointEvery === 0 || step === config.steps) {
-    await saveCheckpoint(runDir, step, run.model, folder.optimizerState, folder.masterFile);
+    await saveCheckpoint(runDir, step, run.lora ?? run.model, folder.optimizerState, folder.masterFile);
     run.checkpoints.push(step);
   }
   const ex = config.eval && (step % config.eval.every === 0 || step === config.steps) ? await run.evaluate(step) : null;
@@ -525,6 +544,8 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const signal = options.signal;
   const folder = await openRunFolder(config, options, log);
   const { start, checkpoint, recorded, metricsFile, reportFile } = folder;
+  const model = config.learner.lora ? config.model : (checkpoint?.model ?? config.model);
+  const lora = config.learner.lora ? (checkpoint?.model ?? config.learner.lora.in ?? null) : null;
   if (start >= config.steps) {
     log(`reex train: the run is already at step ${start} of ${config.steps}; nothing to do`);
     return {
@@ -532,7 +553,8 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
       mode,
       resumedFrom: start,
       lastStep: start,
-      model: checkpoint?.model ?? config.model,
+      model,
+      lora,
       checkpoints: [],
       metrics: readMetrics(metricsFile),
       report: reportFile,
@@ -551,7 +573,6 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const prompts = createPromptBuilder({ indexDir });
   let policy: Policy | undefined;
   let evaluator: HeldoutEvaluator | undefined;
-  const model = checkpoint?.model ?? config.model;
   const reportInfo = reportInfoOf(config, mode, spec, rule);
   const checkpoints: number[] = [];
 
@@ -559,7 +580,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const data = await loadTrainingData(config, mode, executor, goldCache);
     const { traces, heldout } = data;
     let questions = data.questions;
-    policy = await (options.createPolicy ?? defaultPolicy)(model, config);
+    policy = await (options.createPolicy ?? defaultPolicy)(model, config, lora ? [lora] : []);
     const current = policy;
     // A resumed "auto" run keeps the profile it started with: checkpoints are renamed files, and detection may read the file name.
     const keep = config.profile === "auto" && options.resume === true && recorded !== undefined;
@@ -612,14 +633,24 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
       options.progress === null
         ? undefined
         : createProgressBar({ total: (config.steps - start) * perStep, label: `train ${mode}`, ...(options.progress ? { stream: options.progress } : {}) });
-    const run: StepRun = { config, mode, folder, learner, policy: current, collect, evaluate, appendRow, bar, log, signal, model, done: 0, checkpoints };
+    const run: StepRun = { config, mode, folder, learner, policy: current, collect, evaluate, appendRow, bar, log, signal, model, lora, done: 0, checkpoints };
     try {
       for (let step = start + 1; step <= config.steps; step++) await runStep(run, step);
     } finally {
       bar?.finish();
     }
     if (!existsSync(reportFile)) await writeTrainingReport(reportFile, readMetrics(metricsFile), reportInfo);
-    return { runDir, mode, resumedFrom: start, lastStep: config.steps, model: run.model, checkpoints, metrics: readMetrics(metricsFile), report: reportFile };
+    return {
+      runDir,
+      mode,
+      resumedFrom: start,
+      lastStep: config.steps,
+      model: run.model,
+      lora: run.lora,
+      checkpoints,
+      metrics: readMetrics(metricsFile),
+      report: reportFile,
+    };
   } catch (err) {
     throw toReexError(err);
   } finally {

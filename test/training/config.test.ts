@@ -27,6 +27,24 @@ describe("training config", () => {
     expect(c.reward).toMatchObject({ preset: "maxtune", exploration: true, exRule: "bird" });
   });
 
+  it("trains every weight unless learner.lora is set, whose defaults are filled and whose adapter path resolves against the config's folder", () => {
+    const base = { model: "m.gguf", runDir: "run", data: { dataset: "q.json", dbRoot: "dbs" } };
+    expect(parseTrainConfig(base, "grpo", "/base").learner.lora).toBeUndefined();
+    expect(parseTrainConfig({ ...base, learner: { lora: {} } }, "grpo", "/base").learner.lora).toEqual({
+      rank: 16,
+      targets: "attn_q,attn_k,attn_v,attn_output",
+      outType: "f32",
+    });
+    expect(parseTrainConfig({ ...base, learner: { lora: { rank: 4, in: "a.lora.gguf" } } }, "grpo", "/base").learner.lora).toMatchObject({
+      rank: 4,
+      in: "/base/a.lora.gguf",
+    });
+    expect(() => parseTrainConfig({ ...base, learner: { lora: { rank: 0 } } }, "grpo")).toThrow(
+      expect.objectContaining({ issues: [expect.objectContaining({ path: ["learner", "lora", "rank"] })] }),
+    );
+    expect(() => parseTrainConfig({ ...base, learner: { lora: { ranks: 4 } } }, "grpo")).toThrow(expect.objectContaining({ code: "CONFIG_INVALID" }));
+  });
+
   it("rejects unknown keys, bad presets and a missing section for the mode, with issue paths", () => {
     const base = { model: "m.gguf", runDir: "run", data: { dataset: "q.json", dbRoot: "dbs" } };
     expect(() => parseTrainConfig({ ...base, stpes: 3 }, "grpo")).toThrow(

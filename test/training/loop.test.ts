@@ -160,6 +160,53 @@ describe("the training loop (scripted policy, fake learner)", () => {
     expect(readFileSync(join(runDir, "checkpoints", "step-000004.optim"), "utf8")).toBe("adam-4");
   });
 
+  it("trains a LoRA adapter: the policy reloads each step's adapter on the unchanged base, checkpoints hold it, and --resume continues from it", async () => {
+    const runDir = join(fx.dir, "run-lora");
+    const start = join(fx.dir, "start.lora.gguf");
+    writeFileSync(start, "adapter-0");
+    const lora = { rank: 4, in: start };
+    const requests: LearnerRequest[] = [];
+    const loads: { model: string; lora: string[] }[] = [];
+    const policies: ScriptedPolicy[] = [];
+    const createPolicy = async (m: string, _c: TrainConfig, l: string[]): Promise<ScriptedPolicy> => {
+      loads.push({ model: m, lora: l });
+      const p = policyFor();
+      policies.push(p);
+      return p;
+    };
+    const opts = { mode: "grpo" as const, createPolicy, progress: null, log: () => undefined };
+    const result = await runTraining(config(runDir, { eval: undefined, learner: { lora } }), { ...opts, learner: fakeLearner(requests) });
+
+    const adapter = (step: number): string => join(runDir, "models", `step-00000${step}.lora.gguf`);
+    expect(loads).toEqual([{ model, lora: [start] }]);
+    expect(requests.map((r) => r.model)).toEqual([model, model, model]);
+    expect(requests.map((r) => r.out)).toEqual([1, 2, 3].map(adapter));
+    expect(requests.map((r) => r.loraIn)).toEqual([start, adapter(1), adapter(2)]);
+    expect(requests.every((r) => r.ref === undefined && r.master === undefined)).toBe(true);
+    expect(policies[0]!.reloads).toEqual([1, 2, 3].map((s) => ({ lora: [adapter(s)] })));
+    expect(readFileSync(model, "utf8")).toBe("weights-0");
+    expect(readdirSync(join(runDir, "models"))).toEqual(["step-000003.lora.gguf"]);
+    expect(
+      readdirSync(join(runDir, "checkpoints"))
+        .filter((f) => f.includes("gguf"))
+        .sort(),
+    ).toEqual(["step-000002.lora.gguf", "step-000003.lora.gguf"]);
+    expect(readFileSync(join(runDir, "checkpoints", "step-000002.lora.gguf"), "utf8")).toBe("weights-2");
+    expect(result).toMatchObject({ model, lora: adapter(3) });
+
+    const again: LearnerRequest[] = [];
+    await runTraining(config(runDir, { eval: undefined, steps: 4, learner: { lora } }), { ...opts, resume: true, learner: fakeLearner(again) });
+    const resumed = join(runDir, "checkpoints", "step-000003.lora.gguf");
+    expect(loads.at(-1)).toEqual({ model, lora: [resumed] });
+    expect(again.map((r) => [r.step, r.model, r.loraIn])).toEqual([[4, model, resumed]]);
+    expect(policies.at(-1)!.reloads).toEqual([{ lora: [adapter(4)] }]);
+    expect(existsSync(resumed)).toBe(true);
+
+    await expect(runTraining(config(runDir, { eval: undefined, steps: 5 }), { ...opts, resume: true, learner: fakeLearner([]) })).rejects.toThrow(
+      /LoRA adapter; resume it with `learner.lora`/,
+    );
+  });
+
   it("trains SFT on traces with the injected <result> text masked out", async () => {
     const runDir = join(fx.dir, "run-sft");
     const traces = join(fx.dir, "traces.jsonl");
@@ -244,6 +291,39 @@ describe("training helpers", () => {
     expect(flag("--device")).toBe("cpu");
     expect(args).toContain("--mask-truncated");
     expect(args.at(-1)).toBe("--shuffle");
+  });
+
+  it("passes a LoRA run's base model and adapters to the learner, never a whole-model output, master weights or reference", () => {
+    const c = config(join(fx.dir, "x"), { klBeta: 0.01, learner: { lora: { rank: 8, targets: "all" } } });
+    const req = {
+      mode: "grpo" as const,
+      model,
+      experience: "e.jsonl",
+      metricsFile: "m.json",
+      logFile: "l",
+      optimizerState: "o.pt",
+      master: "master.pt",
+      ref: "r.gguf",
+      config: c,
+    };
+    const first = learnerArgs({ ...req, step: 1, out: "step-1.lora.gguf" });
+    const later = learnerArgs({ ...req, step: 2, out: "step-2.lora.gguf", loraIn: "step-1.lora.gguf" });
+    for (const args of [first, later]) {
+      const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
+      expect(flag("--model")).toBe(model);
+      expect(flag("--kl-beta")).toBe("0.01");
+      expect(flag("--lora-out-type")).toBe("f32");
+      for (const absent of ["--out", "--master", "--ref"]) expect(args).not.toContain(absent);
+    }
+    const flag = (args: string[], name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+    expect([flag(first, "--lora-rank"), flag(first, "--lora-alpha"), flag(first, "--lora-targets"), flag(first, "--lora-in")]).toEqual([
+      "8",
+      "16",
+      "all",
+      undefined,
+    ]);
+    expect(flag(first, "--lora-out")).toBe("step-1.lora.gguf");
+    expect([flag(later, "--lora-in"), flag(later, "--lora-out"), flag(later, "--lora-rank")]).toEqual(["step-1.lora.gguf", "step-2.lora.gguf", undefined]);
   });
 
   it("fails with LEARNER_FAILED and the install hint when the learner package is missing", async () => {

@@ -1,6 +1,7 @@
 /**
  * End to end: `reex train grpo` for 2 steps with the tiny random GGUF on the example databases,
  * through the real llama.cpp policy and the real Python learner; then `--resume` to a third step.
+ * The same for a LoRA adapter on the unchanged tiny model, and `reex train sft`.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -115,6 +116,65 @@ describe("reex train (end to end)", () => {
     const learnerLog = readFileSync(join(runDir, "learner", "step-000003.log"), "utf8");
     expect(learnerLog).toContain(join(runDir, "checkpoints", "step-000002.gguf"));
   });
+
+  it.skipIf(skip)(
+    skip
+      ? name.replace("grpo", "grpo with learner.lora")
+      : "reex train grpo with learner.lora: each step writes an adapter, the next continues from it, and the base file stays as it was",
+    { timeout: 300_000 },
+    async () => {
+      const model = await ensureTestModel();
+      const baseBytes = readFileSync(model);
+      const examples = join(dir, "examples-lora");
+      await buildExamples(examples);
+      const configFile = join(dir, "grpo-lora.json");
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          model,
+          runDir: "run-lora",
+          data: { dataset: join(examples, QUESTIONS_FILE), dbRoot: join(examples, "databases"), limit: 6 },
+          steps: 2,
+          questionsPerStep: 2,
+          groupSize: 2,
+          maxTokens: 24,
+          maxInteractions: 2,
+          learningRate: 1e-3,
+          klBeta: 0.01,
+          checkpointEvery: 1,
+          rolloutConcurrency: 2,
+          policy: { gpu: "cpu", contextSize: 4096, sequences: 4, threads: 1 },
+          learner: { python: PYTHON, device: "cpu", timeoutMs: 120_000, lora: { rank: 4 } },
+        }),
+      );
+      const out: string[] = [];
+      vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void out.push(a.join(" ")));
+      vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+      expect(await run(["grpo", "--config", configFile, "--quiet"])).toBe(0);
+      const runDir = join(dir, "run-lora");
+      const adapter = (step: number): string => join(runDir, "checkpoints", `step-00000${step}.lora.gguf`);
+      for (const step of [1, 2]) {
+        const bytes = readFileSync(adapter(step));
+        expect(bytes.subarray(0, 4).toString()).toBe("GGUF");
+        expect(bytes.includes("adapter.lora.alpha")).toBe(true);
+      }
+      expect(readFileSync(model).equals(baseBytes)).toBe(true);
+      expect(readdirSync(join(runDir, "models"))).toEqual(["step-000002.lora.gguf"]);
+      expect(out.join("\n")).toContain(`lora: ${join(runDir, "models", "step-000002.lora.gguf")}`);
+      const log2 = readFileSync(join(runDir, "learner", "step-000002.log"), "utf8");
+      expect(log2).toContain(`--lora-in ${join(runDir, "models", "step-000001.lora.gguf")}`);
+      expect(log2).not.toMatch(/ --(out|master|ref) /);
+      const rows = readMetrics(join(runDir, "metrics.jsonl"));
+      expect(rows.map((r) => r.step)).toEqual([1, 2]);
+      for (const r of rows) {
+        expect(r.learner.lora).toMatchObject({ rank: 4, alpha: 8 });
+        expect(typeof r.kl).toBe("number");
+        // step 2 sampled from base + adapter in llama.cpp; the learner scores the same tokens alike
+        expect(r.old_logprob_abs_diff).toBeGreaterThanOrEqual(0);
+        expect(r.old_logprob_abs_diff).toBeLessThan(0.01);
+      }
+    },
+  );
 
   it.skipIf(skip)(
     skip ? name.replace("grpo", "sft") : "reex train sft: the learner's new weights differ from the initial ones and the next step starts from them",
