@@ -7,4 +7,4 @@ export { encodeResponse, openTokenizer, pretokenize, readJsonl, splitResponse, t
 export { starterGrpoConfig } from "./grpo.js";
 export { ggufInfo, runSft, sftArgs, type SftEvent } from "./train.js";
 export { countWords, learnMergesFast, trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
-export { corpusTexts, EVAL_FILES, heldOutSample, REAL_EVAL_FILES, REPORT_FILE } from "./work-files.js";
+export { corpusTexts, EVAL_FILES, REAL_EVAL_FILES, REPORT_FILE } from "./work-files.js";

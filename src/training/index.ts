@@ -1,4 +1,4 @@
-/** Training: rewards (every preset of docs/training.md "Rewards"), advantages, rollout groups, the experience format, the learner bridge and the `reex train` loop. */
+/** Training: rewards (every preset of docs/training.md "Rewards"), advantages, rollout groups, the experience format, the learner bridge, the `reex train` loop and the GRPO pre-flight. */
 export {
   REWARD_PRESETS,
   REWARD_TEMPLATES,
@@ -16,3 +16,4 @@ export type { MetricsRow } from "./report.js";
 export { listCheckpoints } from "./checkpoints.js";
 export { learnerEnv } from "./learner.js";
 export { runTraining, type TrainResult } from "./loop.js";
+export { runPreflight } from "./preflight.js";

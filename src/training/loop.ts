@@ -17,7 +17,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { familyFor, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
-import { createDecoder, createPromptBuilder } from "../decoding/index.js";
+import { createDecoder, createPromptBuilder, type PromptFor } from "../decoding/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressBar, type ProgressStream } from "../eval/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
@@ -33,7 +33,7 @@ import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
 import { assignAdvantages, isInformative, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
 import { readMetrics, writeTrainingReport, type MetricsRow, type ReportInfo } from "./report.js";
-import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec, type RewardBreakdown } from "./rewards.js";
+import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec, type ResolvedRewardSpec, type RewardBreakdown, type RewardEnv } from "./rewards.js";
 
 /** How {@link runTraining} runs; everything but `mode` has a working default. */
 export interface TrainOptions {
@@ -95,7 +95,8 @@ function meanOfKeys(maps: readonly Record<string, number>[]): Record<string, num
   return Object.fromEntries([...sums].map(([k, e]) => [k, e.s / e.n]));
 }
 
-async function defaultPolicy(model: string, config: TrainConfig, lora: string[]): Promise<Policy> {
+/** The rollout policy of the config's `policy` section: `model` with the `lora` adapters on it. */
+export async function defaultPolicy(model: string, config: TrainConfig, lora: string[]): Promise<Policy> {
   return createLlamaPolicy({
     model,
     ...(lora.length > 0 ? { lora } : {}),
@@ -165,7 +166,7 @@ async function openRunFolder(config: TrainConfig, options: TrainOptions, log: (l
 }
 
 /** What the HTML report says about the run's settings. */
-function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ReturnType<typeof resolveRewardSpec>, rule: string): ReportInfo {
+function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ResolvedRewardSpec, rule: string): ReportInfo {
   return {
     mode,
     runDir: config.runDir,
@@ -204,24 +205,30 @@ interface TrainingData {
   heldout: { items: EvalItem[]; layout: "bird" | "spider" } | undefined;
 }
 
+/** The GRPO questions of the config's `data` (its `offset` and `limit` applied), gold SQL not yet run; DATASET_INVALID when none. */
+export function trainingQuestions(config: TrainConfig): TrainingQuestion[] {
+  const data = config.data;
+  if (!data) throw new ReexError("CONFIG_INVALID", "grpo training needs `data` (dataset and dbRoot)");
+  const ds = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout });
+  const questions = ds.items.slice(data.offset, data.limit ? data.offset + data.limit : undefined).map((it) => ({
+    questionId: it.questionId,
+    dbPath: it.dbPath,
+    ...(it.dbPath2 ? { dbPath2: it.dbPath2 } : {}),
+    question: it.question,
+    ...(it.evidence ? { evidence: it.evidence } : {}),
+    goldSql: it.goldSql,
+  }));
+  if (questions.length === 0) throw new ReexError("DATASET_INVALID", `${data.dataset}: no training questions`);
+  return questions;
+}
+
 /** Loads the run's data before the model, so a bad file fails first. */
 async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: Executor, goldCache: GoldCache): Promise<TrainingData> {
   let questions: TrainingQuestion[] = [];
   let traces: SftTrace[] = [];
   if (mode === "grpo") {
-    const data = config.data!;
-    const ds = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout });
-    const items = ds.items.slice(data.offset, data.limit ? data.offset + data.limit : undefined);
-    questions = items.map((it) => ({
-      questionId: it.questionId,
-      dbPath: it.dbPath,
-      ...(it.dbPath2 ? { dbPath2: it.dbPath2 } : {}),
-      question: it.question,
-      ...(it.evidence ? { evidence: it.evidence } : {}),
-      goldSql: it.goldSql,
-    }));
-    if (questions.length === 0) throw new ReexError("DATASET_INVALID", `${data.dataset}: no training questions`);
-    await checkGold(questions, executor, goldCache, config.reward.timeoutMs, data.dataset);
+    questions = trainingQuestions(config);
+    await checkGold(questions, executor, goldCache, config.reward.timeoutMs, config.data!.dataset);
   } else {
     const file = config.sft!.traces;
     let text: string;
@@ -395,10 +402,15 @@ function stepRow(step: number, mode: TrainMode, seconds: number, ex: number | nu
 }
 
 /** Samples one question's group of rollouts. */
-type GroupSampler = (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>;
+export type GroupSampler = (q: TrainingQuestion, groupSize: number, seed: number) => Promise<RolloutGroup>;
+
+/** The reward spec of the config's `reward` section. */
+export function rewardSpecOf(config: TrainConfig): ResolvedRewardSpec {
+  return resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
+}
 
 /** The rollout-group settings the training config fixes for every group of the run. */
-function groupSettings(config: TrainConfig, family: PromptFamily, reward: ReturnType<typeof resolveRewardSpec>, signal: AbortSignal | undefined) {
+function groupSettings(config: TrainConfig, family: PromptFamily, reward: ResolvedRewardSpec, signal: AbortSignal | undefined) {
   return {
     temperature: config.temperature,
     maxInteractions: config.maxInteractions,
@@ -411,6 +423,56 @@ function groupSettings(config: TrainConfig, family: PromptFamily, reward: Return
     reward,
     ...(signal ? { signal } : {}),
   };
+}
+
+/** What a run's groups are sampled with besides the config. */
+export interface GroupDeps {
+  policy: Policy;
+  executor: Executor;
+  promptFor: PromptFor;
+  profile: ModelProfile;
+  family: PromptFamily;
+  reward: ResolvedRewardSpec;
+  rewardEnv: RewardEnv;
+  signal: AbortSignal | undefined;
+}
+
+/** Samples groups as `reex train grpo` does: {@link runGroup} with the config's group settings. */
+export function groupSampler(config: TrainConfig, deps: GroupDeps): GroupSampler {
+  return (q, groupSize, seed) =>
+    runGroup(q, {
+      ...groupSettings(config, deps.family, deps.reward, deps.signal),
+      policy: deps.policy,
+      executor: deps.executor,
+      promptFor: deps.promptFor,
+      profile: deps.profile,
+      groupSize,
+      seed,
+      rewardEnv: deps.rewardEnv,
+    });
+}
+
+/** The decoder of the run's held-out evaluation: the policy's own answers (no final retries, unconstrained) at the config's rollout limits. */
+export function heldoutDecoder(
+  config: TrainConfig,
+  deps: { policy: Policy; executor: Executor; indexDir: string; profile: string; family: PromptFamily },
+): ReturnType<typeof createDecoder> {
+  return createDecoder({
+    policy: deps.policy,
+    executor: deps.executor,
+    indexDir: deps.indexDir,
+    profile: deps.profile,
+    defaults: {
+      maxInteractions: config.maxInteractions,
+      maxTokens: config.maxTokens,
+      promptFamily: deps.family,
+      feedback: config.feedback,
+      feedbackRows: config.feedbackRows,
+      // the policy's own answers, as the runs recorded before serving retried failing finals and constrained the starter
+      finalRetries: 0,
+      constrained: "off",
+    },
+  });
 }
 
 /** Held-out evaluation during a run. */
@@ -433,22 +495,7 @@ function heldoutEvaluator(
   return {
     async evaluate(step) {
       if (!heldout || !config.eval) return null;
-      decoder ??= createDecoder({
-        policy: deps.policy,
-        executor: deps.executor,
-        indexDir: deps.indexDir,
-        profile: deps.profile,
-        defaults: {
-          maxInteractions: config.maxInteractions,
-          maxTokens: config.maxTokens,
-          promptFamily: deps.family,
-          feedback: config.feedback,
-          feedbackRows: config.feedbackRows,
-          // the policy's own answers, as the runs recorded before serving retried failing finals and constrained the starter
-          finalRetries: 0,
-          constrained: "off",
-        },
-      });
+      decoder ??= heldoutDecoder(config, deps);
       const run = await runEval({
         items: heldout.items,
         decode: decoder,
@@ -565,7 +612,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
   const executor =
     options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
   const learner = options.learner ?? createLearnerStep();
-  const spec = resolveRewardSpec({ ...config.reward, ...(config.reward.weights ? { weights: config.reward.weights } : {}) });
+  const spec = rewardSpecOf(config);
   const rule = config.reward.rule === "auto" ? (CORRECTNESS_FIRST_PRESETS.includes(spec.preset) ? "correctness-first" : "as-is") : config.reward.rule;
   const goldCache = new GoldCache();
   const rewardEnv = { executor, goldCache, timeoutMs: config.reward.timeoutMs };
@@ -595,17 +642,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(endOfTurnText(config.endOfTurn, current)) : [];
-    const sampleGroup: GroupSampler = (q, groupSize, seed) =>
-      runGroup(q, {
-        ...groupSettings(config, family, spec, signal),
-        policy: current,
-        executor,
-        promptFor: prompts.promptFor,
-        profile,
-        groupSize,
-        seed,
-        rewardEnv,
-      });
+    const sampleGroup = groupSampler(config, { policy: current, executor, promptFor: prompts.promptFor, profile, family, reward: spec, rewardEnv, signal });
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }

@@ -30,6 +30,7 @@ export {
   type ExperienceRecord,
 } from "./experience.js";
 export { assignAdvantages, collectStep, toExperienceRecord } from "./groups.js";
+export { summarisePreflight, type PreflightOutcome } from "./preflight.js";
 export { readMetrics } from "./report.js";
 export { latestCheckpoint } from "./checkpoints.js";
 export { createLearnerStep, learnerArgs, learnerDir, type LearnerRequest, type LearnerStep } from "./learner.js";

@@ -1,6 +1,6 @@
 /** The real test questions the pipeline holds out are drawn at random over the split, one database at a time, not the first of each. */
 import { describe, expect, it } from "vitest";
-import { heldOutSample } from "../../src/starter/testing.js";
+import { heldOutSample } from "../../src/starter/index.js";
 
 // 50 databases of 6 questions; each database's first question is the "easy" one
 const items = Array.from({ length: 300 }, (_, k) => ({ db_id: `t${Math.floor(k / 6)}`, rank: k % 6 }));

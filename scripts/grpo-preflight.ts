@@ -1,0 +1,122 @@
+/**
+ * The GRPO pre-flight of issue #61 (docs/training.md, "Two row draws"): before a long run, how many
+ * of the config's questions would give a group a contrast.
+ *
+ *   npx tsx scripts/grpo-preflight.ts --config FILE [--questions N] [--samples N] [--seed N] [--leave-out N] [--leave-out-seed S] [--out FILE]
+ *
+ * Draws N questions (seeded; default 16) from the config's `data`, after leaving out the `--leave-out`
+ * questions (default 400) `heldOutSample` draws from the whole file with `--leave-out-seed` (default
+ * "reex-eval:wikisql:1", the starter pipeline's draw of its 400 held-out WikiSQL questions); samples
+ * `--samples` rollouts of each (default the config's groupSize) as `reex train grpo` samples a group,
+ * and one greedy answer as the run's held-out evaluation decodes it; prints a line per question and the
+ * summary, and writes both as JSON to --out.
+ */
+import { writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { loadDataset } from "../src/eval/index.js";
+import { heldOutSample } from "../src/starter/index.js";
+import { loadTrainConfig, runPreflight } from "../src/training/index.js";
+
+const USAGE =
+  "usage: npx tsx scripts/grpo-preflight.ts --config FILE [--questions N] [--samples N] [--seed N] [--leave-out N] [--leave-out-seed S] [--out FILE]";
+
+interface Args {
+  config: string;
+  questions: number;
+  samples?: number;
+  seed?: number;
+  leaveOut: number;
+  leaveOutSeed: string;
+  out?: string;
+}
+
+function parse(argv: string[]): Args {
+  let config: string | undefined;
+  const args: Omit<Args, "config"> = { questions: 16, leaveOut: 400, leaveOutSeed: "reex-eval:wikisql:1" };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
+      return v;
+    };
+    const int = (min: number): number => {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < min) throw new Error(`${arg} must be an integer >= ${min}\n${USAGE}`);
+      return n;
+    };
+    if (arg === "--config") config = value();
+    else if (arg === "--questions") args.questions = int(1);
+    else if (arg === "--samples") args.samples = int(1);
+    else if (arg === "--seed") args.seed = int(0);
+    else if (arg === "--leave-out") args.leaveOut = int(0);
+    else if (arg === "--leave-out-seed") args.leaveOutSeed = value();
+    else if (arg === "--out") args.out = resolve(value());
+    else if (arg === "--help" || arg === "-h") {
+      console.log(USAGE);
+      process.exit(0);
+    } else throw new Error(`unknown argument ${arg}\n${USAGE}`);
+  }
+  if (!config) throw new Error(`--config is required\n${USAGE}`);
+  return { config: resolve(config), ...args };
+}
+
+const pct = (x: number | null): string => (x === null ? "–" : `${(x * 100).toFixed(1)}%`);
+
+async function main(): Promise<void> {
+  const args = parse(process.argv.slice(2));
+  const config = loadTrainConfig(args.config, "grpo");
+  const data = config.data!;
+  const items = loadDataset(data.dataset, { dbRoot: data.dbRoot, layout: data.layout }).items;
+  const keyed = items.map((it) => ({ db_id: it.dbId, id: String(it.questionId) }));
+  const exclude = new Set(heldOutSample(keyed, args.leaveOut, args.leaveOutSeed).map((k) => k.id));
+  console.log(
+    `pre-flight: ${config.model} on ${data.dataset}; left out ${exclude.size} (heldOutSample, seed "${args.leaveOutSeed}"); ${args.questions} questions × ${args.samples ?? config.groupSize} samples at T ${config.temperature} + greedy`,
+  );
+  const result = await runPreflight(config, {
+    questions: args.questions,
+    ...(args.samples !== undefined ? { samples: args.samples } : {}),
+    ...(args.seed !== undefined ? { seed: args.seed } : {}),
+    exclude,
+    onQuestion: (o, done, total) => {
+      const right = o.samples.filter((s) => s.correct).length;
+      const oneDraw = o.samples.filter((s) => s.draws && s.draws.first !== s.draws.second).length;
+      console.log(
+        `[${done}/${total}] question ${o.questionId}: ${right}/${o.samples.length} samples right, ${oneDraw} right on one draw only; greedy ${o.greedy.correct ? "right" : "wrong"}`,
+      );
+    },
+  });
+  const s = result.summary;
+  const count = (share: number | null): string => (share === null ? "" : ` (${Math.round(share * s.n)})`);
+  console.log(
+    [
+      `n                                  ${s.n} questions (of ${result.pool} after leaving out ${result.excluded}), ${s.sampled} sampled answers, profile ${result.profile}, ${result.seconds.toFixed(0)} s`,
+      `mixed outcomes                     ${pct(s.mixedShare)}${count(s.mixedShare)}`,
+      `greedy wrong, some sample right    ${pct(s.greedyWrongSampleRightShare)}${count(s.greedyWrongSampleRightShare)}`,
+      `mean pass rate                     ${pct(s.meanPassRate)}`,
+      `greedy EX                          ${pct(s.greedyEx)} (first draw alone ${pct(s.greedyExFirstDraw)})`,
+      `spurious rate                      ${pct(s.spuriousRate)} of sampled answers right on one draw only (${pct(s.spuriousOfFirstRight)} of those right on the first)`,
+    ].join("\n"),
+  );
+  if (args.out) {
+    const report = {
+      config: args.config,
+      model: config.model,
+      dataset: data.dataset,
+      temperature: config.temperature,
+      leftOut: { questions: result.excluded, rule: `heldOutSample(items, ${args.leaveOut}, "${args.leaveOutSeed}")` },
+      pool: result.pool,
+      profile: result.profile,
+      seconds: result.seconds,
+      summary: s,
+      outcomes: result.outcomes,
+    };
+    await writeFile(args.out, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`wrote ${args.out}`);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
