@@ -37,6 +37,7 @@ export {
   REWRITE_RULES,
   copyRewriteFields,
   describeRewrites,
+  REWRITES_OFF,
   rewriteSwitches,
   rewritesIn,
   type RewriteFields,

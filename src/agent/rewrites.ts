@@ -148,6 +148,9 @@ export function rewritesOn(switches: Partial<RewriteSwitches>): boolean {
   return rules.some((r) => switches[r.flag as keyof RewriteSwitches]);
 }
 
+/** Every rule switched off: how training rollouts run, and the trainer's held-out evaluation with them. */
+export const REWRITES_OFF: Readonly<RewriteSwitches> = Object.fromEntries(rules.map((r) => [r.flag, false])) as RewriteSwitches;
+
 /** The rules' switches read off `source` (the agent config, the decoder's defaults). */
 export function rewriteSwitches(source: RewriteSwitches): RewriteSwitches {
   return Object.fromEntries(rules.map((r) => [r.flag, source[r.flag as keyof RewriteSwitches]])) as RewriteSwitches;

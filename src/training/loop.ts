@@ -16,7 +16,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { familyFor, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
+import { REWRITES_OFF, familyFor, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { createDecoder, createPromptBuilder, type PromptFor } from "../decoding/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressBar, type ProgressStream } from "../eval/index.js";
@@ -452,7 +452,7 @@ export function groupSampler(config: TrainConfig, deps: GroupDeps): GroupSampler
     });
 }
 
-/** The decoder of the run's held-out evaluation: the policy's own answers (no final retries, unconstrained) at the config's rollout limits. */
+/** The decoder of the run's held-out evaluation: the policy's own answers as the rollouts decode them (no final retries, unconstrained, no server rewrites) at the config's rollout limits. */
 export function heldoutDecoder(
   config: TrainConfig,
   deps: { policy: Policy; executor: Executor; indexDir: string; profile: string; family: PromptFamily },
@@ -468,9 +468,10 @@ export function heldoutDecoder(
       promptFamily: deps.family,
       feedback: config.feedback,
       feedbackRows: config.feedbackRows,
-      // the policy's own answers, as the runs recorded before serving retried failing finals and constrained the starter
+      // the policy's own answers, as the rollouts decode: no final retries, no grammar, no server rewrites
       finalRetries: 0,
       constrained: "off",
+      ...REWRITES_OFF,
     },
   });
 }

@@ -31,6 +31,7 @@ export {
 } from "./experience.js";
 export { assignAdvantages, collectStep, toExperienceRecord } from "./groups.js";
 export { summarisePreflight, type PreflightOutcome } from "./preflight.js";
+export { heldoutDecoder } from "./loop.js";
 export { readMetrics } from "./report.js";
 export { latestCheckpoint } from "./checkpoints.js";
 export { createLearnerStep, learnerArgs, learnerDir, type LearnerRequest, type LearnerStep } from "./learner.js";
