@@ -17,7 +17,7 @@ STAMP=$VENV/.reex-hf-pins
 fail() { echo "install-hf-deps: FAILED: $*" >&2; exit 1; }
 
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$PINS" ]; then
-  echo "install-hf-deps: present at $VENV ($PINS)"
+  echo "install-hf-deps: present ($PINS): $VENV/bin/python"
   exit 0
 fi
 t0=$(date +%s)
@@ -40,9 +40,8 @@ fi
 echo "install-hf-deps: pip install $PINS${PIP_FIND_LINKS:+ (find-links: $PIP_FIND_LINKS)}"
 # shellcheck disable=SC2086 # PINS is a word list
 if ! log=$(PIP_ROOT_USER_ACTION=ignore "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --quiet $PINS 2>&1); then
-  echo "$log" | tail -n 20 >&2
-  fail "pip could not install $PINS into $VENV (is the package index reachable? enough disk for ~6 GB?)"
+  fail "pip could not install into $VENV (package index unreachable? ~6 GB of disk?): $(echo "$log" | grep -v '^\s*$' | tail -n 1)"
 fi
 "$VENV/bin/python" -c 'import torch, transformers, peft, trl, pytest' 2>/dev/null || fail "the venv at $VENV does not import torch/transformers/peft/trl/pytest after pip install"
 echo "$PINS" >"$STAMP"
-echo "install-hf-deps: installed in $(($(date +%s) - t0)) s at $VENV ($(du -sh "$VENV" 2>/dev/null | cut -f1))"
+echo "install-hf-deps: installed in $(($(date +%s) - t0)) s, $(du -sh "$VENV" 2>/dev/null | cut -f1): $VENV/bin/python"

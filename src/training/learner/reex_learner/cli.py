@@ -81,7 +81,7 @@ def cmd_step(args: argparse.Namespace) -> int:
         ref = BaseView(policy)  # KL to the base: the same weights with the adapter switched off
     rollouts = read_experience(args.experience)
     _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
-    cfg = step_config_from_args(args, dtype, args.kl_beta)
+    cfg = step_config_from_args(args, dtype, args.kl_beta, share_prefix=args.share_prefix, pack_tokens=args.pack_tokens)
     load_s = time.time() - t0
     metrics: dict[str, Any] = train_step(policy, rollouts, cfg, ref=ref)
     t1 = time.time()
@@ -184,6 +184,28 @@ def cmd_hf_step(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_guard_args(p: argparse.ArgumentParser) -> None:
+    """Warm-up, the old-log-prob guard and the split-half diagnostic: the same on `step` and `hf-step`."""
+    p.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        help="linear lr warm-up over this many optimizer steps, counted across processes through --optimizer-state (0 = off)",
+    )
+    p.add_argument(
+        "--max-old-logprob-diff",
+        type=float,
+        default=0.0,
+        help="fail (exit 4, no update) when the mean |logp - old_logp| of the first mini-batch exceeds this (0 = off)",
+    )
+    p.add_argument(
+        "--split-half",
+        type=int,
+        default=0,
+        help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)",
+    )
+
+
 def add_hf_step_parser(sub: Any) -> argparse.ArgumentParser:
     h = sub.add_parser(
         "hf-step",
@@ -213,6 +235,7 @@ def add_hf_step_parser(sub: Any) -> argparse.ArgumentParser:
     h.add_argument("--shuffle", action="store_true", help="shuffle rollouts between epochs")
     h.add_argument("--seed", type=int, default=0)
     h.add_argument("--optimizer-state", help="AdamW state file for the LoRA parameters: loaded if present, saved after the step")
+    add_guard_args(h)
     h.add_argument("--lora-r", type=int, default=16, help="rank of a fresh adapter")
     h.add_argument("--lora-alpha", type=float, default=32.0, help="alpha of a fresh adapter (llama.cpp scales by alpha/r too)")
     h.add_argument("--lora-targets", default="q_proj,k_proj,v_proj,o_proj", help="comma-separated module names of a fresh adapter")
@@ -290,24 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--master",
         help="float32 master weights carried across steps: loaded instead of --model's (rounded) weights if the file exists and --model is their export, saved after the step",
     )
-    s.add_argument(
-        "--warmup-steps",
-        type=int,
-        default=0,
-        help="linear lr warm-up over this many optimizer steps, counted across processes through --optimizer-state (0 = off)",
-    )
-    s.add_argument(
-        "--max-old-logprob-diff",
-        type=float,
-        default=0.0,
-        help="fail (exit 4, no update) when the mean |logp - old_logp| of the first mini-batch exceeds this (0 = off)",
-    )
-    s.add_argument(
-        "--split-half",
-        type=int,
-        default=0,
-        help="report the agreement of the gradients of this many random half-splits of the groups (0 = off; costs 2 backward passes per split)",
-    )
+    add_guard_args(s)
     s.add_argument("--metrics", help="also write the metrics JSON here")
     add_lora_args(s)
     s.set_defaults(func=cmd_step)

@@ -494,6 +494,26 @@ def warmup_lr(cfg: StepConfig, done: int) -> float:
     return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
 
 
+def apply_warmup_lr(opt: torch.optim.Optimizer, cfg: StepConfig) -> float:
+    """Sets the learning rate of the optimizer step about to be taken (``warmup_lr``) and returns it."""
+    lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
+    for g in opt.param_groups:
+        g["lr"] = lr_now
+    return lr_now
+
+
+def check_old_logprob_diff(cfg: StepConfig, diff_sum: float, diff_n: float) -> None:
+    """The ``--max-old-logprob-diff`` guard, run after the first mini-batch's forward passes and
+    before its optimizer step: raises OldLogprobMismatch when the mean |logp - old_logp| over its
+    ``diff_n`` loss tokens (summing to ``diff_sum``) exceeds the limit."""
+    if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
+        raise OldLogprobMismatch(
+            f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
+            f"above --max-old-logprob-diff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
+            "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
+        )
+
+
 def save_optimizer_state(opt: torch.optim.Optimizer, path: str | None) -> None:
     if not path:
         return
@@ -671,8 +691,22 @@ def step_metrics(
     }
 
 
-def step_config_from_args(args: Any, compute_dtype: torch.dtype | None, kl_beta: float) -> StepConfig:
-    """A StepConfig from the ``step``/``hf-step`` command-line arguments (same names on both)."""
+def loop_diagnostics(opt: torch.optim.Optimizer, lrs: Sequence[float], packed: bool, computed_tokens: int, agreement: dict[str, Any] | None) -> dict[str, Any]:
+    """The metrics a training loop adds to ``step_metrics`` (both ``train_step`` and ``hf_lora.train_lora_step``)."""
+    out: dict[str, Any] = {
+        "shared_prefix": packed,
+        "computed_tokens": computed_tokens,
+        "lr_applied": list(lrs),
+        "optimizer_steps_total": optimizer_steps_done(opt),
+    }
+    if agreement is not None:
+        out["split_half"] = agreement
+    return out
+
+
+def step_config_from_args(args: Any, compute_dtype: torch.dtype | None, kl_beta: float, **extra: Any) -> StepConfig:
+    """A StepConfig from the command-line arguments that ``step`` and ``hf-step`` both define (same
+    names); ``extra``: fields from flags only one of them has (``step``'s --share-prefix, --pack-tokens)."""
     return StepConfig(
         mode=args.mode,
         lr=args.lr,
@@ -692,11 +726,10 @@ def step_config_from_args(args: Any, compute_dtype: torch.dtype | None, kl_beta:
         seed=args.seed,
         optimizer_state=args.optimizer_state,
         compute_dtype=compute_dtype,
-        share_prefix=bool(getattr(args, "share_prefix", False)),
-        pack_tokens=int(getattr(args, "pack_tokens", 2048)),
-        warmup_steps=int(getattr(args, "warmup_steps", 0) or 0),
-        max_old_logprob_diff=float(getattr(args, "max_old_logprob_diff", 0.0) or 0.0),
-        split_half=int(getattr(args, "split_half", 0) or 0),
+        warmup_steps=args.warmup_steps,
+        max_old_logprob_diff=args.max_old_logprob_diff,
+        split_half=args.split_half,
+        **extra,
     )
 
 
@@ -773,16 +806,9 @@ def train_step(
                 (scaler.scale(loss) if scaler is not None else loss).backward()
                 step_loss += float(loss)
                 ratio_min, ratio_max = accumulate_micro_stats(sums, stats, lp, ent, b, float(b.mask.sum()), cfg.mode, ratio_min, ratio_max)
-            if epoch == 0 and mi == 0 and cfg.max_old_logprob_diff > 0 and first_diff_n and first_diff_sum / first_diff_n > cfg.max_old_logprob_diff:
-                raise OldLogprobMismatch(
-                    f"mean |logp - old_logp| over the first mini-batch's {int(first_diff_n)} loss tokens is {first_diff_sum / first_diff_n:.4g}, "
-                    f"above --max-old-logprob-diff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
-                    "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
-                )
-            lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
-            for g in opt.param_groups:
-                g["lr"] = lr_now
-            lrs.append(lr_now)
+            if epoch == 0 and mi == 0:
+                check_old_logprob_diff(cfg, first_diff_sum, first_diff_n)
+            lrs.append(apply_warmup_lr(opt, cfg))
             grad_norms.append(optimizer_step(opt, params, scaler, cfg.max_grad_norm))
             step_losses.append(step_loss)
             steps += 1
@@ -790,10 +816,5 @@ def train_step(
     metrics = step_metrics(
         cfg, rollouts, sums, step_losses, ratio_min, ratio_max, grad_norms, first_diff_sum, first_diff_n, steps, resumed, ref is not None, time.time() - t0
     )
-    metrics["shared_prefix"] = packed
-    metrics["computed_tokens"] = computed_tokens
-    metrics["lr_applied"] = lrs
-    metrics["optimizer_steps_total"] = optimizer_steps_done(opt)
-    if agreement is not None:
-        metrics["split_half"] = agreement
+    metrics.update(loop_diagnostics(opt, lrs, packed, computed_tokens, agreement))
     return metrics

@@ -14,7 +14,9 @@
 * The KL reference is the base model itself with the adapter switched off (peft's
   ``disable_adapter()`` context): no second copy of the weights. ``--ref-free`` drops it.
 * AdamW over the LoRA parameters only (kept in float32 whatever ``--dtype`` the base is loaded in),
-  gradient-norm clipping, micro-batch accumulation, mini-batches and epochs as in ``grpo``.
+  gradient-norm clipping, micro-batch accumulation, mini-batches and epochs as in ``grpo``; warm-up,
+  the old-log-prob guard and the split-half diagnostic are grpo's own functions, and the metrics
+  (``grpo.step_metrics`` + ``grpo.loop_diagnostics``) have every key ``grpo.train_step`` reports.
 * Multi-GPU: under torchrun / ``accelerate launch`` (``WORLD_SIZE > 1``) every rank reads the whole
   file (advantages are computed over all of it), takes its share of each optimizer mini-batch
   (``shard_rollouts``), and DistributedDataParallel all-reduces the LoRA gradients once per optimizer
@@ -48,24 +50,28 @@ from .grpo import (
     StepConfig,
     _chunks,
     accumulate_micro_stats,
+    apply_warmup_lr,
+    check_old_logprob_diff,
     collate,
     compute_advantages,
     fill_old_logprobs,
     load_optimizer_state,
+    loop_diagnostics,
     make_optimizer,
     micro_batch_loss,
     needs_old_logprobs,
     optimizer_step,
     save_optimizer_state,
     sequence_logprobs,
+    split_half_agreement,
     step_metrics,
 )
 from .grpo import step_config_from_args as grpo_step_config_from_args
 from .llama_cpp_paths import llama_cpp_candidates
 
 HF_IMPORT_HINT = (
-    "path (b) needs transformers and peft: pip install 'transformers>=4.40' 'peft>=0.10' safetensors "
-    "(and accelerate for `accelerate launch`; a CUDA build of PyTorch >= 2.1 for GPUs). "
+    "path (b) needs transformers and peft: pip install transformers==4.50.3 peft==0.14.0 (the tested pins; "
+    "`bash scripts/install-hf-deps.sh` makes a venv with them, torch 2.5.1 and trl 0.16.1, and prints its python). "
     "The GGUF path (`python3 -m reex_learner step`) needs neither."
 )
 
@@ -256,8 +262,11 @@ def train_lora_step(
     """``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts`` updating the trainable parameters of
     ``model`` (the LoRA adapter); the reference for the KL term / ``kl`` metric is ``model`` inside
     ``model.disable_adapter()`` unless ``ref_free``. With ``dist_info.enabled``, ``ddp_model`` is
-    ``model`` wrapped in DDP and the process group is initialised. Returns the same metrics as
-    ``grpo.train_step`` (reduced over ranks) plus ``world_size`` and ``trainable_params``."""
+    ``model`` wrapped in DDP and the process group is initialised. Warm-up (``cfg.warmup_steps``),
+    the old-log-prob guard (``cfg.max_old_logprob_diff``, on the first mini-batch's mean over all
+    ranks, before any update) and the split-half diagnostic (one process only) are grpo's own
+    functions. Returns the same metrics as ``grpo.train_step`` (reduced over ranks) plus
+    ``world_size`` and ``trainable_params``."""
     t0 = time.time()
     if cfg.mode not in ("grpo", "sft"):
         raise ValueError(f"mode must be grpo|sft, got {cfg.mode!r}")
@@ -265,6 +274,8 @@ def train_lora_step(
         raise ValueError("distributed run without a DDP-wrapped model")
     if ref_free and cfg.kl_beta and cfg.mode == "grpo":
         raise ValueError("--ref-free has no reference: --kl-beta must be 0")
+    if dist_info.enabled and cfg.split_half > 0:
+        raise ValueError("--split-half runs in one process only (not under torchrun / accelerate launch)")
     W = dist_info.world_size
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
@@ -288,7 +299,10 @@ def train_lora_step(
     scaler = torch.cuda.amp.GradScaler() if use_scaler else None
 
     _fill_missing_old_logprobs(plain_view, rollouts, cfg, device, dist_info)
+    agreement = split_half_agreement(plain_view, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
     model.train()
+    lrs: list[float] = []
+    computed_tokens = 0
 
     sums = {k: 0.0 for k in STAT_KEYS}
     step_losses: list[float] = []
@@ -330,17 +344,22 @@ def train_lora_step(
                     scaled = loss * W if dist_info.enabled else loss  # DDP averages; we want the sum
                     (scaler.scale(scaled) if scaler is not None else scaled).backward()
                 step_loss += float(loss)
+                computed_tokens += sum(b.lengths) if n > 0 else 0
                 ratio_min, ratio_max = accumulate_micro_stats(sums, stats, lp, ent, b, n, cfg.mode, ratio_min, ratio_max)
+            if epoch == 0 and mi == 0:  # the guard sees every rank's tokens, so all ranks stop together
+                first_diff_sum, first_diff_n = _all_reduce([first_diff_sum, first_diff_n], dist_info, "sum", comm)
+                check_old_logprob_diff(cfg, first_diff_sum, first_diff_n)
+            lrs.append(apply_warmup_lr(opt, cfg))
             grad_norms.append(optimizer_step(opt, params, scaler, cfg.max_grad_norm))
             step_losses.append(step_loss)
             steps += 1
     save_optimizer_state(opt, cfg.optimizer_state if dist_info.is_main else None)
 
     keys = list(sums)
-    red = _all_reduce([sums[k] for k in keys] + step_losses + [first_diff_sum, first_diff_n], dist_info, "sum", comm)
+    red = _all_reduce([sums[k] for k in keys] + step_losses + [computed_tokens], dist_info, "sum", comm)
     sums = dict(zip(keys, red[: len(keys)], strict=True))
     step_losses = red[len(keys) : len(keys) + len(step_losses)]
-    first_diff_sum, first_diff_n = red[-2], red[-1]
+    computed_tokens = int(red[-1])
     ratio_min = _all_reduce([ratio_min], dist_info, "min", comm)[0]
     ratio_max = _all_reduce([ratio_max], dist_info, "max", comm)[0]
 
@@ -361,6 +380,7 @@ def train_lora_step(
     )
     return {
         **metrics,
+        **loop_diagnostics(opt, lrs, False, computed_tokens, agreement),
         "world_size": W,
         "trainable_params": int(sum(p.numel() for p in trainable)),
         "ref": None if ref_view is None else "base (adapter disabled)",

@@ -1,13 +1,15 @@
 """Path (b), Hugging Face + LoRA (reex_learner/hf_lora.py).
 
-Without transformers/peft (this machine): the guarded import and its message, the hf-step argument
-parsing, record sharding by rank, that the loss is grpo's own function, and the training loop
-itself -- driven by a toy causal LM with a LoRA-style adapter and a ``disable_adapter()`` context --
-checked against ``grpo.train_step`` (same update, same metrics) and, under torch.distributed (gloo,
-2 and 3 CPU processes), against the single-process gradient.
+Without transformers/peft (Debian's /usr/bin/python3, `npm run test:learner`): the guarded import and
+its message, the hf-step argument parsing (every flag the code reads is defined), record sharding by
+rank, that the loss is grpo's own function, and the training loop itself -- driven by a toy causal LM
+with a LoRA-style adapter and a ``disable_adapter()`` context -- checked against ``grpo.train_step``
+(same update, same metrics, warm-up, old-log-prob guard and split-half included) and, under
+torch.distributed (gloo, 2 and 3 CPU processes), against the single-process gradient.
 
-With transformers + peft installed, the tests at the end load a randomly initialised tiny Llama
-through the real code path; without them they are SKIPPED with the reason
+With transformers + peft (the HF venv of scripts/install-hf-deps.sh, `npm run test:learner-hf`), the
+tests at the end run hf-step (GRPO, SFT, the guard, GGUF export) on randomly initialised tiny Llama
+and Gemma 3 checkpoints built from a config; without them they are SKIPPED with the reason
 "transformers/peft not installed: real-model path (b) tests not run" (pytest -rs shows it).
 scripts/gpu-check-hf-lora.sh is the same check for a GPU machine.
 """
@@ -47,7 +49,7 @@ from reex_learner.hf_lora import (
     train_lora_step,
 )
 
-HF_SKIP_REASON = "transformers/peft not installed: real-model path (b) tests not run (see scripts/gpu-check-hf-lora.sh)"
+HF_SKIP_REASON = "transformers/peft not installed: real-model path (b) tests not run (bash scripts/install-hf-deps.sh; npm run test:learner-hf)"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -132,8 +134,9 @@ def test_hf_step_arguments():
     a = build_parser().parse_args(["hf-step", "--base", "B", "--experience", "E", "--adapter-out", "O"])
     assert (a.adapter_in, a.gguf_out, a.ref_free, a.lr, a.clip, a.dtype, a.device) == (None, None, False, 2e-6, 0.2, "bf16", "auto")
     assert (a.lora_r, a.lora_alpha, a.micro_batch, a.mini_batch, a.mode) == (16, 32.0, 1, 0, "grpo")
-    cfg = step_config_from_args(a, torch.bfloat16)
+    cfg = step_config_from_args(a, torch.bfloat16)  # reads the flags directly: each must be defined
     assert cfg.kl_beta == 0.001 and cfg.compute_dtype == torch.bfloat16 and cfg.max_grad_norm == 1.0
+    assert (cfg.warmup_steps, cfg.max_old_logprob_diff, cfg.split_half, cfg.share_prefix) == (0, 0.0, 0, False)
     lora = lora_settings_from_args(a)
     assert lora.targets == ("q_proj", "k_proj", "v_proj", "o_proj") and lora.r == 16 and lora.dropout == 0.0
 
@@ -167,10 +170,17 @@ def test_hf_step_arguments():
             "2",
             "--mini-batch",
             "8",
+            "--warmup-steps",
+            "5",
+            "--max-old-logprob-diff",
+            "0.25",
+            "--split-half",
+            "3",
         ]
     )
     cfg = step_config_from_args(a, None)
     assert cfg.kl_beta == 0.0 and cfg.lr == 1e-5 and cfg.micro_batch == 2 and cfg.mini_batch == 8
+    assert (cfg.warmup_steps, cfg.max_old_logprob_diff, cfg.split_half) == (5, 0.25, 3)
     assert lora_settings_from_args(a).targets == ("q_proj", "v_proj", "gate_proj")
     assert (a.adapter_in, a.gguf_out, a.device) == ("A", "x.gguf", "cuda")
 
@@ -240,10 +250,12 @@ def test_the_loss_function_is_grpos():
         dict(kl_beta=0.0, micro_batch=3, mini_batch=4, epochs=2, loss_agg="seq-mean-token-mean", clip_high=0.3),
         dict(mode="sft", micro_batch=2),
         dict(kl_beta=0.02, micro_batch=1, mini_batch=3, shuffle=True, epochs=2, max_grad_norm=0.0, advantage="group"),
+        dict(kl_beta=0.05, micro_batch=2, mini_batch=2, warmup_steps=3, max_old_logprob_diff=5.0, split_half=2),
     ],
 )
 def test_loop_equals_grpo_train_step(kw):
-    """Same update and same metrics as grpo.train_step given the adapter-disabled model as --ref."""
+    """Same update and same metrics (every key train_step reports) as grpo.train_step given the
+    adapter-disabled model as --ref, warm-up, guard and split-half included."""
     cfg = StepConfig(lr=1e-2, **kw)
     a, b = ToyLoraLM(), ToyLoraLM()
     m_hf = train_lora_step(a, _rollouts(), cfg)
@@ -274,6 +286,34 @@ def test_loop_equals_grpo_train_step(kw):
             continue
         assert (x is None and y is None) or x == pytest.approx(y, rel=1e-6, abs=1e-9), k
     assert m_hf["world_size"] == 1 and m_hf["trainable_params"] == a.lora_A.numel() + a.lora_B.numel()
+    assert set(m_gg) <= set(m_hf), set(m_gg) - set(m_hf)  # the diagnostics of the GGUF path, all of them
+    for k in ("shared_prefix", "computed_tokens", "optimizer_steps_total", "optimizer_resumed", "rollouts", "context_tokens"):
+        assert m_hf[k] == m_gg[k], k
+    assert m_hf["lr_applied"] == pytest.approx(m_gg["lr_applied"], rel=1e-12)
+    if kw.get("warmup_steps"):
+        assert m_hf["lr_applied"] == pytest.approx([1e-2 / 3, 2e-2 / 3, 1e-2, 1e-2])
+    if kw.get("split_half"):
+        for k in ("splits", "groups", "cosine_mean", "sign_agreement_mean"):
+            assert m_hf["split_half"][k] == pytest.approx(m_gg["split_half"][k], rel=1e-5, abs=1e-7), k
+
+
+def test_old_logprob_guard_fails_the_step_before_any_update():
+    rs = _rollouts()
+    diff = train_lora_step(ToyLoraLM(), _rollouts(), StepConfig(lr=0.0))["old_logprob_abs_diff"]
+    assert diff > 0.5  # the file's old log-probs are random: far from the toy's
+    for cfg in (StepConfig(lr=1e-2, max_old_logprob_diff=diff * 0.9), StepConfig(lr=1e-2, max_old_logprob_diff=diff * 0.9, mini_batch=2)):
+        a, b = ToyLoraLM(), ToyLoraLM()
+        with pytest.raises(grpo.OldLogprobMismatch, match="above --max-old-logprob-diff") as e_hf:
+            train_lora_step(a, copy.deepcopy(rs), cfg)
+        with pytest.raises(grpo.OldLogprobMismatch) as e_gg:
+            train_step(LogitsView(b), copy.deepcopy(rs), cfg)
+        assert str(e_hf.value) == str(e_gg.value)  # same tokens, same mean
+        for n, p in _params(a).items():
+            assert torch.equal(p, _params(ToyLoraLM())[n]), n  # no update
+    met = train_lora_step(ToyLoraLM(), copy.deepcopy(rs), StepConfig(lr=1e-2, max_old_logprob_diff=diff * 1.1))
+    assert met["old_logprob_abs_diff"] == pytest.approx(diff) and met["optimizer_steps"] == 1
+    with pytest.raises(ValueError, match="one process"):
+        train_lora_step(ToyLoraLM(), rs, StepConfig(split_half=2), dist_info=DistInfo(0, 2, 0), ddp_model=ToyLoraLM())
 
 
 def test_reference_is_the_base_with_the_adapter_disabled():
@@ -314,9 +354,11 @@ def test_views_call_the_model_like_transformers():
 # ------------------------------------------------------------------------------------------------
 DDP_CASES = {
     # mini-batches of 3 and 2 over 2 ranks: shards of 2/1 and 1/1 -> rank 0 runs no_sync micro-batches
-    "w2": dict(world=2, cfg=dict(micro_batch=1, mini_batch=3, kl_beta=0.1)),
+    "w2": dict(world=2, cfg=dict(micro_batch=1, mini_batch=3, kl_beta=0.1, warmup_steps=2)),
     # 3 ranks, mini-batches of 2,2,2,1: one or two ranks get nothing -> empty-batch backward
-    "w3": dict(world=3, cfg=dict(micro_batch=1, mini_batch=2, kl_beta=0.1, loss_agg="seq-mean-token-mean", epochs=2)),
+    "w3": dict(world=3, cfg=dict(micro_batch=1, mini_batch=2, kl_beta=0.1, loss_agg="seq-mean-token-mean", epochs=2, max_old_logprob_diff=50.0)),
+    # the guard trips on every rank together (on the mean over all ranks), none hangs in a collective
+    "w2-guard": dict(world=2, cfg=dict(micro_batch=1, mini_batch=3, max_old_logprob_diff=1e-3)),
 }
 
 
@@ -334,7 +376,10 @@ def _ddp_worker(rank: int, world: int, init_file: str, out_dir: str, cfg_kw: dic
         opt = torch.optim.SGD([p for p in m.parameters() if p.requires_grad], lr=1.0)
         rs = _rollouts(7)
         rs[2].old_logprobs = None  # exercises the gathered on-policy scoring
-        met = train_lora_step(m, rs, StepConfig(max_grad_norm=0.0, **cfg_kw), dist_info=DistInfo(rank, world, rank), ddp_model=ddp, optimizer=opt)
+        try:
+            met = train_lora_step(m, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), dist_info=DistInfo(rank, world, rank), ddp_model=ddp, optimizer=opt)
+        except grpo.OldLogprobMismatch as err:
+            met = {"error": str(err)}
         torch.save({"params": _params(m), "metrics": met}, os.path.join(out_dir, f"rank{rank}.pt"))
         del ddp  # a DDP object alive at exit can hang the process (torch 1.13 + gloo)
     finally:
@@ -364,17 +409,26 @@ def test_ddp_equals_single_process(case, tmp_path):
     opt = torch.optim.SGD([p for p in single.parameters() if p.requires_grad], lr=1.0)
     rs = _rollouts(7)
     rs[2].old_logprobs = None
-    ref_met = train_lora_step(single, rs, StepConfig(max_grad_norm=0.0, **cfg_kw), optimizer=opt)
-    want = _params(single)
     start = _params(ToyLoraLM())
+    if case.endswith("guard"):
+        with pytest.raises(grpo.OldLogprobMismatch) as err:
+            train_lora_step(single, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
+        for r in range(world):
+            got = torch.load(tmp_path / f"rank{r}.pt", weights_only=False)
+            assert got["metrics"] == {"error": str(err.value)}, r  # the same mean, so the same message
+            assert torch.equal(got["params"]["lora_B"], start["lora_B"]), r  # no update
+        return
+    ref_met = train_lora_step(single, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
+    want = _params(single)
     for r in range(world):
-        got = torch.load(tmp_path / f"rank{r}.pt")
+        got = torch.load(tmp_path / f"rank{r}.pt", weights_only=False)
         for n in ("lora_A", "lora_B"):
             # SGD with lr 1: the change is the summed gradient of all steps; equal up to float order
             assert torch.allclose(got["params"][n], want[n], rtol=1e-5, atol=1e-6), (r, n)
             assert not torch.allclose(want[n], start[n])
         met = got["metrics"]
         assert met["world_size"] == world and met["optimizer_steps"] == ref_met["optimizer_steps"]
+        assert met["lr_applied"] == ref_met["lr_applied"] and met["computed_tokens"] == ref_met["computed_tokens"]
         for k in (
             "loss",
             "pg_loss",
@@ -421,27 +475,28 @@ def _need_hf():
     pytest.importorskip("peft", reason=HF_SKIP_REASON)
 
 
-def _tiny_llama(tmp_path: Path, vocab: int = 96) -> Path:
+ARCHS = ("llama", "gemma3")
+
+
+def _tiny_base(tmp_path: Path, arch: str = "llama", vocab: int = 96) -> Path:
+    """A randomly initialised tiny checkpoint built from a config (no download), saved as safetensors.
+    gemma3: Gemma3TextConfig (Gemma3ForCausalLM), with a sliding window shorter than the rollouts."""
     import transformers
 
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        tie_word_embeddings=False,
-    )
-    model = transformers.LlamaForCausalLM(cfg)
-    out = tmp_path / "base"
+    shape = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+    if arch == "gemma3":
+        cfg = transformers.Gemma3TextConfig(**shape, head_dim=16, max_position_embeddings=128, sliding_window=8)
+        model = transformers.Gemma3ForCausalLM(cfg)
+    else:
+        cfg = transformers.LlamaConfig(**shape, max_position_embeddings=128, tie_word_embeddings=False)
+        model = transformers.LlamaForCausalLM(cfg)
+    out = tmp_path / f"base-{arch}"
     model.save_pretrained(out, safe_serialization=True)
     return out
 
 
-def _write_experience(path: Path, vocab: int, n: int = 6) -> None:
+def _write_experience(path: Path, vocab: int, n: int = 6, old_logprob: float | None = None) -> None:
     g = torch.Generator().manual_seed(1)
     with open(path, "w", encoding="utf-8") as fh:
         for i in range(n):
@@ -457,6 +512,7 @@ def _write_experience(path: Path, vocab: int, n: int = 6) -> None:
                         "advantage": 1.0 if i % 2 == 0 else -1.0,
                         "reward": float(i % 2 == 0),
                         "question_id": i // 2,
+                        **({"old_logprobs": [old_logprob] * 10} if old_logprob is not None else {}),
                     }
                 )
                 + "\n"
@@ -468,29 +524,52 @@ def _run_cli(args, cwd=LEARNER):
     return subprocess.run([sys.executable, "-m", "reex_learner", "hf-step"] + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_real_hf_step_end_to_end(tmp_path):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_real_hf_step_end_to_end(tmp_path, arch):
     _need_hf()
     from safetensors.torch import load_file
 
-    base = _tiny_llama(tmp_path)
+    base = _tiny_base(tmp_path, arch)
     exp = tmp_path / "step.jsonl"
     _write_experience(exp, 96)
     common = ["--base", str(base), "--experience", str(exp), "--device", "cpu", "--dtype", "f32", "--lr", "1e-2", "--micro-batch", "2"]
-    r = _run_cli(common + ["--adapter-out", str(tmp_path / "a1"), "--kl-beta", "0.1", "--metrics", str(tmp_path / "m1.json")])
+    # warm-up counted across processes through the optimizer state; on-policy, so the guard passes (diff 0)
+    warm = ["--warmup-steps", "2", "--optimizer-state", str(tmp_path / "opt.pt"), "--max-old-logprob-diff", "1e-4"]
+    r = _run_cli(common + warm + ["--adapter-out", str(tmp_path / "a1"), "--kl-beta", "0.1", "--metrics", str(tmp_path / "m1.json")])
     assert r.returncode == 0, r.stderr
     m1 = json.loads(r.stdout.strip().splitlines()[-1])
     assert m1["kl"] == 0.0  # fresh adapter: lora_B = 0, policy == base
     assert m1["ratio_mean"] == pytest.approx(1.0) and m1["grad_norm"] > 0 and m1["trainable_params"] > 0
+    assert m1["lr_applied"] == pytest.approx([5e-3]) and m1["optimizer_steps_total"] == 1 and m1["old_logprob_abs_diff"] < 1e-4
+    assert m1["computed_tokens"] == 6 * 16 and m1["shared_prefix"] is False
     a1 = load_file(str(tmp_path / "a1" / "adapter_model.safetensors"))
     assert any(".lora_B." in k and float(v.abs().sum()) > 0 for k, v in a1.items())
     assert json.loads((tmp_path / "a1" / "adapter_config.json").read_text())["r"] == 16
 
-    r = _run_cli(common + ["--adapter-in", str(tmp_path / "a1"), "--adapter-out", str(tmp_path / "a2"), "--kl-beta", "0.1"])
+    r = _run_cli(common + warm + ["--adapter-in", str(tmp_path / "a1"), "--adapter-out", str(tmp_path / "a2"), "--kl-beta", "0.1"])
     assert r.returncode == 0, r.stderr
     m2 = json.loads(r.stdout.strip().splitlines()[-1])
-    assert m2["kl"] > 0
+    assert m2["kl"] > 0 and m2["optimizer_resumed"] and m2["lr_applied"] == pytest.approx([1e-2]) and m2["optimizer_steps_total"] == 2
     a2 = load_file(str(tmp_path / "a2" / "adapter_model.safetensors"))
     assert any(not torch.equal(a1[k], a2[k]) for k in a1)
+
+    # SFT from that adapter: cross-entropy on the mask-1 tokens, no reference forward
+    r = _run_cli(common + ["--mode", "sft", "--adapter-in", str(tmp_path / "a1"), "--adapter-out", str(tmp_path / "s1")])
+    assert r.returncode == 0, r.stderr
+    ms = json.loads(r.stdout.strip().splitlines()[-1])
+    assert ms["mode"] == "sft" and ms["kl"] is None and ms["ref"] is None and ms["loss"] == pytest.approx(ms["nll"]) and 0 < ms["nll"] < 10
+    s1 = load_file(str(tmp_path / "s1" / "adapter_model.safetensors"))
+    assert any(not torch.equal(a1[k], s1[k]) for k in a1)
+
+    # the old-log-prob guard: the file's old log-probs (-0.01) are not this model's -> exit 4, nothing written
+    off = tmp_path / "off.jsonl"
+    _write_experience(off, 96, old_logprob=-0.01)
+    r = _run_cli(
+        ["--base", str(base), "--experience", str(off), "--device", "cpu", "--dtype", "f32", "--adapter-out", str(tmp_path / "g")]
+        + ["--max-old-logprob-diff", "1"]
+    )
+    assert r.returncode == 4 and "above --max-old-logprob-diff 1" in r.stderr and "no update was made" in r.stderr, r.stderr
+    assert not (tmp_path / "g").exists()
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt_tokens": [1, 2], "tokens": [500], "mask": [1], "advantage": 1.0}) + "\n")
@@ -498,11 +577,12 @@ def test_real_hf_step_end_to_end(tmp_path):
     assert r.returncode == 2 and "outside the model's embedding rows" in r.stderr
 
 
-def test_real_peft_views_and_update_direction(tmp_path):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_real_peft_views_and_update_direction(tmp_path, arch):
     _need_hf()
     import transformers
 
-    base = _tiny_llama(tmp_path)
+    base = _tiny_base(tmp_path, arch)
     model = hf_lora.load_policy(str(base), None, hf_lora.LoraSettings(r=8, alpha=16), torch.float32, "cpu")
     plain = transformers.AutoModelForCausalLM.from_pretrained(str(base))
     ids = torch.tensor([[3, 5, 7, 11, 13, 17]])
@@ -512,6 +592,15 @@ def test_real_peft_views_and_update_direction(tmp_path):
         assert torch.allclose(LogitsView(model)(ids), want, atol=1e-5)  # B = 0
     assert all(p.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
     assert all("lora_" in n for n, p in model.named_parameters() if p.requires_grad)
+    # right padding and no attention mask: each row scores as it does alone (gemma3: past its sliding window)
+    rows = [Rollout(list(range(1, 12)), list(range(20, 32)), [1] * 12, None, 1.0), Rollout([1, 2], [30, 31], [1, 1], None, -1.0)]
+    both = collate(rows)
+    with torch.no_grad():
+        lp_both, _ = sequence_logprobs(LogitsView(model), both)
+        for i, r in enumerate(rows):
+            alone, _ = sequence_logprobs(LogitsView(model), collate([r]))
+            m = both.mask[i, : alone.shape[1]]
+            assert torch.allclose(lp_both[i, : alone.shape[1]] * m, alone[0] * m, atol=1e-5), i
 
     rs = [Rollout([1, 2, 3, 4], [10, 11, 12, 13], [1, 1, 1, 1], None, 1.0), Rollout([1, 2, 3, 5], [20, 21, 22, 23], [1, 1, 1, 1], None, -1.0)]
     b = collate(rs)
@@ -524,13 +613,14 @@ def test_real_peft_views_and_update_direction(tmp_path):
     assert d[0] > 0 and d[1] < 0
 
 
-def test_real_gguf_conversion(tmp_path):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_real_gguf_conversion(tmp_path, arch):
     _need_hf()
     try:
         script = find_convert_lora_script()
     except FileNotFoundError:
         pytest.skip("llama.cpp's convert_lora_to_gguf.py not found")
-    base = _tiny_llama(tmp_path)
+    base = _tiny_base(tmp_path, arch)
     exp = tmp_path / "step.jsonl"
     _write_experience(exp, 96)
     out = tmp_path / "a.gguf"
