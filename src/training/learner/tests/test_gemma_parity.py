@@ -9,14 +9,14 @@ Two references, both from llama.cpp with ``--exact`` (F32 KV cache, no flash att
   weights in f32: ggml first rounds each matmul input to the weight type's ``vec_dot_type`` (Q8_0
   for this file's Q5_0/Q8_0 tensors and the tied Q8_0 output matrix, Q8_K for its Q4_K/Q6_K ones,
   i.e. 8 bits per value with one scale per 32 or 256 values), then takes integer dot products.
-  The module keeps the exact maths, so this comparison has a loose bound (TOL_Q);
+  The module keeps the exact maths, so this comparison has a loose bound (conftest's GEMMA_Q4_TOL_*);
 * an F32 copy of the same file (the dequantised weights the module uses, written by write_gguf):
   llama.cpp then does f32 maths throughout except its CPU GeGLU, which reads gelu from an f16
   table (GGML_GELU_FP16); with that table swapped in (``ggml_gelu_f16_table``) the module must match
   to summation-order noise (TOL_F32). This is the check of the architecture.
 
 Negative controls (all-global attention, the global RoPE base on local layers) must miss the F32
-reference by far more than TOL_F32, and the Q4_K_M one by more than TOL_Q.
+reference by far more than TOL_F32, and the Q4_K_M one by more than those.
 """
 
 from __future__ import annotations
@@ -25,7 +25,16 @@ import time
 
 import pytest
 import torch
-from conftest import GEMMA, ggml_gelu_f16_table, llama_cpp_available, llama_cpp_logit_rows, llama_cpp_tokenize, requires_gemma
+from conftest import (
+    GEMMA,
+    GEMMA_Q4_TOL_LOGIT,
+    GEMMA_Q4_TOL_LOGP,
+    ggml_gelu_f16_table,
+    llama_cpp_available,
+    llama_cpp_logit_rows,
+    llama_cpp_tokenize,
+    requires_gemma,
+)
 
 pytestmark = requires_gemma
 
@@ -33,11 +42,6 @@ pytestmark = requires_gemma
 # F32 copy, gelu table emulated: what is left is f32 summation order (ggml vs torch) through 18
 # layers whose residual stream is large (Gemma's BOS row); measured <= ~2e-2.
 TOL_F32 = 0.1
-# Q4_K_M file, exact maths: the 8-bit rounding of every matmul input (errors of up to half a step,
-# amax/254, per value) accumulates over 18 layers; measured max |d logit| ~2, max |d log p| ~2 over
-# all rows, while the argmax agrees on >= 95% of rows. Loose on purpose: it bounds kernel rounding,
-# the F32 comparison is the tight one.
-TOL_Q = 4.0
 WRONG_MIN = 8.0
 
 SHORT_PROMPT = (
@@ -209,7 +213,7 @@ def test_gemma_q4_k_m_matches_llama_cpp(gemma, prompts, refs, prompt):
     dl, dp = _diffs(ours, ref)
     agree = (ours.argmax(-1) == ref.argmax(-1)).float().mean().item()
     print(f"\ngemma q4_k_m, {prompt} ({len(tokens)} tokens, {len(rows)} rows): max |d logit| {dl:.3e}, max |d log p| {dp:.3e}, argmax agreement {agree:.3f}")
-    assert dl < TOL_Q and dp < TOL_Q
+    assert dl < GEMMA_Q4_TOL_LOGIT and dp < GEMMA_Q4_TOL_LOGP
     assert agree >= 0.9
 
 
