@@ -225,6 +225,7 @@ export function renderTrainingReport(rows: readonly MetricsRow[], info: ReportIn
     ["loss", (r) => r.loss],
     ["kl", (r) => r.kl],
     ["grad norm", (r) => r.grad_norm],
+    ["|Δ old logp|", (r) => r.old_logprob_abs_diff],
     ["clip", (r) => r.clip_frac],
     ["s", (r) => r.seconds],
   ];

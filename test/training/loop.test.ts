@@ -129,6 +129,7 @@ describe("the training loop (scripted policy, fake learner)", () => {
       expect(html).toContain(`id="${id}"`);
     }
     expect(html).toContain("<polyline");
+    expect(html).toContain("<th>|Δ old logp|</th>");
   });
 
   it("refuses to overwrite a run, and resumes after a failed step from the latest checkpoint", async () => {
