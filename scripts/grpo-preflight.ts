@@ -13,6 +13,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { loadDataset } from "../src/eval/index.js";
 import { heldOutSample } from "../src/starter/index.js";
 import { loadTrainConfig, runPreflight } from "../src/training/index.js";
@@ -20,45 +21,43 @@ import { loadTrainConfig, runPreflight } from "../src/training/index.js";
 const USAGE =
   "usage: npx tsx scripts/grpo-preflight.ts --config FILE [--questions N] [--samples N] [--seed N] [--leave-out N] [--leave-out-seed S] [--out FILE]";
 
-interface Args {
-  config: string;
-  questions: number;
-  samples?: number;
-  seed?: number;
-  leaveOut: number;
-  leaveOutSeed: string;
-  out?: string;
+/** The integer of option `name`, at least `min`; undefined when not given. */
+function int(values: Record<string, string | boolean | undefined>, name: string, min: number): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}\n${USAGE}`);
+  return n;
 }
 
-function parse(argv: string[]): Args {
-  let config: string | undefined;
-  const args: Omit<Args, "config"> = { questions: 16, leaveOut: 400, leaveOutSeed: "reex-eval:wikisql:1" };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value\n${USAGE}`);
-      return v;
-    };
-    const int = (min: number): number => {
-      const n = Number(value());
-      if (!Number.isInteger(n) || n < min) throw new Error(`${arg} must be an integer >= ${min}\n${USAGE}`);
-      return n;
-    };
-    if (arg === "--config") config = value();
-    else if (arg === "--questions") args.questions = int(1);
-    else if (arg === "--samples") args.samples = int(1);
-    else if (arg === "--seed") args.seed = int(0);
-    else if (arg === "--leave-out") args.leaveOut = int(0);
-    else if (arg === "--leave-out-seed") args.leaveOutSeed = value();
-    else if (arg === "--out") args.out = resolve(value());
-    else if (arg === "--help" || arg === "-h") {
-      console.log(USAGE);
-      process.exit(0);
-    } else throw new Error(`unknown argument ${arg}\n${USAGE}`);
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: "string" },
+      questions: { type: "string" },
+      samples: { type: "string" },
+      seed: { type: "string" },
+      "leave-out": { type: "string" },
+      "leave-out-seed": { type: "string", default: "reex-eval:wikisql:1" },
+      out: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
   }
-  if (!config) throw new Error(`--config is required\n${USAGE}`);
-  return { config: resolve(config), ...args };
+  if (!values.config) throw new Error(`--config is required\n${USAGE}`);
+  return {
+    config: resolve(values.config),
+    questions: int(values, "questions", 1) ?? 16,
+    samples: int(values, "samples", 1),
+    seed: int(values, "seed", 0),
+    leaveOut: int(values, "leave-out", 0) ?? 400,
+    leaveOutSeed: values["leave-out-seed"]!,
+    out: values.out ? resolve(values.out) : undefined,
+  };
 }
 
 const pct = (x: number | null): string => (x === null ? "–" : `${(x * 100).toFixed(1)}%`);
