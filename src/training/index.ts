@@ -17,3 +17,4 @@ export { listCheckpoints } from "./checkpoints.js";
 export { learnerEnv } from "./learner.js";
 export { runTraining, type TrainResult } from "./loop.js";
 export { runPreflight } from "./preflight.js";
+export { runRejectionSampling } from "./rejection.js";

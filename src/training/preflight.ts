@@ -5,20 +5,14 @@
  * the run's reward (right = right on both row draws where the database has two). Used by
  * `npx tsx scripts/grpo-preflight.ts`.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { familyFor, resolveProfile } from "../agent/index.js";
-import { createPromptBuilder } from "../decoding/index.js";
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
-import type { Policy } from "../policy/index.js";
-import { ExecutorPool, type Executor } from "../sql/index.js";
 import { fnv1a32 } from "../util/index.js";
 import type { TrainConfig } from "./config.js";
 import { checkGold } from "./curriculum.js";
 import type { TrainingQuestion } from "./groups.js";
-import { defaultPolicy, groupSampler, heldoutDecoder, rewardSpecOf, trainingQuestions } from "./loop.js";
-import { GoldCache, gatherFacts } from "./rewards.js";
+import { trainingQuestions } from "./loop.js";
+import { gatherFacts } from "./rewards.js";
+import { openSampling, type SamplingOptions } from "./sampling.js";
 import { permutation } from "./schedule.js";
 
 /** One answer's verdict under the reward. */
@@ -83,7 +77,7 @@ export function summarisePreflight(outcomes: readonly PreflightOutcome[]): Prefl
 }
 
 /** How {@link runPreflight} runs; every field has a default. */
-export interface PreflightOptions {
+export interface PreflightOptions extends SamplingOptions {
   /** Questions drawn from the config's data. Default 16. */
   questions?: number;
   /** Rollouts per question. Default the config's `groupSize`. */
@@ -92,13 +86,8 @@ export interface PreflightOptions {
   exclude?: ReadonlySet<string>;
   /** Seed of the draw and of the rollouts. Default the config's `seed`. */
   seed?: number;
-  /** Loads the policy. Default the config's `policy` section (with `learner.lora.in` on the model), as `reex train` loads it. */
-  createPolicy?: (model: string, config: TrainConfig, lora: string[]) => Promise<Policy>;
-  /** Default an ExecutorPool with the config's `executor` section (closed at the end). */
-  executor?: Executor;
   /** Called after each question. Default none. */
   onQuestion?: (outcome: PreflightOutcome, done: number, total: number) => void;
-  signal?: AbortSignal;
 }
 
 /** A pre-flight's figures and what they came from. */
@@ -132,23 +121,11 @@ export async function runPreflight(config: TrainConfig, options: PreflightOption
   const drawn: TrainingQuestion[] = order.slice(0, options.questions ?? 16).map((i) => available[i]!);
   if (drawn.length === 0) throw new ReexError("DATASET_INVALID", `${config.data!.dataset}: no question left to draw`);
 
-  const executor =
-    options.executor ?? new ExecutorPool({ workers: config.executor.workers, timeoutMs: config.executor.timeoutMs, maxRows: config.executor.maxRows });
-  const goldCache = new GoldCache();
-  const rewardEnv = { executor, goldCache, timeoutMs: config.reward.timeoutMs };
-  const reward = rewardSpecOf(config);
-  const indexDir = await mkdtemp(join(tmpdir(), "reex-preflight-"));
-  const prompts = createPromptBuilder({ indexDir });
-  let policy: Policy | undefined;
-  let decoder: ReturnType<typeof heldoutDecoder> | undefined;
+  const session = await openSampling(config, options, async (executor, goldCache) =>
+    checkGold(drawn, executor, goldCache, config.reward.timeoutMs, config.data!.dataset),
+  );
   try {
-    await checkGold(drawn, executor, goldCache, config.reward.timeoutMs, config.data!.dataset);
-    const lora = config.learner.lora?.in;
-    policy = await (options.createPolicy ?? defaultPolicy)(config.model, config, lora ? [lora] : []);
-    const profile = resolveProfile(config.profile, policy.info.metadata ?? {}, "the training config's profile").profile;
-    const family = familyFor(profile, config.promptFamily);
-    const sample = groupSampler(config, { policy, executor, promptFor: prompts.promptFor, profile, family, reward, rewardEnv, signal });
-    decoder = heldoutDecoder(config, { policy, executor, indexDir, profile: profile.id, family });
+    const { sample, decoder, rewardEnv, reward, profile, family } = session;
     const outcomes: PreflightOutcome[] = [];
     for (const [i, q] of drawn.entries()) {
       const group = await sample(q, samples, fnv1a32(`preflight:${seed}:${i}`) & 0x3fffffff);
@@ -183,10 +160,6 @@ export async function runPreflight(config: TrainConfig, options: PreflightOption
       seconds: (performance.now() - t0) / 1000,
     };
   } finally {
-    decoder?.close();
-    prompts.close();
-    await policy?.close().catch(() => undefined);
-    if (!options.executor) await executor.close();
-    await rm(indexDir, { recursive: true, force: true });
+    await session.close();
   }
 }
