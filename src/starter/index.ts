@@ -25,7 +25,7 @@ import { trainTokenizer, type StarterVocabulary } from "./tokenizer.js";
 import { corpusTexts, EVAL_FILES, heldOutSample, REAL_EVAL_FILES, REAL_EVAL_ITEMS, REPORT_FILE, spread } from "./work-files.js";
 export { makeLoraAdapter } from "./adapter.js";
 export { heldOutSample, spread } from "./work-files.js";
-export { pickStep, runStarterGrpo, type StarterGrpoPick, type StarterGrpoOptions } from "./grpo.js";
+export { pickStep, type StarterGrpoPick } from "./grpo.js";
 
 /** Result of the quick held-out check. */
 interface QuickCheck {

@@ -22,12 +22,7 @@ const TEST_DIRS = ["test"];
 const PROGRAM_DIRS = ["bench", "scripts"];
 
 /** `entry:name` exported although nothing outside the folder imports it, with why. */
-const KEPT: Record<string, string> = {
-  "src/starter/index.ts:runStarterGrpo":
-    "the starter's GRPO stage as a library call: docs/architecture.md lists it in src/starter's public surface and docs/training.md shows `runStarterGrpo({pick: \"best-or-start\"})`",
-  "src/starter/index.ts:StarterGrpoOptions": "the options object of runStarterGrpo, kept with it so a caller can name it",
-  "src/pg/index.ts:runReadOnly": "docs/architecture.md lists it in src/pg's public surface: the READ ONLY session one statement runs in",
-};
+const KEPT: Record<string, string> = {};
 
 /**
  * Folders whose `index.ts` or `tooling.ts` still exports names only tests import. While any is
