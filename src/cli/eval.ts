@@ -156,6 +156,14 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
       `${run.config.label}: answered ${pct(t.coverage).trim()}%, right among answered ${t.answeredAccuracy === null ? "–" : pct(t.answeredAccuracy).trim()}%, right answers kept ${t.keptRight === null ? "–" : pct(t.keptRight).trim()}%; reliability c=0/1/10 ${f(t.reliability.c0)} / ${f(t.reliability.c1)} / ${f(t.reliability.c10)} (answering all ${f(t.answerAll.c0)} / ${f(t.answerAll.c1)} / ${f(t.answerAll.c10)}); ECE ${t.ece === null ? "–" : f(t.ece)}${t.unanswerable > 0 ? `; unanswerable abstained ${t.abstainedUnanswerable} of ${t.unanswerable}` : ""}`,
     );
   }
+  for (const run of runs) {
+    const s = run.summary;
+    if (!s.exBothDraws) continue;
+    const spurious = s.spuriousRate?.[rule];
+    console.log(
+      `${run.config.label}: two row draws (${rule}): EX ${pct(s.ex[rule]).trim()}% on the first, ${pct(s.exBothDraws[rule]).trim()}% on both; spurious rate ${spurious === null || spurious === undefined ? "–" : `${pct(spurious).trim()}%`} (right on the first draw only ÷ right on the first)`,
+    );
+  }
   console.log(
     `(percentages; syntax err / exec err are error rates: items whose final SQL failed with a syntax error / failed to run for any reason; copy%: share of the final SQL's table and column names that exist in the schema; voting / pass@k under the ${rule} rule)`,
   );

@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { run as evalCli } from "../../src/cli/eval.js";
 import type { Answer, AnswerRequest } from "../../src/decoding/types.js";
 import { createReport, loadDataset, runEval, scorePredictions, selfCheck } from "../../src/eval/index.js";
 import { renderHtml } from "../../src/eval/testing.js";
@@ -48,6 +49,8 @@ afterAll(async () => {
 
 const PREDICTIONS = [GOLD, LUCKY, WRONG];
 
+afterEach(() => vi.restoreAllMocks());
+
 describe("evaluation on two row draws", () => {
   it("finds the second draw beside the database file, and only where there is one", () => {
     const two = loadDataset(join(dir, "dev.json"), { dbRoot: join(dir, "two") }).items;
@@ -68,6 +71,23 @@ describe("evaluation on two row draws", () => {
     const html = renderHtml(createReport({ runs: [run] }));
     expect(html).toContain('<ul id="draws">');
     expect(html).toContain("66.7% on the first draw, 33.3% on both; spurious rate 50.0%");
+  });
+
+  it("prints EX on both draws and the spurious rate under the summary table, only where there is a second draw", async () => {
+    const preds = join(dir, "preds.json");
+    writeFileSync(preds, JSON.stringify(Object.fromEntries(PREDICTIONS.map((p, i) => [String(i), p]))));
+    const printed = async (root: string): Promise<string> => {
+      const out: string[] = [];
+      vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void out.push(a.join(" ")));
+      vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+      expect(
+        await evalCli(["--dataset", join(dir, "dev.json"), "--db-root", join(dir, root), "--predictions", preds, "--out", join(dir, `out-${root}`), "--quiet"]),
+      ).toBe(0);
+      vi.restoreAllMocks();
+      return out.join("\n");
+    };
+    expect(await printed("two")).toContain("two row draws (bird): EX 66.7% on the first, 33.3% on both; spurious rate 50.0%");
+    expect(await printed("one")).not.toContain("two row draws");
   });
 
   it("leaves runs on databases with one draw as they were", async () => {
