@@ -24,7 +24,7 @@
  * when it selects the rows, not what one is chosen from ("which of the two", "of the five oldest,
  * which …"). The caller runs the result before it takes it.
  */
-import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
+import { lexSql, sqlScopes, type SqlScopes, type SqlToken, type SqlValue } from "../sql/index.js";
 import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 import { bindings, datePattern, detectDateFormat, type NamedValue, type ReadRows } from "./literals.js";
 import type { RewriteRule } from "./rewrites.js";
@@ -94,6 +94,8 @@ const beginsLike = (a: string, b: string): boolean => {
 interface Shape {
   sql: string;
   toks: SqlToken[];
+  /** Its SELECT and FROM list, over `toks`. */
+  scopes: SqlScopes;
   /** Index of the top-level WHERE, if any. */
   where?: number;
   /** Index of the first clause after FROM and WHERE (GROUP, ORDER, LIMIT, …), if any. */
@@ -107,10 +109,11 @@ interface Shape {
 }
 
 function shape(sql: string): Shape | undefined {
-  const toks = lexSql(sql);
+  const scopes = sqlScopes(sql);
+  const toks = scopes.tokens;
   if (toks.filter((t) => isWord(t, "SELECT")).length !== 1 || !isWord(toks[0], "SELECT")) return undefined;
   if (toks.some((t) => isWord(t, "UNION") || isWord(t, "INTERSECT") || isWord(t, "EXCEPT"))) return undefined;
-  const out: Shape = { sql, toks, grouped: false, or: false, ordered: false };
+  const out: Shape = { sql, toks, scopes, grouped: false, or: false, ordered: false };
   let depth = 0;
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]!;
@@ -149,7 +152,7 @@ function addCondition(s: Shape, condition: string): string | undefined {
 /** The tables the query reads, each with how to qualify its columns; a table read twice is left out. */
 function readTables(s: Shape, schema: SchemaNames): Map<string, string> {
   const tables = new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]));
-  const { names, used } = bindings(s.toks, tables);
+  const { names, used } = bindings(s.scopes, tables);
   const multi = used.size > 1;
   const out = new Map<string, string>();
   for (const table of used) {

@@ -21,8 +21,8 @@
  * its other spellings. The lookups are a few read-only queries per comparison, each under the
  * reader's own time limit (the rollout's probe limit).
  */
-import { lexSql, type SqlToken, type SqlValue } from "../sql/index.js";
-import { RESERVED, identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
+import { sqlScopes, type SqlScopes, type SqlValue } from "../sql/index.js";
+import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 import type { RewriteRule } from "./rewrites.js";
 
 declare module "../events/index.js" {
@@ -88,8 +88,8 @@ interface Comparison {
   end: number;
 }
 
-/** Each table name or alias of the query's FROM clauses and the tables it stands for. */
-export function bindings(toks: SqlToken[], tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
+/** Each table name or alias of the query's FROM lists (every SELECT's) and the schema tables it stands for, and the tables used. */
+export function bindings(sql: SqlScopes, tables: ReadonlyMap<string, string>): { names: Map<string, Set<string>>; used: Set<string> } {
   const names = new Map<string, Set<string>>();
   const used = new Set<string>();
   const bind = (name: string, table: string): void => {
@@ -97,29 +97,23 @@ export function bindings(toks: SqlToken[], tables: ReadonlyMap<string, string>):
     set.add(table);
     names.set(name, set);
   };
-  let inFrom = false;
-  for (let i = 0; i < toks.length; i++) {
-    const t = toks[i]!;
-    if (isWord(t, "FROM") || isWord(t, "JOIN")) inFrom = true;
-    else if (t.kind === "word" && !isWord(t, "AS") && RESERVED.has(t.upper) && !isWord(t, "INNER") && !isWord(t, "LEFT") && !isWord(t, "CROSS")) inFrom = false;
-    const starts = isWord(toks[i - 1], "FROM") || isWord(toks[i - 1], "JOIN") || (inFrom && toks[i - 1]?.text === ",");
-    if (!starts || !isName(t)) continue;
-    const table = tables.get(t.value.toLowerCase());
+  for (const item of sql.scopes.flatMap((s) => s.from)) {
+    const table = item.kind === "table" ? tables.get(item.name) : undefined;
     if (!table) continue;
     used.add(table);
-    bind(t.value.toLowerCase(), table);
-    const at = isWord(toks[i + 1], "AS") ? i + 2 : i + 1;
-    if (isName(toks[at]) && toks[at + 1]?.text !== "(") bind(toks[at]!.value.toLowerCase(), table);
+    bind(item.name, table);
+    if (item.alias !== undefined) bind(item.alias, table);
   }
   return { names, used };
 }
 
 /** The query's comparisons of a column with a string whose column resolves to exactly one table. */
 function comparisons(sql: string, schema: SchemaNames): Comparison[] {
-  const toks = lexSql(sql);
+  const scopes = sqlScopes(sql);
+  const toks = scopes.tokens;
   const tables = new Map(schema.tables.map((t) => [t.name.toLowerCase(), t.name]));
   const columns = new Map(schema.tables.map((t) => [t.name, new Map(t.columns.map((c) => [c.toLowerCase(), c]))]));
-  const { names, used } = bindings(toks, tables);
+  const { names, used } = bindings(scopes, tables);
   const out: Comparison[] = [];
   for (let i = 0; i < toks.length; i++) {
     const col = toks[i]!;

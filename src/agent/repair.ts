@@ -7,7 +7,7 @@
  * columns live. Only table names in FROM change; a query with a subquery or a compound, a derived
  * table, or more than one table that fits is left alone.
  */
-import { lexSql, type SqlToken } from "../sql/index.js";
+import { sqlScopes, type SqlScopes, type SqlToken } from "../sql/index.js";
 import { identifierSpellings, isName, isWord, type SchemaNames } from "./grammar.js";
 import type { RewriteRule } from "./rewrites.js";
 
@@ -41,24 +41,11 @@ interface FromEntry {
   reads: Set<string>;
 }
 
-const CLAUSE_END = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "WINDOW"]);
-
-/** The FROM clause's tables and aliases; undefined when it holds anything but schema tables (a derived table, a function). */
-function fromEntries(toks: SqlToken[], from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
-  const entries: FromEntry[] = [];
-  for (let i = from + 1; i < toks.length; i++) {
-    const t = toks[i]!;
-    if (t.text === ")" || (t.kind === "word" && CLAUSE_END.has(t.upper))) break;
-    const startsEntry = i === from + 1 || toks[i - 1]!.text === "," || isWord(toks[i - 1], "JOIN");
-    if (!startsEntry) continue;
-    if (!isName(t) || !tables.has(t.value.toLowerCase())) return undefined;
-    const entry: FromEntry = { at: i, table: t.value.toLowerCase(), reads: new Set() };
-    let j = i + 1;
-    if (isWord(toks[j], "AS")) j++;
-    if (isName(toks[j])) Object.assign(entry, { alias: toks[j]!.value.toLowerCase(), aliasAt: j });
-    entries.push(entry);
-  }
-  return entries.length > 0 ? entries : undefined;
+/** The tables and aliases of the FROM list whose FROM is token `from`; undefined when it holds anything but schema tables (a derived table, a function). */
+function fromEntries(sql: SqlScopes, from: number, tables: ReadonlyMap<string, unknown>): FromEntry[] | undefined {
+  const items = sql.scopes.find((s) => s.fromAt === from)?.from ?? [];
+  if (items.length === 0 || items.some((item) => item.kind !== "table" || !tables.has(item.name))) return undefined;
+  return items.map(({ at, name, alias, aliasAt }) => ({ at, table: name, ...(alias !== undefined ? { alias, aliasAt } : {}), reads: new Set<string>() }));
 }
 
 /**
@@ -117,7 +104,8 @@ function settle(candidates: Map<FromEntry, string[]>): { entry: FromEntry; to: s
  * the query is out of scope or any misfit has no unique replacement.
  */
 export function repairTables(sql: string, schema: SchemaNames): TableRepair | undefined {
-  const toks = lexSql(sql);
+  const scopes = sqlScopes(sql);
+  const toks = scopes.tokens;
   if (toks.filter((t) => isWord(t, "SELECT")).length !== 1 || toks.some((t) => isWord(t, "UNION") || isWord(t, "INTERSECT") || isWord(t, "EXCEPT")))
     return undefined;
   const from = toks.findIndex((t) => isWord(t, "FROM"));
@@ -128,7 +116,7 @@ export function repairTables(sql: string, schema: SchemaNames): TableRepair | un
     columnsOf.set(t.name.toLowerCase(), new Set(t.columns.map((c) => c.toLowerCase())));
     spelled.set(t.name.toLowerCase(), t.name);
   }
-  const entries = fromEntries(toks, from, columnsOf);
+  const entries = fromEntries(scopes, from, columnsOf);
   const bare = entries && assignReads(toks, entries);
   if (!entries || !bare) return undefined;
   const fits = (table: string, reads: ReadonlySet<string>): boolean => [...reads].every((c) => columnsOf.get(table)!.has(c));

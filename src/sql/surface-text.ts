@@ -1,3 +1,3 @@
 /** The text side of the SQL layer: the lexer every reader and rewriter of SQL text goes through, and the scope walker over its tokens. */
 export { lexSql, type SqlToken } from "./lexer.js";
-export { sqlScopes } from "./scopes.js";
+export { sqlScopes, type SqlScopes } from "./scopes.js";

@@ -143,6 +143,22 @@ describe("repairLiterals: strings in another case or spacing", () => {
     expect(await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'JUNIOR' || ''", schema, read)).toBeUndefined();
   });
 
+  it("places a column through a schema-qualified table and through a table listed after a join's ON condition", async () => {
+    expect((await repairLiterals("SELECT COUNT(*) FROM main.city WHERE level = 'JUNIOR'", schema, read))?.sql).toBe(
+      "SELECT COUNT(*) FROM main.city WHERE level = 'Junior'",
+    );
+    const sql = "SELECT COUNT(*) FROM track JOIN race ON track.track_id = race.track_id, city WHERE city.level = 'JUNIOR'";
+    expect((await repairLiterals(sql, schema, read))?.sql).toBe(
+      "SELECT COUNT(*) FROM track JOIN race ON track.track_id = race.track_id, city WHERE city.level = 'Junior'",
+    );
+  });
+
+  it("does not take a WITH query named like a table for the table", async () => {
+    expect(
+      await repairLiterals("WITH city AS (SELECT name AS level FROM track) SELECT COUNT(*) FROM city WHERE level = 'JUNIOR'", schema, read),
+    ).toBeUndefined();
+  });
+
   it("only reads the database", async () => {
     const before = readFileSync(dbPath);
     await repairLiterals("SELECT COUNT(*) FROM city WHERE level = 'JUNIOR' AND name = 'it''s'", schema, read);

@@ -79,6 +79,23 @@ describe("repairTables", () => {
     expect(repairTables("SELECT hispanic FROM persons", schema)).toBeUndefined();
   });
 
+  it("reads every table of a FROM list past an ON condition in parentheses or holding a list", () => {
+    const parenthesised =
+      "SELECT T3.support_rate FROM people AS T1 JOIN city AS T2 ON (T1.people_id = T2.city_id) JOIN people AS T3 ON T1.people_id = T3.people_id";
+    expect(repairTables(parenthesised, schema)?.sql).toBe(
+      "SELECT T3.support_rate FROM people AS T1 JOIN city AS T2 ON (T1.people_id = T2.city_id) JOIN candidate AS T3 ON T1.people_id = T3.people_id",
+    );
+    const listed = "SELECT T2.support_rate FROM people AS T1 JOIN people AS T2 ON T1.people_id IN (T2.people_id, 0)";
+    expect(repairTables(listed, schema)?.sql).toBe("SELECT T2.support_rate FROM people AS T1 JOIN candidate AS T2 ON T1.people_id IN (T2.people_id, 0)");
+  });
+
+  it("rebinds a schema-qualified table, keeping its schema", () => {
+    expect(repairTables("SELECT support_rate FROM main.people WHERE poll_source = 'x'", schema)).toEqual({
+      sql: "SELECT support_rate FROM main.candidate WHERE poll_source = 'x'",
+      swaps: [{ from: "people", to: "candidate" }],
+    });
+  });
+
   it("keeps the bare columns of a join readable after the swap", () => {
     // T2 must hold support_rate: candidate; the bare `age` is still people's
     const sql = "SELECT age FROM people AS T1 JOIN people AS T2 ON T1.people_id = T2.people_id WHERE T2.support_rate > 1";
