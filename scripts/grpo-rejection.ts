@@ -110,7 +110,8 @@ async function main(): Promise<void> {
     seed: config.seed,
     checkpointEvery: config.checkpointEvery,
     policy: config.policy,
-    ...(config.eval ? { eval: config.eval } : {}),
+    // the start's held-out EX is the GRPO run's step 0; four points of the curve are enough for one pass
+    ...(config.eval ? { eval: { ...config.eval, atStart: false, every: Math.max(config.eval.every, Math.ceil(counts.sft.steps / 4)) } } : {}),
     learner: {
       device: config.learner.device,
       dtype: config.learner.dtype,
