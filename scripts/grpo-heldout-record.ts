@@ -1,0 +1,138 @@
+/**
+ * Writes models/runs/grpo-heldout.json, issue #61's record, from the held-out evaluations of its arms
+ * (docs/training.md, "On held-out WikiSQL questions, against two controls").
+ *
+ *   npx tsx scripts/grpo-heldout-record.ts --sets .reex/grpo-sets/sets.json --rollouts DIR --defaults DIR
+ *       --start FILE --final FILE --shuffled FILE --rejection FILE [--out models/runs/grpo-heldout.json] [--note TEXT]
+ *
+ * --rollouts: a `reex eval --runs` output folder (its report.json) on heldout.json decoded as the rollouts decode, with
+ * runs labelled start, final, shuffled and rejection_sampling; --defaults: the same at the server's defaults with runs
+ * start and final. --start … --rejection: the four GGUFs, hashed into the record. A question counts as right when it is
+ * right on both row draws of its table (on its one draw where it has one); `ex_first_draw` is the first draw's alone.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream, readFileSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { type ItemScore, pairedDifference } from "../src/eval/index.js";
+
+const USAGE =
+  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--out FILE] [--note TEXT]";
+
+const { values } = parseArgs({
+  options: {
+    sets: { type: "string" },
+    rollouts: { type: "string" },
+    defaults: { type: "string" },
+    start: { type: "string" },
+    final: { type: "string" },
+    shuffled: { type: "string" },
+    rejection: { type: "string" },
+    out: { type: "string", default: "models/runs/grpo-heldout.json" },
+    note: { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+for (const k of ["sets", "rollouts", "defaults", "start", "final", "shuffled", "rejection"] as const) {
+  if (!values[k]) {
+    console.error(`--${k} is required\n${USAGE}`);
+    process.exit(1);
+  }
+}
+
+interface Run {
+  config: { label: string; model?: string };
+  items: ItemScore[];
+}
+
+/** The runs of a report folder, by label. */
+function runsOf(dir: string): Map<string, Run> {
+  const report = JSON.parse(readFileSync(join(resolve(dir), "report.json"), "utf8")) as { runs: Run[] };
+  return new Map(report.runs.map((r) => [r.config.label, r]));
+}
+
+/** The items with `ex` meaning right on both row draws. */
+function bothDraws(items: readonly ItemScore[]): ItemScore[] {
+  return items.map((i) => ({
+    ...i,
+    ex: {
+      bird: i.ex.bird && (i.exSecondDraw?.bird ?? true),
+      spider: i.ex.spider && (i.exSecondDraw?.spider ?? true),
+      refined: i.ex.refined && (i.exSecondDraw?.refined ?? true),
+    },
+  }));
+}
+
+const ex = (items: readonly ItemScore[]): number => items.filter((i) => i.ex.bird).length / items.length;
+
+/** One arm against the start: n, EX (both draws), its difference, won/lost and the exact McNemar p. */
+function arm(start: Run, run: Run) {
+  const a = bothDraws(run.items);
+  const s = bothDraws(start.items);
+  const d = pairedDifference(a, s);
+  return {
+    n: a.length,
+    ex: round(ex(a)),
+    ex_first_draw: round(ex(run.items)),
+    delta: round(d.delta),
+    won: d.firstOnly,
+    lost: d.secondOnly,
+    p: round(d.pValue),
+    ci95: d.ci95.map(round),
+  };
+}
+
+const round = (x: number): number => Math.round(x * 1e4) / 1e4;
+
+function need(runs: Map<string, Run>, label: string, dir: string): Run {
+  const run = runs.get(label);
+  if (!run) throw new Error(`${dir}/report.json has no run labelled "${label}" (it has ${[...runs.keys()].join(", ")})`);
+  return run;
+}
+
+async function sha256(file: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function main(): Promise<void> {
+  const rollouts = runsOf(values.rollouts!);
+  const defaults = runsOf(values.defaults!);
+  const start = need(rollouts, "start", values.rollouts!);
+  const dStart = need(defaults, "start", values.defaults!);
+  const dFinal = need(defaults, "final", values.defaults!);
+  const sets = JSON.parse(readFileSync(resolve(values.sets!), "utf8")) as Record<string, unknown>;
+  const model = async (file: string) => ({ file: relative(process.cwd(), resolve(file)), sha256: await sha256(resolve(file)) });
+  const record = {
+    issue: 61,
+    ...(values.note ? { note: values.note } : {}),
+    sets,
+    models: {
+      start: await model(values.start!),
+      final: await model(values.final!),
+      shuffled: await model(values.shuffled!),
+      rejection_sampling: await model(values.rejection!),
+    },
+    scoring:
+      "greedy, decoded as the rollouts decode (no final retries, unconstrained, no server rewrites); right = right on both row draws; p = exact two-sided McNemar against the start",
+    start_ex: round(ex(bothDraws(start.items))),
+    final: arm(start, need(rollouts, "final", values.rollouts!)),
+    shuffled: arm(start, need(rollouts, "shuffled", values.rollouts!)),
+    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", values.rollouts!)),
+    defaults: { start_ex: round(ex(bothDraws(dStart.items))), final_ex: round(ex(bothDraws(dFinal.items))), final: arm(dStart, dFinal) },
+  };
+  writeFileSync(resolve(values.out), `${JSON.stringify(record, null, 2)}\n`);
+  console.log(
+    `start ${record.start_ex}; final ${record.final.ex} (${record.final.won} won, ${record.final.lost} lost, p ${record.final.p}); shuffled ${record.shuffled.ex} (p ${record.shuffled.p}); rejection sampling ${record.rejection_sampling.ex} (p ${record.rejection_sampling.p}); defaults ${record.defaults.start_ex} → ${record.defaults.final_ex} → ${values.out}`,
+  );
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
