@@ -14,18 +14,9 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadTrainConfig, runRejectionSampling, runTraining } from "../src/training/index.js";
+import { loadTrainConfig, type RejectionGroup, runRejectionSampling, runTraining } from "../src/training/index.js";
 
 const USAGE = "usage: npx tsx scripts/grpo-rejection.ts --config FILE --groups N [--out DIR] [--lr 2e-5] [--per-step 16] [--sample-only]";
-
-interface GroupLine {
-  index: number;
-  questionId: string | number;
-  sampled: number;
-  right: number;
-  oneDraw: number;
-  traces: unknown[];
-}
 
 const { values } = parseArgs({
   options: {
@@ -56,12 +47,12 @@ async function main(): Promise<void> {
   const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
   const samplesFile = join(out, "samples.jsonl");
-  const read = (): GroupLine[] =>
+  const read = (): RejectionGroup[] =>
     existsSync(samplesFile)
       ? readFileSync(samplesFile, "utf8")
           .split("\n")
           .filter((l) => l.trim())
-          .map((l) => JSON.parse(l) as GroupLine)
+          .map((l) => JSON.parse(l) as RejectionGroup)
       : [];
   const done = read().length;
   if (done < groups) {
@@ -69,11 +60,9 @@ async function main(): Promise<void> {
     await runRejectionSampling(config, {
       groups,
       start: done,
-      onGroup: (g, p) => {
+      onGroup: (g, n) => {
         appendFileSync(samplesFile, `${JSON.stringify(g)}\n`);
-        console.log(
-          `[${done + p.groups}/${groups}] question ${g.questionId}: ${g.right}/${g.sampled} right, ${g.traces.length} kept; this pass ${p.kept} kept of ${p.sampled}`,
-        );
+        console.log(`[${done + n}/${groups}] question ${g.questionId}: ${g.right}/${g.sampled} right, ${g.traces.length} kept`);
       },
     });
   }

@@ -15,7 +15,7 @@
  * - sets.json: the manifest (sources, rules, counts) a run record cites.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Rng } from "../src/examples/index.js";
 import { heldOutSample, spread } from "../src/starter/index.js";
@@ -110,7 +110,7 @@ mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "train.json"), `${JSON.stringify(train, null, 1)}\n`);
 writeFileSync(join(out, "heldout.json"), `${JSON.stringify(heldout, null, 1)}\n`);
 const manifest = {
-  source: `${realdata} (npx tsx scripts/realdata.ts --seed 1 --sources wikisql,spider)`,
+  source: `${relative(process.cwd(), realdata) || "."} (npx tsx scripts/realdata.ts --seed 1 --sources wikisql,spider)`,
   train: {
     file: "train.json",
     split: "wikisql dev",

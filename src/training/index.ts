@@ -17,4 +17,4 @@ export { listCheckpoints } from "./checkpoints.js";
 export { learnerEnv } from "./learner.js";
 export { runTraining, type TrainResult } from "./loop.js";
 export { runPreflight } from "./preflight.js";
-export { runRejectionSampling } from "./rejection.js";
+export { runRejectionSampling, type RejectionGroup } from "./rejection.js";

@@ -18,8 +18,8 @@ export interface RejectionOptions extends SamplingOptions {
   groups: number;
   /** Groups already sampled by an earlier pass (their place in the schedule is skipped, so a pass can resume). Default 0. */
   start?: number;
-  /** Called after each group with its traces and the counts of this pass so far. Default none. */
-  onGroup?: (group: RejectionGroup, progress: RejectionProgress) => void;
+  /** Called after each group with its outcome and how many of this pass's groups are done. Default none. */
+  onGroup?: (group: RejectionGroup, done: number, total: number) => void;
 }
 
 /** One sampled group's outcome. */
@@ -28,30 +28,17 @@ export interface RejectionGroup {
   index: number;
   questionId: string | number;
   sampled: number;
-  right: number;
-  oneDraw: number;
-  traces: SftTrace[];
-}
-
-/** Counts of a rejection-sampling pass (of the groups it sampled, after `start`). */
-export interface RejectionProgress {
-  groups: number;
-  /** Groups this pass samples. */
-  total: number;
-  sampled: number;
   /** Answers right on both row draws. */
   right: number;
-  /** Right answers kept as traces (distinct texts per question). */
-  kept: number;
   /** Answers right on exactly one draw (not kept). */
   oneDraw: number;
-  /** Questions with at least one trace kept. */
-  questionsKept: number;
+  /** The right answers as traces, one per distinct text. */
+  traces: SftTrace[];
 }
 
-/** The traces kept and the counts behind them. */
-export interface RejectionResult extends RejectionProgress {
-  traces: SftTrace[];
+/** The groups this pass sampled. */
+export interface RejectionResult {
+  groups: RejectionGroup[];
   profile: string;
   seconds: number;
 }
@@ -69,12 +56,12 @@ export async function runRejectionSampling(config: TrainConfig, options: Rejecti
     checkGold(drawn, executor, goldCache, config.reward.timeoutMs, config.data!.dataset),
   );
   try {
-    const traces: SftTrace[] = [];
-    const progress: RejectionProgress = { groups: 0, total: drawn.length, sampled: 0, right: 0, kept: 0, oneDraw: 0, questionsKept: 0 };
+    const groups: RejectionGroup[] = [];
     for (const [i, q] of drawn.entries()) {
-      const group = await session.sample(q, config.groupSize, fnv1a32(`rejection:${config.seed}:${i}`) & 0x3fffffff);
+      const index = start + i;
+      const group = await session.sample(q, config.groupSize, fnv1a32(`rejection:${config.seed}:${index}`) & 0x3fffffff);
       const prompt = await session.promptFor(q.dbPath, q.question, q.evidence, session.family, session.profile);
-      const outcome: RejectionGroup = { index: start + i, questionId: q.questionId, sampled: 0, right: 0, oneDraw: 0, traces: [] };
+      const outcome: RejectionGroup = { index, questionId: q.questionId, sampled: 0, right: 0, oneDraw: 0, traces: [] };
       const texts = new Set<string>();
       for (const r of group.rollouts) {
         outcome.sampled++;
@@ -85,16 +72,10 @@ export async function runRejectionSampling(config: TrainConfig, options: Rejecti
         texts.add(r.rollout.text);
         outcome.traces.push({ messages: prompt.messages, response: r.rollout.text, question_id: q.questionId });
       }
-      traces.push(...outcome.traces);
-      progress.sampled += outcome.sampled;
-      progress.right += outcome.right;
-      progress.oneDraw += outcome.oneDraw;
-      progress.kept += outcome.traces.length;
-      if (outcome.traces.length > 0) progress.questionsKept++;
-      progress.groups = i + 1;
-      options.onGroup?.(outcome, { ...progress });
+      groups.push(outcome);
+      options.onGroup?.(outcome, groups.length, drawn.length);
     }
-    return { ...progress, traces, profile: session.profile.id, seconds: (performance.now() - t0) / 1000 };
+    return { groups, profile: session.profile.id, seconds: (performance.now() - t0) / 1000 };
   } finally {
     await session.close();
   }
