@@ -5,8 +5,8 @@
  *   npx tsx scripts/grpo-heldout-record.ts --sets .reex/grpo-sets/sets.json --rollouts DIR --defaults DIR
  *       --start FILE --final FILE --shuffled FILE --rejection FILE [--out models/runs/grpo-heldout.json] [--note TEXT]
  *
- * --rollouts: a `reex eval --runs` output folder (its report.json) on heldout.json decoded as the rollouts decode, with
- * runs labelled start, final, shuffled and rejection_sampling; --defaults: the same at the server's defaults with runs
+ * --rollouts: `reex eval --runs` output folders (their report.json; the flag repeats, as arms are evaluated when each
+ * finishes) on heldout.json decoded as the rollouts decode, with runs labelled start, final, shuffled and rejection_sampling; --defaults: the same at the server's defaults with runs
  * start and final. --start … --rejection: the four GGUFs, hashed into the record. A question counts as right when it is
  * right on both row draws of its table (on its one draw where it has one); `ex_first_draw` is the first draw's alone.
  */
@@ -22,7 +22,7 @@ const USAGE =
 const { values } = parseArgs({
   options: {
     sets: { type: "string" },
-    rollouts: { type: "string" },
+    rollouts: { type: "string", multiple: true },
     defaults: { type: "string" },
     start: { type: "string" },
     final: { type: "string" },
@@ -81,7 +81,7 @@ function arm(start: Run, run: Run) {
     delta: round(d.delta),
     won: d.firstOnly,
     lost: d.secondOnly,
-    p: round(d.pValue),
+    p: Number(d.pValue.toPrecision(3)),
     ci95: d.ci95.map(round),
   };
 }
@@ -90,7 +90,7 @@ const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
 function need(runs: Map<string, Run>, label: string, dir: string): Run {
   const run = runs.get(label);
-  if (!run) throw new Error(`${dir}/report.json has no run labelled "${label}" (it has ${[...runs.keys()].join(", ")})`);
+  if (!run) throw new Error(`${dir}: no report.json there has a run labelled "${label}" (it has ${[...runs.keys()].join(", ")})`);
   return run;
 }
 
@@ -100,10 +100,25 @@ async function sha256(file: string): Promise<string> {
   return hash.digest("hex");
 }
 
+/** The runs of several report folders by label; a label given twice, or items that differ in ids, is an error. */
+function mergedRuns(dirs: readonly string[]): Map<string, Run> {
+  const merged = new Map<string, Run>();
+  for (const dir of dirs)
+    for (const [label, run] of runsOf(dir)) {
+      if (merged.has(label)) throw new Error(`the run labelled "${label}" is in more than one --rollouts folder`);
+      merged.set(label, run);
+    }
+  const [first, ...rest] = [...merged.values()];
+  for (const run of rest)
+    if (run.items.length !== first!.items.length || run.items.some((it, i) => it.questionId !== first!.items[i]!.questionId))
+      throw new Error(`the run labelled "${run.config.label}" scored other questions than "${first!.config.label}"`);
+  return merged;
+}
+
 async function main(): Promise<void> {
-  const rollouts = runsOf(values.rollouts!);
+  const rollouts = mergedRuns(values.rollouts!);
   const defaults = runsOf(values.defaults!);
-  const start = need(rollouts, "start", values.rollouts!);
+  const start = need(rollouts, "start", values.rollouts!.join(", "));
   const dStart = need(defaults, "start", values.defaults!);
   const dFinal = need(defaults, "final", values.defaults!);
   const sets = JSON.parse(readFileSync(resolve(values.sets!), "utf8")) as Record<string, unknown>;
@@ -121,9 +136,9 @@ async function main(): Promise<void> {
     scoring:
       "greedy, decoded as the rollouts decode (no final retries, unconstrained, no server rewrites); right = right on both row draws; p = exact two-sided McNemar against the start",
     start_ex: round(ex(bothDraws(start.items))),
-    final: arm(start, need(rollouts, "final", values.rollouts!)),
-    shuffled: arm(start, need(rollouts, "shuffled", values.rollouts!)),
-    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", values.rollouts!)),
+    final: arm(start, need(rollouts, "final", values.rollouts!.join(", "))),
+    shuffled: arm(start, need(rollouts, "shuffled", values.rollouts!.join(", "))),
+    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", values.rollouts!.join(", "))),
     defaults: { start_ex: round(ex(bothDraws(dStart.items))), final_ex: round(ex(bothDraws(dFinal.items))), final: arm(dStart, dFinal) },
   };
   writeFileSync(resolve(values.out), `${JSON.stringify(record, null, 2)}\n`);
