@@ -83,6 +83,35 @@ function arm(start: Run, run: Run) {
     lost: d.secondOnly,
     p: Number(d.pValue.toPrecision(3)),
     ci95: d.ci95.map(round),
+    shape: shape(run),
+  };
+}
+
+/** WHERE conditions joined by AND, counted on the text (WikiSQL's gold and answers are one-table conjunctions); null without SQL. */
+function conditions(sql: string | null): number | null {
+  if (!sql) return null;
+  const where = /\bwhere\b([\s\S]*)/i.exec(sql);
+  return where ? (where[1]!.match(/\band\b/gi)?.length ?? 0) + 1 : 0;
+}
+
+/** How a run's answers differ from gold in shape: fewer or more WHERE conditions, no SQL, probe rounds, right on the first draw only. */
+function shape(run: Run) {
+  let fewer = 0;
+  let more = 0;
+  let noSql = 0;
+  for (const item of run.items) {
+    const got = conditions(item.predicted);
+    const want = conditions(item.gold)!;
+    if (got === null) noSql++;
+    else if (got < want) fewer++;
+    else if (got > want) more++;
+  }
+  return {
+    fewer_conditions_than_gold: fewer,
+    more_conditions_than_gold: more,
+    no_sql: noSql,
+    mean_interactions: round(run.items.reduce((a, i) => a + (i.interactions ?? 0), 0) / run.items.length),
+    right_on_first_draw_only: run.items.filter((i) => i.ex.bird && i.exSecondDraw?.bird === false).length,
   };
 }
 
@@ -136,6 +165,8 @@ async function main(): Promise<void> {
     scoring:
       "greedy, decoded as the rollouts decode (no final retries, unconstrained, no server rewrites); right = right on both row draws; p = exact two-sided McNemar against the start",
     start_ex: round(ex(bothDraws(start.items))),
+    start_ex_first_draw: round(ex(start.items)),
+    start_shape: shape(start),
     final: arm(start, need(rollouts, "final", values.rollouts!.join(", "))),
     shuffled: arm(start, need(rollouts, "shuffled", values.rollouts!.join(", "))),
     rejection_sampling: arm(start, need(rollouts, "rejection_sampling", values.rollouts!.join(", "))),
