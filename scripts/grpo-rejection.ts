@@ -47,13 +47,23 @@ async function main(): Promise<void> {
   const out = resolve(values.out);
   mkdirSync(out, { recursive: true });
   const samplesFile = join(out, "samples.jsonl");
-  const read = (): RejectionGroup[] =>
-    existsSync(samplesFile)
-      ? readFileSync(samplesFile, "utf8")
-          .split("\n")
-          .filter((l) => l.trim())
-          .map((l) => JSON.parse(l) as RejectionGroup)
-      : [];
+  // A pass killed mid-append leaves a torn last line: it is cut off, and its group sampled again.
+  const read = (): RejectionGroup[] => {
+    if (!existsSync(samplesFile)) return [];
+    const lines = readFileSync(samplesFile, "utf8")
+      .split("\n")
+      .filter((l) => l.trim());
+    const groups: RejectionGroup[] = [];
+    for (const [i, line] of lines.entries()) {
+      try {
+        groups.push(JSON.parse(line) as RejectionGroup);
+      } catch (err) {
+        if (i < lines.length - 1) throw new Error(`${samplesFile}: line ${i + 1} is not JSON: ${(err as Error).message}`);
+        writeFileSync(samplesFile, groups.map((g) => `${JSON.stringify(g)}\n`).join(""));
+      }
+    }
+    return groups;
+  };
   const done = read().length;
   if (done < groups) {
     console.log(`rejection sampling: ${config.model}, groups ${done + 1}..${groups} of ${config.groupSize} at T ${config.temperature} → ${samplesFile}`);
