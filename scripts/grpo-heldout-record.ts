@@ -15,6 +15,7 @@ import { createReadStream, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ItemScore, pairedDifference } from "../src/eval/index.js";
+import { lexSql } from "../src/sql/index.js";
 
 const USAGE =
   "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--out FILE] [--note TEXT]";
@@ -87,11 +88,15 @@ function arm(start: Run, run: Run) {
   };
 }
 
-/** WHERE conditions joined by AND, counted on the text (WikiSQL's gold and answers are one-table conjunctions); null without SQL. */
+/** WHERE conditions joined by AND at the top level, counted on the lexer's tokens (WikiSQL's gold and answers are one-table conjunctions); null without SQL. */
 function conditions(sql: string | null): number | null {
   if (!sql) return null;
-  const where = /\bwhere\b([\s\S]*)/i.exec(sql);
-  return where ? (where[1]!.match(/\band\b/gi)?.length ?? 0) + 1 : 0;
+  const words = lexSql(sql).filter((t) => t.kind === "word" && t.depth === 0);
+  const where = words.findIndex((t) => t.upper === "WHERE");
+  if (where < 0) return 0;
+  const rest = words.slice(where + 1);
+  const stop = rest.findIndex((t) => ["GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "EXCEPT", "INTERSECT"].includes(t.upper));
+  return (stop < 0 ? rest : rest.slice(0, stop)).filter((t) => t.upper === "AND").length + 1;
 }
 
 /** How a run's answers differ from gold in shape: fewer or more WHERE conditions, no SQL, probe rounds, right on the first draw only. */
