@@ -151,8 +151,9 @@ function mergedRuns(dirs: readonly string[]): Map<string, Run> {
 
 async function main(): Promise<void> {
   const rollouts = mergedRuns(values.rollouts!);
+  const rolloutDirs = values.rollouts!.join(", ");
   const defaults = runsOf(values.defaults!);
-  const start = need(rollouts, "start", values.rollouts!.join(", "));
+  const start = need(rollouts, "start", rolloutDirs);
   const dStart = need(defaults, "start", values.defaults!);
   const dFinal = need(defaults, "final", values.defaults!);
   const sets = JSON.parse(readFileSync(resolve(values.sets!), "utf8")) as Record<string, unknown>;
@@ -172,9 +173,9 @@ async function main(): Promise<void> {
     start_ex: round(ex(bothDraws(start.items))),
     start_ex_first_draw: round(ex(start.items)),
     start_shape: shape(start),
-    final: arm(start, need(rollouts, "final", values.rollouts!.join(", "))),
-    shuffled: arm(start, need(rollouts, "shuffled", values.rollouts!.join(", "))),
-    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", values.rollouts!.join(", "))),
+    final: arm(start, need(rollouts, "final", rolloutDirs)),
+    shuffled: arm(start, need(rollouts, "shuffled", rolloutDirs)),
+    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", rolloutDirs)),
     defaults: { start_ex: round(ex(bothDraws(dStart.items))), final_ex: round(ex(bothDraws(dFinal.items))), final: arm(dStart, dFinal) },
   };
   writeFileSync(resolve(values.out), `${JSON.stringify(record, null, 2)}\n`);
