@@ -173,6 +173,12 @@ const dynamicSamplingSchema = z
     on: z.enum(["correctness", "reward"]).default("correctness"),
     /** Extra groups sampled per step at most, to replace dropped ones, as a multiple of questionsPerStep. Default 2. */
     maxExtra: z.number().min(0).default(2),
+    /**
+     * Which sampled groups a step trains on: "informative" (those `on` counts) or "signal" (also every other group whose
+     * rewards differ, such as an all-wrong group ranked by its shaping; the step still stops at `questionsPerStep`
+     * informative ones, so no extra sampling). Default "informative".
+     */
+    train: z.enum(["informative", "signal"]).default("informative"),
   })
   .strict();
 

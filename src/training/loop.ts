@@ -283,11 +283,13 @@ async function grpoExperience(
     if (!ds || isInformative(group, ds.on)) kept.push(group);
     if (j < perStep) tick();
   }
+  const trained = ds?.train === "signal" ? sampled.filter((g) => kept.includes(g) || isInformative(g, "reward")) : kept;
+  const signalOnly = trained.length - kept.length;
   if (ds && kept.length < perStep)
     log(
-      `reex train: step ${step}: dynamic sampling reached its cap of ${budget} groups (questionsPerStep ${perStep} + maxExtra ${ds.maxExtra} × ${perStep}) with ${kept.length} informative (${ds.on}); ${kept.length > 0 ? `training on those ${kept.length}` : `none: training on the first ${Math.min(perStep, sampled.length)} sampled`}`,
+      `reex train: step ${step}: dynamic sampling reached its cap of ${budget} groups (questionsPerStep ${perStep} + maxExtra ${ds.maxExtra} × ${perStep}) with ${kept.length} informative (${ds.on}); ${trained.length > 0 ? `training on those ${kept.length}${signalOnly > 0 ? ` and ${signalOnly} with a reward signal only` : ""}` : `none: training on the first ${Math.min(perStep, sampled.length)} sampled`}`,
     );
-  const groups = kept.length > 0 ? kept : sampled.slice(0, perStep);
+  const groups = trained.length > 0 ? trained : sampled.slice(0, perStep);
   const { zeroVarianceGroups, diagnostics } = assignAdvantages(groups, config.advantage, { rule, shapingScale: config.reward.shapingScale });
   const all = groups.flatMap((g) => g.rollouts);
   if (config.shuffleAdvantages) {

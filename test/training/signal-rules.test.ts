@@ -203,6 +203,61 @@ describe("the training loop's signal options", () => {
     expect(full.lines.join("\n")).not.toContain("dynamic sampling reached its cap");
   });
 
+  it("with train: signal, also trains on the groups whose rewards differ without a contrast, and samples no more for them", async () => {
+    // question 1 alternates right and wrong; the others alternate a wrong answer that runs and one that fails
+    const makePolicy = (): ScriptedPolicy => {
+      let n = 0;
+      const seen = new Map<string, number>();
+      return new ScriptedPolicy((ctx) => {
+        if (!seen.has(ctx.trajectoryId)) seen.set(ctx.trajectoryId, n++);
+        const even = seen.get(ctx.trajectoryId)! % 2 === 0;
+        if (!ctx.text.includes("</result>")) return `<think>look</think>\n<intermediate_sql>SELECT DISTINCT country FROM singer</intermediate_sql>`;
+        const q1 = ctx.prompt.includes("singers from France");
+        return `<think>ok</think>\n<final_sql>${q1 ? (even ? GOLD : "SELECT name FROM singer") : even ? "SELECT name FROM singer" : "SELECT nope FROM singer"}</final_sql>`;
+      });
+    };
+    const run = async (name: string, train: "informative" | "signal") => {
+      const runDir = join(fx.dir, name);
+      const config = parseTrainConfig(
+        {
+          model,
+          runDir,
+          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
+          steps: 1,
+          questionsPerStep: 2,
+          groupSize: 4,
+          maxTokens: 400,
+          klBeta: 0,
+          advantage: "none",
+          dynamicSampling: { on: "correctness", maxExtra: 0.5, train },
+          reward: { preset: "outcome" },
+        },
+        "grpo",
+      );
+      const lines: string[] = [];
+      await runTraining(config, { mode: "grpo", createPolicy: async () => makePolicy(), learner: fakeLearner([]), progress: null, log: (l) => lines.push(l) });
+      const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+      return { row: readMetrics(join(runDir, "metrics.jsonl"))[0]!, lines, records };
+    };
+    const informative = await run("run-train-informative", "informative");
+    expect(informative.row.sampled_groups).toBe(3);
+    expect(new Set(informative.records.map((r) => r.question_id))).toEqual(new Set([1]));
+    const signal = await run("run-train-signal", "signal");
+    expect(signal.row.sampled_groups).toBe(3);
+    expect(signal.row.groups).toBe(3);
+    expect(new Set(signal.records.map((r) => r.question_id))).toEqual(new Set([1, 2, 3]));
+    expect(signal.lines.join("\n")).toContain("with 1 informative (correctness); training on those 1 and 2 with a reward signal only");
+    // an all-wrong group's advantages rank the answer that runs above the one that fails, and sum to zero
+    const q2 = signal.records.filter((r) => r.question_id === 2);
+    const runs = q2.filter((r) => r.final_sql === "SELECT name FROM singer");
+    const fails = q2.filter((r) => r.final_sql === "SELECT nope FROM singer");
+    expect(runs.length).toBeGreaterThan(0);
+    expect(fails.length).toBeGreaterThan(0);
+    expect(Math.min(...runs.map((r) => r.advantage))).toBeGreaterThan(0);
+    expect(Math.max(...fails.map((r) => r.advantage))).toBeLessThan(0);
+    expect(q2.reduce((a, r) => a + r.advantage, 0)).toBeCloseTo(0, 12);
+  });
+
   it("screens the questions once with the start policy and trains only on those it sometimes solves", async () => {
     const runDir = join(fx.dir, "run-curriculum");
     const requests: LearnerRequest[] = [];
