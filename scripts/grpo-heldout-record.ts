@@ -3,12 +3,16 @@
  * (docs/training.md, "On held-out WikiSQL questions, against two controls").
  *
  *   npx tsx scripts/grpo-heldout-record.ts --sets .reex/grpo-sets/sets.json --rollouts DIR --defaults DIR
- *       --start FILE --final FILE --shuffled FILE --rejection FILE [--out models/runs/grpo-heldout.json] [--note TEXT]
+ *       --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR --shuffled-run DIR --rejection-run DIR]
+ *       [--earlier FILE]... [--out models/runs/grpo-heldout.json] [--note TEXT]
  *
  * --rollouts: `reex eval --runs` output folders (their report.json; the flag repeats, as arms are evaluated when each
  * finishes) on heldout.json decoded as the rollouts decode, with runs labelled start, final, shuffled and rejection_sampling; --defaults: the same at the server's defaults with runs
  * start and final. --start … --rejection: the four GGUFs, hashed into the record. A question counts as right when it is
  * right on both row draws of its table (on its one draw where it has one); `ex_first_draw` is the first draw's alone.
+ * --final-run, --shuffled-run: the GRPO run folders (their metrics.jsonl), --rejection-run: the rejection-sampling
+ * folder (its rejection.json): each arm's compute (steps, sampled and trained groups, hours) goes into the record.
+ * --earlier: a record an earlier design wrote, kept whole under `earlier` (repeats).
  */
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, writeFileSync } from "node:fs";
@@ -18,7 +22,7 @@ import { type ItemScore, pairedDifference } from "../src/eval/index.js";
 import { lexSql } from "../src/sql/index.js";
 
 const USAGE =
-  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--out FILE] [--note TEXT]";
+  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--out FILE] [--note TEXT]";
 
 const { values } = parseArgs({
   options: {
@@ -29,6 +33,10 @@ const { values } = parseArgs({
     final: { type: "string" },
     shuffled: { type: "string" },
     rejection: { type: "string" },
+    "final-run": { type: "string" },
+    "shuffled-run": { type: "string" },
+    "rejection-run": { type: "string" },
+    earlier: { type: "string", multiple: true },
     out: { type: "string", default: "models/runs/grpo-heldout.json" },
     note: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
@@ -122,6 +130,37 @@ function shape(run: Run) {
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
+/** A GRPO run's compute from its metrics.jsonl: the last step's row wins where a resume repeated a step. */
+function grpoCompute(dir: string) {
+  const rows = new Map<number, { step: number; seconds: number; sampled_groups?: number; groups?: number; rollouts: number }>();
+  for (const line of readFileSync(join(resolve(dir), "metrics.jsonl"), "utf8").split("\n"))
+    if (line.trim()) {
+      const row = JSON.parse(line);
+      rows.set(row.step, row);
+    }
+  const steps = [...rows.values()].filter((r) => r.step > 0);
+  return {
+    run: relative(process.cwd(), resolve(dir)),
+    steps: steps.length,
+    sampled_groups: steps.reduce((a, r) => a + (r.sampled_groups ?? 0), 0),
+    trained_groups: steps.reduce((a, r) => a + (r.groups ?? 0), 0),
+    trained_rollouts: steps.reduce((a, r) => a + r.rollouts, 0),
+    hours: round([...rows.values()].reduce((a, r) => a + r.seconds, 0) / 3600),
+  };
+}
+
+/** The rejection-sampling arm's compute from its rejection.json. */
+function rejectionCompute(dir: string) {
+  const c = JSON.parse(readFileSync(join(resolve(dir), "rejection.json"), "utf8")) as {
+    groups: number;
+    groupSize: number;
+    right: number;
+    kept: number;
+    sft: unknown;
+  };
+  return { run: relative(process.cwd(), resolve(dir)), sampled_groups: c.groups, group_size: c.groupSize, right: c.right, kept_traces: c.kept, sft: c.sft };
+}
+
 function need(runs: Map<string, Run>, label: string, dir: string): Run {
   const run = runs.get(label);
   if (!run) throw new Error(`${dir}: no report.json there has a run labelled "${label}" (it has ${[...runs.keys()].join(", ")})`);
@@ -176,7 +215,13 @@ async function main(): Promise<void> {
     final: arm(start, need(rollouts, "final", rolloutDirs)),
     shuffled: arm(start, need(rollouts, "shuffled", rolloutDirs)),
     rejection_sampling: arm(start, need(rollouts, "rejection_sampling", rolloutDirs)),
+    compute: {
+      ...(values["final-run"] ? { final: grpoCompute(values["final-run"]) } : {}),
+      ...(values["shuffled-run"] ? { shuffled: grpoCompute(values["shuffled-run"]) } : {}),
+      ...(values["rejection-run"] ? { rejection_sampling: rejectionCompute(values["rejection-run"]) } : {}),
+    },
     defaults: { start_ex: round(ex(bothDraws(dStart.items))), final_ex: round(ex(bothDraws(dFinal.items))), final: arm(dStart, dFinal) },
+    ...(values.earlier ? { earlier: values.earlier.map((f) => JSON.parse(readFileSync(resolve(f), "utf8")) as unknown) } : {}),
   };
   writeFileSync(resolve(values.out), `${JSON.stringify(record, null, 2)}\n`);
   console.log(
