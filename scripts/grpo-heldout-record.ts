@@ -12,7 +12,9 @@
  * right on both row draws of its table (on its one draw where it has one); `ex_first_draw` is the first draw's alone.
  * --final-run, --shuffled-run: the GRPO run folders (their metrics.jsonl), --rejection-run: the rejection-sampling
  * folder (its rejection.json): each arm's compute (steps, sampled and trained groups, hours) goes into the record.
- * --earlier: a record an earlier design wrote, kept whole under `earlier` (repeats).
+ * --earlier: a record an earlier design wrote, kept whole under `earlier` (repeats). --label ARM=LABEL (repeats) reads
+ * an arm (start, final, shuffled, rejection_sampling) from runs labelled otherwise, in --rollouts and --defaults alike,
+ * so a second design's folders (say final=dense_final) sit beside the first's; --defaults repeats as --rollouts does.
  */
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, writeFileSync } from "node:fs";
@@ -22,13 +24,13 @@ import { type ItemScore, pairedDifference } from "../src/eval/index.js";
 import { lexSql } from "../src/sql/index.js";
 
 const USAGE =
-  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--out FILE] [--note TEXT]";
+  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--label ARM=LABEL] [--out FILE] [--note TEXT]";
 
 const { values } = parseArgs({
   options: {
     sets: { type: "string" },
     rollouts: { type: "string", multiple: true },
-    defaults: { type: "string" },
+    defaults: { type: "string", multiple: true },
     start: { type: "string" },
     final: { type: "string" },
     shuffled: { type: "string" },
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     "shuffled-run": { type: "string" },
     "rejection-run": { type: "string" },
     earlier: { type: "string", multiple: true },
+    label: { type: "string", multiple: true },
     out: { type: "string", default: "models/runs/grpo-heldout.json" },
     note: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
@@ -178,7 +181,7 @@ function mergedRuns(dirs: readonly string[]): Map<string, Run> {
   const merged = new Map<string, Run>();
   for (const dir of dirs)
     for (const [label, run] of runsOf(dir)) {
-      if (merged.has(label)) throw new Error(`the run labelled "${label}" is in more than one --rollouts folder`);
+      if (merged.has(label)) throw new Error(`the run labelled "${label}" is in more than one of ${dirs.join(", ")}`);
       merged.set(label, run);
     }
   const [first, ...rest] = [...merged.values()];
@@ -188,13 +191,28 @@ function mergedRuns(dirs: readonly string[]): Map<string, Run> {
   return merged;
 }
 
+const ARMS = ["start", "final", "shuffled", "rejection_sampling"] as const;
+
+/** The run label of each arm: its own name unless --label says otherwise. */
+function labels(pairs: readonly string[]): Record<(typeof ARMS)[number], string> {
+  const out = Object.fromEntries(ARMS.map((a) => [a, a])) as Record<(typeof ARMS)[number], string>;
+  for (const pair of pairs) {
+    const [arm, label] = pair.split("=", 2) as [string, string | undefined];
+    if (!label || !(ARMS as readonly string[]).includes(arm)) throw new Error(`--label ${pair}: want ARM=LABEL, ARM one of ${ARMS.join(", ")}`);
+    out[arm as (typeof ARMS)[number]] = label;
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
+  const label = labels(values.label ?? []);
   const rollouts = mergedRuns(values.rollouts!);
   const rolloutDirs = values.rollouts!.join(", ");
-  const defaults = runsOf(values.defaults!);
-  const start = need(rollouts, "start", rolloutDirs);
-  const dStart = need(defaults, "start", values.defaults!);
-  const dFinal = need(defaults, "final", values.defaults!);
+  const defaults = mergedRuns(values.defaults!);
+  const defaultDirs = values.defaults!.join(", ");
+  const start = need(rollouts, label.start, rolloutDirs);
+  const dStart = need(defaults, label.start, defaultDirs);
+  const dFinal = need(defaults, label.final, defaultDirs);
   const sets = JSON.parse(readFileSync(resolve(values.sets!), "utf8")) as Record<string, unknown>;
   const model = async (file: string) => ({ file: relative(process.cwd(), resolve(file)), sha256: await sha256(resolve(file)) });
   const record = {
@@ -212,9 +230,9 @@ async function main(): Promise<void> {
     start_ex: round(ex(bothDraws(start.items))),
     start_ex_first_draw: round(ex(start.items)),
     start_shape: shape(start),
-    final: arm(start, need(rollouts, "final", rolloutDirs)),
-    shuffled: arm(start, need(rollouts, "shuffled", rolloutDirs)),
-    rejection_sampling: arm(start, need(rollouts, "rejection_sampling", rolloutDirs)),
+    final: arm(start, need(rollouts, label.final, rolloutDirs)),
+    shuffled: arm(start, need(rollouts, label.shuffled, rolloutDirs)),
+    rejection_sampling: arm(start, need(rollouts, label.rejection_sampling, rolloutDirs)),
     compute: {
       ...(values["final-run"] ? { final: grpoCompute(values["final-run"]) } : {}),
       ...(values["shuffled-run"] ? { shuffled: grpoCompute(values["shuffled-run"]) } : {}),
