@@ -91,15 +91,18 @@ describe("advantage diagnostics", () => {
   });
 });
 
-/** Alternates right and wrong final answers per trajectory; right only exists for question 1 (GOLD). */
-function policyFor(): ScriptedPolicy {
+/**
+ * One probe, then a final answer that alternates per trajectory (`even` for the 1st, 3rd, …); by default GOLD and a
+ * wrong answer that runs, so only question 1 is ever answered right.
+ */
+function policyFor(final: (even: boolean, prompt: string) => string = (even) => (even ? GOLD : "SELECT name FROM singer")): ScriptedPolicy {
   let n = 0;
   const seen = new Map<string, number>();
   return new ScriptedPolicy((ctx) => {
     if (!seen.has(ctx.trajectoryId)) seen.set(ctx.trajectoryId, n++);
-    const right = seen.get(ctx.trajectoryId)! % 2 === 0;
+    const even = seen.get(ctx.trajectoryId)! % 2 === 0;
     if (!ctx.text.includes("</result>")) return `<think>look</think>\n<intermediate_sql>SELECT DISTINCT country FROM singer</intermediate_sql>`;
-    return `<think>ok</think>\n<final_sql>${right ? GOLD : "SELECT name FROM singer"}</final_sql>`;
+    return `<think>ok</think>\n<final_sql>${final(even, ctx.prompt)}</final_sql>`;
   });
 }
 
@@ -110,6 +113,35 @@ function fakeLearner(requests: LearnerRequest[]): LearnerStep {
     if (req.master) writeFileSync(req.master, `master-${req.step}`);
     return { kl: null, loss: 0.5, grad_norm: 0.5, clip_frac: 0, old_logprob_abs_diff: 1e-4 * req.step, split_half: { cosine_mean: 0.25 } };
   };
+}
+
+/** One GRPO step over the fixture (2 questions a step, groups of 4, outcome reward) with the fake learner: its metrics row, log lines and experience. */
+async function oneDynamicStep(
+  name: string,
+  o: { dynamicSampling: Record<string, unknown>; data?: Record<string, unknown>; advantage?: string; policy?: () => ScriptedPolicy },
+) {
+  const runDir = join(fx.dir, name);
+  const config = parseTrainConfig(
+    {
+      model,
+      runDir,
+      data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, ...o.data },
+      steps: 1,
+      questionsPerStep: 2,
+      groupSize: 4,
+      maxTokens: 400,
+      klBeta: 0,
+      ...(o.advantage ? { advantage: o.advantage } : {}),
+      dynamicSampling: o.dynamicSampling,
+      reward: { preset: "outcome" },
+    },
+    "grpo",
+  );
+  const lines: string[] = [];
+  const policy = o.policy ?? (() => policyFor());
+  await runTraining(config, { mode: "grpo", createPolicy: async () => policy(), learner: fakeLearner([]), progress: null, log: (l) => lines.push(l) });
+  const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+  return { row: readMetrics(join(runDir, "metrics.jsonl"))[0]!, lines, records };
 }
 
 describe("the training loop's signal options", () => {
@@ -164,27 +196,8 @@ describe("the training loop's signal options", () => {
   });
 
   it("keeps sampling up to its cap, then logs that the step trains on fewer groups (or, with none informative, on those it sampled first)", async () => {
-    const run = async (name: string, data: Record<string, unknown>, maxExtra: number) => {
-      const runDir = join(fx.dir, name);
-      const config = parseTrainConfig(
-        {
-          model,
-          runDir,
-          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot, ...data },
-          steps: 1,
-          questionsPerStep: 2,
-          groupSize: 4,
-          maxTokens: 400,
-          klBeta: 0,
-          dynamicSampling: { on: "correctness", maxExtra },
-          reward: { preset: "outcome" },
-        },
-        "grpo",
-      );
-      const lines: string[] = [];
-      await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: (l) => lines.push(l) });
-      return { row: readMetrics(join(runDir, "metrics.jsonl"))[0]!, lines };
-    };
+    const run = (name: string, data: Record<string, unknown>, maxExtra: number) =>
+      oneDynamicStep(name, { data, dynamicSampling: { on: "correctness", maxExtra } });
     // three questions, only the first ever answered right: 2 + 0.5 × 2 = 3 groups sampled, 1 informative
     const short = await run("run-dynamic-cap", {}, 0.5);
     expect(short.row.sampled_groups).toBe(3);
@@ -205,40 +218,12 @@ describe("the training loop's signal options", () => {
 
   it("with train: signal, also trains on the groups whose rewards differ without a contrast, and samples no more for them", async () => {
     // question 1 alternates right and wrong; the others alternate a wrong answer that runs and one that fails
-    const makePolicy = (): ScriptedPolicy => {
-      let n = 0;
-      const seen = new Map<string, number>();
-      return new ScriptedPolicy((ctx) => {
-        if (!seen.has(ctx.trajectoryId)) seen.set(ctx.trajectoryId, n++);
-        const even = seen.get(ctx.trajectoryId)! % 2 === 0;
-        if (!ctx.text.includes("</result>")) return `<think>look</think>\n<intermediate_sql>SELECT DISTINCT country FROM singer</intermediate_sql>`;
-        const q1 = ctx.prompt.includes("singers from France");
-        return `<think>ok</think>\n<final_sql>${q1 ? (even ? GOLD : "SELECT name FROM singer") : even ? "SELECT name FROM singer" : "SELECT nope FROM singer"}</final_sql>`;
-      });
-    };
-    const run = async (name: string, train: "informative" | "signal") => {
-      const runDir = join(fx.dir, name);
-      const config = parseTrainConfig(
-        {
-          model,
-          runDir,
-          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
-          steps: 1,
-          questionsPerStep: 2,
-          groupSize: 4,
-          maxTokens: 400,
-          klBeta: 0,
-          advantage: "none",
-          dynamicSampling: { on: "correctness", maxExtra: 0.5, train },
-          reward: { preset: "outcome" },
-        },
-        "grpo",
+    const makePolicy = () =>
+      policyFor((even, prompt) =>
+        prompt.includes("singers from France") ? (even ? GOLD : "SELECT name FROM singer") : even ? "SELECT name FROM singer" : "SELECT nope FROM singer",
       );
-      const lines: string[] = [];
-      await runTraining(config, { mode: "grpo", createPolicy: async () => makePolicy(), learner: fakeLearner([]), progress: null, log: (l) => lines.push(l) });
-      const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
-      return { row: readMetrics(join(runDir, "metrics.jsonl"))[0]!, lines, records };
-    };
+    const run = (name: string, train: "informative" | "signal") =>
+      oneDynamicStep(name, { dynamicSampling: { on: "correctness", maxExtra: 0.5, train }, advantage: "none", policy: makePolicy });
     const informative = await run("run-train-informative", "informative");
     expect(informative.row.sampled_groups).toBe(3);
     expect(new Set(informative.records.map((r) => r.question_id))).toEqual(new Set([1]));
