@@ -110,6 +110,13 @@ function conditions(sql: string | null): number | null {
   return (stop < 0 ? rest : rest.slice(0, stop)).filter((t) => t.upper === "AND").length + 1;
 }
 
+/** Answers that failed, by the error's category (missing_column, syntax, no_sql, …), most frequent first. */
+function errorCounts(items: readonly ItemScore[]): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const item of items) if (item.error) counts.set(item.error, (counts.get(item.error) ?? 0) + 1);
+  return Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]));
+}
+
 /** How a run's answers differ from gold in shape: fewer or more WHERE conditions, no SQL, probe rounds, right on the first draw only. */
 function shape(run: Run) {
   let fewer = 0;
@@ -128,6 +135,7 @@ function shape(run: Run) {
     no_sql: noSql,
     mean_interactions: round(run.items.reduce((a, i) => a + (i.interactions ?? 0), 0) / run.items.length),
     right_on_first_draw_only: run.items.filter((i) => i.ex.bird && i.exSecondDraw?.bird === false).length,
+    errors: errorCounts(run.items),
   };
 }
 
