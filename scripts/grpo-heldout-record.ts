@@ -22,6 +22,7 @@ import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ItemScore, pairedDifference } from "../src/eval/index.js";
 import { lexSql } from "../src/sql/index.js";
+import { readMetrics } from "../src/training/index.js";
 
 const USAGE =
   "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--label ARM=LABEL] [--out FILE] [--note TEXT]";
@@ -141,22 +142,17 @@ function shape(run: Run) {
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
-/** A GRPO run's compute from its metrics.jsonl: the last step's row wins where a resume repeated a step. */
+/** A GRPO run's compute from its metrics.jsonl (a resume cuts the file back to its checkpoint, so each step has one row). */
 function grpoCompute(dir: string) {
-  const rows = new Map<number, { step: number; seconds: number; sampled_groups?: number; groups?: number; rollouts: number }>();
-  for (const line of readFileSync(join(resolve(dir), "metrics.jsonl"), "utf8").split("\n"))
-    if (line.trim()) {
-      const row = JSON.parse(line);
-      rows.set(row.step, row);
-    }
-  const steps = [...rows.values()].filter((r) => r.step > 0);
+  const rows = readMetrics(join(resolve(dir), "metrics.jsonl"));
+  const steps = rows.filter((r) => r.step > 0);
   return {
     run: relative(process.cwd(), resolve(dir)),
     steps: steps.length,
     sampled_groups: steps.reduce((a, r) => a + (r.sampled_groups ?? 0), 0),
     trained_groups: steps.reduce((a, r) => a + (r.groups ?? 0), 0),
     trained_rollouts: steps.reduce((a, r) => a + r.rollouts, 0),
-    hours: round([...rows.values()].reduce((a, r) => a + r.seconds, 0) / 3600),
+    hours: round(rows.reduce((a, r) => a + r.seconds, 0) / 3600),
   };
 }
 

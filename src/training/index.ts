@@ -12,7 +12,7 @@ export {
 export { runSignalCheck } from "./signal.js";
 export { runGroup, type TrainingQuestion } from "./groups.js";
 export { loadTrainConfig, parseTrainConfig, type TrainConfig, type TrainConfigInput, type TrainMode } from "./config.js";
-export type { MetricsRow } from "./report.js";
+export { readMetrics, type MetricsRow } from "./report.js";
 export { listCheckpoints } from "./checkpoints.js";
 export { learnerEnv } from "./learner.js";
 export { runTraining, type TrainResult } from "./loop.js";
