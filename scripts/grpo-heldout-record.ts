@@ -4,7 +4,7 @@
  *
  *   npx tsx scripts/grpo-heldout-record.ts --sets .reex/grpo-sets/sets.json --rollouts DIR --defaults DIR
  *       --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR --shuffled-run DIR --rejection-run DIR]
- *       [--earlier FILE]... [--out models/runs/grpo-heldout.json] [--note TEXT]
+ *       [--earlier FILE]... [--ship-model FILE --ship SET=DIR:LABEL,DIR:LABEL]... [--out models/runs/grpo-heldout.json] [--note TEXT]
  *
  * --rollouts: `reex eval --runs` output folders (their report.json; the flag repeats, as arms are evaluated when each
  * finishes) on heldout.json decoded as the rollouts decode, with runs labelled start, final, shuffled and rejection_sampling; --defaults: the same at the server's defaults with runs
@@ -15,6 +15,9 @@
  * --earlier: a record an earlier design wrote, kept whole under `earlier` (repeats). --label ARM=LABEL (repeats) reads
  * an arm (start, final, shuffled, rejection_sampling) from runs labelled otherwise, in --rollouts and --defaults alike,
  * so a second design's folders (say final=dense_final) sit beside the first's; --defaults repeats as --rollouts does.
+ * --ship-model, --ship: the check that gates shipping a GRPO model as the default: the file that would ship (hashed) and,
+ * per set, the shipped model's run and the candidate's run (report folder and label each) at the server's defaults,
+ * paired as the arms are (`ship_check` in the record).
  */
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync, writeFileSync } from "node:fs";
@@ -25,7 +28,7 @@ import { lexSql } from "../src/sql/index.js";
 import { readMetrics } from "../src/training/index.js";
 
 const USAGE =
-  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--label ARM=LABEL] [--out FILE] [--note TEXT]";
+  "usage: npx tsx scripts/grpo-heldout-record.ts --sets FILE --rollouts DIR --defaults DIR --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR] [--shuffled-run DIR] [--rejection-run DIR] [--earlier FILE] [--label ARM=LABEL] [--ship-model FILE --ship SET=DIR:LABEL,DIR:LABEL] [--out FILE] [--note TEXT]";
 
 const { values } = parseArgs({
   options: {
@@ -41,6 +44,8 @@ const { values } = parseArgs({
     "rejection-run": { type: "string" },
     earlier: { type: "string", multiple: true },
     label: { type: "string", multiple: true },
+    "ship-model": { type: "string" },
+    ship: { type: "string", multiple: true },
     out: { type: "string", default: "models/runs/grpo-heldout.json" },
     note: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
@@ -208,6 +213,20 @@ function labels(pairs: readonly string[]): Record<(typeof ARMS)[number], string>
   return out;
 }
 
+/** One `--ship SET=DIR:LABEL,DIR:LABEL` entry: the shipped model's run and the candidate's, paired. */
+function shipSet(spec: string) {
+  const [set, pair] = spec.split("=", 2) as [string, string | undefined];
+  const sides = (pair ?? "").split(",").map((side) => {
+    const at = side.lastIndexOf(":");
+    return at > 0 ? { dir: side.slice(0, at), label: side.slice(at + 1) } : null;
+  });
+  if (!set || sides.length !== 2 || sides.some((s) => !s)) throw new Error(`--ship ${spec}: want SET=DIR:LABEL,DIR:LABEL`);
+  const [base, cand] = sides.map((s) => need(runsOf(s!.dir), s!.label, s!.dir)) as [Run, Run];
+  if (base.items.length !== cand.items.length || base.items.some((it, i) => it.questionId !== cand.items[i]!.questionId))
+    throw new Error(`--ship ${spec}: the two runs scored other questions`);
+  return [set, { shipped: sides[0]!.label, candidate: sides[1]!.label, shipped_ex: round(ex(bothDraws(base.items))), ...arm(base, cand) }] as const;
+}
+
 async function main(): Promise<void> {
   const label = labels(values.label ?? []);
   const rollouts = mergedRuns(values.rollouts!);
@@ -243,6 +262,16 @@ async function main(): Promise<void> {
       ...(values["rejection-run"] ? { rejection_sampling: rejectionCompute(values["rejection-run"]) } : {}),
     },
     defaults: { start_ex: round(ex(bothDraws(dStart.items))), final_ex: round(ex(bothDraws(dFinal.items))), final: arm(dStart, dFinal) },
+    ...(values.ship?.length
+      ? {
+          ship_check: {
+            ...(values["ship-model"] ? { candidate: await model(values["ship-model"]) } : {}),
+            scoring:
+              "greedy at the server's defaults; right = right on both row draws where a set has two; p = exact two-sided McNemar, the candidate against the shipped model",
+            sets: Object.fromEntries(values.ship.map(shipSet)),
+          },
+        }
+      : {}),
     ...(values.earlier ? { earlier: values.earlier.map((f) => JSON.parse(readFileSync(resolve(f), "utf8")) as unknown) } : {}),
   };
   writeFileSync(resolve(values.out), `${JSON.stringify(record, null, 2)}\n`);
