@@ -185,6 +185,9 @@ async function sha256(file: string): Promise<string> {
   return hash.digest("hex");
 }
 
+/** Whether two runs scored the same questions in the same order. */
+const sameQuestions = (a: Run, b: Run): boolean => a.items.length === b.items.length && a.items.every((it, i) => it.questionId === b.items[i]!.questionId);
+
 /** The runs of several report folders by label; a label given twice, or items that differ in ids, is an error. */
 function mergedRuns(dirs: readonly string[]): Map<string, Run> {
   const merged = new Map<string, Run>();
@@ -195,8 +198,7 @@ function mergedRuns(dirs: readonly string[]): Map<string, Run> {
     }
   const [first, ...rest] = [...merged.values()];
   for (const run of rest)
-    if (run.items.length !== first!.items.length || run.items.some((it, i) => it.questionId !== first!.items[i]!.questionId))
-      throw new Error(`the run labelled "${run.config.label}" scored other questions than "${first!.config.label}"`);
+    if (!sameQuestions(run, first!)) throw new Error(`the run labelled "${run.config.label}" scored other questions than "${first!.config.label}"`);
   return merged;
 }
 
@@ -222,8 +224,7 @@ function shipSet(spec: string) {
   });
   if (!set || sides.length !== 2 || sides.some((s) => !s)) throw new Error(`--ship ${spec}: want SET=DIR:LABEL,DIR:LABEL`);
   const [base, cand] = sides.map((s) => need(runsOf(s!.dir), s!.label, s!.dir)) as [Run, Run];
-  if (base.items.length !== cand.items.length || base.items.some((it, i) => it.questionId !== cand.items[i]!.questionId))
-    throw new Error(`--ship ${spec}: the two runs scored other questions`);
+  if (!sameQuestions(base, cand)) throw new Error(`--ship ${spec}: the two runs scored other questions`);
   return [set, { shipped: sides[0]!.label, candidate: sides[1]!.label, shipped_ex: round(ex(bothDraws(base.items))), ...arm(base, cand) }] as const;
 }
 
