@@ -9,6 +9,8 @@
  * - train.json: WikiSQL dev, less the 400 dev questions held back to check the serving rules
  *   (`heldOutSample(dev, 400, "reex-eval:wikisql:1")`, as it draws today and as it drew on 2026-11-29, when they were drawn).
  *   The shipped model's SFT saw no dev question.
+ * - train-mixed.json: train.json plus every Spider train question (`spider_train.json`, ids `spider-train:<id>`), for the
+ *   third design, which keeps training on the multi-table questions the shipped model's SFT saw while it learns WikiSQL's.
  * - heldout.json: `--heldout` WikiSQL test questions (`heldOutSample` with `--seed`, one table at a time), none of them in an
  *   earlier evaluation file: the starter pipeline's draws (`heldOutSample(test, 400, "reex-eval:wikisql:<s>")` for s in
  *   1..`--eval-seeds`, both versions), the old first-question-per-table 400 (`spread(test, 400)`) and the Python draws `--used` lists.
@@ -76,6 +78,7 @@ const read = (file: string): Question[] => JSON.parse(readFileSync(file, "utf8")
 const realdata = resolve(values.realdata);
 const dev = read(join(realdata, "wikisql_dev.json"));
 const test = read(join(realdata, "wikisql_test.json"));
+const spiderTrain = read(join(realdata, "spider_train.json"));
 
 const devLeftOut = new Set(bothDraws(dev, 400, "reex-eval:wikisql:1").map((q) => q.question_id));
 const train = dev.filter((q) => !devLeftOut.has(q.question_id));
@@ -108,6 +111,8 @@ if (heldout.length < heldoutN) {
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "train.json"), `${JSON.stringify(train, null, 1)}\n`);
+const mixed = [...train, ...spiderTrain.map((q) => ({ ...q, question_id: `spider-train:${q.question_id}` }))];
+writeFileSync(join(out, "train-mixed.json"), `${JSON.stringify(mixed, null, 1)}\n`);
 writeFileSync(join(out, "heldout.json"), `${JSON.stringify(heldout, null, 1)}\n`);
 const manifest = {
   source: `${relative(process.cwd(), realdata) || "."} (npx tsx scripts/realdata.ts --seed 1 --sources wikisql,spider)`,
@@ -116,6 +121,12 @@ const manifest = {
     split: "wikisql dev",
     n: train.length,
     leftOut: { n: devLeftOut.size, rule: "heldOutSample(wikisql_dev, 400, \"reex-eval:wikisql:1\"), today's draw and 2026-11-29's" },
+  },
+  trainMixed: {
+    file: "train-mixed.json",
+    split: "wikisql dev as train.json, plus spider train",
+    n: mixed.length,
+    spider: spiderTrain.length,
   },
   heldout: {
     file: "heldout.json",
@@ -128,5 +139,5 @@ const manifest = {
 };
 writeFileSync(join(out, "sets.json"), `${JSON.stringify(manifest, null, 2)}\n`);
 console.log(
-  `train ${train.length} (WikiSQL dev less ${devLeftOut.size}); held-out ${heldout.length} on ${manifest.heldout.databases} tables (WikiSQL test less ${usedIds.size} used by earlier evaluations) → ${out}`,
+  `train ${train.length} (WikiSQL dev less ${devLeftOut.size}), mixed ${mixed.length} (+ ${spiderTrain.length} Spider train); held-out ${heldout.length} on ${manifest.heldout.databases} tables (WikiSQL test less ${usedIds.size} used by earlier evaluations) → ${out}`,
 );

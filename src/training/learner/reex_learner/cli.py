@@ -1,4 +1,4 @@
-"""Command line: ``python3 -m reex_learner step|logprobs|export|info|hf-step ...`` (see docs/learner.md)."""
+"""Command line: ``python3 -m reex_learner step|logprobs|export|interpolate|info|hf-step ...`` (see docs/learner.md)."""
 
 from __future__ import annotations
 
@@ -150,6 +150,29 @@ def cmd_export(args: argparse.Namespace) -> int:
     g = read_gguf(args.model)
     write_gguf(args.out, g, {}, out_type=args.out_type)
     print(json.dumps({"out": args.out, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
+    return 0
+
+
+def cmd_interpolate(args: argparse.Namespace) -> int:
+    """Writes base + alpha * (tuned - base) over every tensor (weight-space interpolation towards the start, as WiSE-FT
+    and WARP's LITI do), with base's metadata, atomically."""
+    from .gguf_io import read_gguf, write_gguf
+
+    if not 0.0 <= args.alpha <= 1.0:
+        raise ValueError(f"--alpha must be in [0, 1], got {args.alpha}")
+    base, tuned = read_gguf(args.base), read_gguf(args.tuned)
+    if base.arch != tuned.arch or base.hparams != tuned.hparams:
+        raise ValueError(f"{args.tuned} is not a fine-tune of {args.base}: architecture or hyperparameters differ")
+    if list(base.tensors) != list(tuned.tensors):
+        raise ValueError(f"{args.tuned} and {args.base} name different tensors")
+    mixed = {}
+    for name, a in base.tensors.items():
+        b = tuned.tensors[name]
+        if a.shape != b.shape:
+            raise ValueError(f"tensor {name}: shape {b.shape} in {args.tuned}, {a.shape} in {args.base}")
+        mixed[name] = a + args.alpha * (b - a)
+    write_gguf(args.out, base, mixed, out_type=args.out_type)
+    print(json.dumps({"out": args.out, "alpha": args.alpha, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
     return 0
 
 
@@ -330,6 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--out", required=True)
     ex.add_argument("--out-type", required=True, choices=["f32", "f16", "q8_0"])
     ex.set_defaults(func=cmd_export)
+
+    it = sub.add_parser("interpolate", help="write base + alpha * (tuned - base), a fine-tune moved part of the way back to its start")
+    it.add_argument("--base", required=True, help="the start model (its metadata is kept)")
+    it.add_argument("--tuned", required=True, help="a fine-tune of --base (same architecture and tensors)")
+    it.add_argument("--alpha", type=float, required=True, help="share of the fine-tune's update kept: 0 gives --base, 1 --tuned")
+    it.add_argument("--out", required=True)
+    it.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16", "q8_0"], help="as export's; keep: --base's types (default keep)")
+    it.set_defaults(func=cmd_interpolate)
 
     inf = sub.add_parser("info", help="print hyperparameters and tensors of a GGUF")
     inf.add_argument("--model", required=True)

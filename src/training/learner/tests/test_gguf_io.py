@@ -116,3 +116,32 @@ def test_export_writes_q8_0_matrices_within_about_half_a_quantisation_step(tiny_
         err = np.abs((w - dq).reshape(-1, 32))
         assert (err <= step * (0.5 + 127 * 2**-11) + 1e-7).all(), n  # half a step, plus the scale's f16 rounding
     assert 0 < out.stat().st_size < tiny_f32.stat().st_size / 3
+
+
+def test_interpolate_moves_each_weight_alpha_of_the_way_from_base_to_tuned(tiny_f32, tmp_path):
+    from reex_learner.cli import main
+
+    g = read_gguf(tiny_f32)
+    rng = np.random.default_rng(3)
+    tuned = tmp_path / "tuned.gguf"
+    write_gguf(tuned, g, {n: a + rng.normal(0, 0.01, a.shape).astype(np.float32) for n, a in g.tensors.items()})
+    gt = read_gguf(tuned)
+    half = tmp_path / "half.gguf"
+    assert main(["interpolate", "--base", str(tiny_f32), "--tuned", str(tuned), "--alpha", "0.5", "--out", str(half)]) == 0
+    gh = read_gguf(half)
+    assert _meta(gh) == _meta(g)
+    for n, a in g.tensors.items():
+        assert np.allclose(gh.tensors[n], (a + gt.tensors[n]) / 2, atol=1e-7), n
+        assert not np.array_equal(gh.tensors[n], a) and not np.array_equal(gh.tensors[n], gt.tensors[n]), n
+    none = tmp_path / "none.gguf"
+    assert main(["interpolate", "--base", str(tiny_f32), "--tuned", str(tuned), "--alpha", "0", "--out", str(none)]) == 0
+    assert none.read_bytes() == tiny_f32.read_bytes()
+
+
+def test_interpolate_refuses_a_model_that_is_not_a_fine_tune_of_the_base_and_writes_nothing(tiny_f32, tiny_qwen2, tmp_path):
+    from reex_learner.cli import main
+
+    out = tmp_path / "mixed.gguf"
+    assert main(["interpolate", "--base", str(tiny_f32), "--tuned", str(tiny_qwen2), "--alpha", "0.5", "--out", str(out)]) == 2
+    assert main(["interpolate", "--base", str(tiny_f32), "--tuned", str(tiny_f32), "--alpha", "1.5", "--out", str(out)]) == 2
+    assert not out.exists() and list(tmp_path.iterdir()) == []
