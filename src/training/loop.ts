@@ -258,7 +258,8 @@ interface StepExperience {
 /**
  * A GRPO step's experience: a group of rollouts per scheduled question (dynamic sampling keeps sampling
  * the step's schedule until it has `questionsPerStep` informative groups or has sampled its cap, which it
- * logs), advantages assigned (shuffled for the signal check).
+ * logs), advantages assigned (shuffled for the signal check). A question whose prompt does not fit the
+ * context window is skipped with a log line instead of ending the run.
  */
 async function grpoExperience(
   step: number,
@@ -276,9 +277,21 @@ async function grpoExperience(
   const ds = config.dynamicSampling;
   const budget = ds ? perStep + Math.floor(perStep * ds.maxExtra) : perStep;
   const order = scheduleFor(step, budget, questions.length, config.seed);
+  const skipped: string[] = [];
   for (const [j, qi] of order.entries()) {
     if (kept.length >= perStep) break;
-    const group = await sampleGroup(questions[qi]!, config.groupSize, fnv1a32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
+    const q = questions[qi]!;
+    let group: RolloutGroup;
+    try {
+      group = await sampleGroup(q, config.groupSize, fnv1a32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
+    } catch (err) {
+      const e = toReexError(err);
+      if (e.code !== "CONTEXT_EXHAUSTED") throw err;
+      skipped.push(String(q.questionId));
+      log(`reex train: step ${step}: question ${q.questionId} skipped: ${e.code}: ${e.message}`);
+      if (j < perStep) tick();
+      continue;
+    }
     sampled.push(group);
     if (!ds || isInformative(group, ds.on)) kept.push(group);
     if (j < perStep) tick();
@@ -314,6 +327,7 @@ async function grpoExperience(
     zero_variance_groups: zeroVarianceGroups,
     groups: groups.length,
     sampled_groups: sampled.length,
+    ...(skipped.length > 0 ? { skipped_questions: skipped } : {}),
     informative_share: diagnostics.informativeShare,
     contrast_share: diagnostics.contrastShare,
     correctness_share: diagnostics.correctnessShare,

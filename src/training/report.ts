@@ -39,6 +39,8 @@ export interface MetricsRow {
   /** GRPO: groups trained on, and groups sampled for them (more under dynamic sampling). */
   groups?: number;
   sampled_groups?: number;
+  /** GRPO: the step's scheduled questions skipped because their prompt overflowed the context window (absent when none). */
+  skipped_questions?: string[];
   /** GRPO: share of trained groups with a non-zero advantage, and with a correct-vs-wrong contrast. */
   informative_share?: number;
   contrast_share?: number;

@@ -95,7 +95,10 @@ describe("advantage diagnostics", () => {
  * One probe, then a final answer that alternates per trajectory (`even` for the 1st, 3rd, …); by default GOLD and a
  * wrong answer that runs, so only question 1 is ever answered right.
  */
-function policyFor(final: (even: boolean, prompt: string) => string = (even) => (even ? GOLD : "SELECT name FROM singer")): ScriptedPolicy {
+function policyFor(
+  final: (even: boolean, prompt: string) => string = (even) => (even ? GOLD : "SELECT name FROM singer"),
+  options: ConstructorParameters<typeof ScriptedPolicy>[1] = {},
+): ScriptedPolicy {
   let n = 0;
   const seen = new Map<string, number>();
   return new ScriptedPolicy((ctx) => {
@@ -103,7 +106,7 @@ function policyFor(final: (even: boolean, prompt: string) => string = (even) => 
     const even = seen.get(ctx.trajectoryId)! % 2 === 0;
     if (!ctx.text.includes("</result>")) return `<think>look</think>\n<intermediate_sql>SELECT DISTINCT country FROM singer</intermediate_sql>`;
     return `<think>ok</think>\n<final_sql>${final(even, ctx.prompt)}</final_sql>`;
-  });
+  }, options);
 }
 
 function fakeLearner(requests: LearnerRequest[]): LearnerStep {
@@ -214,6 +217,24 @@ describe("the training loop's signal options", () => {
     const full = await run("run-dynamic-full", { limit: 1 }, 2);
     expect(full.row.groups).toBe(2);
     expect(full.lines.join("\n")).not.toContain("dynamic sampling reached its cap");
+  });
+
+  it("skips a question whose prompt overflows the context window with a log line, and trains on the rest of the step", async () => {
+    const dataset = join(fx.dir, "train-long.json");
+    const questions = JSON.parse(readFileSync(fx.datasetFile, "utf8")) as Record<string, unknown>[];
+    const long = { question_id: 4, db_id: "concerts", question: "How old is Ann?", evidence: "Ann is a singer. ".repeat(600), SQL: "SELECT age FROM singer WHERE name = 'Ann'" };
+    writeFileSync(dataset, JSON.stringify([...questions, long]));
+    const makePolicy = () => policyFor(undefined, { contextSize: 8000 });
+    const { row, lines, records } = await oneDynamicStep("run-skip-long", {
+      data: { dataset },
+      dynamicSampling: { on: "correctness", maxExtra: 1 },
+      policy: makePolicy,
+    });
+    expect(lines.join("\n")).toMatch(/step 1: question 4 skipped: CONTEXT_EXHAUSTED: the prompt has \d+ tokens; the context window holds 8000/);
+    expect(row.skipped_questions).toEqual(["4"]);
+    expect(row.sampled_groups).toBe(3);
+    expect(records.length).toBeGreaterThan(0);
+    expect(records.some((r) => r.question_id === 4)).toBe(false);
   });
 
   it("with train: signal, also trains on the groups whose rewards differ without a contrast, and samples no more for them", async () => {
