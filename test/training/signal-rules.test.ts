@@ -222,7 +222,13 @@ describe("the training loop's signal options", () => {
   it("skips a question whose prompt overflows the context window with a log line, and trains on the rest of the step", async () => {
     const dataset = join(fx.dir, "train-long.json");
     const questions = JSON.parse(readFileSync(fx.datasetFile, "utf8")) as Record<string, unknown>[];
-    const long = { question_id: 4, db_id: "concerts", question: "How old is Ann?", evidence: "Ann is a singer. ".repeat(600), SQL: "SELECT age FROM singer WHERE name = 'Ann'" };
+    const long = {
+      question_id: 4,
+      db_id: "concerts",
+      question: "How old is Ann?",
+      evidence: "Ann is a singer. ".repeat(600),
+      SQL: "SELECT age FROM singer WHERE name = 'Ann'",
+    };
     writeFileSync(dataset, JSON.stringify([...questions, long]));
     const makePolicy = () => policyFor(undefined, { contextSize: 8000 });
     const { row, lines, records } = await oneDynamicStep("run-skip-long", {
