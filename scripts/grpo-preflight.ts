@@ -95,6 +95,11 @@ async function main(): Promise<void> {
       `mean pass rate                     ${pct(s.meanPassRate)}`,
       `greedy EX                          ${pct(s.greedyEx)} (first draw alone ${pct(s.greedyExFirstDraw)})`,
       `spurious rate                      ${pct(s.spuriousRate)} of sampled answers right on one draw only (${pct(s.spuriousOfFirstRight)} of those right on the first)`,
+      ...(result.skipped.length > 0
+        ? [
+            `skipped                            ${result.skipped.length} drawn question(s) whose prompt overflows the context window: ${result.skipped.map((k) => k.questionId).join(", ")}`,
+          ]
+        : []),
     ].join("\n"),
   );
   if (args.out) {
@@ -109,6 +114,7 @@ async function main(): Promise<void> {
       seconds: result.seconds,
       summary: s,
       outcomes: result.outcomes,
+      skipped: result.skipped,
     };
     await writeFile(args.out, `${JSON.stringify(report, null, 2)}\n`);
     console.log(`wrote ${args.out}`);

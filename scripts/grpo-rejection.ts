@@ -72,7 +72,9 @@ async function main(): Promise<void> {
       start: done,
       onGroup: (g, n) => {
         appendFileSync(samplesFile, `${JSON.stringify(g)}\n`);
-        console.log(`[${done + n}/${groups}] question ${g.questionId}: ${g.right}/${g.sampled} right, ${g.traces.length} kept`);
+        console.log(
+          `[${done + n}/${groups}] question ${g.questionId}: ${g.skipped ? `skipped: ${g.skipped}` : `${g.right}/${g.sampled} right, ${g.traces.length} kept`}`,
+        );
       },
     });
   }
@@ -91,11 +93,12 @@ async function main(): Promise<void> {
     oneDraw: lines.reduce((a, l) => a + l.oneDraw, 0),
     kept: traces.length,
     questionsKept: lines.filter((l) => l.traces.length > 0).length,
+    skipped: lines.filter((l) => l.skipped).map((l) => l.questionId),
     sft: { learningRate: lr, perStep, steps: Math.ceil(traces.length / perStep) },
   };
   writeFileSync(join(out, "rejection.json"), `${JSON.stringify(counts, null, 2)}\n`);
   console.log(
-    `rejection sampling: ${counts.right} of ${sampled} sampled answers right on both draws (${counts.oneDraw} on one only); ${traces.length} distinct traces from ${counts.questionsKept} of ${lines.length} questions`,
+    `rejection sampling: ${counts.right} of ${sampled} sampled answers right on both draws (${counts.oneDraw} on one only); ${traces.length} distinct traces from ${counts.questionsKept} of ${lines.length} questions${counts.skipped.length > 0 ? `; ${counts.skipped.length} skipped (prompt longer than the context window)` : ""}`,
   );
   if (values["sample-only"] || traces.length === 0) return;
   const sft = {

@@ -4,7 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { ReexError } from "../errors/index.js";
 import { type Executor } from "../sql/index.js";
 import { fnv1a32 } from "../util/index.js";
-import { type RolloutGroup, type TrainingQuestion } from "./groups.js";
+import { sampleIfFits, type RolloutGroup, type TrainingQuestion } from "./groups.js";
 import { GoldCache } from "./rewards.js";
 
 /** The curriculum's screening record, `<runDir>/curriculum.json`. */
@@ -15,11 +15,14 @@ interface CurriculumFile {
   /** Pass rate of every screened question, by question id. */
   passRates: Record<string, number>;
   kept: (string | number)[];
+  /** Questions whose prompt overflowed the context window (not kept). */
+  skipped?: (string | number)[];
 }
 
 /**
  * Keeps the questions whose pass rate over `samples` rollouts of the start policy lies in [minPass, maxPass]
- * (written to `file`; a resumed run reads it back instead of screening again). DATASET_INVALID when none is kept.
+ * (written to `file`; a resumed run reads it back instead of screening again). A question whose prompt overflows the
+ * context window is logged and not kept. DATASET_INVALID when none is kept.
  */
 export async function screenQuestions(
   questions: TrainingQuestion[],
@@ -33,14 +36,22 @@ export async function screenQuestions(
   if (existsSync(file)) saved = JSON.parse(readFileSync(file, "utf8")) as CurriculumFile;
   if (!saved || saved.samples !== c.samples || saved.minPass !== c.minPass || saved.maxPass !== c.maxPass) {
     const passRates: Record<string, number> = {};
+    const skipped: (string | number)[] = [];
     for (const [i, q] of questions.entries()) {
-      const g = await sample(q, c.samples, fnv1a32(`curriculum:${seed}:${i}`) & 0x3fffffff);
+      const g = await sampleIfFits(() => sample(q, c.samples, fnv1a32(`curriculum:${seed}:${i}`) & 0x3fffffff));
+      if (g instanceof ReexError) {
+        skipped.push(q.questionId);
+        log(`reex train: curriculum: question ${q.questionId} skipped: ${g.code}: ${g.message}`);
+        continue;
+      }
       passRates[String(q.questionId)] = g.rollouts.filter((r) => r.reward.correct).length / g.rollouts.length;
     }
-    const kept = questions
-      .filter((q) => passRates[String(q.questionId)]! >= c.minPass && passRates[String(q.questionId)]! <= c.maxPass)
-      .map((q) => q.questionId);
-    saved = { ...c, passRates, kept };
+    const inRange = (id: string | number): boolean => {
+      const rate = passRates[String(id)];
+      return rate !== undefined && rate >= c.minPass && rate <= c.maxPass;
+    };
+    const kept = questions.filter((q) => inRange(q.questionId)).map((q) => q.questionId);
+    saved = { ...c, passRates, kept, ...(skipped.length > 0 ? { skipped } : {}) };
     await writeFile(file, `${JSON.stringify(saved, null, 2)}\n`);
   }
   const keep = new Set(saved.kept.map(String));

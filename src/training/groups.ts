@@ -7,7 +7,7 @@
  */
 import { familyFor, reexProfile, runRollout, type FeedbackMode, type ModelProfile, type PromptFamily, type RolloutResult } from "../agent/index.js";
 import type { PromptFor } from "../decoding/index.js";
-import { ReexError, type ErrorCode } from "../errors/index.js";
+import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/index.js";
 import type { Executor } from "../sql/index.js";
 import {
@@ -204,6 +204,21 @@ export function isInformative(group: RolloutGroup, on: "correctness" | "reward")
   const rs = group.rollouts;
   if (on === "correctness") return rs.some((r) => r.reward.correct) && rs.some((r) => !r.reward.correct);
   return rs.some((r) => Math.abs(r.reward.total - rs[0]!.reward.total) > 1e-9);
+}
+
+/**
+ * Samples a question's group, or returns the CONTEXT_EXHAUSTED error when its prompt does not fit the policy's context
+ * window, so the caller can skip the question (a pool of real schemas holds a few too long for a small context); any
+ * other error is thrown.
+ */
+export async function sampleIfFits(sample: () => Promise<RolloutGroup>): Promise<RolloutGroup | ReexError> {
+  try {
+    return await sample();
+  } catch (err) {
+    const e = toReexError(err);
+    if (e.code !== "CONTEXT_EXHAUSTED") throw err;
+    return e;
+  }
 }
 
 /** Runs one group per question (one question at a time, G rollouts each) and assigns advantages over the batch. */

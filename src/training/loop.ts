@@ -31,7 +31,7 @@ import { checkGold, screenQuestions } from "./curriculum.js";
 import { fnv1a32 } from "../util/index.js";
 import type { TrainConfig, TrainMode } from "./config.js";
 import { experiencePath, stepLabel, writeExperience, type ExperienceRecord } from "./experience.js";
-import { assignAdvantages, isInformative, runGroup, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
+import { assignAdvantages, isInformative, runGroup, sampleIfFits, toExperienceRecord, type RolloutGroup, type TrainingQuestion } from "./groups.js";
 import { readMetrics, writeTrainingReport, type MetricsRow, type ReportInfo } from "./report.js";
 import { CORRECTNESS_FIRST_PRESETS, GoldCache, resolveRewardSpec, type ResolvedRewardSpec, type RewardBreakdown, type RewardEnv } from "./rewards.js";
 
@@ -281,14 +281,10 @@ async function grpoExperience(
   for (const [j, qi] of order.entries()) {
     if (kept.length >= perStep) break;
     const q = questions[qi]!;
-    let group: RolloutGroup;
-    try {
-      group = await sampleGroup(q, config.groupSize, fnv1a32(`${config.seed}:${step}:${j}`) & 0x3fffffff);
-    } catch (err) {
-      const e = toReexError(err);
-      if (e.code !== "CONTEXT_EXHAUSTED") throw err;
+    const group = await sampleIfFits(() => sampleGroup(q, config.groupSize, fnv1a32(`${config.seed}:${step}:${j}`) & 0x3fffffff));
+    if (group instanceof ReexError) {
       skipped.push(String(q.questionId));
-      log(`reex train: step ${step}: question ${q.questionId} skipped: ${e.code}: ${e.message}`);
+      log(`reex train: step ${step}: question ${q.questionId} skipped: ${group.code}: ${group.message}`);
       if (j < perStep) tick();
       continue;
     }

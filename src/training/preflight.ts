@@ -2,14 +2,15 @@
  * The GRPO pre-flight (issue #61): before a long run, does the config's data give groups a contrast?
  * For questions drawn (seeded) from the config's `data`, `samples` rollouts sampled as `reex train grpo`
  * samples a group and one greedy answer decoded as the run's held-out evaluation decodes, all scored by
- * the run's reward (right = right on both row draws where the database has two). Used by
+ * the run's reward (right = right on both row draws where the database has two). A drawn question whose prompt
+ * overflows the context window is listed as skipped and left out of the figures. Used by
  * `npx tsx scripts/grpo-preflight.ts`.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import { fnv1a32 } from "../util/index.js";
 import type { TrainConfig } from "./config.js";
 import { checkGold } from "./curriculum.js";
-import type { TrainingQuestion } from "./groups.js";
+import { sampleIfFits, type TrainingQuestion } from "./groups.js";
 import { trainingQuestions } from "./loop.js";
 import { gatherFacts } from "./rewards.js";
 import { openSampling, type SamplingOptions } from "./sampling.js";
@@ -94,6 +95,8 @@ export interface PreflightOptions extends SamplingOptions {
 export interface PreflightResult {
   summary: PreflightSummary;
   outcomes: PreflightOutcome[];
+  /** Drawn questions left out of the figures because their prompt overflowed the context window. */
+  skipped: { questionId: string | number; message: string }[];
   /** Questions the draw was made from (after `exclude`). */
   pool: number;
   /** Questions `exclude` left out of the config's data. */
@@ -127,8 +130,13 @@ export async function runPreflight(config: TrainConfig, options: PreflightOption
   try {
     const { sample, decoder, rewardEnv, reward, profile, family } = session;
     const outcomes: PreflightOutcome[] = [];
+    const skipped: PreflightResult["skipped"] = [];
     for (const [i, q] of drawn.entries()) {
-      const group = await sample(q, samples, fnv1a32(`preflight:${seed}:${i}`) & 0x3fffffff);
+      const group = await sampleIfFits(() => sample(q, samples, fnv1a32(`preflight:${seed}:${i}`) & 0x3fffffff));
+      if (group instanceof ReexError) {
+        skipped.push({ questionId: q.questionId, message: `${group.code}: ${group.message}` });
+        continue;
+      }
       let sql: string | null = null;
       let response = "";
       try {
@@ -154,6 +162,7 @@ export async function runPreflight(config: TrainConfig, options: PreflightOption
     return {
       summary: summarisePreflight(outcomes),
       outcomes,
+      skipped,
       pool: available.length,
       excluded: all.length - available.length,
       profile: profile.id,

@@ -7,6 +7,7 @@ import { ReexError } from "../errors/index.js";
 import { fnv1a32 } from "../util/index.js";
 import type { TrainConfig } from "./config.js";
 import { checkGold } from "./curriculum.js";
+import { sampleIfFits } from "./groups.js";
 import { trainingQuestions } from "./loop.js";
 import { openSampling, type SamplingOptions } from "./sampling.js";
 import { scheduleFor } from "./schedule.js";
@@ -34,6 +35,8 @@ export interface RejectionGroup {
   oneDraw: number;
   /** The right answers as traces, one per distinct text. */
   traces: SftTrace[];
+  /** Why nothing was sampled: the question's prompt overflowed the context window (`CONTEXT_EXHAUSTED: …`). Absent when sampled. */
+  skipped?: string;
 }
 
 /** The groups this pass sampled. */
@@ -59,9 +62,14 @@ export async function runRejectionSampling(config: TrainConfig, options: Rejecti
     const groups: RejectionGroup[] = [];
     for (const [i, q] of drawn.entries()) {
       const index = start + i;
-      const group = await session.sample(q, config.groupSize, fnv1a32(`rejection:${config.seed}:${index}`) & 0x3fffffff);
-      const prompt = await session.promptFor(q.dbPath, q.question, q.evidence, session.family, session.profile);
+      const group = await sampleIfFits(() => session.sample(q, config.groupSize, fnv1a32(`rejection:${config.seed}:${index}`) & 0x3fffffff));
       const outcome: RejectionGroup = { index, questionId: q.questionId, sampled: 0, right: 0, oneDraw: 0, traces: [] };
+      if (group instanceof ReexError) {
+        groups.push({ ...outcome, skipped: `${group.code}: ${group.message}` });
+        options.onGroup?.(groups.at(-1)!, groups.length, drawn.length);
+        continue;
+      }
+      const prompt = await session.promptFor(q.dbPath, q.question, q.evidence, session.family, session.profile);
       const texts = new Set<string>();
       for (const r of group.rollouts) {
         outcome.sampled++;
