@@ -408,6 +408,18 @@ function genericShortfall(control: RequestControl, got: number, wanted: number, 
   return `${head}: the other trajectories failed before a final answer`;
 }
 
+/**
+ * The grammars a constrained request gets from a decoder at its defaults (`createGrammarBuilder` over the database's
+ * schema and the question's literals, names bound to their FROM lists as `bindNames` and `redrawFrom` say), for code
+ * that drives rollouts itself, such as the trainer's. Defaults: index folder ".reex/indexes", bindNames "from", redrawFrom true.
+ */
+export function createServedGrammarFor(options: { indexDir?: string; bindNames?: Config["decoding"]["bindNames"]; redrawFrom?: boolean } = {}): GrammarFor {
+  const build = createGrammarBuilder(options.indexDir !== undefined ? { indexDir: options.indexDir } : {});
+  const mode = options.bindNames ?? DEFAULT_DECODER_DEFAULTS.bindNames;
+  const redraw = options.redrawFrom ?? DEFAULT_DECODER_DEFAULTS.redrawFrom;
+  return async (...args) => withBinding(await build(...args), mode, redraw);
+}
+
 function withBinding({ binding, fromRest, ...grammars }: SegmentGrammars, mode: Config["decoding"]["bindNames"], redraw: boolean): SegmentGrammars {
   if (!binding || mode === "off") return grammars;
   return { ...grammars, binding: binding.withMode(mode), ...(redraw && fromRest ? { fromRest } : {}) };

@@ -3,7 +3,7 @@ export type { Answer, AnswerRequest, DecodeContext, FeedbackMode, PromptFamily, 
 export { STRATEGIES } from "./types.js";
 export { saysNothingMatched, vote, type EmptyVotes } from "./vote.js";
 export { answerStatus, candidateView, type CandidateView } from "./view.js";
-export { DEFAULT_DECODER_DEFAULTS, createDecoder, type Decode } from "./decode.js";
+export { DEFAULT_DECODER_DEFAULTS, createDecoder, createServedGrammarFor, type Decode } from "./decode.js";
 export { answerRequestFields } from "./request-schema.js";
-export { DEFAULT_MATCH_LIMIT, createGrammarBuilder, createPromptBuilder, schemaNames, type PromptBuilder, type PromptFor } from "./prompt.js";
+export { DEFAULT_MATCH_LIMIT, createGrammarBuilder, createPromptBuilder, schemaNames, type GrammarFor, type PromptBuilder, type PromptFor } from "./prompt.js";
 export { confidenceModelFor, SIGNALS, probability, type ConfidenceModel, type Signals } from "./confidence.js";

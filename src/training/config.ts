@@ -247,6 +247,12 @@ export const trainConfigSchema = z
     schemaHints: z.boolean().default(DEFAULT_DECODER_DEFAULTS.schemaHints),
     /** Rollouts running at once. Default 8. */
     rolloutConcurrency: z.number().int().positive().default(8),
+    /**
+     * Sample rollouts, and decode the in-run held-out evaluation, under the grammars a constrained request is served with
+     * (tags, schema names bound to their FROM lists, the question's literals), so the reward scores what users get; the
+     * masked sampler's log-probs are not the policy's, so the learner scores the sampled tokens itself. Default false.
+     */
+    constrained: z.boolean().default(false),
     /** AdamW learning rate. Default 2e-6. */
     learningRate: z.number().positive().default(2e-6),
     /** PPO clip ε (the low side, and the high side unless `clipHigh`). Default 0.2. */

@@ -6,7 +6,7 @@
  * `<result>` or `<observation>`, = 0) and the sampling log-probs.
  */
 import { familyFor, reexProfile, runRollout, type FeedbackMode, type ModelProfile, type PromptFamily, type RolloutResult } from "../agent/index.js";
-import type { PromptFor } from "../decoding/index.js";
+import type { GrammarFor, PromptFor } from "../decoding/index.js";
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/index.js";
 import type { Executor } from "../sql/index.js";
@@ -67,6 +67,11 @@ export interface GroupOptions {
   reward?: RewardSpec;
   /** Where the rewards execute SQL; default `{executor}`. */
   rewardEnv?: RewardEnv;
+  /**
+   * Sample under these grammars (the decoding stage's `createServedGrammarFor`), as a constrained request is served; the
+   * rollouts are then marked `constrained`. Default none (unconstrained).
+   */
+  grammarFor?: GrammarFor;
   signal?: AbortSignal;
 }
 
@@ -83,6 +88,8 @@ export interface ScoredRollout {
   advantage: number;
   /** The reward the advantage was computed from (the total, or its correctness-first form). Default the total. */
   signal?: number;
+  /** Sampled under a grammar: its log-probs are the masked distribution's, not the policy's. Default false. */
+  constrained?: boolean;
 }
 
 /** G scored rollouts of one question. */
@@ -121,6 +128,9 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
   const spec = resolveRewardSpec(options.reward);
   const env: RewardEnv = options.rewardEnv ?? { executor: options.executor };
   const prompt = await options.promptFor(question.dbPath, question.question, question.evidence, family, profile);
+  const grammar = options.grammarFor
+    ? await options.grammarFor(question.dbPath, family, profile, { question: question.question, ...(question.evidence ? { evidence: question.evidence } : {}) })
+    : undefined;
   const rollouts = await mapLimit(
     Array.from({ length: g }, (_, i) => i),
     options.concurrency ?? g,
@@ -141,6 +151,7 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
         ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
         ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
+        ...(grammar ? { grammar } : {}),
         path: `${question.questionId}/${index}`,
       });
       if (rollout.stopReason === "aborted") throw new ReexError("CANCELLED", "training cancelled");
@@ -163,7 +174,15 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
         spec,
       );
       const mask: (0 | 1)[] = rollout.stopReason === "error" ? rollout.record.sampled.map(() => 0) : rollout.record.sampled.slice();
-      const scored: ScoredRollout = { questionId: question.questionId, index, rollout, reward: rewardFromFacts(facts, spec), mask, advantage: 0 };
+      const scored: ScoredRollout = {
+        questionId: question.questionId,
+        index,
+        rollout,
+        reward: rewardFromFacts(facts, spec),
+        mask,
+        advantage: 0,
+        ...(grammar ? { constrained: true } : {}),
+      };
       return scored;
     },
   );
@@ -239,11 +258,12 @@ export async function collectStep(
 /**
  * The experience record of a scored rollout (learner format). `endOfTurn` (token ids) is appended, in the
  * loss, to a rollout that stopped after its final answer, so GRPO trains the end of turn as SFT does; its
- * old log-probs are null (the learner scores them). Default none.
+ * old log-probs are null (the learner scores them). Default none. A constrained rollout's old log-probs are
+ * null throughout: the grammar-masked sampler's are not the policy's, so the learner scores them before its update.
  */
 export function toExperienceRecord(r: ScoredRollout, endOfTurn: readonly number[] = []): ExperienceRecord {
   const rec = r.rollout.record;
-  const old = sanitizeLogprobs(rec.logprobs, r.mask);
+  const old = r.constrained ? null : sanitizeLogprobs(rec.logprobs, r.mask);
   const eot = r.rollout.stopReason === "final" && r.mask.some((m) => m === 1) ? endOfTurn : [];
   return {
     prompt_tokens: r.rollout.promptTokens.slice(),

@@ -17,7 +17,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { appendFile, copyFile, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REWRITES_OFF, familyFor, resolveProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
-import { createDecoder, createPromptBuilder, type PromptFor } from "../decoding/index.js";
+import { createDecoder, createPromptBuilder, createServedGrammarFor, type PromptFor } from "../decoding/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { createProgressBar, loadDataset, runEval, type EvalItem, type ProgressBar, type ProgressStream } from "../eval/index.js";
 import { createLlamaPolicy } from "../policy/index.js";
@@ -447,10 +447,13 @@ export interface GroupDeps {
   reward: ResolvedRewardSpec;
   rewardEnv: RewardEnv;
   signal: AbortSignal | undefined;
+  /** The prompt builder's value-index folder, which a `constrained` run's grammars read the question's literals from. */
+  indexDir: string;
 }
 
-/** Samples groups as `reex train grpo` does: {@link runGroup} with the config's group settings. */
+/** Samples groups as `reex train grpo` does: {@link runGroup} with the config's group settings (under the served grammars when `constrained`). */
 export function groupSampler(config: TrainConfig, deps: GroupDeps): GroupSampler {
+  const grammarFor = config.constrained ? createServedGrammarFor({ indexDir: deps.indexDir }) : undefined;
   return (q, groupSize, seed) =>
     runGroup(q, {
       ...groupSettings(config, deps.family, deps.reward, deps.signal),
@@ -461,10 +464,11 @@ export function groupSampler(config: TrainConfig, deps: GroupDeps): GroupSampler
       groupSize,
       seed,
       rewardEnv: deps.rewardEnv,
+      ...(grammarFor ? { grammarFor } : {}),
     });
 }
 
-/** The decoder of the run's held-out evaluation: the policy's own answers as the rollouts decode them (no final retries, unconstrained, no server rewrites) at the config's rollout limits. */
+/** The decoder of the run's held-out evaluation: the policy's own answers as the rollouts decode them (no final retries, no server rewrites, constrained only when the run is) at the config's rollout limits. */
 export function heldoutDecoder(
   config: TrainConfig,
   deps: { policy: Policy; executor: Executor; indexDir: string; profile: string; family: PromptFamily },
@@ -480,9 +484,9 @@ export function heldoutDecoder(
       promptFamily: deps.family,
       feedback: config.feedback,
       feedbackRows: config.feedbackRows,
-      // the policy's own answers, as the rollouts decode: no final retries, no grammar, no server rewrites
+      // the policy's own answers, as the rollouts decode: no final retries, no server rewrites, the run's grammar or none
       finalRetries: 0,
-      constrained: "off",
+      constrained: config.constrained ? "on" : "off",
       ...REWRITES_OFF,
     },
   });
@@ -655,7 +659,17 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(endOfTurnText(config.endOfTurn, current)) : [];
-    const sampleGroup = groupSampler(config, { policy: current, executor, promptFor: prompts.promptFor, profile, family, reward: spec, rewardEnv, signal });
+    const sampleGroup = groupSampler(config, {
+      policy: current,
+      executor,
+      promptFor: prompts.promptFor,
+      profile,
+      family,
+      reward: spec,
+      rewardEnv,
+      signal,
+      indexDir,
+    });
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }

@@ -67,7 +67,17 @@ export async function openSampling(
     policy = await (options.createPolicy ?? defaultPolicy)(config.model, config, lora ? [lora] : []);
     const profile = resolveProfile(config.profile, policy.info.metadata ?? {}, "the training config's profile").profile;
     const family = familyFor(profile, config.promptFamily);
-    const sample = groupSampler(config, { policy, executor, promptFor: prompts.promptFor, profile, family, reward, rewardEnv, signal: options.signal });
+    const sample = groupSampler(config, {
+      policy,
+      executor,
+      promptFor: prompts.promptFor,
+      profile,
+      family,
+      reward,
+      rewardEnv,
+      signal: options.signal,
+      indexDir,
+    });
     decoder = heldoutDecoder(config, { policy, executor, indexDir, profile: profile.id, family });
     return { policy, sample, decoder, promptFor: prompts.promptFor, profile, family, reward, rewardEnv, close };
   } catch (err) {

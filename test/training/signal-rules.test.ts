@@ -321,6 +321,37 @@ describe("the training loop's signal options", () => {
     ).rejects.toMatchObject({ code: "DATASET_INVALID" });
   });
 
+  it("samples a constrained run's rollouts under the served grammars and leaves their old log-probs to the learner", async () => {
+    const records: Record<string, unknown[]> = {};
+    for (const constrained of [false, true]) {
+      const runDir = join(fx.dir, `run-constrained-${constrained}`);
+      const config = parseTrainConfig(
+        {
+          model,
+          runDir,
+          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
+          steps: 1,
+          questionsPerStep: 2,
+          groupSize: 2,
+          maxTokens: 400,
+          constrained,
+          reward: { preset: "outcome" },
+        },
+        "grpo",
+      );
+      const policy = policyFor();
+      await runTraining(config, { mode: "grpo", createPolicy: async () => policy, learner: fakeLearner([]), progress: null, log: () => undefined });
+      const grammars = policy.calls.map((c) => c.options.grammar);
+      expect(grammars.length).toBeGreaterThan(0);
+      if (constrained) for (const g of grammars) expect(g).toMatch(/root ::=/);
+      else expect(grammars.every((g) => g === undefined)).toBe(true);
+      records[String(constrained)] = (await readExperience(join(runDir, "experience", "step-000001.jsonl"))).map((r) => r.old_logprobs);
+    }
+    expect(records.true!.length).toBeGreaterThan(0);
+    expect(records.true!.every((o) => o === null)).toBe(true);
+    expect(records.false!.every((o) => Array.isArray(o))).toBe(true);
+  });
+
   it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
     const runs: number[][] = [];
     for (const shuffle of [false, true]) {
