@@ -118,6 +118,12 @@ function fakeLearner(requests: LearnerRequest[]): LearnerStep {
   };
 }
 
+/** A one-step GRPO config over the fixture (2 questions a step, groups of 2, outcome reward), with `extra` on top. */
+function oneStepConfig(runDir: string, extra: Record<string, unknown>) {
+  const base = { model, runDir, data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot }, steps: 1, questionsPerStep: 2, groupSize: 2, maxTokens: 400 };
+  return parseTrainConfig({ ...base, reward: { preset: "outcome" }, ...extra }, "grpo");
+}
+
 /** One GRPO step over the fixture (2 questions a step, groups of 4, outcome reward) with the fake learner: its metrics row, log lines and experience. */
 async function oneDynamicStep(
   name: string,
@@ -273,20 +279,7 @@ describe("the training loop's signal options", () => {
   it("screens the questions once with the start policy and trains only on those it sometimes solves", async () => {
     const runDir = join(fx.dir, "run-curriculum");
     const requests: LearnerRequest[] = [];
-    const config = parseTrainConfig(
-      {
-        model,
-        runDir,
-        data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
-        steps: 1,
-        questionsPerStep: 2,
-        groupSize: 2,
-        maxTokens: 400,
-        curriculum: { samples: 4 },
-        reward: { preset: "outcome" },
-      },
-      "grpo",
-    );
+    const config = oneStepConfig(runDir, { curriculum: { samples: 4 } });
     const lines: string[] = [];
     await runTraining(config, {
       mode: "grpo",
@@ -325,20 +318,7 @@ describe("the training loop's signal options", () => {
     const records: Record<string, unknown[]> = {};
     for (const constrained of [false, true]) {
       const runDir = join(fx.dir, `run-constrained-${constrained}`);
-      const config = parseTrainConfig(
-        {
-          model,
-          runDir,
-          data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot },
-          steps: 1,
-          questionsPerStep: 2,
-          groupSize: 2,
-          maxTokens: 400,
-          constrained,
-          reward: { preset: "outcome" },
-        },
-        "grpo",
-      );
+      const config = oneStepConfig(runDir, { constrained });
       const policy = policyFor();
       await runTraining(config, { mode: "grpo", createPolicy: async () => policy, learner: fakeLearner([]), progress: null, log: () => undefined });
       const grammars = policy.calls.map((c) => c.options.grammar);
