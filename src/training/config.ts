@@ -64,6 +64,17 @@ const sftSchema = z
   })
   .strict();
 
+const replaySchema = z
+  .object({
+    /** Traces in `sft.traces`' format: answers to keep, such as the start model's own right ones (scripts/grpo-rejection.ts writes them). */
+    traces: z.string().min(1),
+    /** Traces added to each step, walked in a seeded order. */
+    perStep: z.number().int().positive(),
+    /** The fixed advantage their tokens get, so they enter the GRPO loss as a supervised term. Default 1. */
+    advantage: z.number().positive().default(1),
+  })
+  .strict();
+
 const weightsSchema = z.object({ format: z.number(), em: z.number(), exec: z.number(), entity: z.number(), exploration: z.number() }).partial().strict();
 
 const rewardSchema = z
@@ -218,6 +229,11 @@ export const trainConfigSchema = z
     data: dataSchema.optional(),
     /** SFT's traces (required for sft). */
     sft: sftSchema.optional(),
+    /**
+     * GRPO: a supervised anchor beside the GRPO loss (InstructGPT's PPO-ptx): each step also trains on `perStep` of these
+     * traces with a fixed advantage, so answers no group contrasts stay in place. The shuffled arm keeps them unshuffled. Default none.
+     */
+    replay: replaySchema.optional(),
     /** Held-out evaluation; default none. */
     eval: evalSchema.optional(),
     /** Learner steps. Default 50. */
@@ -321,6 +337,7 @@ export function parseTrainConfig(input: unknown, mode: TrainMode, baseDir = proc
     runDir: abs(baseDir, c.runDir),
     ...(c.data ? { data: { ...c.data, dataset: abs(baseDir, c.data.dataset), dbRoot: abs(baseDir, c.data.dbRoot) } } : {}),
     ...(c.sft ? { sft: { ...c.sft, traces: abs(baseDir, c.sft.traces) } } : {}),
+    ...(c.replay ? { replay: { ...c.replay, traces: abs(baseDir, c.replay.traces) } } : {}),
     ...(c.eval ? { eval: { ...c.eval, dataset: abs(baseDir, c.eval.dataset), dbRoot: abs(baseDir, c.eval.dbRoot) } } : {}),
     learner: {
       ...c.learner,

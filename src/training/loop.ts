@@ -201,6 +201,7 @@ function reportInfoOf(config: TrainConfig, mode: TrainMode, spec: ResolvedReward
 /** A run's data: GRPO questions (gold SQL checked) or SFT traces, and the held-out set. */
 interface TrainingData {
   questions: TrainingQuestion[];
+  /** SFT's traces, or GRPO's `replay` traces. */
   traces: SftTrace[];
   heldout: { items: EvalItem[]; layout: "bird" | "spider" } | undefined;
 }
@@ -229,15 +230,9 @@ async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: 
   if (mode === "grpo") {
     questions = trainingQuestions(config);
     await checkGold(questions, executor, goldCache, config.reward.timeoutMs, config.data!.dataset);
+    if (config.replay) traces = await readTraces(config.replay.traces);
   } else {
-    const file = config.sft!.traces;
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (err) {
-      throw new ReexError("BAD_REQUEST", `cannot read traces file ${file}: ${(err as Error).message}`);
-    }
-    traces = parseTraces(text, file);
+    traces = await readTraces(config.sft!.traces);
   }
   let heldout: TrainingData["heldout"];
   if (config.eval) {
@@ -247,6 +242,16 @@ async function loadTrainingData(config: TrainConfig, mode: TrainMode, executor: 
     if (heldout.items.length === 0) throw new ReexError("DATASET_INVALID", `${e.dataset}: no held-out questions after offset ${e.offset}`);
   }
   return { questions, traces, heldout };
+}
+
+async function readTraces(file: string): Promise<SftTrace[]> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ReexError("BAD_REQUEST", `cannot read traces file ${file}: ${(err as Error).message}`);
+  }
+  return parseTraces(text, file);
 }
 
 /** One step's experience and the metrics it contributes. */
@@ -329,6 +334,24 @@ async function grpoExperience(
     correctness_share: diagnostics.correctnessShare,
   };
   return { records, stats };
+}
+
+/** Adds a GRPO step's `replay` traces (a seeded walk, its own order) to its experience, each with the fixed advantage. */
+async function withReplay(
+  step: number,
+  exp: StepExperience,
+  policy: Policy,
+  traces: readonly SftTrace[],
+  config: TrainConfig,
+  profile: ModelProfile,
+): Promise<StepExperience> {
+  const replay = config.replay;
+  if (!replay) return exp;
+  const picks = scheduleFor(step, replay.perStep, traces.length, fnv1a32(`replay:${config.seed}`));
+  const eot = endOfTurnText("auto", policy);
+  const records: ExperienceRecord[] = [];
+  for (const ti of picks) records.push({ ...(await sftRecord(policy, traces[ti]!, eot, ti, profile)), advantage: replay.advantage });
+  return { records: [...exp.records, ...records], stats: { ...exp.stats, replay_records: records.length } };
 }
 
 /** Where rollouts were scored on two row draws: EX on both (what the reward counts) and the spurious rate (right on exactly one draw ÷ right on the first). */
@@ -691,7 +714,9 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const perStep = config.questionsPerStep;
     const collect = (step: number, tick: () => void): Promise<StepExperience> =>
       mode === "grpo"
-        ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick, log)
+        ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick, log).then((exp) =>
+            withReplay(step, exp, current, traces, config, profile),
+          )
         : sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
     const bar =
       options.progress === null

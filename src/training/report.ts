@@ -39,6 +39,8 @@ export interface MetricsRow {
   /** GRPO: groups trained on, and groups sampled for them (more under dynamic sampling). */
   groups?: number;
   sampled_groups?: number;
+  /** GRPO: the `replay` traces added to the step's experience (absent without `replay`). */
+  replay_records?: number;
   /** GRPO: the step's scheduled questions skipped because their prompt overflowed the context window (absent when none). */
   skipped_questions?: string[];
   /** GRPO: share of trained groups with a non-zero advantage, and with a correct-vs-wrong contrast. */

@@ -332,6 +332,37 @@ describe("the training loop's signal options", () => {
     expect(records.false!.every((o) => Array.isArray(o))).toBe(true);
   });
 
+  it("adds a step's replay traces to its experience with their fixed advantage, unshuffled in the shuffled arm", async () => {
+    const traces = join(fx.dir, "replay.jsonl");
+    const answer = (sql: string) => `<think>ok</think>\n<final_sql>${sql}</final_sql>`;
+    writeFileSync(
+      traces,
+      [
+        { prompt: "Names of the singers from France?", response: answer(GOLD), question_id: "r1" },
+        { prompt: "How many singers are there?", response: answer("SELECT COUNT(*) FROM singer"), question_id: "r2" },
+        { prompt: "Concerts in 2015?", response: answer("SELECT concert_name FROM concert WHERE year = 2015"), question_id: "r3" },
+      ]
+        .map((t) => JSON.stringify(t))
+        .join("\n"),
+    );
+    for (const shuffleAdvantages of [false, true]) {
+      const runDir = join(fx.dir, `run-replay-${shuffleAdvantages}`);
+      const config = oneStepConfig(runDir, { replay: { traces, perStep: 2, advantage: 0.5 }, shuffleAdvantages });
+      await runTraining(config, { mode: "grpo", createPolicy: async () => policyFor(), learner: fakeLearner([]), progress: null, log: () => undefined });
+      const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+      const replayed = records.filter((r) => String(r.question_id).startsWith("r"));
+      expect(replayed).toHaveLength(2);
+      expect(new Set(replayed.map((r) => r.question_id)).size).toBe(2);
+      for (const r of replayed) {
+        expect(r.advantage).toBe(0.5);
+        expect(r.old_logprobs).toBeNull();
+        expect(r.mask.every((m) => m === 1)).toBe(true);
+      }
+      expect(records.length - replayed.length).toBe(4);
+      expect(readMetrics(join(runDir, "metrics.jsonl"))[0]!.replay_records).toBe(2);
+    }
+  });
+
   it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
     const runs: number[][] = [];
     for (const shuffle of [false, true]) {
