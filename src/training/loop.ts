@@ -682,17 +682,8 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     log(`reex train: profile ${profile.id} (${choice.reason}), prompt family ${family}`);
     await folder.writeRunFile({ id: profile.id, reason: choice.reason });
     const endOfTurn = mode === "grpo" && config.endOfTurn ? current.tokenize(endOfTurnText(config.endOfTurn, current)) : [];
-    const sampleGroup = groupSampler(config, {
-      policy: current,
-      executor,
-      promptFor: prompts.promptFor,
-      profile,
-      family,
-      reward: spec,
-      rewardEnv,
-      signal,
-      indexDir,
-    });
+    const deps: GroupDeps = { policy: current, executor, promptFor: prompts.promptFor, profile, family, reward: spec, rewardEnv, signal, indexDir };
+    const sampleGroup = groupSampler(config, deps);
     if (mode === "grpo" && config.curriculum) {
       questions = await screenQuestions(questions, config.curriculum, join(runDir, "curriculum.json"), sampleGroup, config.seed, log);
     }
