@@ -226,11 +226,11 @@ export function isInformative(group: RolloutGroup, on: "correctness" | "reward")
 }
 
 /**
- * Samples a question's group, or returns the CONTEXT_EXHAUSTED error when its prompt does not fit the policy's context
- * window, so the caller can skip the question (a pool of real schemas holds a few too long for a small context); any
- * other error is thrown.
+ * Samples a question's group (or scores a trace), or returns the CONTEXT_EXHAUSTED error when its prompt does not fit
+ * the policy's context window, so the caller can skip it (a pool of real schemas holds a few too long for a small
+ * context); any other error is thrown.
  */
-export async function sampleIfFits(sample: () => Promise<RolloutGroup>): Promise<RolloutGroup | ReexError> {
+export async function sampleIfFits<T = RolloutGroup>(sample: () => Promise<T>): Promise<T | ReexError> {
   try {
     return await sample();
   } catch (err) {

@@ -336,7 +336,7 @@ async function grpoExperience(
   return { records, stats };
 }
 
-/** Adds a GRPO step's `replay` traces (a seeded walk, its own order) to its experience, each with the fixed advantage. */
+/** Adds a GRPO step's `replay` traces (a seeded walk, its own order) to its experience, each with the fixed advantage; a trace that overflows the policy's context window is skipped with a log line. */
 async function withReplay(
   step: number,
   exp: StepExperience,
@@ -344,13 +344,24 @@ async function withReplay(
   traces: readonly SftTrace[],
   config: TrainConfig,
   profile: ModelProfile,
+  log: (line: string) => void,
 ): Promise<StepExperience> {
   const replay = config.replay;
   if (!replay) return exp;
   const picks = scheduleFor(step, replay.perStep, traces.length, fnv1a32(`replay:${config.seed}`));
   const eot = endOfTurnText("auto", policy);
   const records: ExperienceRecord[] = [];
-  for (const ti of picks) records.push({ ...(await sftRecord(policy, traces[ti]!, eot, ti, profile)), advantage: replay.advantage });
+  for (const ti of picks) {
+    const rec = await sampleIfFits(() => sftRecord(policy, traces[ti]!, eot, ti, profile));
+    const length = rec instanceof ReexError ? null : rec.prompt_tokens.length + rec.tokens.length;
+    if (rec instanceof ReexError || length! > policy.info.contextSize) {
+      log(
+        `reex train: step ${step}: replay trace ${ti} skipped: ${rec instanceof ReexError ? `${rec.code}: ${rec.message}` : `its ${length} tokens overflow the context window (${policy.info.contextSize})`}`,
+      );
+      continue;
+    }
+    records.push({ ...rec, advantage: replay.advantage });
+  }
   return { records: [...exp.records, ...records], stats: { ...exp.stats, replay_records: records.length } };
 }
 
@@ -706,7 +717,7 @@ export async function runTraining(config: TrainConfig, options: TrainOptions): P
     const collect = (step: number, tick: () => void): Promise<StepExperience> =>
       mode === "grpo"
         ? grpoExperience(step, config, questions, sampleGroup, rule, endOfTurn, tick, log).then((exp) =>
-            withReplay(step, exp, current, traces, config, profile),
+            withReplay(step, exp, current, traces, config, profile, log),
           )
         : sftExperience(scheduleFor(step, perStep, traces.length, config.seed), current, traces, config, profile, tick);
     const bar =

@@ -363,6 +363,35 @@ describe("the training loop's signal options", () => {
     }
   });
 
+  it("skips a replay trace whose prompt or whole record overflows the policy's context window, with a log line", async () => {
+    const traces = join(fx.dir, "replay-long.jsonl");
+    const answer = (sql: string) => `<think>ok</think>\n<final_sql>${sql}</final_sql>`;
+    writeFileSync(
+      traces,
+      [
+        { prompt: "How many singers are there?", response: answer("SELECT COUNT(*) FROM singer"), question_id: "r1" },
+        { prompt: `${"Which singer? ".repeat(5000)}`, response: answer(GOLD), question_id: "r2" },
+        { prompt: "Concerts in 2015?", response: answer(`SELECT concert_name FROM concert WHERE year = 2015 ${"AND 1 = 1 ".repeat(5000)}`), question_id: "r3" },
+      ]
+        .map((t) => JSON.stringify(t))
+        .join("\n"),
+    );
+    const runDir = join(fx.dir, "run-replay-long");
+    const lines: string[] = [];
+    const config = oneStepConfig(runDir, { replay: { traces, perStep: 3, advantage: 1 } });
+    await runTraining(config, {
+      mode: "grpo",
+      createPolicy: async () => policyFor(undefined, { contextSize: 8000 }),
+      learner: fakeLearner([]),
+      progress: null,
+      log: (l) => lines.push(l),
+    });
+    const records = await readExperience(join(runDir, "experience", "step-000001.jsonl"));
+    expect(records.filter((r) => String(r.question_id).startsWith("r")).map((r) => r.question_id)).toEqual(["r1"]);
+    expect(readMetrics(join(runDir, "metrics.jsonl"))[0]!.replay_records).toBe(1);
+    expect(lines.filter((l) => /replay trace \d+ skipped/.test(l))).toHaveLength(2);
+  });
+
   it("permutes the step's advantages across its rollouts in a shuffled-advantage control arm", async () => {
     const runs: number[][] = [];
     for (const shuffle of [false, true]) {
