@@ -11,6 +11,9 @@
  *   The shipped model's SFT saw no dev question.
  * - train-mixed.json: train.json plus every Spider train question (`spider_train.json`, ids `spider-train:<id>`), for the
  *   third design, which keeps training on the multi-table questions the shipped model's SFT saw while it learns WikiSQL's.
+ * - train-balanced.json: Spider train as in train-mixed.json plus as many questions of train.json (`heldOutSample(train,
+ *   <Spider's count>, "grpo-balanced:1")`), half and half, for the sixth design: a pool of WikiSQL alone taught the model to
+ *   drop the ORDER BY, LIMIT and GROUP BY that WikiSQL's answers never have, and 22% Spider did not hold them.
  * - heldout.json: `--heldout` WikiSQL test questions (`heldOutSample` with `--seed`, one table at a time), none of them in an
  *   earlier evaluation file: the starter pipeline's draws (`heldOutSample(test, 400, "reex-eval:wikisql:<s>")` for s in
  *   1..`--eval-seeds`, both versions), the old first-question-per-table 400 (`spread(test, 400)`) and the Python draws `--used` lists.
@@ -113,6 +116,9 @@ mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "train.json"), `${JSON.stringify(train, null, 1)}\n`);
 const mixed = [...train, ...spiderTrain.map((q) => ({ ...q, question_id: `spider-train:${q.question_id}` }))];
 writeFileSync(join(out, "train-mixed.json"), `${JSON.stringify(mixed, null, 1)}\n`);
+const spiderIds = mixed.slice(train.length);
+const balanced = [...heldOutSample(train, spiderIds.length, "grpo-balanced:1"), ...spiderIds];
+writeFileSync(join(out, "train-balanced.json"), `${JSON.stringify(balanced, null, 1)}\n`);
 writeFileSync(join(out, "heldout.json"), `${JSON.stringify(heldout, null, 1)}\n`);
 const manifest = {
   source: `${relative(process.cwd(), realdata) || "."} (npx tsx scripts/realdata.ts --seed 1 --sources wikisql,spider)`,
@@ -127,6 +133,12 @@ const manifest = {
     split: "wikisql dev as train.json, plus spider train",
     n: mixed.length,
     spider: spiderTrain.length,
+  },
+  trainBalanced: {
+    file: "train-balanced.json",
+    split: 'wikisql dev as train.json, heldOutSample(train, <spider>, "grpo-balanced:1"), plus spider train',
+    n: balanced.length,
+    spider: spiderIds.length,
   },
   heldout: {
     file: "heldout.json",
