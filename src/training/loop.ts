@@ -353,11 +353,14 @@ async function withReplay(
   const records: ExperienceRecord[] = [];
   for (const ti of picks) {
     const rec = await sampleIfFits(() => sftRecord(policy, traces[ti]!, eot, ti, profile));
-    const length = rec instanceof ReexError ? null : rec.prompt_tokens.length + rec.tokens.length;
-    if (rec instanceof ReexError || length! > policy.info.contextSize) {
-      log(
-        `reex train: step ${step}: replay trace ${ti} skipped: ${rec instanceof ReexError ? `${rec.code}: ${rec.message}` : `its ${length} tokens overflow the context window (${policy.info.contextSize})`}`,
-      );
+    const skip = `reex train: step ${step}: replay trace ${ti} skipped`;
+    if (rec instanceof ReexError) {
+      log(`${skip}: ${rec.code}: ${rec.message}`);
+      continue;
+    }
+    const length = rec.prompt_tokens.length + rec.tokens.length;
+    if (length > policy.info.contextSize) {
+      log(`${skip}: its ${length} tokens overflow the context window (${policy.info.contextSize})`);
       continue;
     }
     records.push({ ...rec, advantage: replay.advantage });
