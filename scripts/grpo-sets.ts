@@ -116,8 +116,8 @@ mkdirSync(out, { recursive: true });
 writeFileSync(join(out, "train.json"), `${JSON.stringify(train, null, 1)}\n`);
 const mixed = [...train, ...spiderTrain.map((q) => ({ ...q, question_id: `spider-train:${q.question_id}` }))];
 writeFileSync(join(out, "train-mixed.json"), `${JSON.stringify(mixed, null, 1)}\n`);
-const spiderIds = mixed.slice(train.length);
-const balanced = [...heldOutSample(train, spiderIds.length, "grpo-balanced:1"), ...spiderIds];
+const spider = mixed.slice(train.length);
+const balanced = [...heldOutSample(train, spider.length, "grpo-balanced:1"), ...spider];
 writeFileSync(join(out, "train-balanced.json"), `${JSON.stringify(balanced, null, 1)}\n`);
 writeFileSync(join(out, "heldout.json"), `${JSON.stringify(heldout, null, 1)}\n`);
 const manifest = {
@@ -138,7 +138,7 @@ const manifest = {
     file: "train-balanced.json",
     split: 'wikisql dev as train.json, heldOutSample(train, <spider>, "grpo-balanced:1"), plus spider train',
     n: balanced.length,
-    spider: spiderIds.length,
+    spider: spider.length,
   },
   heldout: {
     file: "heldout.json",
