@@ -1,4 +1,4 @@
-"""Command line: ``python3 -m reex_learner step|logprobs|export|interpolate|info|hf-step ...`` (see docs/learner.md)."""
+"""Command line: ``python3 -m reex_learner step|logprobs|export|interpolate|merge|info|hf-step ...`` (see docs/learner.md)."""
 
 from __future__ import annotations
 
@@ -173,6 +173,19 @@ def cmd_interpolate(args: argparse.Namespace) -> int:
         mixed[name] = a + args.alpha * (b - a)
     write_gguf(args.out, base, mixed, out_type=args.out_type)
     print(json.dumps({"out": args.out, "alpha": args.alpha, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """Writes the base with a llama.cpp LoRA adapter folded into its weights, base's metadata kept, atomically:
+    one GGUF that serves as base + adapter does, with no adapter to load."""
+    from .gguf_io import read_gguf, write_gguf
+    from .lora import merge_into, read_lora_gguf
+
+    base = read_gguf(args.model)
+    merged = merge_into(base, read_lora_gguf(args.lora), args.scale)
+    write_gguf(args.out, base, merged, out_type=args.out_type)
+    print(json.dumps({"out": args.out, "tensors_merged": len(merged), "scale": args.scale, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
     return 0
 
 
@@ -361,6 +374,14 @@ def build_parser() -> argparse.ArgumentParser:
     it.add_argument("--out", required=True)
     it.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16", "q8_0"], help="as export's; keep: --base's types (default keep)")
     it.set_defaults(func=cmd_interpolate)
+
+    mg = sub.add_parser("merge", help="write a base GGUF with a LoRA adapter folded in: W + scale * (alpha / r) B @ A")
+    mg.add_argument("--model", required=True, help="the base the adapter was trained on (its metadata is kept)")
+    mg.add_argument("--lora", required=True, help="a llama.cpp LoRA GGUF (ours or convert_lora_to_gguf.py's)")
+    mg.add_argument("--scale", type=float, default=1.0, help="the adapter's weight, as llama.cpp's --lora-scaled (default 1)")
+    mg.add_argument("--out", required=True)
+    mg.add_argument("--out-type", default="keep", choices=["keep", "f32", "f16", "q8_0"], help="as export's; keep: --model's types (default keep)")
+    mg.set_defaults(func=cmd_merge)
 
     inf = sub.add_parser("info", help="print hyperparameters and tensors of a GGUF")
     inf.add_argument("--model", required=True)

@@ -319,6 +319,23 @@ def apply_lora(model: nn.Module, adapter: LoraAdapter) -> list[str]:
     return list(adapter.pairs)
 
 
+def merge_into(base: Any, adapter: LoraAdapter, scale: float = 1.0) -> dict[str, np.ndarray]:
+    """The tensors of ``base`` (a read GGUF) that ``adapter`` changes, as ``W + scale * (alpha / r) B @ A``
+    in float32: what llama.cpp computes with the adapter at ``scale`` (default 1), folded into the weights."""
+    if adapter.arch != base.arch:
+        raise ValueError(f"LoRA architecture {adapter.arch!r} does not match the model's {base.arch!r}")
+    merged: dict[str, np.ndarray] = {}
+    for name, (a, b) in adapter.pairs.items():
+        w = base.tensors.get(name)
+        if w is None:
+            raise ValueError(f"LoRA tensor {name}: the model has no such tensor")
+        if (b.shape[0], a.shape[1]) != tuple(w.shape):
+            raise ValueError(f"LoRA tensor {name}: B @ A is {(b.shape[0], a.shape[1])}, the model's matrix {tuple(w.shape)}")
+        factor = np.float32(scale) * np.float32(lora_scale(adapter.alpha, int(a.shape[0])))
+        merged[name] = np.asarray(w, dtype=np.float32) + factor * (b.astype(np.float32) @ a.astype(np.float32))
+    return merged
+
+
 # ------------------------------------------------------------------------------------------------
 # Command line (the options: lora_args.py)
 # ------------------------------------------------------------------------------------------------

@@ -169,6 +169,40 @@ def test_export_read_round_trip(tiny_f32, tmp_path):
     assert (_logits(plain, tokens) - _logits(model, tokens)).abs().max().item() < 1e-4
 
 
+def test_merge_writes_one_gguf_that_llama_cpp_runs_as_base_plus_adapter(arch_model, tmp_path, capsys):
+    """`merge` folds the adapter into the weights: llama.cpp on the merged file against llama.cpp on the
+    base with the adapter loaded, and at --scale 0 the base's logits."""
+    model, g = _load(arch_model)
+    tokens = sample_tokens(g.hparams.n_vocab, 32, seed=8)
+    attach_lora(model, rank=4, alpha=8.0, targets="all", seed=3)
+    _randomise_b(model, 0.1, seed=4)
+    adapter = tmp_path / "adapter.gguf"
+    write_lora_gguf(adapter, model)
+    merged, unmerged = tmp_path / "merged.gguf", tmp_path / "zero.gguf"
+    assert cli_main(["merge", "--model", str(arch_model), "--lora", str(adapter), "--out", str(merged), "--out-type", "f32"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["tensors_merged"] == 7 * g.hparams.n_layer
+    assert cli_main(["merge", "--model", str(arch_model), "--lora", str(adapter), "--scale", "0", "--out", str(unmerged)]) == 0
+    ref = llama_cpp_logits(arch_model, tokens, "--exact", "--lora", str(adapter))
+    base = llama_cpp_logits(arch_model, tokens, "--exact")
+    ours = llama_cpp_logits(merged, tokens, "--exact")
+    diff = (ours - ref).abs().max().item()
+    print(f"\n{g.arch}: merged vs base + adapter in llama.cpp: max |d logit| {diff:.2e}; the adapter moves logits by {(ref - base).abs().max().item():.2f}")
+    assert diff < TOL[g.arch]
+    assert (ref - base).abs().max().item() > 1.0
+    assert torch.equal(llama_cpp_logits(unmerged, tokens, "--exact"), base)
+
+
+def test_merge_refuses_an_adapter_of_another_model_and_writes_nothing(tiny_f32, tiny_qwen2, tmp_path):
+    model, _ = _load(tiny_f32)
+    attach_lora(model, rank=2, alpha=2.0)
+    adapter = tmp_path / "a.gguf"
+    write_lora_gguf(adapter, model)
+    out = tmp_path / "out.gguf"
+    assert cli_main(["merge", "--model", str(tiny_qwen2), "--lora", str(adapter), "--out", str(out)]) == 2
+    assert cli_main(["merge", "--model", str(tiny_f32), "--lora", str(tiny_qwen2), "--out", str(out)]) == 2
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a.gguf"]
+
+
 def test_adapter_mismatches_are_refused(tiny_f32, tiny_qwen2, tiny_gemma3, tmp_path):
     model, _ = _load(tiny_f32)
     attach_lora(model, rank=2, alpha=2.0)
