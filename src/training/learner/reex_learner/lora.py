@@ -299,18 +299,24 @@ def read_lora_gguf(path: str | os.PathLike[str]) -> LoraAdapter:
     return LoraAdapter(arch=arch, alpha=float(meta.get("adapter.lora.alpha", 0.0) or 0.0), pairs=pairs, path=str(path), meta=meta)
 
 
+def _check_fits(adapter: LoraAdapter, arch: str, shapes: dict[str, tuple[int, ...]]) -> None:
+    """ValueError unless every pair of ``adapter`` adapts a matrix of this architecture with B @ A's shape."""
+    if adapter.arch != arch:
+        raise ValueError(f"LoRA architecture {adapter.arch!r} does not match the model's {arch!r}")
+    for name, (a, b) in adapter.pairs.items():
+        if name not in shapes:
+            raise ValueError(f"LoRA tensor {name}: the model has no such matrix")
+        if (b.shape[0], a.shape[1]) != shapes[name]:
+            raise ValueError(f"LoRA tensor {name}: B @ A is {(b.shape[0], a.shape[1])}, the model's matrix {shapes[name]}")
+
+
 def apply_lora(model: nn.Module, adapter: LoraAdapter) -> list[str]:
     """Puts ``adapter``'s matrices on ``model`` (which must be its base's architecture and shapes) and
     freezes the rest; returns the targeted GGUF tensor names."""
-    if adapter.arch != model.hp.arch:
-        raise ValueError(f"LoRA architecture {adapter.arch!r} does not match the model's {model.hp.arch!r}")
+    shapes = {_tensor_name(il, t): tuple(getattr(layer, t).weight.shape) for il, layer in enumerate(model.layers) for t in LORA_TARGETS}
+    _check_fits(adapter, model.hp.arch, shapes)
     for base, (a, b) in adapter.pairs.items():
         il, target = _split_name(base)
-        if il >= len(model.layers):
-            raise ValueError(f"LoRA tensor {base}: the model has {len(model.layers)} blocks")
-        w = getattr(model.layers[il], target).weight
-        if (b.shape[0], a.shape[1]) != tuple(w.shape):
-            raise ValueError(f"LoRA tensor {base}: B @ A is {(b.shape[0], a.shape[1])}, the model's matrix {tuple(w.shape)}")
         lin = _attach(model, il, target, int(a.shape[0]), adapter.alpha)
         with torch.no_grad():
             lin.lora_a.copy_(torch.from_numpy(np.ascontiguousarray(a)))
@@ -322,15 +328,10 @@ def apply_lora(model: nn.Module, adapter: LoraAdapter) -> list[str]:
 def merge_into(base: Any, adapter: LoraAdapter, scale: float = 1.0) -> dict[str, np.ndarray]:
     """The tensors of ``base`` (a read GGUF) that ``adapter`` changes, as ``W + scale * (alpha / r) B @ A``
     in float32: what llama.cpp computes with the adapter at ``scale`` (default 1), folded into the weights."""
-    if adapter.arch != base.arch:
-        raise ValueError(f"LoRA architecture {adapter.arch!r} does not match the model's {base.arch!r}")
+    _check_fits(adapter, base.arch, {n: tuple(t.shape) for n, t in base.tensors.items()})
     merged: dict[str, np.ndarray] = {}
     for name, (a, b) in adapter.pairs.items():
-        w = base.tensors.get(name)
-        if w is None:
-            raise ValueError(f"LoRA tensor {name}: the model has no such tensor")
-        if (b.shape[0], a.shape[1]) != tuple(w.shape):
-            raise ValueError(f"LoRA tensor {name}: B @ A is {(b.shape[0], a.shape[1])}, the model's matrix {tuple(w.shape)}")
+        w = base.tensors[name]
         factor = np.float32(scale) * np.float32(lora_scale(adapter.alpha, int(a.shape[0])))
         merged[name] = np.asarray(w, dtype=np.float32) + factor * (b.astype(np.float32) @ a.astype(np.float32))
     return merged
