@@ -23,7 +23,7 @@
  * `--profile ID` writes the choices in that profile's tags (`<sql>`/`<observation>`/`<solution>`
  * for skyrl-sql) and prompts in its layout; default reex. With --model the model writes freely
  * (add --constrained for the schema grammar, which the server applies to the starter by default,
- * `decoding.constrained`; the README's starter figures from this bench ran without it).
+ * `decoding.constrained`; the starter figures docs/benchmarks.md reports from this bench ran without it).
  *
  * Questions come round-robin from the example databases, or from a BIRD/Spider-layout `--dataset`
  * (one per database first): tree decoding shares work only where the model probes, so measure a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles scripts/sqlite-dqs/reex_dqs.c, the loadable extension that gives reex's SQLite
-# connections stock SQLite's double-quoted string literals (see README, "Double-quoted strings"),
+# connections stock SQLite's double-quoted string literals (see docs/security.md, "Double-quoted strings"),
 # against the sqlite3ext.h that better-sqlite3 ships, into node_modules/.cache/reex-sqlite/.
 # Offline; needs a C compiler (cc, as node-gyp does); idempotent (rebuilds only when the source is
 # newer). Run by `npm install` (the prepare script); src/sql/dqs.ts also runs it when the file is missing.

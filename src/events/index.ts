@@ -101,7 +101,7 @@ interface FinalEvent {
   sql: string | null;
   answerable: boolean;
   reason?: string;
-  /** The answer's confidence in [0, 1] (README "How sure an answer is"); absent on a single trajectory's own final. */
+  /** The answer's confidence in [0, 1] (docs/decoding.md, "How sure an answer is"); absent on a single trajectory's own final. */
   confidence?: number;
 }
 /** A failure that ended a trajectory or the request. */

@@ -2,7 +2,7 @@
  * Questions about the example databases that no SQL over them can answer: the weather, the
  * future, facts of other databases, columns the schema lacks. Written beside the 45 answerable
  * questions as `unanswerable.json`, so that those stay the same 45; eval scores abstaining on
- * these as right (README "How sure an answer is").
+ * these as right (docs/decoding.md, "How sure an answer is").
  */
 
 /** One unanswerable question: its database and why no SQL answers it. */

@@ -88,7 +88,7 @@ export interface LlamaPolicyOptions {
   /**
    * llama.cpp flash attention ("auto": where supported). On CPU it made the starter's greedy
    * rollouts 1.15–1.28× faster but its seeded tree-prune-4 answers to the README's question right
-   * in 16 of 48 seeds against 22 (README, "Where the time goes"), and the tiny test model (16-dimension
+   * in 16 of 48 seeds against 22 (docs/benchmarks.md, "Where the time goes"), and the tiny test model (16-dimension
    * heads) generate 4.8× slower. Default: "auto" on a GPU, off on CPU.
    */
   flashAttention?: "auto" | boolean;

@@ -87,7 +87,7 @@ async function nextTokenProbabilities(history: readonly number[]): Promise<Map<T
  * Asserts that a drafting rollout wrote what plain decoding wrote, token for token, or up to a
  * token where plain decoding's two choices are a near tie (within 0.05 in probability): llama.cpp
  * computes a token's logits in a batch of several with other kernels and summation orders than
- * alone, and a tie can then go the other way (README, "Speculative decoding"). A rejected draft left
+ * alone, and a tie can then go the other way (docs/decoding.md, "Speculative decoding"). A rejected draft left
  * in the KV cache, or any other change to what the model sees, moves far more than that.
  */
 async function expectPlainGreedy(
