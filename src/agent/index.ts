@@ -13,7 +13,7 @@ export {
   type ProfileChoice,
   type ProfileId,
 } from "./profiles/index.js";
-export { buildPrompt, type BuiltPrompt } from "./prompts.js";
+export { buildPrompt, type BuiltPrompt, type PromptExample, type PromptTurn } from "./prompts.js";
 export { extractFinal, extractProbes, formatCheck, normalizeSql, segments } from "./parse.js";
 export { formatFeedback, resultBlock } from "./feedback.js";
 export {

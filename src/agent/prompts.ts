@@ -35,8 +35,30 @@ export function systemPrompt(family: PromptFamily, dialect = "SQLite"): string {
   return [role, FAMILY_INSTRUCTIONS[family], ALIAS_TEXT, UNANSWERABLE_TEXT].join("\n");
 }
 
+/** A verified example of the database (question and its right SQL), as a prompt shows it. */
+export interface PromptExample {
+  question: string;
+  sql: string;
+  evidence?: string;
+}
+
+/** An earlier turn of the conversation: its question, its final SQL (null when it had none) and a one-line summary of its result. */
+export interface PromptTurn {
+  question: string;
+  sql: string | null;
+  summary: string;
+}
+
+/** The examples and earlier turns a prompt may show between the schema and the question; each profile lays them out its own way. */
+export interface PromptExtras {
+  /** Verified examples of the database, most similar first; omitted when empty. */
+  examples?: readonly PromptExample[];
+  /** The conversation's earlier turns, oldest first; omitted when empty. */
+  turns?: readonly PromptTurn[];
+}
+
 /** What a prompt is built from; `schema` and `matchedValues` are already serialised text. */
-export interface PromptInput {
+export interface PromptInput extends PromptExtras {
   family: PromptFamily;
   /** Serialised schema (`table.column (type | …)` lines or CREATE TABLE statements). */
   schema: string;
@@ -68,10 +90,30 @@ export function schemaSection(schema: string): string {
   return `Database schema:\n${schema.trim()}\n\n`;
 }
 
-/** Builds the system + user messages of a family; schema first, then matched values, question and hint. */
+/** One question and its SQL in the ReEx tags, as the examples and the conversation show them. */
+function taggedPair(question: string, sql: string | null, evidence?: string): string {
+  return [`Question: ${question.trim()}`, ...(evidence?.trim() ? [`Hint: ${evidence.trim()}`] : []), `<final_sql>${sql?.trim() ?? ""}</final_sql>`].join("\n");
+}
+
+/**
+ * The ReEx layout of the extras, after the schema: each verified example as a question and its
+ * `<final_sql>`, then each earlier turn likewise with its result's summary.
+ */
+function extrasSections(input: PromptExtras): string[] {
+  const out: string[] = [];
+  if (input.examples?.length)
+    out.push(`Verified examples on this database:\n${input.examples.map((e) => taggedPair(e.question, e.sql, e.evidence)).join("\n\n")}\n`);
+  if (input.turns?.length)
+    out.push(
+      `Earlier in this conversation (the question may refer to them):\n${input.turns.map((t) => `${taggedPair(t.question, t.sql)}\nResult: ${t.summary}`).join("\n\n")}\n`,
+    );
+  return out;
+}
+
+/** Builds the system + user messages of a family; schema first, then verified examples, earlier turns, matched values, question and hint. */
 export function buildPrompt(input: PromptInput): BuiltPrompt {
   const sharedPrefix = schemaSection(input.schema);
-  const parts: string[] = [];
+  const parts: string[] = extrasSections(input);
   const values = input.matchedValues?.trim();
   if (values) parts.push(`Matched values:\n${values}`);
   parts.push(`Question: ${input.question.trim()}`);

@@ -8,12 +8,13 @@ import { ReexError } from "../errors/index.js";
 import { parseServeArgs } from "./serve.js";
 
 /** One-line description shown by `reex --help`. */
-export const summary = "serve the tools (list_databases, describe_database, run_sql, ask) to an MCP client over stdio";
+export const summary = "serve the tools (list_databases, describe_database, run_sql, ask, add_example, list_examples) to an MCP client over stdio";
 
 const USAGE = `usage: reex mcp [--db PATH ...] [--no-examples] [--config FILE] [--section.key value ...]
 
 Speaks the Model Context Protocol on stdin/stdout (logs go to stderr) with the tools
-list_databases, describe_database, run_sql and ask, and each database's schema as a resource.
+list_databases, describe_database, run_sql, ask (with verified examples and conversations),
+add_example and list_examples, and each database's schema as a resource.
 Settings are those of reex serve (reex serve --help lists them). The running HTTP server serves
 the same tools at /mcp.
 
@@ -90,11 +91,14 @@ export async function run(argv: string[]): Promise<number> {
 
   const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
   const { createMcpServer } = await import("../mcp/index.js");
+  const { Teaching } = await import("../server/index.js");
+  const teaching = new Teaching({ config, executor: runtime.executor });
   const server = createMcpServer({
     config,
     registry: runtime.registry,
     executor: runtime.executor,
     decode: (request, ctx) => runtime.decode(request, { ...(ctx.sink ? { sink: ctx.sink } : {}), signal: withDeadline(config, ctx.signal) }),
+    teaching,
     log,
     profile: runtime.profile.id,
     liveTrajectories: () => runtime.policy.liveTrajectories(),

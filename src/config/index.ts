@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ReexError, issuesFrom } from "../errors/index.js";
-import { agentSchema, configSchema, decodingSchema, policySchema, serverSchema, sqlSchema, type Config } from "./schema.js";
+import { agentSchema, configSchema, decodingSchema, policySchema, serverSchema, sqlSchema, teachSchema, type Config } from "./schema.js";
 
 export {
   DECIDED_BY,
@@ -22,7 +22,7 @@ export {
   type Strategy,
 } from "./vocabulary.js";
 
-export { AGENT_DEFAULTS, DECODING_DEFAULTS, type Config } from "./schema.js";
+export { AGENT_DEFAULTS, DECODING_DEFAULTS, TEACH_DEFAULTS, type Config } from "./schema.js";
 
 /** Parses a config object, throwing CONFIG_INVALID with one issue per problem. */
 export function parseConfig(input: unknown): Config {
@@ -36,7 +36,7 @@ export function parseConfig(input: unknown): Config {
 /** Every settable key as `section.key`, with its zod type, for env/flag parsing and `--help`. */
 function configKeys(): { key: string; section: string; field: string; schema: z.ZodType }[] {
   const out: { key: string; section: string; field: string; schema: z.ZodType }[] = [];
-  const sections = { server: serverSchema, sql: sqlSchema, policy: policySchema, agent: agentSchema, decoding: decodingSchema };
+  const sections = { server: serverSchema, sql: sqlSchema, policy: policySchema, agent: agentSchema, decoding: decodingSchema, teach: teachSchema };
   for (const [section, schema] of Object.entries(sections)) {
     for (const [field, fieldSchema] of Object.entries(schema.shape)) {
       out.push({ key: `${section}.${field}`, section, field, schema: fieldSchema as z.ZodType });

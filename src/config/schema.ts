@@ -233,11 +233,37 @@ export const decodingSchema = z
   })
   .strict();
 
+export const teachSchema = z
+  .object({
+    /** Verified examples of the database shown in each prompt (the most similar questions, BM25); a request's `examples` overrides it. Default 3. */
+    examples: z.number().int().min(0).max(20).default(3),
+    /** Verified examples one key keeps per database; past it adding one is EXAMPLES_FULL. Default 500. */
+    maxExamples: z.number().int().positive().max(100_000).default(500),
+    /** Share of the schema's token budget the examples may take (the lowest-scored are dropped first); the schema gets what they leave. Default 0.25. */
+    examplesTokenShare: z.number().min(0).max(0.5).default(0.25),
+    /** Share of the schema's token budget a conversation's earlier turns may take (the oldest are dropped first). Default 0.25. */
+    historyTokenShare: z.number().min(0).max(0.5).default(0.25),
+    /** A conversation unused this long is forgotten, ms. Default 3600000 (1 h). */
+    conversationTtlMs: z.number().int().positive().default(3_600_000),
+    /** Turns a conversation keeps (the oldest are forgotten). Default 20. */
+    conversationTurns: z.number().int().positive().max(1000).default(20),
+    /** Conversations one key keeps at once (the least recently used is forgotten). Default 100. */
+    conversationsPerKey: z.number().int().positive().default(100),
+    /** How long an answer can be cited by a correction (`answerId`), ms. Default 86400000 (24 h). */
+    answerTtlMs: z.number().int().positive().default(86_400_000),
+    /** Answers kept per key for corrections (the oldest are forgotten). Default 1000. */
+    answersKept: z.number().int().positive().default(1000),
+  })
+  .strict();
+
 /** The `agent` section's defaults, read off its schema (the rollout and the decoder use these). */
 export const AGENT_DEFAULTS: Readonly<z.infer<typeof agentSchema>> = Object.freeze(agentSchema.parse({}));
 
 /** The `decoding` section's defaults, read off its schema. */
 export const DECODING_DEFAULTS: Readonly<z.infer<typeof decodingSchema>> = Object.freeze(decodingSchema.parse({}));
+
+/** The `teach` section's defaults, read off its schema (the prompt builder's shares when it is given no config). */
+export const TEACH_DEFAULTS: Readonly<z.infer<typeof teachSchema>> = Object.freeze(teachSchema.parse({}));
 
 /** The whole configuration; every field has a default, so `{}` is valid. */
 export const configSchema = z
@@ -247,6 +273,7 @@ export const configSchema = z
     policy: policySchema.default(() => policySchema.parse({})),
     agent: agentSchema.default(() => agentSchema.parse({})),
     decoding: decodingSchema.default(() => decodingSchema.parse({})),
+    teach: teachSchema.default(() => teachSchema.parse({})),
   })
   .strict();
 

@@ -236,6 +236,7 @@ export function createDecoder(deps: DecoderDeps): Decoder {
     : createPromptBuilder({
         ...(deps.indexDir !== undefined ? { indexDir: deps.indexDir } : {}),
         schemaTokenBudget: Math.max(256, Math.floor(deps.policy.info.contextSize / 4)),
+        ...(deps.config ? { examplesTokenShare: deps.config.teach.examplesTokenShare, historyTokenShare: deps.config.teach.historyTokenShare } : {}),
         ...deps.promptOptions,
       });
   const state: DecoderState = {
@@ -267,7 +268,10 @@ async function decodeRequest(s: DecoderState, req: AnswerRequest, ctx: DecodeCon
   const control = requestControl(s.deps, req, ctx);
   const f: InFlight = { req, o, control, emit };
   try {
-    const prompt = await s.promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile);
+    const prompt = await s.promptFor(req.dbPath, req.question, req.evidence, o.family, o.profile, {
+      ...(req.examples ? { examples: req.examples } : {}),
+      ...(req.turns ? { turns: req.turns } : {}),
+    });
     const grammar = await requestGrammar(s, req, o);
     if (control.isCancelled()) throw control.reason("cancelled");
     const spec = s.deps.policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix });
@@ -283,7 +287,8 @@ async function decodeRequest(s: DecoderState, req: AnswerRequest, ctx: DecodeCon
     const outcome = await RUNNERS[o.strategy](run, o);
     if (control.isCancelled()) throw control.reason("cancelled");
     await control.releaseAll();
-    return answerFrom(f, leaves, outcome, prompt, s.defaults.confidenceThreshold);
+    const answer = answerFrom(f, leaves, outcome, prompt, s.defaults.confidenceThreshold);
+    return prompt.shown ? { ...answer, shown: prompt.shown } : answer;
   } catch (err) {
     if (control.isCancelled()) throw control.reason("cancelled");
     throw err;

@@ -1,7 +1,8 @@
 /**
  * The default prompt source of the decoder: the database's schema text (src/sql's schema prompt)
  * and the values that words of the question match (src/sql's value index), cached per database,
- * turned into a prompt of the requested family; plus the schema's identifier grammar for
+ * with the verified examples and earlier turns a front end offers, within the schema's token
+ * budget, turned into a prompt of the requested family; plus the schema's identifier grammar for
  * constrained decoding.
  */
 import {
@@ -11,11 +12,15 @@ import {
   type BuiltPrompt,
   type ModelProfile,
   type PromptFamily,
+  type PromptTurn,
   type SchemaNames,
   type SegmentGrammars,
 } from "../agent/index.js";
+import { TEACH_DEFAULTS } from "../config/index.js";
 import { statSync } from "node:fs";
+import type { RetrievedExample, ShownExtras } from "./types.js";
 import {
+  approxTokens,
   cachedSchema,
   dialectOf,
   formatMatchedValues,
@@ -33,14 +38,24 @@ import {
   type ValueMatch,
 } from "../sql/index.js";
 
-/** Builds the prompt for one question in a profile's protocol (default `reex`); may be sync or async. */
+/** Verified examples (best first) and earlier turns (oldest first) offered to a prompt; it shows those that fit. */
+export interface OfferedExtras {
+  examples?: readonly RetrievedExample[];
+  turns?: readonly PromptTurn[];
+}
+
+/** A prompt, with what it showed of the offered extras (the default builder sets `shown` when some were offered). */
+export type DecoderPrompt = BuiltPrompt & { shown?: ShownExtras };
+
+/** Builds the prompt for one question in a profile's protocol (default `reex`), with the extras that fit; may be sync or async. */
 export type PromptFor = (
   dbPath: string,
   question: string,
   evidence: string | undefined,
   family: PromptFamily,
   profile?: ModelProfile,
-) => BuiltPrompt | Promise<BuiltPrompt>;
+  extras?: OfferedExtras,
+) => DecoderPrompt | Promise<DecoderPrompt>;
 
 /**
  * The constrained-decoding grammars for one database, family and profile (default `reex`), and
@@ -80,6 +95,10 @@ export interface PromptBuilderOptions {
   schemaFormat?: SchemaFormat;
   /** Value indexes kept open. Default 32. */
   maxOpenIndexes?: number;
+  /** Share of the schema budget verified examples may take (config `teach.examplesTokenShare`). Default the config schema's. */
+  examplesTokenShare?: number;
+  /** Share of the schema budget a conversation's earlier turns may take (config `teach.historyTokenShare`). Default the config schema's. */
+  historyTokenShare?: number;
 }
 
 /** A prompt builder plus the resources it keeps open. */
@@ -109,6 +128,39 @@ function pause(ms: number): Promise<void> {
 /** The table and column names of a schema, for the identifier grammar. */
 export function schemaNames(schema: DatabaseSchema): SchemaNames {
   return { tables: schema.tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) };
+}
+
+/**
+ * The offered extras that fit their shares of the schema's token budget, counted as a question and
+ * its SQL (and a turn's summary) with the schema's counter: examples in the order offered (best
+ * first) until one does not fit, so the lowest-scored are dropped first; turns from the newest back
+ * until one does not fit, so the oldest are dropped first. The schema gets what they leave.
+ */
+function fitExtras(
+  extras: OfferedExtras,
+  budget: number,
+  shares: { examples: number; history: number },
+  count: TokenCounter,
+): { examples: RetrievedExample[]; turns: PromptTurn[]; shown: ShownExtras } {
+  const cost = (question: string, sql: string | null, more = ""): number => count(`Question: ${question}\n${sql ?? ""}\n${more}`);
+  const examples: RetrievedExample[] = [];
+  let exampleTokens = 0;
+  for (const e of extras.examples ?? []) {
+    const c = cost(e.evidence ? `${e.question} ${e.evidence}` : e.question, e.sql);
+    if (exampleTokens + c > Math.floor(budget * shares.examples)) break;
+    examples.push(e);
+    exampleTokens += c;
+  }
+  const turns: PromptTurn[] = [];
+  let turnTokens = 0;
+  for (const t of [...(extras.turns ?? [])].reverse()) {
+    const c = cost(t.question, t.sql, t.summary);
+    if (turnTokens + c > Math.floor(budget * shares.history)) break;
+    turns.unshift(t);
+    turnTokens += c;
+  }
+  const listed = examples.map((e) => ({ id: e.id, question: e.question, score: e.score }));
+  return { examples, turns, shown: { examples: listed, turns: turns.length, exampleTokens, turnTokens } };
 }
 
 /**
@@ -158,12 +210,20 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     return keep(file, index).match(text, match);
   };
 
-  const promptFor: PromptFor = async (dbPath, question, evidence, family, profile = reexProfile) => {
+  const shares = {
+    examples: options.examplesTokenShare ?? TEACH_DEFAULTS.examplesTokenShare,
+    history: options.historyTokenShare ?? TEACH_DEFAULTS.historyTokenShare,
+  };
+
+  const promptFor: PromptFor = async (dbPath, question, evidence, family, profile = reexProfile, extras = {}) => {
     const large = isLarge(dbPath);
     const schema = cachedSchema(dbPath) ?? (large ? undefined : loadSchema(dbPath));
     const text = evidence ? `${question} ${evidence}` : question;
     const matches = options.matchValues === false ? [] : await matchValues(dbPath, text, large, { limit: options.matchLimit ?? DEFAULT_MATCH_LIMIT });
-    const textOptions = { question: text, matches, format: options.schemaFormat ?? profile.schemaFormat, tokenBudget: budget };
+    const offered = (extras.examples?.length ?? 0) + (extras.turns?.length ?? 0) > 0;
+    const fit = offered ? fitExtras(extras, budget, shares, options.countTokens ?? approxTokens) : undefined;
+    const schemaBudget = budget - (fit ? fit.shown.exampleTokens + fit.shown.turnTokens : 0);
+    const textOptions = { question: text, matches, format: options.schemaFormat ?? profile.schemaFormat, tokenBudget: schemaBudget };
     const schemaText =
       (!schema || schema.tables.length > OFF_THREAD_TABLES) && !options.countTokens
         ? await (off ??= new OffThread()).schemaText(dbPath, textOptions)
@@ -175,8 +235,10 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
       ...(matches.length > 0 ? { matchedValues: formatMatchedValues(matches) } : {}),
       ...(evidence ? { evidence } : {}),
       dialect: dialectOf(dbPath),
+      ...(fit?.examples.length ? { examples: fit.examples } : {}),
+      ...(fit?.turns.length ? { turns: fit.turns } : {}),
     });
-    return matches.length > 0 ? { ...built, matches } : built;
+    return { ...built, ...(matches.length > 0 ? { matches } : {}), ...(fit ? { shown: fit.shown } : {}) };
   };
 
   return {

@@ -56,3 +56,31 @@ export function answerRequestFields(config: Config) {
       ),
   } satisfies { [K in keyof AnswerRequest]?: z.ZodType<AnswerRequest[K] | undefined> } & Record<string, z.ZodType>;
 }
+
+/** A conversation id: 1–100 letters, digits and `._:-`, starting with a letter or digit. */
+export const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/;
+
+/**
+ * The fields of a front end that keeps verified examples and conversations (the HTTP body, the
+ * WebSocket request and the MCP `ask` tool): how many examples to show, and the conversation.
+ */
+export function teachingRequestFields(config: Config) {
+  return {
+    examples: z
+      .number()
+      .int()
+      .min(0)
+      .max(20)
+      .optional()
+      .describe(
+        `Verified examples of this database to show the model: the ones whose questions are most like this one (BM25), as many as fit their share of the prompt. 0 shows none. Default ${config.teach.examples} (teach.examples).`,
+      ),
+    conversation: z
+      .string()
+      .regex(CONVERSATION_ID, "1–100 letters, digits and ._:- starting with a letter or digit")
+      .optional()
+      .describe(
+        `A conversation id of your choosing: the earlier turns asked under it (question, final SQL, a summary of the result) go into the prompt, so a follow-up may refer to them, and this turn is added. It belongs to this API key and is forgotten after ${config.teach.conversationTtlMs} ms unused (teach.conversationTtlMs).`,
+      ),
+  };
+}

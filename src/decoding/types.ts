@@ -5,7 +5,7 @@
 import type { EventSink } from "../events/index.js";
 import type { ExecResult } from "../sql/index.js";
 import type { TokenUsage } from "../policy/index.js";
-import type { BindingReport, FeedbackMode, PromptFamily, RewriteFields } from "../agent/index.js";
+import type { BindingReport, FeedbackMode, PromptExample, PromptFamily, PromptTurn, RewriteFields } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
 import type { Confidence } from "./confidence.js";
@@ -49,6 +49,28 @@ export interface AnswerRequest {
   constrained?: boolean;
   /** Wall-clock deadline for the whole request, ms; default none. */
   deadlineMs?: number;
+  /**
+   * Verified examples of the database to show in the prompt, most similar first (a front end's
+   * retrieval: the store's ids and scores); the prompt keeps those that fit its share of the token
+   * budget (`teach.examplesTokenShare`), dropping the lowest-scored first. Default none.
+   */
+  examples?: readonly RetrievedExample[];
+  /** The conversation's earlier turns, oldest first; the prompt keeps the newest that fit `teach.historyTokenShare`. Default none. */
+  turns?: readonly PromptTurn[];
+}
+
+/** A verified example as a front end retrieved it for a request: the prompt's example, its store id and its similarity. */
+export interface RetrievedExample extends PromptExample {
+  id: string;
+  score: number;
+}
+
+/** What the prompt showed besides the schema: the examples that fit (best first), the earlier turns that fit, and their estimated tokens. */
+export interface ShownExtras {
+  examples: { id: string; question: string; score: number }[];
+  turns: number;
+  exampleTokens: number;
+  turnTokens: number;
 }
 
 /** One finished trajectory's answer and how the vote saw it; each rewrite rule that changed its final SQL lists its changes under its field (`repairs`, …: the agent's `REWRITE_RULES`). */
@@ -95,6 +117,8 @@ export interface Answer {
   shortfall?: string;
   /** A word about who answered, shown by every front end: set when a random-weight placeholder model wrote the answer. Default none. */
   notice?: string;
+  /** The examples and earlier turns the prompt showed; absent when the request gave none (or a caller's own prompt source reports none). */
+  shown?: ShownExtras;
   usage: TokenUsage;
   timings: { totalMs: number; firstTokenMs?: number };
 }

@@ -47,6 +47,15 @@ export const ERROR_CATALOG = {
   POLICY_ERROR: { status: 502, summary: "The policy backend failed while generating (llama.cpp error or remote endpoint failure)." },
   CONTEXT_EXHAUSTED: { status: 503, summary: "No free sequence or KV space is left in the model context for this request." },
 
+  EXAMPLE_SQL_FAILED: {
+    status: 400,
+    summary: "A verified example's or a correction's SQL did not run (refused, wrong, or timed out); `details` carries the SQL error and nothing was stored.",
+  },
+  EXAMPLE_NOT_FOUND: { status: 404, summary: "No verified example has this id on this database (or it is not visible to this key)." },
+  EXAMPLES_FULL: { status: 409, summary: "The key already keeps `teach.maxExamples` verified examples on this database; delete some first." },
+  ANSWER_NOT_FOUND: { status: 404, summary: "No recent answer has this id for this key and database (answers are kept for `teach.answerTtlMs`)." },
+  CONVERSATION_NOT_FOUND: { status: 404, summary: "No conversation has this id for this key (or it expired after `teach.conversationTtlMs` idle)." },
+
   DATASET_INVALID: { status: 400, summary: "An evaluation or training dataset file is missing fields or does not parse." },
   LEARNER_FAILED: { status: 500, summary: "The Python learner exited with an error or is not installed." },
 } as const satisfies Record<string, { status: number; summary: string }>;

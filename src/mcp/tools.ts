@@ -1,14 +1,14 @@
-/** The four tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder). */
+/** The tools: their zod input schemas and what each runs (registry, prompt builder, executor, decoder, and the teaching store where given). */
 import { z } from "zod";
 import type { Config } from "../config/index.js";
-import { answerRequestFields, type AnswerRequest, type PromptBuilder } from "../decoding/index.js";
+import { answerRequestFields, teachingRequestFields, type AnswerRequest, type PromptBuilder } from "../decoding/index.js";
 import { familyFor, getProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError } from "../errors/index.js";
 import type { ReexEvent } from "../events/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
 import { TraceCollector, answerOf, rowsOf } from "./format.js";
 import { progressSink, type ProgressUpdate } from "./progress.js";
-import type { McpDeps } from "./types.js";
+import type { McpDeps, McpTeaching } from "./types.js";
 
 /** What a tool call gets besides its arguments. */
 export interface ToolContext {
@@ -33,9 +33,10 @@ export interface ToolDef {
 
 const databaseField = z.string().min(1).max(200).describe("Id or unique name of a registered database (see list_databases).");
 
-/** Input schemas of the tools, bounded by `config` as the REST API's are. */
-export function toolSchemas(config: Config) {
+/** Input schemas of the tools, bounded by `config` as the REST API's are; `ask` takes `examples` and `conversation` where a teaching store is given (`teaching`, default true). */
+export function toolSchemas(config: Config, teaching = true) {
   const asked = answerRequestFields(config);
+  const taught = teachingRequestFields(config);
   return {
     list_databases: z.object({}).strict(),
     describe_database: z
@@ -69,9 +70,78 @@ export function toolSchemas(config: Config) {
         evidence: asked.evidence,
         strategy: asked.strategy,
         candidates: asked.candidates,
+        ...(teaching ? taught : {}),
       })
       .strict(),
+    add_example: z
+      .object({
+        database: databaseField,
+        question: z.string().trim().min(1).max(8000).optional().describe("The question (with `sql`)."),
+        sql: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100_000)
+          .optional()
+          .describe("Its right SQL; it must run on the database. With `answerId`: the right SQL for that answer's question."),
+        evidence: z.string().max(8000).optional().describe("The hint the question was asked with, if any."),
+        answerId: z
+          .string()
+          .min(1)
+          .max(200)
+          .optional()
+          .describe("An `ask` answer's `answerId`: store its question with `sql`, or, without `sql`, with the answer's own SQL (it was right)."),
+      })
+      .strict(),
+    list_examples: z.object({ database: databaseField }).strict(),
   };
+}
+
+/** `add_example`'s arguments as the teaching store takes them: question and SQL, or an answer id (BAD_REQUEST for neither or both). */
+function exampleInput(args: { question?: string; sql?: string; evidence?: string; answerId?: string }): Parameters<McpTeaching["addExample"]>[2] {
+  if (args.answerId !== undefined) {
+    if (args.question !== undefined || args.evidence !== undefined)
+      throw new ReexError("BAD_REQUEST", "give either answerId (and optionally sql) or question and sql, not both");
+    return { answerId: args.answerId, ...(args.sql !== undefined ? { sql: args.sql } : {}) };
+  }
+  if (args.question === undefined || args.sql === undefined)
+    throw new ReexError("BAD_REQUEST", "give question and sql, or the answerId of an answer", {
+      issues: [{ path: ["arguments"], message: "question and sql, or answerId" }],
+    });
+  return { question: args.question, sql: args.sql, ...(args.evidence !== undefined ? { evidence: args.evidence } : {}) };
+}
+
+/** The tools that read and write verified examples, over `teaching`. */
+function exampleTools(deps: McpDeps, teaching: McpTeaching, schemas: ReturnType<typeof toolSchemas>): ToolDef[] {
+  const { registry, owner } = deps;
+  return [
+    {
+      name: "add_example",
+      title: "Teach a verified example",
+      description:
+        "Stores a question with its right SQL for a database, so that ask shows it to the model for similar questions. The SQL must run (read-only, guarded), or nothing is stored (EXAMPLE_SQL_FAILED with the database's error). Give question and sql, or the answerId of an ask answer: without sql it is stored as right, with sql as corrected.",
+      input: schemas.add_example,
+      annotations: { readOnlyHint: false, idempotentHint: true, openWorldHint: false },
+      run: async (raw) => {
+        const args = raw as z.infer<typeof schemas.add_example>;
+        const entry = await registry.get(args.database, owner);
+        const { example, created } = await teaching.addExample(entry, owner, exampleInput(args));
+        return { database: entry.id, ...example, created };
+      },
+    },
+    {
+      name: "list_examples",
+      title: "List verified examples",
+      description: "The verified examples of a database (question, SQL, the shape of its result) that ask retrieves from.",
+      input: schemas.list_examples,
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      run: async (raw) => {
+        const args = raw as z.infer<typeof schemas.list_examples>;
+        const entry = await registry.get(args.database, owner);
+        return { database: entry.id, examples: teaching.listExamples(entry, owner) };
+      },
+    },
+  ];
 }
 
 function entryView(entry: DatabaseEntry): { id: string; name: string; tables: string[] } {
@@ -97,8 +167,8 @@ export async function schemaText(prompts: PromptBuilder, entry: DatabaseEntry, s
 
 /** The tools over `deps`, with `prompts` as the schema source. */
 export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
-  const { config, registry, owner } = deps;
-  const schemas = toolSchemas(config);
+  const { config, registry, owner, teaching } = deps;
+  const schemas = toolSchemas(config, teaching !== undefined);
   const style = promptStyle(deps.profile);
   const readOnly = { readOnlyHint: true, idempotentHint: true, openWorldHint: false };
 
@@ -159,6 +229,8 @@ export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
           trace.add(event);
           progress?.(event);
         };
+        const taught = args as { examples?: number; conversation?: string };
+        const extras = teaching?.prepare(entry, owner, args.question, { examples: taught.examples, conversation: taught.conversation });
         const request: AnswerRequest = {
           dbPath: entry.path,
           question: args.question,
@@ -166,10 +238,21 @@ export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
           ...(args.evidence !== undefined ? { evidence: args.evidence } : {}),
           ...(args.strategy !== undefined ? { strategy: args.strategy } : {}),
           ...(args.candidates !== undefined ? { candidates: args.candidates } : {}),
+          ...(extras?.examples.length ? { examples: extras.examples } : {}),
+          ...(extras?.turns.length ? { turns: extras.turns } : {}),
         };
         const answer = await deps.decode(request, { sink, signal: ctx.signal, database: entry.id });
-        return { database: entry.id, ...answerOf(answer, trace.finish()) };
+        const memo = teaching?.remember(entry, owner, { ...args, conversation: taught.conversation }, answer);
+        const shown = memo
+          ? {
+              answerId: memo.answerId,
+              examples: answer.shown?.examples ?? [],
+              ...(memo.conversation ? { conversation: { ...memo.conversation, turnsShown: answer.shown?.turns ?? 0 } } : {}),
+            }
+          : {};
+        return { database: entry.id, ...answerOf(answer, trace.finish()), ...shown };
       },
     },
+    ...(teaching ? exampleTools(deps, teaching, schemas) : []),
   ];
 }

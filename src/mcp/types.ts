@@ -1,6 +1,7 @@
 /** What the MCP front end needs from the rest of reex, as structural types so each transport hands in its own. */
 import type { Config } from "../config/index.js";
-import type { Answer, AnswerRequest, DecodeContext, PromptBuilder } from "../decoding/index.js";
+import type { PromptTurn } from "../agent/index.js";
+import type { Answer, AnswerRequest, DecodeContext, PromptBuilder, RetrievedExample } from "../decoding/index.js";
 import type { DatabaseEntry, Executor } from "../sql/index.js";
 
 /** A value or a promise of it. */
@@ -24,6 +25,32 @@ export interface McpLog {
   error(obj: Record<string, unknown>, msg: string): void;
 }
 
+/**
+ * Verified examples, recent answers and conversations, shared with the other front ends (the
+ * server's `Teaching` satisfies it): `ask` retrieves examples and earlier turns and remembers its
+ * answer; `add_example` and `list_examples` read and write the store.
+ */
+export interface McpTeaching {
+  prepare(
+    entry: DatabaseEntry,
+    owner: string | undefined,
+    question: string,
+    options: { examples?: number | undefined; conversation?: string | undefined },
+  ): { examples: RetrievedExample[]; turns: PromptTurn[] };
+  remember(
+    entry: DatabaseEntry,
+    owner: string | undefined,
+    ask: { question: string; evidence?: string | undefined; conversation?: string | undefined },
+    answer: Pick<Answer, "sql" | "result">,
+  ): { answerId: string; conversation?: { id: string; turn: number } };
+  addExample(
+    entry: DatabaseEntry,
+    owner: string | undefined,
+    input: { question: string; sql: string; evidence?: string } | { answerId: string; sql?: string },
+  ): Promise<{ example: object; created: boolean }>;
+  listExamples(entry: DatabaseEntry, owner: string | undefined): object[];
+}
+
 /** Everything {@link createMcpServer} needs. */
 export interface McpDeps {
   config: Config;
@@ -38,6 +65,8 @@ export interface McpDeps {
   profile?: string;
   /** The decoder's prompt source, for `describe_database` and the schema resources; default one of its own over `<sql.dataDir>/indexes`, closed with the server. */
   prompts?: PromptBuilder;
+  /** Verified examples and conversations: with it, `ask` shows examples and takes `conversation`, and `add_example` and `list_examples` are listed. Default none. */
+  teaching?: McpTeaching;
   /** Where tool failures and each `ask`'s end are logged. Default: nowhere. */
   log?: McpLog;
   /** The policy's live trajectories, logged when an `ask` ends. Default not logged. */

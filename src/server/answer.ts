@@ -67,9 +67,12 @@ function raceAbort<T>(job: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, timings: { totalMs: number; queueMs: number }): SqlResponse {
+/** The answer's fields other than its teaching ones ({@link taughtFields}). */
+type ShapedAnswer = Omit<SqlResponse, "answerId" | "examples" | "conversation">;
+
+function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, timings: { totalMs: number; queueMs: number }): ShapedAnswer {
   const status = answerStatus(answer);
-  const out: SqlResponse = {
+  const out: ShapedAnswer = {
     sql: answer.sql,
     answerable: status.answerable,
     ...(status.reason !== undefined ? { reason: status.reason } : {}),
@@ -85,6 +88,7 @@ function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, tim
       promptTokens: answer.usage.promptTokens,
       evaluatedTokens: answer.usage.evaluatedTokens,
       generatedTokens: answer.usage.generatedTokens,
+      ...(answer.shown ? { exampleTokens: answer.shown.exampleTokens, historyTokens: answer.shown.turnTokens } : {}),
       ...(answer.usage.draftedTokens !== undefined
         ? {
             draftedTokens: answer.usage.draftedTokens,
@@ -215,7 +219,12 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
 export async function answerQuestion(state: ServerState, body: SqlRequest, owner: string | undefined, options: AnswerOptions): Promise<SqlResponse> {
   const acceptedAt = performance.now();
   const entry = await state.deps.registry.get(body.database, owner);
-  const request = toAnswerRequest(body, entry.path);
+  const extras = state.teaching.prepare(entry, owner, body.question, { examples: body.examples, conversation: body.conversation });
+  const request: AnswerRequest = {
+    ...toAnswerRequest(body, entry.path),
+    ...(extras.examples.length > 0 ? { examples: extras.examples } : {}),
+    ...(extras.turns.length > 0 ? { turns: extras.turns } : {}),
+  };
   const trace: Record<string, unknown>[] | undefined = body.includeTrace ? [] : undefined;
   const sink: EventSink | undefined = trace
     ? (event: ReexEvent) => {
@@ -224,5 +233,18 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
       }
     : options.sink;
   const { answer, queueMs, totalMs } = await decodeQueued(state, request, { ...options, ...(sink ? { sink } : {}), database: entry.id, acceptedAt });
-  return shape(answer, trace, { totalMs, queueMs });
+  const memo = state.teaching.remember(entry, owner, body, answer);
+  return { ...shape(answer, trace, { totalMs, queueMs }), ...taughtFields(answer, memo) };
+}
+
+/** The answer's teaching fields: its id for corrections, the verified examples its prompt showed, and its turn of a conversation. */
+function taughtFields(
+  answer: Answer,
+  memo: { answerId: string; conversation?: { id: string; turn: number } },
+): Pick<SqlResponse, "answerId" | "examples" | "conversation"> {
+  return {
+    answerId: memo.answerId,
+    examples: answer.shown?.examples ?? [],
+    ...(memo.conversation ? { conversation: { ...memo.conversation, turnsShown: answer.shown?.turns ?? 0 } } : {}),
+  };
 }

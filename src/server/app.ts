@@ -20,6 +20,7 @@ import { GenerationQueue } from "./queue.js";
 import { RateLimiter } from "./rate-limit.js";
 import { recordRoutes } from "./route-doc.js";
 import type { ServerState } from "./state.js";
+import { Teaching } from "./teaching.js";
 import type { ServerDeps } from "./types.js";
 
 function policyOf(deps: ServerDeps): () => Policy | undefined {
@@ -44,6 +45,7 @@ function createState(deps: ServerDeps, log: FastifyInstance["log"]): ServerState
     sockets: new Set(),
     log,
     policy,
+    teaching: new Teaching({ config: deps.config, ...(deps.executor ? { executor: deps.executor } : {}) }),
   };
 }
 

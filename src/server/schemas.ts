@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { REWRITE_RULES, type RewriteFields } from "../agent/index.js";
 import { DECIDED_BY, type Config } from "../config/index.js";
-import { answerRequestFields } from "../decoding/index.js";
+import { answerRequestFields, CONVERSATION_ID, teachingRequestFields } from "../decoding/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 
 const componentNames = new WeakMap<object, string>();
@@ -30,6 +30,7 @@ export function sqlRequestSchema(config: Config) {
       .object({
         database: z.string().min(1).max(200).describe("Id of a registered database."),
         ...answerRequestFields(config),
+        ...teachingRequestFields(config),
         includeTrace: z.boolean().optional().describe("Return the event list as `trace`. Default false."),
       })
       .strict(),
@@ -131,6 +132,8 @@ export const usageSchema = z.object({
   draftedTokens: z.number().int().optional().describe("Tokens drafted by speculative decoding (`decoding.speculative`); present only where it is on."),
   acceptedTokens: z.number().int().optional().describe("Drafted tokens the model sampled as drafted."),
   forwardPassesSaved: z.number().int().optional().describe("Decode steps the answer took fewer than plain decoding."),
+  exampleTokens: z.number().int().optional().describe("Estimated prompt tokens the verified examples took (present when some were offered)."),
+  historyTokens: z.number().int().optional().describe("Estimated prompt tokens the conversation's earlier turns took (present when some were offered)."),
 });
 
 /** The response of POST /v1/sql (and the `answer` of the stream's `done` message). */
@@ -161,6 +164,22 @@ export const sqlResponseSchema = component(
     decidedBy: z.enum(DECIDED_BY).describe("How the vote chose the winner; fallback-logprob means no candidate's SQL ran, and the winner's `error` says why."),
     shortfall: z.string().optional(),
     trace: z.array(z.record(z.string(), z.unknown())).optional().describe("The request's events in order (when includeTrace)."),
+    answerId: z
+      .string()
+      .describe(
+        "This answer's id: POST /v1/databases/:id/examples with {answerId} stores it as right, with {answerId, sql} stores the right SQL for its question.",
+      ),
+    examples: z
+      .array(z.object({ id: z.string(), question: z.string(), score: z.number() }))
+      .describe("The verified examples of this database the prompt showed, most similar first (BM25 score of their question against this one)."),
+    conversation: z
+      .object({
+        id: z.string(),
+        turn: z.number().int().describe("This answer's turn in the conversation, from 1."),
+        turnsShown: z.number().int().describe("Earlier turns the prompt showed (the oldest are dropped past teach.historyTokenShare)."),
+      })
+      .optional()
+      .describe("Present when the request named a conversation."),
     usage: usageSchema,
     timings: z.object({
       totalMs: z.number().describe("Server-side time from accepting the request to the answer."),
@@ -204,6 +223,87 @@ export const databaseCreatedSchema = component(
   "DatabaseCreated",
   databaseSchema.pick({ id: true, name: true, tables: true, source: true }).extend({
     warning: z.string().optional().describe("Set when the database has no tables: every question about it will fail."),
+  }),
+);
+
+/** Path parameters of /v1/databases/:id/examples/:exampleId. */
+export const exampleParamsSchema = z.object({ id: z.string().min(1).max(200), exampleId: z.string().min(1).max(200) }).strict();
+
+/** The body of POST /v1/databases/:id/examples: a verified example, or a correction citing an answer. */
+export const exampleBodySchema = component(
+  "ExampleInput",
+  z.union([
+    z
+      .object({
+        question: z.string().trim().min(1).max(8000).describe("The question."),
+        sql: z.string().trim().min(1).max(100_000).describe("Its right SQL: it must run on the database (guarded, read-only), or nothing is stored."),
+        evidence: z.string().max(8000).optional().describe("The hint it was asked with, if any."),
+      })
+      .strict(),
+    z
+      .object({
+        answerId: z.string().min(1).max(200).describe("An answer's `answerId` (this key's, on this database, recent)."),
+        sql: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100_000)
+          .optional()
+          .describe("The right SQL for the answer's question; left out, the answer's own SQL is stored (\"this is right\")."),
+      })
+      .strict(),
+  ]),
+);
+
+/** A verified example as the API shows it. */
+export const exampleSchema = component(
+  "Example",
+  z.object({
+    id: z.string(),
+    question: z.string(),
+    sql: z.string(),
+    evidence: z.string().optional(),
+    columns: z.array(z.string()).describe("The result's columns when it was verified."),
+    rowCount: z.number().int().describe("Rows the result had when it was verified (at most sql.maxRows, then `truncated`)."),
+    truncated: z.boolean(),
+    origin: z
+      .enum(["added", "confirmed", "corrected"])
+      .describe("added: given as question and SQL; confirmed: an answer marked right; corrected: an answer's question with the right SQL."),
+    answerId: z.string().optional(),
+    shared: z.boolean().describe("True for an example every key sees (added without a key, or with the CLI)."),
+    createdAt: z.string(),
+  }),
+);
+
+/** The response of POST /v1/databases/:id/examples: the stored example, and whether it is new (201) or replaced the key's example of the same question (200). */
+export const exampleCreatedSchema = exampleSchema.extend({ created: z.boolean() });
+
+/** The response of GET /v1/databases/:id/examples. */
+export const exampleListSchema = z.object({ examples: z.array(exampleSchema) });
+
+/** Path parameters of /v1/conversations/:id. */
+export const conversationParamsSchema = z.object({ id: z.string().regex(CONVERSATION_ID) }).strict();
+
+/** A conversation as GET /v1/conversations lists it. */
+export const conversationSummarySchema = z.object({
+  id: z.string(),
+  turns: z.number().int(),
+  databases: z.array(z.string()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  expiresAt: z.string().describe("When it is forgotten unless used again (teach.conversationTtlMs after its last use)."),
+});
+
+/** The response of GET /v1/conversations. */
+export const conversationListSchema = z.object({ conversations: z.array(conversationSummarySchema) });
+
+/** The response of GET /v1/conversations/:id. */
+export const conversationSchema = component(
+  "Conversation",
+  conversationSummarySchema.extend({
+    turns: z.array(
+      z.object({ database: z.string(), question: z.string(), sql: z.string().nullable(), summary: z.string(), answerId: z.string(), at: z.string() }),
+    ),
   }),
 );
 

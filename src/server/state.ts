@@ -7,6 +7,7 @@ import type { KeyRing } from "./auth.js";
 import type { ServerMetrics } from "./metrics.js";
 import type { GenerationQueue } from "./queue.js";
 import type { RateLimiter } from "./rate-limit.js";
+import type { Teaching } from "./teaching.js";
 import type { ServerDeps } from "./types.js";
 
 declare module "fastify" {
@@ -32,4 +33,6 @@ export interface ServerState {
   log: FastifyBaseLogger;
   /** The policy when it is loaded. */
   policy(): Policy | undefined;
+  /** Verified examples, recent answers and conversations (src/server/teaching.ts). */
+  teaching: Teaching;
 }

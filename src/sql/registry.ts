@@ -150,7 +150,7 @@ const slug = (name: string): string =>
     .replace(/-+$/, "") || "db";
 
 /** Writes `data` to `path` through a fsynced temp file and a rename, so readers never see half a file. */
-function writeAtomic(path: string, data: Uint8Array | string): void {
+export function writeAtomic(path: string, data: Uint8Array | string): void {
   const tmp = `${path}.${randomUUID()}.tmp`;
   try {
     const fd = openSync(tmp, "wx");

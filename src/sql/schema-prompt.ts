@@ -61,7 +61,7 @@ function stem(word: string): string {
 }
 
 /** Lower-cased, stemmed word tokens of a name or sentence (splits snake_case and camelCase). */
-function relevanceTokens(text: string): string[] {
+export function relevanceTokens(text: string): string[] {
   const spaced = text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2");
   return spaced
     .toLowerCase()

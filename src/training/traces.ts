@@ -1,6 +1,6 @@
 /** SFT traces: their file format, the injected feedback text they mask out of the loss, and one trace as an experience record. */
 import { z } from "zod";
-import { reexProfile, type ModelProfile } from "../agent/index.js";
+import { reexProfile, type ModelProfile, type PromptFamily } from "../agent/index.js";
 import { ReexError, issuesFrom } from "../errors/index.js";
 import type { ChatMessage, Policy } from "../policy/index.js";
 import { type ExperienceRecord } from "./experience.js";
@@ -66,6 +66,39 @@ export function parseTraces(text: string, source = "traces"): SftTrace[] {
   }
   if (out.length === 0) throw new ReexError("DATASET_INVALID", `${source}: no traces`);
   return out;
+}
+
+/** The family a trace written from a verified example is prompted in: `direct` where the profile has it (the example holds no probes), else its default. */
+export function exampleFamily(profile: ModelProfile): PromptFamily {
+  return profile.families.includes("direct") ? "direct" : profile.families[0]!;
+}
+
+/** The one reasoning line of a trace written from a verified example, for families that reason before they answer. */
+const EXAMPLE_THINK = "This question has a verified query on this database; I write it.";
+
+/**
+ * What a model of `profile` writes to answer with `sql` and nothing else, in `family`'s format: a
+ * one-line reasoning block where the family reasons, then the SQL in the profile's answer wrapper
+ * (`<final_sql>`, `<solution>`, `<answer>` or a ```sql fence). Checked with the profile's own
+ * format check: INTERNAL if it would not pass it.
+ */
+export function answerOnlyResponse(profile: ModelProfile, family: PromptFamily, sql: string): string {
+  const think = profile.think && family !== "direct" ? `${profile.think.open}${EXAMPLE_THINK}${profile.think.close}\n` : "";
+  const body = profile.answer.open.endsWith("\n") ? `${sql.trim()}\n` : sql.trim();
+  const response = `${think}${profile.answer.open}${body}${profile.answer.close}`;
+  const verdict = profile.formatCheck(response, family);
+  if (!verdict.ok) throw new ReexError("INTERNAL", `a ${profile.id} answer fails its own format check: ${verdict.problems.join("; ")}`);
+  return response;
+}
+
+/** An SFT trace from a verified example: the prompt the server builds for its question (`messages`), and the profile's answer with its SQL. */
+export function exampleTrace(
+  example: { id: string; sql: string },
+  messages: ChatMessage[],
+  profile: ModelProfile,
+  family: PromptFamily = exampleFamily(profile),
+): SftTrace {
+  return { question_id: example.id, messages, response: answerOnlyResponse(profile, family, example.sql) };
 }
 
 function escapeRegExp(text: string): string {

@@ -106,13 +106,36 @@ describe("/mcp over Streamable HTTP", () => {
   it("lists the tools and only the databases the key may see", async () => {
     const { client } = await connect(KEY);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["ask", "describe_database", "list_databases", "run_sql"]);
+    expect(tools.map((t) => t.name).sort()).toEqual(["add_example", "ask", "describe_database", "list_databases", "list_examples", "run_sql"]);
     const mine = (await call(client, "list_databases", {})).structuredContent!.databases as { name: string }[];
     expect(mine.map((d) => d.name)).toEqual(["retail"]);
     const { client: other } = await connect(OTHER_KEY);
     const theirs = (await call(other, "list_databases", {})).structuredContent!.databases as { name: string }[];
     expect(theirs.map((d) => d.name).sort()).toEqual(expect.arrayContaining(["retail"]));
     expect(theirs.length).toBe(2);
+  });
+
+  it("stores a verified example with add_example, names it in a similar ask, keeps it from another key, and corrects an answer by its id", async () => {
+    const { client } = await connect(KEY);
+    const db = ((await call(client, "list_databases", {})).structuredContent!.databases as { id: string }[])[0]!.id;
+    const bad = await call(client, "add_example", { database: db, question: "How many products?", sql: "SELECT nope FROM products" });
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toMatchObject({ code: "EXAMPLE_SQL_FAILED", details: { sqlCode: "SQL_NO_SUCH_COLUMN" } });
+    const added = await call(client, "add_example", { database: db, question: "How many products are there?", sql: "SELECT COUNT(*) FROM products" });
+    expect(added.isError, JSON.stringify(added.structuredContent)).toBeFalsy();
+    const id = added.structuredContent!.id as string;
+    const listed = await call(client, "list_examples", { database: db });
+    expect((listed.structuredContent!.examples as { id: string }[]).map((e) => e.id)).toEqual([id]);
+    const asked = await call(client, "ask", { database: db, question: "How many products are still sold?", conversation: "m-1" });
+    expect(asked.structuredContent).toMatchObject({ examples: [{ id, question: "How many products are there?" }], conversation: { id: "m-1", turn: 1 } });
+    const answerId = asked.structuredContent!.answerId as string;
+    const corrected = await call(client, "add_example", { database: db, answerId, sql: "SELECT COUNT(*) FROM products WHERE discontinued = 0" });
+    expect(corrected.isError, JSON.stringify(corrected.structuredContent)).toBeFalsy();
+    expect(corrected.structuredContent).toMatchObject({ question: "How many products are still sold?", origin: "corrected" });
+    const { client: other } = await connect(OTHER_KEY);
+    expect((await call(other, "list_examples", { database: db })).structuredContent!.examples).toEqual([]);
+    const theirs = await call(other, "ask", { database: db, question: "How many products are there?" });
+    expect(theirs.structuredContent!.examples).toEqual([]);
   });
 
   it("does not let another key use a session", async () => {

@@ -52,11 +52,19 @@ function logLines(): Record<string, unknown>[] {
 }
 
 describe("reex mcp over stdio", () => {
-  it("lists the four tools, each with a JSON schema of its arguments", async () => {
+  it("lists the six tools, each with a JSON schema of its arguments", async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["ask", "describe_database", "list_databases", "run_sql"]);
+    expect(tools.map((t) => t.name).sort()).toEqual(["add_example", "ask", "describe_database", "list_databases", "list_examples", "run_sql"]);
     const ask = tools.find((t) => t.name === "ask")!;
-    expect(Object.keys(ask.inputSchema.properties ?? {}).sort()).toEqual(["candidates", "database", "evidence", "question", "strategy"]);
+    expect(Object.keys(ask.inputSchema.properties ?? {}).sort()).toEqual([
+      "candidates",
+      "conversation",
+      "database",
+      "evidence",
+      "examples",
+      "question",
+      "strategy",
+    ]);
     expect(ask.inputSchema.required).toEqual(expect.arrayContaining(["database", "question"]));
   });
 

@@ -44,6 +44,10 @@ describe("GET /openapi.json", () => {
     expect(methods).toEqual({
       "/v1/databases": ["get", "post"],
       "/v1/databases/{id}": ["delete", "get"],
+      "/v1/databases/{id}/examples": ["get", "post"],
+      "/v1/databases/{id}/examples/{exampleId}": ["delete"],
+      "/v1/conversations": ["get"],
+      "/v1/conversations/{id}": ["delete", "get"],
       "/v1/sql": ["post"],
       "/v1/stream": ["get"],
       "/healthz": ["get"],

@@ -136,6 +136,27 @@ describe("response contract", () => {
 
     await expectContract(w, { method: "GET", url: "/v1/stream" }, 401);
 
+    const examples = `/v1/databases/${t.dbId}/examples`;
+    const example = await expectContract(
+      w,
+      { method: "POST", url: examples, headers: auth, payload: { question: "Who is older than 30?", sql: "SELECT name FROM singer WHERE age > 30" } },
+      201,
+    );
+    await expectContract(
+      w,
+      { method: "POST", url: examples, headers: auth, payload: { question: "Who is older than 30?", sql: "SELECT name FROM singer WHERE age >= 31" } },
+      200,
+    );
+    await expectContract(w, { method: "POST", url: examples, headers: auth, payload: { question: "q", sql: "SELECT nope FROM singer" } }, 400);
+    await expectContract(w, { method: "GET", url: examples, headers: auth }, 200);
+    await expectContract(w, { method: "DELETE", url: `${examples}/${example.json().id}`, headers: auth }, 204);
+    await expectContract(w, { method: "DELETE", url: `${examples}/${example.json().id}`, headers: auth }, 404);
+    await expectContract(w, { method: "POST", url: "/v1/sql", headers: auth, payload: { database: t.dbId, question: "Who?", conversation: "c-1" } }, 200);
+    await expectContract(w, { method: "GET", url: "/v1/conversations", headers: auth }, 200);
+    await expectContract(w, { method: "GET", url: "/v1/conversations/c-1", headers: auth }, 200);
+    await expectContract(w, { method: "DELETE", url: "/v1/conversations/c-1", headers: auth }, 204);
+    await expectContract(w, { method: "GET", url: "/v1/conversations/c-1", headers: auth }, 404);
+
     const limited = await watch({ server: { rateLimitPerMinute: 1 } });
     await expectContract(limited, { method: "GET", url: "/v1/databases" }, 200);
     const refused = await expectContract(limited, { method: "GET", url: "/v1/databases" }, 429);

@@ -5,7 +5,7 @@
 import { END_TOKENS, formatCheck, type FormatVerdict } from "../parse.js";
 import { closeTag, openTag, tagWith, type ResponseSyntax } from "../syntax.js";
 import type { PromptFamily } from "../types.js";
-import type { BuiltPrompt } from "../prompts.js";
+import type { BuiltPrompt, PromptExtras } from "../prompts.js";
 import type { ProfilePromptInput, Wrapper } from "./types.js";
 
 /** The wrapper of a tag, `<name>` … `</name>`. */
@@ -79,6 +79,25 @@ export function matchedValuesSection(values: string | undefined): string {
   return section("Values in the database that match words of the question", values);
 }
 
+/** A question and its SQL in a ```sql fence, as the Task-Overview prompts show examples and earlier turns. */
+function fencedPair(question: string, sql: string | null, evidence?: string): string {
+  const asked = evidence?.trim() ? `${question.trim()}\n${evidence.trim()}` : question.trim();
+  return `Question:\n${asked}\n\`\`\`sql\n${sql?.trim() ?? ""}\n\`\`\``;
+}
+
+/**
+ * The Task-Overview layout of the extras, after the matched values: each verified example as a
+ * question and its ```sql fence, then each earlier turn likewise with its result's summary.
+ */
+function overviewExtras(input: PromptExtras): string {
+  const examples = input.examples?.map((e) => fencedPair(e.question, e.sql, e.evidence)).join("\n\n");
+  const turns = input.turns?.map((t) => `${fencedPair(t.question, t.sql)}\nResult: ${t.summary}`).join("\n\n");
+  return (
+    section("Examples (questions on this database with their verified SQL)", examples) +
+    section("Earlier questions in this conversation (the question below may refer to them)", turns)
+  );
+}
+
 const SCHEMA_NOTE = "The schema above lists the database's tables and columns with their keys, foreign keys and relationships.";
 
 /** The instruction lines the Task-Overview prompts share (only what is asked, all of it, think first). */
@@ -108,7 +127,8 @@ export interface OverviewParts {
 
 /**
  * A Task-Overview prompt (OmniSQL's layout, also Arctic-R1's): task overview, engine, schema (the
- * cached part ends after it), matched values, external knowledge, question, instructions.
+ * cached part ends after it), matched values, verified examples and earlier turns (reex's
+ * additions), external knowledge, question, instructions.
  */
 export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts): BuiltPrompt {
   const inSystem = parts.taskIn === "system";
@@ -128,7 +148,7 @@ export function overviewPrompt(input: ProfilePromptInput, parts: OverviewParts):
     parts.evidence === "section"
       ? section("External Knowledge", evidence) + section("Question", input.question)
       : section("Question", evidence ? `${input.question.trim()}\n${evidence}` : input.question);
-  const user = shared + matchedValuesSection(input.matchedValues) + question + ["Instructions:", ...parts.instructions].join("\n");
+  const user = shared + matchedValuesSection(input.matchedValues) + overviewExtras(input) + question + ["Instructions:", ...parts.instructions].join("\n");
   return {
     messages: [...(inSystem ? [{ role: "system" as const, content: parts.task }] : []), { role: "user", content: user }],
     sharedPrefix: shared,

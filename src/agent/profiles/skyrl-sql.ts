@@ -12,7 +12,7 @@
  * sections and their order, the tags, the 50-row observation cap and what the instructions ask.
  * The sentences and the example are this project's.
  */
-import type { BuiltPrompt } from "../prompts.js";
+import type { BuiltPrompt, PromptExtras } from "../prompts.js";
 import type { ResponseSyntax } from "../syntax.js";
 import { OVERVIEW_INSTRUCTIONS, tagFormat, wrappersOf } from "./common.js";
 import type { ModelProfile, ProfilePromptInput } from "./types.js";
@@ -70,7 +70,7 @@ const SYSTEM = [
 function buildSkyrlPrompt(input: ProfilePromptInput): BuiltPrompt {
   const details = `{db_details}:${input.schema.trim()}`;
   const values = input.matchedValues?.trim() ? `\n-- Values in the database that match words of the question:\n${commented(input.matchedValues.trim())}` : "";
-  const user = `${details}${values};\n {external_knowledge}: ${input.evidence?.trim() ?? ""};\n {question}: ${input.question.trim()}`;
+  const user = `${details}${values}${commentedExtras(input)};\n {external_knowledge}: ${input.evidence?.trim() ?? ""};\n {question}: ${input.question.trim()}`;
   // the cached part ends after the schema's last line break: a BPE merges the schema's last characters with the ";" after them (Qwen: ");;\n")
   const system = input.dialect && input.dialect !== "SQLite" ? SYSTEM.replace("Database Engine:\nSQLite\n", `Database Engine:\n${input.dialect}\n`) : SYSTEM;
   return {
@@ -80,6 +80,17 @@ function buildSkyrlPrompt(input: ProfilePromptInput): BuiltPrompt {
     ],
     sharedPrefix: details.slice(0, details.lastIndexOf("\n") + 1),
   };
+}
+
+/** The extras as SQL comments after the schema, where the matched values go: each question, then its SQL (and an earlier turn's result). */
+function commentedExtras(input: PromptExtras): string {
+  const pair = (question: string, sql: string | null, result?: string): string =>
+    commented([`Question: ${question.trim()}`, `SQL: ${sql?.trim().replace(/\s*\n\s*/g, " ") ?? ""}`, ...(result ? [`Result: ${result}`] : [])].join("\n"));
+  const examples = input.examples?.length ? `\n-- Verified examples on this database:\n${input.examples.map((e) => pair(e.question, e.sql)).join("\n")}` : "";
+  const turns = input.turns?.length
+    ? `\n-- Earlier in this conversation (the question may refer to them):\n${input.turns.map((t) => pair(t.question, t.sql, t.summary)).join("\n")}`
+    : "";
+  return examples + turns;
 }
 
 function commented(text: string): string {

@@ -5,7 +5,7 @@
  */
 import type { SchemaFormat } from "../../sql/index.js";
 import type { FormatVerdict } from "../parse.js";
-import type { BuiltPrompt } from "../prompts.js";
+import type { BuiltPrompt, PromptExtras } from "../prompts.js";
 import type { ResponseSyntax } from "../syntax.js";
 import type { ProfileId } from "../../config/index.js";
 import type { PromptFamily } from "../types.js";
@@ -19,8 +19,12 @@ export interface Wrapper {
   close: string;
 }
 
-/** What a profile's prompt is built from; `schema` is already serialised in the profile's `schemaFormat`. */
-export interface ProfilePromptInput {
+/**
+ * What a profile's prompt is built from; `schema` is already serialised in the profile's
+ * `schemaFormat`. The extras (verified examples, earlier turns) go after the schema, outside the
+ * cached prefix, in the profile's own layout.
+ */
+export interface ProfilePromptInput extends PromptExtras {
   family: PromptFamily;
   schema: string;
   /** Values of the database that match words of the question, serialised; omitted when empty. */

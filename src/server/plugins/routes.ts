@@ -1,9 +1,11 @@
-/** The API: WebSocket support, uploads' content types, /v1 (databases, sql, stream) and /mcp, each behind `guardApi`. */
+/** The API: WebSocket support, uploads' content types, /v1 (databases, their examples, conversations, sql, stream) and /mcp, each behind `guardApi`. */
 import fastifyWebsocket from "@fastify/websocket";
 import type { FastifyPluginAsync } from "fastify";
 import fp from "fastify-plugin";
 import { UPLOAD_TYPES } from "../http-errors.js";
+import { conversationRoutes } from "../routes/conversations.js";
 import { databaseRoutes } from "../routes/databases.js";
+import { exampleRoutes } from "../routes/examples.js";
 import { mcpRoutes } from "../routes/mcp.js";
 import { sqlRoutes } from "../routes/sql.js";
 import { WS_READ_FACTOR, streamRoutes } from "../routes/stream.js";
@@ -25,6 +27,8 @@ const routes: FastifyPluginAsync = async (app) => {
     async (v1) => {
       v1.addHook("onRequest", app.guardApi);
       v1.register(databaseRoutes);
+      v1.register(exampleRoutes);
+      v1.register(conversationRoutes);
       v1.register(sqlRoutes);
       v1.register(streamRoutes);
     },
@@ -35,6 +39,8 @@ const routes: FastifyPluginAsync = async (app) => {
     mcp.addHook("onRequest", app.guardApi);
     mcp.register(mcpRoutes);
   });
+
+  app.addHook("onClose", async () => app.reex.teaching.close());
 };
 
 /** Registers the API routes. */

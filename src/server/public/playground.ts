@@ -1,6 +1,8 @@
 /**
  * The playground page served at GET /: one self-contained HTML document (inline CSS and vanilla
- * JS, no external requests) that lists databases, asks over /v1/stream and draws the decoding tree.
+ * JS, no external requests) that lists databases, asks over /v1/stream (in a conversation when
+ * follow-ups are on, showing its thread), draws the decoding tree, and stores an answer as a
+ * verified example ("this is right") or its question with the right SQL ("this is wrong").
  * Kept as a string module so it is found the same way from src/ (tsx) and dist/ (tsc).
  */
 import { PROFILES, REWRITE_RULES } from "../../agent/index.js";
@@ -71,6 +73,10 @@ button.primary:disabled { opacity: .55; cursor: default; }
 .pill.ok { background: var(--ok-soft); color: var(--ok); } .pill.bad { background: var(--bad-soft); color: var(--bad); }
 .pill.accent { background: var(--accent-soft); color: var(--accent); }
 .empty { color: var(--muted); font-style: italic; }
+.teach { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 0 0 12px; }
+.teach textarea { font-family: var(--mono); font-size: 13px; }
+.teach-note { font-size: 12px; } .teach-note.ok { color: var(--ok); } .teach-note.bad { color: var(--bad); }
+.thread { font-size: 12px; color: var(--muted); margin: 0 0 12px; } .thread li { margin: 2px 0; } .thread code { font-family: var(--mono); }
 table.result { border-collapse: collapse; width: 100%; font-size: 12.5px; }
 table.result th, table.result td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; font-family: var(--mono); white-space: nowrap; max-width: 260px; overflow: hidden; text-overflow: ellipsis; }
 table.result th { background: #fafbfe; color: var(--muted); font-weight: 600; position: sticky; top: 0; }
@@ -103,7 +109,7 @@ const SCRIPT = /* js */ `
 "use strict";
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
-const state = { ws: null, nodes: new Map(), candidates: new Map(), events: 0 };
+const state = { ws: null, nodes: new Map(), candidates: new Map(), events: 0, answer: null, conversation: null, thread: [] };
 
 function apiKey() { return $("key").value.trim(); }
 function headers(extra) { const h = Object.assign({}, extra || {}); const k = apiKey(); if (k) h.Authorization = "Bearer " + k; return h; }
@@ -289,8 +295,36 @@ function renderAnswer(a) {
   } else if (w) pill(w.votes + (w.votes === 1 ? " vote" : " votes") + " for the winner", "accent");
   pill(a.usage.generatedTokens + " generated tokens");
   pill(Math.round(a.timings.totalMs) + " ms");
+  if (a.examples && a.examples.length) meta.appendChild(el("div", "empty", "verified examples shown: " + a.examples.map((x) => x.question + " (" + x.score.toFixed(2) + ")").join("; ")));
+  if (a.conversation) meta.appendChild(el("div", "empty", "turn " + a.conversation.turn + " of the conversation; " + a.conversation.turnsShown + " earlier turns shown"));
   const r = $("final-result"); r.innerHTML = ""; r.appendChild(a.result ? table(a.result) : el("div", "empty", "no result table"));
+  state.answer = a.answerId ? { id: a.answerId, database: state.askedDb, sql: a.sql } : null;
+  $("teach").hidden = !state.answer; $("right-sql").hidden = true; $("save-sql").hidden = true; teachNote("", "");
+  $("right-sql").value = a.sql || "";
+  if (a.conversation) { state.thread.push({ question: state.askedQuestion, sql: a.sql }); showThread(); }
 }
+
+function teachNote(kind, text) { const n = $("teach-note"); n.className = "teach-note " + kind; n.textContent = text; }
+
+/** Stores the answer as right ({answerId}) or its question with the right SQL ({answerId, sql}), as POST /v1/databases/:id/examples. */
+async function teach(sql) {
+  const a = state.answer; if (!a) return;
+  const body = sql === undefined ? { answerId: a.id } : { answerId: a.id, sql };
+  const r = await fetch("/v1/databases/" + encodeURIComponent(a.database) + "/examples", { method: "POST", headers: headers({ "Content-Type": "application/json" }), body: JSON.stringify(body) });
+  const j = await r.json().catch(() => ({}));
+  if (r.ok) teachNote("ok", "Stored as verified example " + j.id + " (" + j.rowCount + " rows): similar questions on this database will show it to the model.");
+  else teachNote("bad", (j.code || r.status) + ": " + (j.message || "not stored"));
+}
+
+function showThread() {
+  const t = $("thread"); t.innerHTML = "";
+  if (!state.conversation || state.thread.length === 0) { t.hidden = true; return; }
+  t.hidden = false; t.appendChild(el("div", "", "Conversation " + state.conversation + ":"));
+  const ol = el("ol"); for (const turn of state.thread) { const li = el("li", "", turn.question + " → "); li.appendChild(el("code", "", turn.sql || "(no SQL)")); ol.appendChild(li); }
+  t.appendChild(ol);
+}
+
+function newConversation() { state.conversation = $("follow").checked ? "pg-" + Math.random().toString(36).slice(2, 12) : null; state.thread = []; showThread(); }
 
 function reset() {
   state.nodes.clear(); state.candidates.clear(); state.events = 0;
@@ -311,6 +345,8 @@ function ask(ev) {
   const profile = $("profile").value; if (profile) req.profile = profile;
   if (req.strategy !== "greedy") req.candidates = Number($("candidates").value) || 4;
   const seed = $("seed").value.trim(); if (seed !== "") req.seed = Number(seed);
+  if (state.conversation) req.conversation = state.conversation;
+  state.askedDb = database; state.askedQuestion = question;
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   const k = apiKey();
   const ws = new WebSocket(proto + "//" + location.host + "/v1/stream" + (k ? "?key=" + encodeURIComponent(k) : ""));
@@ -340,6 +376,11 @@ window.addEventListener("DOMContentLoaded", () => {
   $("form").addEventListener("submit", ask);
   $("cancel").addEventListener("click", cancel);
   $("candidates").disabled = $("strategy").value === "greedy";
+  $("follow").addEventListener("change", newConversation);
+  $("new-conversation").addEventListener("click", newConversation);
+  $("is-right").addEventListener("click", () => teach());
+  $("is-wrong").addEventListener("click", () => { $("right-sql").hidden = false; $("save-sql").hidden = false; $("right-sql").focus(); });
+  $("save-sql").addEventListener("click", () => { const sql = $("right-sql").value.trim(); if (sql) teach(sql); else teachNote("bad", "Type the right SQL first."); });
   checkReady(); setInterval(checkReady, 10000);
   loadDatabases();
 });
@@ -373,6 +414,7 @@ const BODY = /* html */ `
     <select id="profile"><option value="" id="profile-default" selected>server default</option>${PROFILE_OPTIONS}</select>
     <label for="key">API key <span style="font-weight:400">(only if the server needs one; kept in this browser)</span></label>
     <input type="password" id="key" placeholder="Bearer key">
+    <label><input type="checkbox" id="follow"> Follow-ups: keep a conversation (each answer sees the earlier ones) <button type="button" id="new-conversation" class="link">new conversation</button></label>
     <div class="actions"><button type="submit" id="ask" class="primary">Ask</button><button type="button" id="cancel" disabled>Cancel</button></div>
   </form>
   <div class="right">
@@ -380,8 +422,16 @@ const BODY = /* html */ `
     <div id="banner" class="banner"></div>
     <section class="card" id="answer">
       <h2>Answer</h2>
+      <div id="thread" class="thread" hidden></div>
       <pre id="final-sql" class="answer-sql">Ask a question to see the SQL here.</pre>
       <div id="final-meta" class="meta"></div>
+      <div id="teach" class="teach" hidden>
+        <button type="button" id="is-right" title="Store this question and SQL as a verified example of the database">This is right</button>
+        <button type="button" id="is-wrong" title="Give the right SQL; it is run, and stored with this question when it runs">This is wrong → right SQL</button>
+        <textarea id="right-sql" rows="3" hidden placeholder="The right SQL"></textarea>
+        <button type="button" id="save-sql" class="primary" hidden>Save the right SQL</button>
+        <span id="teach-note" class="teach-note"></span>
+      </div>
       <div id="final-result"></div>
     </section>
     <section class="card">

@@ -144,7 +144,9 @@ export const databaseRoutes: FastifyPluginAsync = async (instance) => {
     { schema: { params: databaseParamsSchema, response: { 204: noBodySchema, ...errorResponses } }, config: { doc: deleteDoc } },
     async (request, reply) => {
       const { id } = request.params;
+      const entry = await registry.get(id, request.reexOwner);
       await registry.remove(id, request.reexOwner);
+      state.teaching.store.removeDatabase(entry.id);
       request.log.info({ database: id }, "database deleted");
       return reply.code(204).send();
     },

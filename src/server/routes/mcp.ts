@@ -10,7 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { createPromptBuilder } from "../../decoding/index.js";
 import { ReexError } from "../../errors/index.js";
 import { createMcpServer, type McpDecode } from "../../mcp/index.js";
-import { ExecutorPool, type Executor } from "../../sql/index.js";
+import type { Executor } from "../../sql/index.js";
 import { decodeQueued } from "../answer.js";
 
 /**
@@ -109,17 +109,8 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const { config } = state;
   const sessions = sessionTable();
   const prompts = createPromptBuilder({ indexDir: join(config.sql.dataDir, "indexes") });
-  let ownExecutor: ExecutorPool | undefined;
-  const executor: Executor = state.deps.executor ?? {
-    execute: (...args) =>
-      (ownExecutor ??= new ExecutorPool({
-        workers: config.sql.workers,
-        timeoutMs: config.sql.timeoutMs,
-        maxRows: config.sql.maxRows,
-        maxQueryMemoryMB: config.sql.maxQueryMemoryMB,
-      })).execute(...args),
-    close: async () => ownExecutor?.close(),
-  };
+  // the server's executor, or the pool the teaching state starts on first use (closed with the app)
+  const executor: Executor = { execute: (...args) => state.teaching.executor.execute(...args), close: async () => undefined };
 
   const decode: McpDecode = async (request, ctx) => {
     const { answer } = await decodeQueued(state, request, {
@@ -151,6 +142,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       executor,
       decode,
       prompts,
+      teaching: state.teaching,
       log,
       ...(owner !== undefined ? { owner } : {}),
       ...(state.deps.profile ? { profile: state.deps.profile.id } : {}),
@@ -187,7 +179,6 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     clearInterval(sweep);
     sessions.closeAll();
     prompts.close();
-    await ownExecutor?.close();
     state.log.info("mcp sessions closed");
   });
 }
