@@ -4,6 +4,10 @@
  * docs/errors.md documents every code, and a test checks the two agree both ways.
  */
 
+import { safeMessage } from "./redact.js";
+
+export { capMessage, looksLikeConnectionString, redactSecrets } from "./redact.js";
+
 /** Stable error codes, each with its HTTP status and a one-line meaning (mirrored in docs/errors.md). */
 export const ERROR_CATALOG = {
   BAD_REQUEST: { status: 400, summary: "The request or its arguments failed validation; `issues` lists each problem with its path." },
@@ -71,15 +75,9 @@ export interface Issue {
 }
 
 /**
- * `text` with the password of every `postgres://` / `postgresql://` URL in it (the part between
- * `user:` and `@`, and any `password=` parameter) replaced by `***`: the one helper every message,
- * log line and CLI output that may hold a connection URL goes through.
+ * The error class of reex: a stable code, a human message (capped at 8 KiB with
+ * the cut said in the text, then passwords redacted), optional structured issues and details.
  */
-export function redactSecrets(text: string): string {
-  return text.replace(/(postgres(?:ql)?:\/\/[^\s:/@?#]*):[^\s@]*@/gi, "$1:***@").replace(/(postgres(?:ql)?:\/\/[^\s]*?[?&]password=)[^\s&#]*/gi, "$1***");
-}
-
-/** The error class of reex: a stable code, a human message (passwords redacted), optional structured issues and details. */
 export class ReexError extends Error {
   override readonly name = "ReexError";
   readonly code: ErrorCode;
@@ -87,9 +85,9 @@ export class ReexError extends Error {
   readonly details?: Record<string, unknown>;
 
   constructor(code: ErrorCode, message: string, options: { issues?: Issue[]; details?: Record<string, unknown>; cause?: unknown } = {}) {
-    super(redactSecrets(message), options.cause === undefined ? undefined : { cause: options.cause });
+    super(safeMessage(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    if (options.issues) this.issues = options.issues.map((i) => ({ ...i, message: redactSecrets(i.message) }));
+    if (options.issues) this.issues = options.issues.map((i) => ({ ...i, message: safeMessage(i.message) }));
     if (options.details) this.details = options.details;
   }
 

@@ -18,7 +18,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { createPromptBuilder, type PromptBuilder } from "../decoding/index.js";
-import { ReexError, issuesFrom } from "../errors/index.js";
+import { capMessage, ReexError, issuesFrom } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
 import { createTools, promptStyle, schemaText, type ToolContext, type ToolOutput } from "./tools.js";
 import type { McpDeps } from "./types.js";
@@ -45,17 +45,29 @@ function reexVersion(): string {
 const INSTRUCTIONS =
   "reex answers questions over SQLite databases with SQL. list_databases names the databases; describe_database shows a schema as the model sees it; run_sql runs one guarded read-only query; ask turns a question into SQL by letting the model probe the database, and returns the SQL with its rows. Errors carry reex's stable codes (SQL_REFUSED, DB_NOT_FOUND, …).";
 
-function jsonText(value: unknown): string {
-  return JSON.stringify(value, null, 2);
-}
+/**
+ * Longest text block of a tool result, in characters. The result's JSON is serialised once for the
+ * text block and once more by the transport for `structuredContent`; past this size the text block
+ * carries the result without its rows (they are in `structuredContent` only), so a 32 MiB result is
+ * not held three times over (object, text, message).
+ */
+const MAX_TEXT_CHARS = 1024 * 1024;
 
 function success(out: ToolOutput): CallToolResult {
-  return { content: [{ type: "text", text: jsonText(out) }], structuredContent: out };
+  let text = JSON.stringify(out);
+  if (text.length > MAX_TEXT_CHARS) {
+    const without = JSON.stringify(out, (key, value: unknown) =>
+      key === "rows" && Array.isArray(value) ? `${value.length} rows, in structuredContent only (the text would pass ${MAX_TEXT_CHARS} characters)` : value,
+    );
+    text = capMessage(without, MAX_TEXT_CHARS);
+  }
+  return { content: [{ type: "text", text }], structuredContent: out };
 }
 
+/** A failed call: `CODE: message` as text and the error's JSON as structured content, the message capped once (ReexError caps it). */
 function failure(err: ReexError): CallToolResult {
   const body = err.toJSON();
-  return { content: [{ type: "text", text: `${body.code}: ${body.message}` }], structuredContent: body, isError: true };
+  return { content: [{ type: "text", text: capMessage(`${body.code}: ${body.message}`) }], structuredContent: body, isError: true };
 }
 
 /**

@@ -6,6 +6,7 @@
  * JSON text of their normalised elements, bytea stays bytes, NULL stays null, anything else is text.
  */
 import pg from "pg";
+import { capMessage } from "../errors/index.js";
 import type { SqlErrorInfo, SqlValue } from "../sql/index.js";
 
 const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
@@ -92,10 +93,13 @@ interface PgError {
   message: string;
 }
 
-/** Maps a PostgreSQL error (SQLSTATE in `code`) to the reex code and ReEx category the model and the vote read. */
+/**
+ * Maps a PostgreSQL error (SQLSTATE in `code`) to the reex code and ReEx category the model and the
+ * vote read; the message is capped (PostgreSQL echoes bad input in its errors).
+ */
 export function classifyPostgresError(err: unknown): SqlErrorInfo {
   const e = err as PgError;
-  const message = e?.message ?? String(err);
+  const message = capMessage(e?.message ?? String(err));
   const code = typeof e?.code === "string" ? e.code : "";
   if (code === "42703") return { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message };
   if (code === "42702") return { code: "SQL_NO_SUCH_COLUMN", category: "missing_column", message };

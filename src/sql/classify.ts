@@ -2,7 +2,7 @@
  * Maps SQLite (and better-sqlite3) error messages to reex codes and the ReEx error categories, so
  * the model and the voting code see one stable vocabulary whatever SQLite's wording.
  */
-import type { ErrorCode } from "../errors/index.js";
+import { capMessage, type ErrorCode } from "../errors/index.js";
 import type { SqlErrorCategory } from "./types.js";
 
 /** A classified execution error: stable code, category, and the message the model reads. */
@@ -73,9 +73,12 @@ const FILE_CODES: Record<string, { code: ErrorCode; message?: string }> = {
 
 /**
  * Classifies one SQLite / better-sqlite3 failure. `sqliteCode` is better-sqlite3's `err.code`
- * (e.g. "SQLITE_ERROR"); unknown messages become SQL_RUNTIME/runtime.
+ * (e.g. "SQLITE_ERROR"); unknown messages become SQL_RUNTIME/runtime. The message is capped first
+ * (SQLite echoes bad input: a JSON path error can be as long as the value), so neither the rules
+ * nor the pipe to the parent nor any later step sees more than MAX_MESSAGE_BYTES.
  */
-export function classifySqliteError(message: string, sqliteCode?: string): SqlErrorInfo {
+export function classifySqliteError(raw: string, sqliteCode?: string): SqlErrorInfo {
+  const message = capMessage(raw);
   const file = sqliteCode ? FILE_CODES[sqliteCode] : undefined;
   if (file) return { code: file.code, category: "runtime", message: file.message ?? message };
   for (const rule of RULES) {
