@@ -9,15 +9,20 @@
 import { parse } from "libpg-query";
 import type { SqlErrorInfo } from "../sql/index.js";
 import { deniedFunction } from "./denied.js";
-import { callAllowed, type FunctionPolicy } from "./functions.js";
+import { capMessage } from "../errors/index.js";
+import { callAllowed, operatorAllowed, typeAllowed, type FunctionPolicy } from "./functions.js";
 
-/** The single statement that may run, cut out of the text (no trailing `;` or comments after it). */
-export type PgGuardResult = { ok: true; statement: string } | { ok: false; error: SqlErrorInfo };
+/**
+ * The single statement that may run, cut out of the text (no trailing `;` or comments after it), or
+ * why not; `byPolicy` when the allow-list refused it (a catalogue read again might allow it).
+ */
+export type PgGuardResult = { ok: true; statement: string } | { ok: false; error: SqlErrorInfo; byPolicy?: true };
 
 const refusal = (message: string): SqlErrorInfo => ({ code: "SQL_REFUSED", category: "refused", message });
 
 const ONLY_READS = "only one read-only query (SELECT, WITH … SELECT, VALUES, TABLE) may run";
 const MULTIPLE = "only one statement may run: remove everything after the first `;`";
+const TOO_DEEP = "the query is nested too deeply to check: write it with fewer nested expressions (an IN list, a CASE, sum() over rows)";
 
 /** Statement kinds with a message the model can act on; every other kind gets {@link ONLY_READS}. */
 const KIND_MESSAGES: Record<string, string> = {
@@ -36,55 +41,129 @@ const KIND_MESSAGES: Record<string, string> = {
 interface Found {
   /** Function calls, as the parser names them (`[name]` or `[schema, name]`). */
   functions: string[][];
-  /** Operator names (last part), BETWEEN and its kin read as the comparisons they stand for. */
-  operators: string[];
-  /** Type names (last part) cast to. */
-  casts: string[];
+  /** Operator names (`[op]` or `[schema, op]`), implied ones included (`IN` is `=`, `BETWEEN` is `>=` and `<=`, …). */
+  operators: string[][];
+  /** Type names cast to, written as literals (`DATE '…'`) or named elsewhere (`RETURNING`, column definitions). */
+  types: string[][];
   /** Field names of column references and indirections, which may call a function in column notation. */
   fields: string[];
   writes: string[];
   into: boolean;
   locking: boolean;
+  params: boolean;
+  /** Deepest nesting of the parse tree's JSON, in objects and arrays. */
+  depth: number;
 }
 
-const newFound = (): Found => ({ functions: [], operators: [], casts: [], fields: [], writes: [], into: false, locking: false });
+const newFound = (): Found => ({
+  functions: [],
+  operators: [],
+  types: [],
+  fields: [],
+  writes: [],
+  into: false,
+  locking: false,
+  params: false,
+  depth: 0,
+});
 
 type Named = { String?: { sval?: string } }[] | undefined;
 const names = (list: Named): string[] => (list ?? []).flatMap((p) => (p.String?.sval === undefined ? [] : [p.String.sval]));
 
-function operatorNames(expr: { kind?: string; name?: Named }): string[] {
-  if (expr.kind?.startsWith("AEXPR_BETWEEN") || expr.kind?.startsWith("AEXPR_NOT_BETWEEN")) return [">=", "<="];
+/** The operators an A_Expr stands for: its name, or for BETWEEN and its kin the comparisons PostgreSQL rewrites it to. */
+function operatorsOf(expr: { kind?: string; name?: Named }): string[][] {
+  const kind = expr.kind ?? "AEXPR_OP";
+  if (kind.startsWith("AEXPR_NOT_BETWEEN")) return [["<"], [">"]];
+  if (kind.startsWith("AEXPR_BETWEEN")) return [[">="], ["<="]];
   const n = names(expr.name);
-  return n.length > 0 ? [n[n.length - 1]!] : [];
+  return n.length > 0 ? [n] : [];
 }
 
-/** Walks a libpg_query JSON tree, noting calls, operators, casts, field names, nested writes, SELECT INTO and FOR UPDATE/SHARE. */
-function walk(node: unknown, found: Found): void {
-  if (Array.isArray(node)) {
-    for (const item of node) walk(item, found);
-    return;
-  }
-  if (node === null || typeof node !== "object") return;
-  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
-    if (key === "FuncCall") {
-      found.functions.push(names((value as { funcname?: Named }).funcname));
-    } else if (key === "A_Expr") {
-      found.operators.push(...operatorNames(value as { kind?: string; name?: Named }));
-    } else if (key === "TypeCast") {
-      const n = names((value as { typeName?: { names?: Named } }).typeName?.names);
-      if (n.length > 0) found.casts.push(n[n.length - 1]!);
-    } else if (key === "ColumnRef") {
-      found.fields.push(...names((value as { fields?: Named }).fields));
-    } else if (key === "A_Indirection") {
-      found.fields.push(...names((value as { indirection?: Named }).indirection));
-    } else if (key === "InsertStmt" || key === "UpdateStmt" || key === "DeleteStmt" || key === "MergeStmt") {
+/** Sublink kinds that compare with an operator: `x op ANY (SELECT …)`, `x op ALL (…)`, `(a, b) op (SELECT …)`, `x IN (SELECT …)`. */
+const COMPARING_SUBLINKS = new Set(["ANY_SUBLINK", "ALL_SUBLINK", "ROWCOMPARE_SUBLINK"]);
+
+/**
+ * Notes what one parse-tree node names: every node kind that carries a function, an operator or a
+ * type (the corpus in test/pg/guard-nodes.test.ts has one query per kind), plus nested writes,
+ * SELECT INTO, FOR UPDATE/SHARE and bind parameters. TABLESAMPLE's method is not noted: it names a
+ * `tsm_handler` function, which only C code (a superuser's) can create, and the built-in ones are
+ * volatile, so the function rule would refuse every sample.
+ */
+function note(key: string, value: unknown, found: Found): void {
+  const v = value as Record<string, unknown>;
+  switch (key) {
+    case "FuncCall":
+      found.functions.push(names(v.funcname as Named));
+      return;
+    case "A_Expr":
+      found.operators.push(...operatorsOf(v as { kind?: string; name?: Named }));
+      return;
+    case "SubLink":
+      if (COMPARING_SUBLINKS.has(String(v.subLinkType))) {
+        const op = names(v.operName as Named);
+        found.operators.push(op.length > 0 ? op : ["="]);
+      }
+      return;
+    case "SortBy":
+      if (v.useOp !== undefined) found.operators.push(names(v.useOp as Named));
+      return;
+    case "CaseExpr":
+      if (v.arg !== undefined) found.operators.push(["="]);
+      return;
+    case "typeName":
+    case "TypeName":
+      if (v && typeof v === "object") found.types.push(names(v.names as Named));
+      return;
+    case "ColumnRef":
+      found.fields.push(...names(v.fields as Named));
+      return;
+    case "A_Indirection":
+      found.fields.push(...names(v.indirection as Named));
+      return;
+    case "InsertStmt":
+    case "UpdateStmt":
+    case "DeleteStmt":
+    case "MergeStmt":
       found.writes.push(key);
-    } else if (key === "intoClause") {
+      return;
+    case "intoClause":
       found.into = true;
-    } else if (key === "lockingClause") {
+      return;
+    case "lockingClause":
       found.locking = true;
+      return;
+    case "ParamRef":
+      found.params = true;
+      return;
+  }
+}
+
+/**
+ * Deepest parse tree (in JSON objects and arrays, about two per level of expression) the guard
+ * reads; deeper is refused. PostgreSQL's own parser stops well before (its stack depth limit), so
+ * this only bounds the work on a tree libpg_query could still build.
+ */
+const MAX_TREE_DEPTH = 20_000;
+
+/**
+ * Walks a libpg_query JSON tree with an explicit stack (no recursion, so a 3,000-term `1+1+…`
+ * cannot overflow the call stack), noting each node in order of appearance; stops descending past
+ * `maxDepth` levels and records the depth reached, for the caller to refuse.
+ */
+function walk(root: unknown, found: Found, maxDepth = MAX_TREE_DEPTH): void {
+  const stack: [key: string, value: unknown, depth: number][] = [["", root, 0]];
+  while (stack.length > 0) {
+    const [key, value, depth] = stack.pop()!;
+    if (key !== "") note(key, value, found);
+    if (value === null || typeof value !== "object") continue;
+    if (depth > found.depth) found.depth = depth;
+    if (depth >= maxDepth) continue;
+    if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push(["", value[i], depth + 1]);
+    } else {
+      const entries = Object.entries(value as Record<string, unknown>);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![0], entries[i]![1], depth + 1]);
     }
-    walk(value, found);
   }
 }
 
@@ -94,10 +173,11 @@ function disallowed(found: Found, policy: FunctionPolicy): string | null {
     if (!callAllowed(policy, parts))
       return `${parts.join(".")}() is not among the functions this database allows (built-in IMMUTABLE or STABLE functions that take no SQL text): query the tables with ordinary expressions instead`;
   }
-  const op = found.operators.find((o) => policy.unsafeOperators.has(o));
-  if (op !== undefined) return `the operator ${op} is backed by a function this database does not allow`;
-  const cast = found.casts.find((t) => policy.unsafeCastTargets.has(t));
-  if (cast !== undefined) return `a cast to ${cast} calls a function this database does not allow`;
+  const op = found.operators.find((o) => !operatorAllowed(policy, o));
+  if (op !== undefined) return `the operator ${op.join(".")} is not among the operators this database allows (those backed by allowed functions)`;
+  const type = found.types.find((t) => t.length > 0 && !typeAllowed(policy, t));
+  if (type !== undefined)
+    return `the type ${type.join(".")} is not among the types this database allows casts to (built-in types and enums whose casts call allowed functions)`;
   const field = found.fields.find((f) => policy.unsafeProjections.has(f));
   if (field !== undefined) return `${field} names a function this database does not allow (t.${field} calls ${field}(t))`;
   return null;
@@ -131,7 +211,8 @@ export async function checkPostgresSql(sql: string, functions?: FunctionPolicy):
   try {
     tree = (await parse(sql)) as typeof tree;
   } catch (err) {
-    return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: (err as Error).message } };
+    if (err instanceof RangeError) return { ok: false, error: refusal(TOO_DEEP) };
+    return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: capMessage((err as Error).message) } };
   }
   const stmts = tree.stmts ?? [];
   if (stmts.length === 0) return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: "the SQL string contains no statement" } };
@@ -150,6 +231,7 @@ export async function checkPostgresSql(sql: string, functions?: FunctionPolicy):
     };
   const found = newFound();
   walk(stmt, found);
+  if (found.depth >= MAX_TREE_DEPTH) return { ok: false, error: refusal(TOO_DEEP) };
   if (found.writes.length > 0) return { ok: false, error: refusal("writes are not allowed, not even inside WITH: " + ONLY_READS) };
   if (found.into) return { ok: false, error: refusal("SELECT INTO creates a table and is not allowed: " + ONLY_READS) };
   if (found.locking) return { ok: false, error: refusal("FOR UPDATE / FOR SHARE lock rows and are not allowed: " + ONLY_READS) };
@@ -158,8 +240,8 @@ export async function checkPostgresSql(sql: string, functions?: FunctionPolicy):
     return { ok: false, error: refusal(`${denied[0]}() reaches outside the database and is not allowed: query only the tables`) };
   }
   const notAllowed = functions ? disallowed(found, functions) : null;
-  if (notAllowed !== null) return { ok: false, error: refusal(notAllowed) };
-  if (JSON.stringify(stmt).includes('"ParamRef"')) {
+  if (notAllowed !== null) return { ok: false, error: refusal(notAllowed), byPolicy: true };
+  if (found.params) {
     return { ok: false, error: { code: "SQL_SYNTAX", category: "syntax", message: "the query has bind parameters ($1, …); write literal values instead" } };
   }
   const bytes = Buffer.from(sql, "utf8");

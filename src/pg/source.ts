@@ -9,7 +9,7 @@ import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { ReexError } from "../errors/index.js";
+import { capMessage, ReexError } from "../errors/index.js";
 import {
   registerSource,
   type ColumnInfo,
@@ -22,7 +22,7 @@ import {
 } from "../sql/index.js";
 import { compileFunctionPolicy, FUNCTION_CATALOG_SQL, type FunctionPolicy } from "./functions.js";
 import { checkPostgresSql } from "./guard.js";
-import { ClientStuck, runReadOnly, type ReadOnlyLimits } from "./session.js";
+import { ClientStuck, runReadOnly, type CatalogueCheck, type ReadOnlyLimits } from "./session.js";
 import { reexTypes } from "./types.js";
 
 /** How long a dropped connection's backend gets to end on its own before it is terminated, ms. */
@@ -120,6 +120,8 @@ export class PostgresSource implements ExternalSource {
   private readonly examples: number;
   private readonly allowFunctions: string[];
   private functions: Promise<FunctionPolicy> | undefined;
+  /** The policy {@link functions} resolved to, once it has. */
+  private current: FunctionPolicy | undefined;
   private closed = false;
 
   constructor(options: PostgresSourceOptions) {
@@ -148,24 +150,55 @@ export class PostgresSource implements ExternalSource {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
   }
 
-  /** Runs one query through every guard layer; never rejects for bad SQL (see {@link ExecResult}). */
+  /**
+   * Runs one query through every guard layer; never rejects for bad SQL (see {@link ExecResult}).
+   * The allow-list is checked against the catalogue in the query's own transaction: when the
+   * catalogue changed since the list was read (an operator, cast, type or function created,
+   * altered or dropped), the list is read again and the query checked again before it runs. A
+   * query the list refuses is checked again too when the catalogue changed, so that what was
+   * created since is judged by the catalogue that holds it.
+   */
   async execute(sql: string, options: ExecuteOptions = {}): Promise<ExecResult> {
-    let functions: FunctionPolicy;
-    try {
-      functions = await this.functionPolicy();
-    } catch (err) {
-      return { ok: false, error: { code: "DB_UNREACHABLE", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      let functions: FunctionPolicy;
+      try {
+        functions = await this.functionPolicy();
+      } catch (err) {
+        return { ok: false, error: { code: "DB_UNREACHABLE", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
+      }
+      const checked = await checkPostgresSql(sql, functions);
+      if (!checked.ok) {
+        if (checked.byPolicy && (await this.catalogueChanged(functions))) continue;
+        return { ok: false, error: checked.error, elapsedMs: 0 };
+      }
+      let stale = false;
+      const result = await this.runChecked(checked.statement, options, {
+        sql: FUNCTION_CATALOG_SQL.fingerprint,
+        accept: (fingerprint) => !(stale = fingerprint !== functions.fingerprint),
+      });
+      if (!stale) return result;
+      this.forget(functions);
     }
-    const checked = await checkPostgresSql(sql, functions);
-    if (!checked.ok) return { ok: false, error: checked.error, elapsedMs: 0 };
-    return this.runChecked(checked.statement, options);
+    return {
+      ok: false,
+      error: { code: "SQL_REFUSED", category: "refused", message: "the database's catalogue kept changing while the query was checked; try again" },
+      elapsedMs: 0,
+    };
+  }
+
+  /** Whether the catalogue changed since `policy` was read (then it is dropped); false when the server cannot say. */
+  private async catalogueChanged(policy: FunctionPolicy): Promise<boolean> {
+    const r = await this.runChecked(FUNCTION_CATALOG_SQL.fingerprint, { timeoutMs: 10_000 });
+    if (!r.ok || r.rows[0]?.[0] === policy.fingerprint) return false;
+    this.forget(policy);
+    return true;
   }
 
   /**
    * The transaction layer alone: runs `statement` in the READ ONLY transaction with the limits,
    * skipping the parser check. For tests of that layer and for reex's own catalogue queries.
    */
-  async runChecked(statement: string, options: ExecuteOptions = {}): Promise<ExecResult> {
+  async runChecked(statement: string, options: ExecuteOptions = {}, catalogue?: CatalogueCheck): Promise<ExecResult> {
     if (this.closed)
       return { ok: false, error: { code: "EXECUTOR_UNAVAILABLE", category: "runtime", message: `database "${this.name}" is closed` }, elapsedMs: 0 };
     if (options.signal?.aborted)
@@ -182,7 +215,7 @@ export class PostgresSource implements ExternalSource {
       return { ok: false, error: { code: "DB_UNREACHABLE", category: "runtime", message: this.unreachable(err) }, elapsedMs: 0 };
     }
     try {
-      const result = await runReadOnly(client, statement, limits);
+      const result = await runReadOnly(client, statement, limits, catalogue);
       client.release();
       return result;
     } catch (err) {
@@ -201,7 +234,7 @@ export class PostgresSource implements ExternalSource {
           elapsedMs: limits.timeoutMs,
         };
       }
-      return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: (err as Error).message }, elapsedMs: 0 };
+      return { ok: false, error: { code: "SQL_RUNTIME", category: "runtime", message: capMessage((err as Error).message) }, elapsedMs: 0 };
     }
   }
 
@@ -233,13 +266,32 @@ export class PostgresSource implements ExternalSource {
   }
 
   /**
-   * What the guard allows on this server, read once from its catalogue (pg_proc, pg_operator,
-   * pg_cast) and kept; a failed read is retried on the next call. Throws DB_UNREACHABLE.
+   * What the guard allows on this server, read from its catalogue (pg_proc, pg_operator, pg_cast,
+   * pg_type) and kept until {@link execute} finds the catalogue changed; a failed read is retried on
+   * the next call. Throws DB_UNREACHABLE.
    */
   functionPolicy(): Promise<FunctionPolicy> {
-    this.functions ??= this.readFunctionPolicy();
-    this.functions.catch(() => (this.functions = undefined));
+    if (!this.functions) {
+      const reading = this.readFunctionPolicy();
+      this.functions = reading;
+      reading.then(
+        (policy) => {
+          if (this.functions === reading) this.current = policy;
+        },
+        () => {
+          if (this.functions === reading) this.functions = undefined;
+        },
+      );
+    }
     return this.functions;
+  }
+
+  /** Drops `policy` when it is still the one kept, so that the next query reads the catalogue again. */
+  private forget(policy: FunctionPolicy): void {
+    if (this.current === policy) {
+      this.current = undefined;
+      this.functions = undefined;
+    }
   }
 
   private async readFunctionPolicy(): Promise<FunctionPolicy> {
@@ -253,6 +305,9 @@ export class PostgresSource implements ExternalSource {
       return r.rows.map((row) => row.map((v) => (v === null ? "" : String(v))));
     };
     const split = (text: string | undefined): string[] => (text ? text.split(",") : []);
+    const yes = (v: string | undefined): boolean => v === "1" || v === "true";
+    // read first: a change while the rows are read leaves the policy newer than its fingerprint, never older
+    const fingerprint = (await q(FUNCTION_CATALOG_SQL.fingerprint))[0]?.[0] ?? "";
     const procs = (await q(FUNCTION_CATALOG_SQL.functions)).map(([schema, name, kind, volatility, argNames, argTypes, projectable]) => ({
       schema: schema!,
       name: name!,
@@ -260,12 +315,30 @@ export class PostgresSource implements ExternalSource {
       volatility: volatility!,
       argNames: split(argNames),
       argTypes: split(argTypes),
-      projectable: projectable === "1" || projectable === "true",
+      projectable: yes(projectable),
     }));
-    const operators = (await q(FUNCTION_CATALOG_SQL.operators)).map(([name, schema, proc]) => ({ name: name!, schema: schema!, proc: proc! }));
-    const casts = (await q(FUNCTION_CATALOG_SQL.casts)).map(([target, schema, proc]) => ({ target: target!, schema: schema!, proc: proc! }));
-    const path = split((await q(FUNCTION_CATALOG_SQL.searchPath))[0]?.[0]);
-    return compileFunctionPolicy(procs, operators, casts, path, this.allowFunctions);
+    const operators = (await q(FUNCTION_CATALOG_SQL.operators)).map(([schema, name, procSchema, proc, estimators]) => ({
+      schema: schema!,
+      name: name!,
+      procSchema: procSchema!,
+      proc: proc!,
+      builtInEstimators: yes(estimators),
+    }));
+    const casts = (await q(FUNCTION_CATALOG_SQL.casts)).map(([targetSchema, target, schema, proc]) => ({
+      targetSchema: targetSchema!,
+      target: target!,
+      schema: schema!,
+      proc: proc!,
+    }));
+    const types = (await q(FUNCTION_CATALOG_SQL.types)).map(([schema, name, kind, inputSchema, input]) => ({
+      schema: schema!,
+      name: name!,
+      kind: kind!,
+      inputSchema: inputSchema!,
+      input: input!,
+    }));
+    const searchPath = split((await q(FUNCTION_CATALOG_SQL.searchPath))[0]?.[0]);
+    return compileFunctionPolicy({ procs, operators, casts, types, searchPath, fingerprint }, this.allowFunctions);
   }
 
   /** Checks the server answers; throws DB_UNREACHABLE naming only the display name. */
