@@ -21,7 +21,7 @@ import {
 } from "node:fs";
 import { basename, extname, join, resolve, sep } from "node:path";
 import { open } from "node:fs/promises";
-import { ReexError } from "../errors/index.js";
+import { looksLikeConnectionString, ReexError } from "../errors/index.js";
 import { openReadonly } from "./guard.js";
 import { OffThread } from "./offload.js";
 
@@ -186,13 +186,26 @@ function isEntry(value: unknown): value is DatabaseEntry {
 }
 
 /**
+ * The message for a path that names no regular file. The path is shown unless it looks like a
+ * database URL or connection string that did not parse as one (`pg://…`, `host=… password=…`, a
+ * `name = postgres://…` with spaces): that one may hold a password, so it is described, not shown.
+ */
+function noFile(given: string, abs: string): string {
+  if (!looksLikeConnectionString(given)) return `no regular file at ${abs}`;
+  return (
+    "no regular file at the path given, which looks like a database URL or connection string and is not shown (it may hold a password); " +
+    "a PostgreSQL database is given as postgres://user:password@host:port/database or name=postgres://…"
+  );
+}
+
+/**
  * Checks that `path` names a regular file holding a sound SQLite database, as a registration does
  * (without allowed roots), and returns its absolute path and tables; lists it nowhere. Throws
  * DB_FILE_NOT_FOUND or DB_INVALID.
  */
 export function checkDatabasePath(path: string): { path: string; tables: string[] } {
   const abs = resolve(path);
-  if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+  if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", noFile(path, abs));
   return { path: abs, ...validateDatabaseFile(abs) };
 }
 
@@ -253,7 +266,7 @@ export class DatabaseRegistry {
    */
   async registerPath(path: string, options: RegisterOptions = {}): Promise<DatabaseEntry> {
     const abs = resolve(path);
-    if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", `no regular file at ${abs}`);
+    if (!statSync(abs, { throwIfNoEntry: false })?.isFile()) throw new ReexError("DB_FILE_NOT_FOUND", noFile(path, abs));
     if (this.roots) {
       const real = realpathSync(abs);
       if (!this.roots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {

@@ -89,9 +89,17 @@ export function sqlScopes(sql: string): SqlScopes {
   return { tokens, scopes: walker.scopes };
 }
 
+/**
+ * Queries nested deeper than this are not walked (their tokens stay part of the scope around them):
+ * the walk recurses once per nesting level and reads each level's tokens again, so an input of
+ * thousands of nested `(SELECT` would otherwise cost quadratic time or overflow the stack.
+ */
+const MAX_NESTING = 100;
+
 class ScopeWalker {
   readonly scopes: SelectScope[] = [];
   private readonly walked = new Set<number>();
+  private nesting = 0;
 
   constructor(private readonly tok: SqlToken[]) {}
 
@@ -108,8 +116,18 @@ class ScopeWalker {
     return m > i && m <= end ? m : end;
   }
 
-  /** A query in [s, e): its WITH list, then each SELECT of a compound. */
+  /** A query in [s, e): its WITH list, then each SELECT of a compound; nothing past {@link MAX_NESTING} levels. */
   query(s: number, e: number, outer: SelectScope | null, visible: ReadonlySet<string>): void {
+    if (this.nesting >= MAX_NESTING) return;
+    this.nesting++;
+    try {
+      this.queryAt(s, e, outer, visible);
+    } finally {
+      this.nesting--;
+    }
+  }
+
+  private queryAt(s: number, e: number, outer: SelectScope | null, visible: ReadonlySet<string>): void {
     const ctes = new Set(visible);
     let i = s;
     if (isKeyword(this.tok[i], "WITH")) {
