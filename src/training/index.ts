@@ -10,6 +10,7 @@ export {
   type RewardFacts,
 } from "./rewards.js";
 export { runSignalCheck } from "./signal.js";
+export { exampleFamily, exampleTrace } from "./traces.js";
 export { runGroup, type TrainingQuestion } from "./groups.js";
 export { loadTrainConfig, parseTrainConfig, type TrainConfig, type TrainConfigInput, type TrainMode } from "./config.js";
 export { readMetrics, type MetricsRow } from "./report.js";
