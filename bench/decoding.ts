@@ -28,7 +28,7 @@
  * Questions come round-robin from the example databases, or from a BIRD/Spider-layout `--dataset`
  * (one per database first): tree decoding shares work only where the model probes, so measure a
  * model on questions it probes on (the starter probes on its own domains' held-out databases,
- * `scripts/synth.ts --dev-every 7`, and almost never on the examples).
+ * `lab/scripts/synth.ts --dev-every 7`, and almost never on the examples).
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws the training-split questions both confidence models (src/decoding/confidence-model.ts, greedy;
-confidence-model-vote.ts, tree-prune-4) were fitted on, from the sets `npx tsx scripts/realdata.ts --out DIR --seed 1 --sources wikisql,spider
+confidence-model-vote.ts, tree-prune-4) were fitted on, from the sets `npx tsx lab/scripts/realdata.ts --out DIR --seed 1 --sources wikisql,spider
 --no-traces` writes:
 
     python3 scripts/confidence-fit-set.py DIR        # writes DIR/confidence_fit.json (600 questions)

@@ -66,7 +66,7 @@ const sftSchema = z
 
 const replaySchema = z
   .object({
-    /** Traces in `sft.traces`' format: answers to keep, such as the start model's own right ones (scripts/grpo-rejection.ts writes them). */
+    /** Traces in `sft.traces`' format: answers to keep, such as the start model's own right ones (lab/grpo-heldout/grpo-rejection.ts writes them). */
     traces: z.string().min(1),
     /** Traces added to each step, walked in a seeded order. */
     perStep: z.number().int().positive(),

@@ -1,10 +1,10 @@
 /**
- * The GRPO pre-flight (issue #61): before a long run, does the config's data give groups a contrast?
+ * The GRPO pre-flight: before a long run, does the config's data give groups a contrast?
  * For questions drawn (seeded) from the config's `data`, `samples` rollouts sampled as `reex train grpo`
  * samples a group and one greedy answer decoded as the run's held-out evaluation decodes, all scored by
  * the run's reward (right = right on both row draws where the database has two). A drawn question whose prompt
  * overflows the context window is listed as skipped and left out of the figures. Used by
- * `npx tsx scripts/grpo-preflight.ts`.
+ * `npx tsx lab/grpo-heldout/grpo-preflight.ts`.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import { fnv1a32 } from "../util/index.js";

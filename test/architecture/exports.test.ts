@@ -1,6 +1,6 @@
 /**
- * The entry files of each folder under src/ (`index.ts`, `tooling.ts`, `testing.ts`) export only
- * names something outside the folder imports: a file of another src/ folder, a test, or a program
+ * The entry files of each folder under src/ and lab/ (`index.ts`, `tooling.ts`, `testing.ts`) export only
+ * names something outside the folder imports: a file of another src/ or lab/ folder, a test, or a program
  * (bench/, scripts/). Exports come from the TypeScript compiler (so `export *` chains count);
  * imports from its parser: named, default and namespace imports, re-exports, `import()` (the names
  * destructured from it, else all) and `import("…").Name` types (a bare `typeof import("…")`, as a
@@ -17,7 +17,9 @@ import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const ENTRY_FILES = ["index.ts", "tooling.ts", "testing.ts"];
-/** Folders outside src/ whose imports count: the tests, and the programs (benchmarks, scripts) that run reex's code. */
+/** The folders whose subfolders have entry files: the product, and the lab that builds models and runs experiments. */
+const CODE_DIRS = ["src", "lab"];
+/** Folders outside those whose imports count: the tests, and the programs (benchmarks, scripts) that run reex's code. */
 const TEST_DIRS = ["test"];
 const PROGRAM_DIRS = ["bench", "scripts"];
 
@@ -35,7 +37,7 @@ const SURFACE: Record<string, string> = {
   "src/eval/index.ts:copyCount": "docs/architecture.md: src/eval's public surface",
   "src/pg/index.ts:checkPostgresSql": "docs/architecture.md: src/pg's public surface",
   "src/policy/tooling.ts:ScriptedPolicy": "docs/architecture.md: src/policy's tooling.ts surface",
-  "src/starter/index.ts:pickStep": "docs/architecture.md: src/starter's public surface",
+  "lab/starter/index.ts:pickStep": "docs/architecture.md: lab/starter's public surface",
   "src/server/index.ts:buildApp": "docs/architecture.md: src/server's public surface (the app without a listening port)",
   "src/server/index.ts:ServerDeps": "the argument of buildApp, kept with it so a caller can name it",
   "src/server/index.ts:RunningServer": "what startServer (the CLI's `reex serve`) returns, kept with it so a caller can name it",
@@ -55,7 +57,7 @@ interface EntryUse {
   /** Path from the root, `/`-separated. */
   entry: string;
   exports: string[];
-  /** Names imported by a file of another src/ folder. */
+  /** Names imported by a file of another src/ or lab/ folder. */
   bySrc: Set<string>;
   /** Names imported by a file under test/. */
   byTests: Set<string>;
@@ -104,13 +106,13 @@ function importsOf(file: string): { target: string; names: string[] }[] {
   return out;
 }
 
-/** Every entry file under `root`/src with its exports and their importers outside its folder. */
+/** Every entry file under `root`/src and `root`/lab with its exports and their importers outside its folder. */
 function entryUses(root: string): EntryUse[] {
-  const src = join(root, "src");
-  const folderOf = (file: string): string => relative(src, file).split(sep)[0]!.replace(/\.ts$/, "");
-  const entries = readdirSync(src, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .flatMap((d) => ENTRY_FILES.map((e) => join(src, d.name, e)))
+  const codeDirs = CODE_DIRS.map((d) => join(root, d)).filter((d) => existsSync(d));
+  /** `src/agent`, `lab/synth`: a file's top folder and its folder under it (`src/cli.ts` belongs to `src/cli`). */
+  const folderOf = (file: string): string => relative(root, file).split(sep).slice(0, 2).join("/").replace(/\.ts$/, "");
+  const entries = codeDirs
+    .flatMap((dir) => readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? ENTRY_FILES.map((e) => join(dir, d.name, e)) : [])))
     .filter((p) => existsSync(p));
   const program = ts.createProgram(entries, {
     module: ts.ModuleKind.NodeNext,
@@ -128,7 +130,7 @@ function entryUses(root: string): EntryUse[] {
   }
   const under = (dirs: string[]): string[] => dirs.flatMap((d) => sourceFiles(join(root, d)));
   const importers = [
-    ...sourceFiles(src).map((file) => ({ file, kind: "bySrc" as const })),
+    ...codeDirs.flatMap(sourceFiles).map((file) => ({ file, kind: "bySrc" as const })),
     ...under(TEST_DIRS).map((file) => ({ file, kind: "byTests" as const })),
     ...under(PROGRAM_DIRS).map((file) => ({ file, kind: "byPrograms" as const })),
   ];
@@ -158,7 +160,7 @@ describe("entry-file exports", () => {
   /** The repository's entry files (one compiler program, built once for the tests below). */
   const uses = (): EntryUse[] => (found ??= entryUses(ROOT));
 
-  it("every name an entry file exports is imported by another src/ folder or by a test, bench or script", () => {
+  it("every name an entry file exports is imported by another src/ or lab/ folder or by a test, bench or script", () => {
     const unexplained = unused(uses()).filter((key) => !(key in KEPT));
     expect(unexplained, "drop these from the entry file, or add them to KEPT with the reason").toEqual([]);
   });

@@ -1,8 +1,8 @@
 /**
- * docs/architecture.md's import rules, checked against every import in src/ (the TypeScript
+ * docs/architecture.md's import rules, checked against every import in src/ and lab/ (the TypeScript
  * compiler's own import scanner, so `import type`, re-exports and dynamic imports all count).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import { markdownTableAfter } from "../helpers/docs.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SRC = join(ROOT, "src");
+const LAB = join(ROOT, "lab");
 const DOC = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
 
 const tableAfter = (heading: string): string[][] => markdownTableAfter(DOC, heading);
@@ -28,6 +29,7 @@ const RULES = new Map<string, Rule>(
 const PACKAGES = tableAfter("Native and protocol packages").flatMap(([pkgs, only]) => list(pkgs!).map((p) => [p, unquote(only!)] as const));
 
 function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = join(dir, e.name);
     if (e.isDirectory()) return sourceFiles(p);
@@ -43,9 +45,27 @@ interface Import {
   spec: string;
 }
 
-const IMPORTS: Import[] = sourceFiles(SRC).flatMap((file) =>
-  ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => ({ file: relative(ROOT, file), spec: f.fileName })),
+const importsOf = (files: string[]): Import[] =>
+  files.flatMap((file) =>
+    ts.preProcessFile(readFileSync(file, "utf8"), true, true).importedFiles.map((f) => ({ file: relative(ROOT, file), spec: f.fileName })),
+  );
+const IMPORTS: Import[] = importsOf(sourceFiles(SRC));
+const LAB_IMPORTS: Import[] = importsOf(sourceFiles(LAB));
+
+/** The lab/ module folders' rules: what each may import from src/ and from lab/. */
+const LAB_RULES = new Map(
+  markdownTableAfter(DOC, "### What lab/ may import").map(([folder, fromSrc, fromLab]) => [
+    folder!.replace(/`/g, "").replace(/^lab\//, ""),
+    { src: list(fromSrc!), lab: list(fromLab!) },
+  ]),
 );
+
+/** Where a relative import of `file` lands: the top folder (`src`, `lab` or another) and the path below it, without `.js`/`.ts`. */
+function landing({ file, spec }: Import): { top: string; folder: string; entry: string } | undefined {
+  if (!spec.startsWith(".")) return undefined;
+  const [top, folder, ...rest] = relative(ROOT, resolve(ROOT, dirname(file), spec)).split(sep);
+  return { top: top!, folder: (folder ?? "").replace(/\.(ts|js)$/, ""), entry: rest.join("/").replace(/\.(ts|js)$/, "") };
+}
 
 /** Cross-folder edges: importer folder → "target" or "target/entry" (entry other than index). */
 function crossFolder(): { from: string; to: string; entry: string; file: string }[] {
@@ -101,5 +121,47 @@ describe("import rules (docs/architecture.md)", () => {
     }).map(({ file, spec }) => `${file} imports ${spec}`);
     expect(PACKAGES.length).toBeGreaterThan(0);
     expect(wrong).toEqual([]);
+  });
+});
+
+describe('lab/ apart from the product (docs/architecture.md, "What lab/ may import")', () => {
+  it("nothing under src/ imports lab/", () => {
+    const wrong = IMPORTS.filter((i) => landing(i)?.top === "lab").map((i) => `${i.file} imports ${i.spec}`);
+    expect(wrong).toEqual([]);
+  });
+
+  it("lab/ imports src/ only through entry files, and each module folder exactly what the table lists", () => {
+    expect(LAB_RULES.size).toBeGreaterThan(0);
+    const used = new Map<string, { src: Set<string>; lab: Set<string> }>();
+    const wrong: string[] = [];
+    for (const i of LAB_IMPORTS) {
+      const to = landing(i);
+      if (!to || (to.top !== "src" && to.top !== "lab")) continue;
+      const from = i.file.split(sep)[1]!;
+      if (to.top === "lab" && to.folder === from) continue;
+      const entry = to.entry === "index" ? to.folder : `${to.folder}/${to.entry}`;
+      const entryFile = to.entry === "index" || (to.top === "src" && to.entry === "tooling");
+      if (!entryFile) wrong.push(`${i.file} imports ${to.top}/${entry}, which is no entry file`);
+      const rule = LAB_RULES.get(from);
+      if (rule) {
+        const allowed = to.top === "src" ? rule.src : rule.lab;
+        if (!allowed.includes(entry)) wrong.push(`${i.file} imports ${to.top}/${entry}, which the table does not list for lab/${from}`);
+        const u = used.get(from) ?? used.set(from, { src: new Set(), lab: new Set() }).get(from)!;
+        (to.top === "src" ? u.src : u.lab).add(entry);
+      }
+    }
+    expect(wrong).toEqual([]);
+    for (const [folder, rule] of LAB_RULES) {
+      expect([...(used.get(folder)?.src ?? [])].sort(), `lab/${folder} from src/`).toEqual([...rule.src].sort());
+      expect([...(used.get(folder)?.lab ?? [])].sort(), `lab/${folder} from lab/`).toEqual([...rule.lab].sort());
+    }
+  });
+
+  it("the table names every lab/ folder with an index.ts", () => {
+    const modules = readdirSync(LAB, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && existsSync(join(LAB, e.name, "index.ts")))
+      .map((e) => e.name)
+      .sort();
+    expect([...LAB_RULES.keys()].sort()).toEqual(modules);
   });
 });

@@ -374,7 +374,7 @@ def evaluate(model: LlamaModel, batches: Sequence[list[Pack]]) -> float | None:
 
 
 def reinitialize(model: LlamaModel, std: float, seed: int) -> None:
-    """Draws fresh weights with the starter's initial scheme (src/starter/model.ts): matrices normal(0, std), the
+    """Draws fresh weights with the starter's initial scheme (lab/starter/model.ts): matrices normal(0, std), the
     residual projections (attn_output, ffn_down) std / sqrt(2 * layers), norms 1, biases 0. Only the file's shape,
     tokenizer and metadata are kept, so a GPU run can start from a zeroed, compressible copy of the initial model."""
     gen = torch.Generator().manual_seed(seed)
