@@ -1,6 +1,6 @@
 /**
  * Writes lab/runs/grpo-heldout.json, issue #61's record, from the held-out evaluations of its arms
- * (docs/training.md, "On held-out WikiSQL questions, against two controls").
+ * (docs/experiments/2026-12-05-grpo-heldout.md).
  *
  *   npx tsx lab/grpo-heldout/grpo-heldout-record.ts --sets .reex/grpo-sets/sets.json --rollouts DIR --defaults DIR
  *       --start FILE --final FILE --shuffled FILE --rejection FILE [--final-run DIR --shuffled-run DIR --rejection-run DIR]

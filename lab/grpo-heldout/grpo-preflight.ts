@@ -1,5 +1,5 @@
 /**
- * The GRPO pre-flight of issue #61 (docs/training.md, "Two row draws"): before a long run, how many
+ * The GRPO pre-flight of issue #61 (docs/experiments/2026-12-05-grpo-heldout.md, "Pre-flight"): before a long run, how many
  * of the config's questions would give a group a contrast.
  *
  *   npx tsx lab/grpo-heldout/grpo-preflight.ts --config FILE [--questions N] [--samples N] [--seed N] [--leave-out N] [--leave-out-seed S] [--out FILE]

@@ -1,5 +1,5 @@
 /**
- * The rejection-sampling arm of issue #61 (STaR / expert iteration; docs/training.md, "GRPO on held-out questions"):
+ * The rejection-sampling arm of issue #61 (STaR / expert iteration; docs/experiments/2026-12-05-grpo-heldout.md):
  * sample groups exactly as a GRPO config's run samples them, keep the answers right on both row draws, one SFT pass
  * over them from the same start model.
  *

@@ -1,5 +1,5 @@
 /**
- * The question sets of issue #61's GRPO experiment (docs/training.md, "GRPO on held-out questions"):
+ * The question sets of issue #61's GRPO experiment (docs/experiments/2026-12-05-grpo-heldout.md):
  * what a run trains on and what its result is measured on, written once so every arm uses the same.
  *
  *   npx tsx lab/grpo-heldout/grpo-sets.ts [--realdata .reex/realdata] [--out .reex/grpo-sets] [--heldout 1000] [--seed grpo-heldout:1]

@@ -1,5 +1,5 @@
 /**
- * GRPO advantages from grouped rewards (docs/training.md "Advantages"). Standard deviations are population standard
+ * GRPO advantages from grouped rewards (docs/rewards.md "Advantages"). Standard deviations are population standard
  * deviations, the same as the Python learner's `--advantage group|batch|none`:
  *
  * - group: A = (R − mean_G) / (std_G + ε);

@@ -1,5 +1,5 @@
 /**
- * Every training reward (docs/training.md "Rewards") in one module: the ReEx composite with its weight presets,
+ * Every training reward (docs/rewards.md) in one module: the ReEx composite with its weight presets,
  * Think2SQL's dense QATCH rewards, SQL-R1, CogniSQL, PaVeRL partial match, Arctic and SkyRL-SQL. Each reward
  * returns its additive components and their weights (`total = Σ weights[k] · components[k]`) plus
  * diagnostics, so a run logs every term separately.

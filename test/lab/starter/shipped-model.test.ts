@@ -54,7 +54,7 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
       const pred = executeDirect(dbPath, r.finalSql);
       if (gold.ok && pred.ok && exBird(pred.rows, gold.rows)) correct++;
     }
-    // the previous starter, trained on synthetic schemas only, copied 3.5% of its names and answered none (models/MODEL_CARD.md)
+    // the previous starter, trained on synthetic schemas only, copied 3.5% of its names and answered none (docs/experiments/starter-history.md)
     // measured on v3.2: 13 of 14 well-formed, 45 of 48 names copied, 1 of 14 right (v3.1: 14, 40 of 43, 1; these 14 come from four
     // tables of near-synonymous columns and most have two or three conditions, its weak spot); v3, which recalled
     // WikiSQL's `table_<id>` names, copied about half its names on noun-named tables and answered none
