@@ -36,8 +36,11 @@ export const serverSchema = z
     /** Requests per minute per key (or per IP without keys); 0 disables. Default 120. */
     rateLimitPerMinute: z.number().int().min(0).default(120),
     /**
-     * Failed authentications per minute per client address; past it the address gets 429 before
-     * its key is even checked, so keys cannot be guessed at speed. 0 disables. Default 20.
+     * Failed authentications per minute from one client address, and with one presented key prefix
+     * (its first 8 characters, from any address); past either, a request without a valid key gets
+     * 429 instead of 401. A valid key is always let through: a flood of keyless or wrong-key
+     * requests from a shared address (loopback, a proxy) never locks out the tenants behind it.
+     * 0 disables. Default 20.
      */
     authFailuresPerMinute: z.number().int().min(0).default(20),
     /**
@@ -61,6 +64,12 @@ export const serverSchema = z
     maxConcurrent: z.number().int().positive().default(2),
     /** Generations waiting for a slot before new ones get 503 QUEUE_FULL. Default 16. */
     maxQueued: z.number().int().min(0).default(16),
+    /**
+     * Generations one API key (one client address without keys) may have waiting; past it that
+     * key's new ones get 503 QUEUE_FULL while other keys still queue, and free slots go round-robin
+     * to the key with the fewest running. Default 4, so four keys' full shares fit in maxQueued 16.
+     */
+    maxQueuedPerKey: z.number().int().min(0).default(4),
     /** Allow registering databases by server-side path through the API. Default false. */
     allowPathRegistration: z.boolean().default(false),
     /** Folders that path registration may read from. Default []. */

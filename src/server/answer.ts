@@ -18,6 +18,8 @@ export interface AnswerOptions {
   /** Aborting it (client gone, cancel message) aborts the decode with its reason. */
   cancel?: AbortSignal;
   log: FastifyBaseLogger;
+  /** Whose share of the generation queue the decode takes: the key identity, or `ip:<address>` without keys. Default: the owner. */
+  tenant?: string;
 }
 
 /**
@@ -173,11 +175,15 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
     ...(logSql ? { question: request.question, evidence: request.evidence } : {}),
   };
   try {
-    const job = state.queue.submit(controller, (signal) => {
-      started = performance.now();
-      const deadlineMs = Math.max(1, Math.floor(timeoutMs - (started - accepted)));
-      return state.deps.decode({ ...request, deadlineMs }, { sink, signal });
-    });
+    const job = state.queue.submit(
+      controller,
+      (signal) => {
+        started = performance.now();
+        const deadlineMs = Math.max(1, Math.floor(timeoutMs - (started - accepted)));
+        return state.deps.decode({ ...request, deadlineMs }, { sink, signal });
+      },
+      options.tenant ?? "",
+    );
     const answer = await raceAbort(job, controller.signal);
     const now = performance.now();
     metrics.tokens.inc({ kind: "prompt" }, answer.usage.promptTokens);
@@ -232,7 +238,8 @@ export async function answerQuestion(state: ServerState, body: SqlRequest, owner
         options.sink?.(event);
       }
     : options.sink;
-  const { answer, queueMs, totalMs } = await decodeQueued(state, request, { ...options, ...(sink ? { sink } : {}), database: entry.id, acceptedAt });
+  const tenant = options.tenant ?? owner ?? "";
+  const { answer, queueMs, totalMs } = await decodeQueued(state, request, { ...options, ...(sink ? { sink } : {}), database: entry.id, acceptedAt, tenant });
   const memo = state.teaching.remember(entry, owner, body, answer);
   return { ...shape(answer, trace, { totalMs, queueMs }), ...taughtFields(answer, memo) };
 }

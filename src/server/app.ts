@@ -32,7 +32,7 @@ function policyOf(deps: ServerDeps): () => Policy | undefined {
 function createState(deps: ServerDeps, log: FastifyInstance["log"]): ServerState {
   const sc = deps.config.server;
   const policy = policyOf(deps);
-  const queue = new GenerationQueue(sc.maxConcurrent, sc.maxQueued);
+  const queue = new GenerationQueue({ maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued, maxQueuedPerTenant: sc.maxQueuedPerKey });
   return {
     config: deps.config,
     deps,

@@ -25,7 +25,7 @@ export interface ServerState {
   metrics: ServerMetrics;
   keys: KeyRing;
   limiter: RateLimiter;
-  /** Failed authentications per client address (see server.authFailuresPerMinute). */
+  /** Failed authentications per client address and per presented key prefix (see server.authFailuresPerMinute). */
   authFailures: RateLimiter;
   /** Set when shutdown starts: /readyz answers 503 and /v1 refuses new work. */
   draining: boolean;

@@ -2,3 +2,4 @@
 export { keyIdentity } from "./auth.js";
 export { toApiError } from "./http-errors.js";
 export { Counter, Gauge, Histogram, MetricsRegistry } from "./metrics.js";
+export { GenerationQueue } from "./queue.js";

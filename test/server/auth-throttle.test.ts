@@ -1,5 +1,6 @@
 /**
- * Key guessing is throttled per client address before the key is checked, unknown API paths do not
+ * Key guessing is throttled per client address and per presented key prefix (a valid key always
+ * gets through), unknown API paths do not
  * tell a caller without a key which paths exist, and server.protectOpsEndpoints puts /metrics and
  * /readyz behind the keys. A real server on a real port.
  */
@@ -14,7 +15,7 @@ afterEach(async () => {
 });
 
 describe("failed authentication", () => {
-  it("answers 429 with Retry-After before the 300th wrong-key request from one address, even to the right key", async () => {
+  it("answers 429 with Retry-After before the 300th wrong-key request from one address, but lets the right key through", async () => {
     t = await makeApp({ server: { apiKeys: [KEY], rateLimitPerMinute: 0 } });
     const { url } = await listen(t.app);
     const statuses: number[] = [];
@@ -32,8 +33,30 @@ describe("failed authentication", () => {
     expect(statuses.slice(first429).every((s) => s === 429)).toBe(true);
     expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
     const right = await fetch(`${url}/v1/databases`, { headers: { authorization: `Bearer ${KEY}` } });
-    expect(right.status).toBe(429);
-    expect(((await right.json()) as { code: string }).code).toBe("RATE_LIMITED");
+    expect(right.status).toBe(200);
+    const wrong = await fetch(`${url}/v1/databases`, { headers: { authorization: "Bearer wrong-key-again" } });
+    expect(wrong.status).toBe(429);
+    expect(((await wrong.json()) as { code: string }).code).toBe("RATE_LIMITED");
+  });
+
+  it("counts a presented key prefix's failures from every address, and each address's apart from others", async () => {
+    t = await makeApp({ server: { apiKeys: [KEY], rateLimitPerMinute: 0, authFailuresPerMinute: 3 } });
+    const from = (remoteAddress: string, authorization?: string) =>
+      t!.app.inject({ method: "GET", url: "/v1/databases", remoteAddress, ...(authorization ? { headers: { authorization } } : {}) });
+    // one guesser spread over addresses, keeping the first 8 characters of a key it knows
+    for (let i = 0; i < 3; i++) expect((await from(`10.0.0.${i + 1}`, `Bearer key-a-01-guess-${i}`)).statusCode).toBe(401);
+    const blocked = await from("10.0.0.9", "Bearer key-a-01-guess-9");
+    expect(blocked.statusCode).toBe(429);
+    expect(blocked.json().message).toMatch(/first 8 characters/);
+    // the key itself, with that prefix, still gets through from anywhere
+    expect((await from("10.0.0.9", `Bearer ${KEY}`)).statusCode).toBe(200);
+    // another address with other keys is not throttled by them
+    expect((await from("10.0.0.10", "Bearer other-prefix-1")).statusCode).toBe(401);
+    for (let i = 0; i < 3; i++) await from("10.0.0.11");
+    const address = await from("10.0.0.11", "Bearer fresh-prefix-x");
+    expect(address.statusCode).toBe(429);
+    expect(address.json().message).toMatch(/from this address/);
+    expect((await from("10.0.0.11", `Bearer ${KEY}`)).statusCode).toBe(200);
   });
 
   it("does not count requests with a valid key", async () => {

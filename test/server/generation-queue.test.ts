@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { GenerationQueue } from "../../src/server/testing.js";
 import { ScriptedDecoder, makeApp, until, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;
@@ -44,11 +45,52 @@ describe("the generation queue", () => {
     expect(first.json().code).toBe("DEADLINE_EXCEEDED");
     expect(second.json().code).toBe("DEADLINE_EXCEEDED");
     const readyz = (await t.app.inject({ method: "GET", url: "/readyz" })).json();
-    expect(readyz.queue).toMatchObject({ running: 1, waiting: 1 });
+    // the stuck decode keeps its slot; the second, aborted while it waited, has left the queue
+    expect(readyz.queue).toMatchObject({ running: 1, waiting: 0 });
     release();
     await until(() => decoder.started === 1 && decoder.live === 0, 2_000);
     await new Promise((r) => setTimeout(r, 50));
     expect(calls).toBe(1);
     expect((await t.app.inject({ method: "GET", url: "/readyz" })).json().queue).toMatchObject({ running: 0, waiting: 0 });
+  });
+
+  it("caps each tenant's waiting requests and hands free slots round-robin, the tenant with the fewest running first", async () => {
+    const q = new GenerationQueue({ maxConcurrent: 1, maxQueued: 8, maxQueuedPerTenant: 3 });
+    const order: string[] = [];
+    const gates: (() => void)[] = [];
+    const job = (name: string) => () =>
+      new Promise<void>((resolve) => {
+        order.push(name);
+        gates.push(resolve);
+      });
+    const submit = (tenant: string, name: string) => q.submit(new AbortController(), job(name), tenant);
+    const done = [submit("a", "a0"), submit("a", "a1"), submit("a", "a2"), submit("a", "a3")];
+    expect(() => submit("a", "a4")).toThrow(expect.objectContaining({ code: "QUEUE_FULL", message: expect.stringContaining("server.maxQueuedPerKey") }));
+    done.push(submit("b", "b0"), submit("b", "b1"), submit("c", "c0"));
+    expect(q.waiting).toBe(6);
+    while (gates.length > 0 || q.waiting > 0) {
+      await until(() => gates.length > 0, 1_000, "a job running");
+      gates.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(done);
+    expect(order).toEqual(["a0", "b0", "c0", "a1", "b1", "a2", "a3"]);
+    expect(q.inFlight).toBe(0);
+  });
+
+  it("drops a waiting job whose request was aborted at once, freeing its tenant's share", async () => {
+    const q = new GenerationQueue({ maxConcurrent: 1, maxQueued: 8, maxQueuedPerTenant: 1 });
+    let release!: () => void;
+    const running = q.submit(new AbortController(), () => new Promise<void>((r) => (release = r)), "a");
+    const controller = new AbortController();
+    const waiting = q.submit(controller, async () => "ran", "a");
+    expect(() => q.submit(new AbortController(), async () => "x", "a")).toThrow(expect.objectContaining({ code: "QUEUE_FULL" }));
+    controller.abort(new Error("client gone"));
+    await expect(waiting).rejects.toThrow("client gone");
+    expect(q.waiting).toBe(0);
+    const next = q.submit(new AbortController(), async () => "next", "a");
+    release();
+    await running;
+    await expect(next).resolves.toBe("next");
   });
 });

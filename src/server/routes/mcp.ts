@@ -12,6 +12,7 @@ import { ReexError } from "../../errors/index.js";
 import { createMcpServer, type McpDecode } from "../../mcp/index.js";
 import type { Executor } from "../../sql/index.js";
 import { decodeQueued } from "../answer.js";
+import { tenantOf } from "../auth.js";
 
 /**
  * Open MCP sessions at most across all tenants; past it the least recently used session of the
@@ -112,15 +113,19 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   // the server's executor, or the pool the teaching state starts on first use (closed with the app)
   const executor: Executor = { execute: (...args) => state.teaching.executor.execute(...args), close: async () => undefined };
 
-  const decode: McpDecode = async (request, ctx) => {
-    const { answer } = await decodeQueued(state, request, {
-      database: ctx.database,
-      log: state.log,
-      ...(ctx.sink ? { sink: ctx.sink } : {}),
-      ...(ctx.signal ? { cancel: ctx.signal } : {}),
-    });
-    return answer;
-  };
+  /** The decode of one session: through the generation queue, on `tenant`'s share of it. */
+  const decodeFor =
+    (tenant: string): McpDecode =>
+    async (request, ctx) => {
+      const { answer } = await decodeQueued(state, request, {
+        database: ctx.database,
+        log: state.log,
+        tenant,
+        ...(ctx.sink ? { sink: ctx.sink } : {}),
+        ...(ctx.signal ? { cancel: ctx.signal } : {}),
+      });
+      return answer;
+    };
 
   const idleMs = config.server.mcpSessionIdleMs;
   const sweep = setInterval(() => sessions.closeIdle(idleMs), Math.max(10, Math.min(60_000, Math.floor(idleMs / 4))));
@@ -140,7 +145,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       config,
       registry: state.deps.registry,
       executor,
-      decode,
+      decode: decodeFor(tenant),
       prompts,
       teaching: state.teaching,
       log,
@@ -164,7 +169,7 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
       transport = session.transport;
     } else {
       if (request.method !== "POST") throw new ReexError("BAD_REQUEST", "an Mcp-Session-Id header is required");
-      transport = await open(request.reexOwner, request.reexOwner ?? `ip:${request.ip}`);
+      transport = await open(request.reexOwner, tenantOf(request.reexOwner, request.ip));
     }
     reply.hijack();
     await transport.handleRequest(request.raw, reply.raw, request.body);

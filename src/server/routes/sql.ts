@@ -2,6 +2,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import { ReexError } from "../../errors/index.js";
 import { answerQuestion } from "../answer.js";
+import { tenantOf } from "../auth.js";
 import type { ZodTypeProvider } from "../provider.js";
 import type { RouteDoc } from "../route-doc.js";
 import { errorResponses, sqlRequestSchema, sqlResponseSchema } from "../schemas.js";
@@ -27,7 +28,8 @@ export const sqlRoutes: FastifyPluginAsync = async (instance) => {
     const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
     if (typeof socket?.setTimeout === "function") socket.setTimeout(state.config.server.requestTimeoutMs + 5_000);
     try {
-      return await answerQuestion(state, body, request.reexOwner, { cancel: gone.signal, log: request.log });
+      const tenant = tenantOf(request.reexOwner, request.ip);
+      return await answerQuestion(state, body, request.reexOwner, { cancel: gone.signal, log: request.log, tenant });
     } finally {
       reply.raw.removeListener("close", onClose);
     }

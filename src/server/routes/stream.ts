@@ -9,6 +9,7 @@ import type { WebSocket, RawData } from "ws";
 import { ReexError } from "../../errors/index.js";
 import type { ReexEvent } from "../../events/index.js";
 import { answerQuestion } from "../answer.js";
+import { tenantOf } from "../auth.js";
 import { toApiError } from "../http-errors.js";
 import { jsonSafe } from "../json.js";
 import type { RouteDoc } from "../route-doc.js";
@@ -47,6 +48,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
   app.get("/stream", { websocket: true, schema: { response: errorResponses }, config: { doc } }, (socket: WebSocket, request) => {
     state.sockets.add(socket);
     const owner = request.reexOwner;
+    const tenant = tenantOf(owner, request.ip);
     const log = request.log;
     const cancel = new AbortController();
     let started = false;
@@ -117,7 +119,7 @@ export async function streamRoutes(app: FastifyInstance): Promise<void> {
         return;
       }
       const { type: _type, ...request } = body;
-      answerQuestion(state, request, owner, { sink: (event: ReexEvent) => send(event), cancel: cancel.signal, log }).then(
+      answerQuestion(state, request, owner, { sink: (event: ReexEvent) => send(event), cancel: cancel.signal, log, tenant }).then(
         (answer) => end({ type: "done", answer }, 1000, "done"),
         fail,
       );
