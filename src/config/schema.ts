@@ -70,6 +70,26 @@ export const serverSchema = z
      * to the key with the fewest running. Default 4, so four keys' full shares fit in maxQueued 16.
      */
     maxQueuedPerKey: z.number().int().min(0).default(4),
+    /**
+     * Bytes of uploaded databases one API key may keep (all owner-less uploads together when keys
+     * are off); an upload past it is refused with 413 UPLOAD_QUOTA_EXCEEDED before it is stored.
+     * 0 disables. Default 512 MiB (8 uploads at the default body limit).
+     */
+    uploadQuotaBytesPerKey: z
+      .number()
+      .int()
+      .min(0)
+      .default(512 * 1024 * 1024),
+    /**
+     * Bytes of uploaded databases all keys together may keep under sql.dataDir; an upload past it
+     * (or one the disk has no room for) is refused with 507 STORAGE_FULL before it is stored.
+     * 0 disables. Default 4 GiB.
+     */
+    uploadQuotaBytes: z
+      .number()
+      .int()
+      .min(0)
+      .default(4 * 1024 * 1024 * 1024),
     /** Allow registering databases by server-side path through the API. Default false. */
     allowPathRegistration: z.boolean().default(false),
     /** Folders that path registration may read from. Default []. */

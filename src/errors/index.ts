@@ -31,6 +31,9 @@ export const ERROR_CATALOG = {
   DB_PATH_NOT_ALLOWED: { status: 403, summary: "Registering server-side paths is disabled, or the path is outside the allowed roots." },
   DB_UNREACHABLE: { status: 503, summary: "A PostgreSQL database could not be reached, refused the login, or has not been read yet." },
   DB_READ_ONLY_ENTRY: { status: 403, summary: "This database was registered from a server-side path and cannot be deleted through the API." },
+  DB_NAME_TAKEN: { status: 409, summary: "Another upload this key sees has this name; uploads never replace each other, so nothing was stored." },
+  UPLOAD_QUOTA_EXCEEDED: { status: 413, summary: "The upload would take this key's uploads past `server.uploadQuotaBytesPerKey`; nothing was stored." },
+  STORAGE_FULL: { status: 507, summary: "The upload would take all uploads past `server.uploadQuotaBytes` or fill the disk; nothing was stored." },
 
   SQL_REFUSED: { status: 422, summary: "The SQL is not a single read-only query (writes, DDL, ATTACH, PRAGMA, several statements, …)." },
   SQL_SYNTAX: { status: 422, summary: "The SQL does not parse or is structurally wrong (syntax error, wrong number of terms, misuse of aggregate)." },

@@ -91,6 +91,9 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
   const registry = new DatabaseRegistry({
     dataDir: config.sql.dataDir,
     allowedRoots: config.server.allowedRoots.length ? config.server.allowedRoots : undefined,
+    uploadQuotaPerOwner: config.server.uploadQuotaBytesPerKey,
+    uploadQuotaTotal: config.server.uploadQuotaBytes,
+    ...(log ? { onWarning: (message: string) => log(`warning: ${message}`) } : {}),
   });
   if (options.examples ?? true) {
     const sets = await buildExamples();

@@ -17,6 +17,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  statfsSync,
   writeSync,
 } from "node:fs";
 import { basename, extname, join, resolve, sep } from "node:path";
@@ -50,8 +51,15 @@ export interface DatabaseRegistryOptions {
   dataDir: string;
   /** When non-empty, registerPath only accepts files whose real path lies under one of these folders. Default: any path. */
   allowedRoots?: string[];
-  /** Called with each warning (entries dropped on reload, unreadable registry file). Default: none. */
+  /** Called with each warning (entries dropped on reload, unreadable registry file, uploads sharing a name). Default: none. */
   onWarning?: (message: string) => void;
+  /**
+   * Bytes of uploads one owner may keep (owner-less uploads count together), refused with
+   * UPLOAD_QUOTA_EXCEEDED past it; 0 or absent: no limit. The server passes server.uploadQuotaBytesPerKey.
+   */
+  uploadQuotaPerOwner?: number;
+  /** Bytes of uploads all owners together may keep, refused with STORAGE_FULL past it; 0 or absent: no limit. The server passes server.uploadQuotaBytes. */
+  uploadQuotaTotal?: number;
 }
 
 /** Options of a registration. */
@@ -124,6 +132,21 @@ const sha256 = (...parts: (string | Uint8Array)[]): string => {
   for (const p of parts) h.update(p);
   return h.digest("hex");
 };
+
+/** Free space an upload must leave on the data folder's disk, bytes. */
+const DISK_HEADROOM_BYTES = 64 * 1024 * 1024;
+
+/** Bytes free to unprivileged users on the disk holding `dir` (or its nearest existing parent); undefined when unknown. */
+function freeBytes(dir: string): number | undefined {
+  for (let d = dir; ; d = resolve(d, "..")) {
+    try {
+      const st = statfsSync(d);
+      return Number(st.bavail) * Number(st.bsize);
+    } catch {
+      if (resolve(d, "..") === d) return undefined;
+    }
+  }
+}
 
 /** Uploads at least this large are hashed in slices, written asynchronously and validated in a child process, so the event loop stays free. */
 const LARGE_UPLOAD_BYTES = 8 * 1024 * 1024;
@@ -224,12 +247,18 @@ export class DatabaseRegistry {
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly entries = new Map<string, DatabaseEntry>();
   private readonly external = new Map<string, DatabaseEntry>();
+  private readonly quotaPerOwner: number;
+  private readonly quotaTotal: number;
+  /** Uploads being written and validated: their bytes and names count as taken until they are kept or refused. */
+  private readonly pending = new Set<{ owner: string | undefined; name: string; bytes: number }>();
 
   constructor(options: DatabaseRegistryOptions) {
     this.dataDir = resolve(options.dataDir);
     this.uploadsDir = join(this.dataDir, "uploads");
     this.file = join(this.dataDir, "registry.json");
     this.onWarning = options.onWarning;
+    this.quotaPerOwner = options.uploadQuotaPerOwner ?? 0;
+    this.quotaTotal = options.uploadQuotaTotal ?? 0;
     this.roots = options.allowedRoots?.length ? options.allowedRoots.map((r) => (existsSync(r) ? realpathSync(r) : resolve(r))) : undefined;
     this.load();
   }
@@ -252,7 +281,10 @@ export class DatabaseRegistry {
       const named = [...this.entries.values(), ...this.external.values()].filter((c) => c.name === idOrName && visible(c, owner));
       if (named.length > 1) {
         const ids = named.map((c) => c.id).sort();
-        throw new ReexError("DB_NOT_FOUND", `no database with unique name "${idOrName}": ${ids.length} are named so (ids ${ids.join(", ")}); ask by id`);
+        throw new ReexError(
+          "DB_NOT_FOUND",
+          `no database with unique name "${idOrName}": ${ids.length} are named so (ids ${ids.join(", ")}), uploaded before upload names were unique; ask by id, or delete all but one (DELETE /v1/databases/<id>) to use the name again`,
+        );
       }
       e = named[0];
     }
@@ -316,31 +348,123 @@ export class DatabaseRegistry {
    * the same owner give the same id. A WAL-mode header is switched to rollback mode in the copy so
    * read-only connections never create -wal/-shm files. The same bytes again (unnamed, or under
    * the same name) give the same entry; under another name they are another entry, so requests by
-   * the first name keep working. The names of the server's own databases (its examples, paths and
-   * PostgreSQL sources) are reserved. Throws DB_INVALID, or BAD_REQUEST for a reserved name.
+   * the first name keep working. Names are unique among the uploads one owner sees (its own and
+   * the shared ones): another file under a name in use is refused with DB_NAME_TAKEN, never
+   * replaced, and an unnamed upload takes the first free of `upload`, `upload-2`, … The names of
+   * the server's own databases (its examples, paths and PostgreSQL sources) are reserved
+   * (BAD_REQUEST). Quotas are checked before anything is written: UPLOAD_QUOTA_EXCEEDED past the
+   * owner's, STORAGE_FULL past the total or the disk's free space. Throws DB_INVALID too.
    */
   async registerBytes(bytes: Uint8Array, options: RegisterOptions = {}): Promise<DatabaseEntry> {
-    const name = options.name;
-    if (name !== undefined && [...this.entries.values(), ...this.external.values()].some((e) => e.source !== "upload" && e.name === name))
-      throw new ReexError("BAD_REQUEST", `the name "${name}" belongs to a database the server serves; upload under another name`);
+    const { owner, name: asked } = options;
+    if (asked !== undefined && [...this.entries.values(), ...this.external.values()].some((e) => e.source !== "upload" && e.name === asked))
+      throw new ReexError("BAD_REQUEST", `the name "${asked}" belongs to a database the server serves; upload under another name`);
     const large = bytes.length >= LARGE_UPLOAD_BYTES;
-    const hash = large ? await sha256Yielding(options.owner ?? "", bytes) : sha256(options.owner ?? "", "\0", bytes);
+    const hash = large ? await sha256Yielding(owner ?? "", bytes) : sha256(owner ?? "", "\0", bytes);
     const contentId = `up-${hash.slice(0, 16)}`;
     const first = this.entries.get(contentId);
-    const renamed = first !== undefined && options.name !== undefined && options.name !== first.name;
-    const id = renamed ? `up-${sha256(hash, "\0", options.name!).slice(0, 16)}` : contentId;
+    const renamed = first !== undefined && asked !== undefined && asked !== first.name;
+    const id = renamed ? `up-${sha256(hash, "\0", asked).slice(0, 16)}` : contentId;
     const path = join(this.uploadsDir, `${id}.sqlite`);
     const previous = this.entries.get(id);
     if (previous && existsSync(path)) return { ...previous, tables: [...previous.tables] };
-    mkdirSync(this.uploadsDir, { recursive: true });
-    const tmp = join(this.uploadsDir, `.${id}.${randomUUID()}.tmp`);
+    const claim = this.claim(owner, asked, bytes.length);
     let tables: string[];
     try {
+      tables = await this.store(bytes, id, path, large);
+    } finally {
+      this.pending.delete(claim);
+    }
+    const entry: DatabaseEntry = {
+      id,
+      name: claim.name,
+      path,
+      source: "upload",
+      ...(owner !== undefined ? { owner } : {}),
+      sizeBytes: bytes.length,
+      tables,
+      registeredAt: new Date().toISOString(),
+    };
+    this.entries.set(id, entry);
+    this.save();
+    return { ...entry, tables: [...tables] };
+  }
+
+  /** Bytes of uploads `owner` keeps (owner-less uploads together for undefined), and of all uploads, pending ones included. */
+  uploadUsage(owner?: string): { ownerBytes: number; totalBytes: number } {
+    let ownerBytes = 0;
+    let totalBytes = 0;
+    const count = (o: string | undefined, n: number): void => {
+      totalBytes += n;
+      if (o === owner) ownerBytes += n;
+    };
+    for (const e of this.entries.values()) if (e.source === "upload") count(e.owner, e.sizeBytes);
+    for (const p of this.pending) count(p.owner, p.bytes);
+    return { ownerBytes, totalBytes };
+  }
+
+  /**
+   * Takes the name and the bytes of a new upload before it is written: DB_NAME_TAKEN when an
+   * upload `owner` sees (or a pending one) has the name, UPLOAD_QUOTA_EXCEEDED past the owner's
+   * quota, STORAGE_FULL past the total quota or the disk's free space. The caller deletes the claim
+   * from `pending` once the upload is kept or refused.
+   */
+  private claim(owner: string | undefined, asked: string | undefined, bytes: number): { owner: string | undefined; name: string; bytes: number } {
+    const uploads = [
+      ...[...this.entries.values()].filter((e) => e.source === "upload").map((e) => ({ id: e.id as string | undefined, name: e.name, owner: e.owner })),
+      ...[...this.pending].map((p) => ({ id: undefined, name: p.name, owner: p.owner })),
+    ].filter((e) => owner === undefined || e.owner === undefined || e.owner === owner);
+    const taken = (n: string): boolean => uploads.some((e) => e.name === n);
+    let name = asked ?? "upload";
+    if (asked === undefined) for (let i = 2; taken(name); i++) name = `upload-${i}`;
+    else if (taken(asked)) {
+      const ids = uploads.flatMap((e) => (e.id !== undefined && e.name === asked ? [e.id] : [])).sort();
+      const which = ids.length > 0 ? `upload ${ids.join(", ")}` : "an upload still in progress";
+      throw new ReexError(
+        "DB_NAME_TAKEN",
+        `the name "${asked}" is taken by ${which}; upload under another name, or delete it first (DELETE /v1/databases/<id>): an upload never replaces another`,
+        { details: { ids } },
+      );
+    }
+    const { ownerBytes, totalBytes } = this.uploadUsage(owner);
+    const mib = (n: number): string => `${(n / 1048576).toFixed(1)} MiB`;
+    if (this.quotaPerOwner > 0 && ownerBytes + bytes > this.quotaPerOwner) {
+      throw new ReexError(
+        "UPLOAD_QUOTA_EXCEEDED",
+        `this upload (${mib(bytes)}) would take this key's uploads to ${mib(ownerBytes + bytes)}, over its quota of ${mib(this.quotaPerOwner)} (server.uploadQuotaBytesPerKey); delete some first`,
+        { details: { sizeBytes: bytes, usedBytes: ownerBytes, quotaBytes: this.quotaPerOwner } },
+      );
+    }
+    if (this.quotaTotal > 0 && totalBytes + bytes > this.quotaTotal) {
+      throw new ReexError(
+        "STORAGE_FULL",
+        `this upload (${mib(bytes)}) would take the server's uploads past their total quota of ${mib(this.quotaTotal)} (server.uploadQuotaBytes)`,
+        { details: { sizeBytes: bytes, quotaBytes: this.quotaTotal } },
+      );
+    }
+    const free = freeBytes(this.dataDir);
+    if (free !== undefined && free < bytes + DISK_HEADROOM_BYTES) {
+      throw new ReexError("STORAGE_FULL", `the disk under sql.dataDir has ${mib(free)} free, too little for this upload (${mib(bytes)})`, {
+        details: { sizeBytes: bytes },
+      });
+    }
+    const claim = { owner, name, bytes };
+    this.pending.add(claim);
+    return claim;
+  }
+
+  /** Writes `bytes` to a temp file in uploads/, validates it and renames it to `path`; leaves nothing behind when it fails. Returns the tables. */
+  private async store(bytes: Uint8Array, id: string, path: string, large: boolean): Promise<string[]> {
+    mkdirSync(this.uploadsDir, { recursive: true });
+    const tmp = join(this.uploadsDir, `.${id}.${randomUUID()}.tmp`);
+    const walHeader = bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2;
+    try {
+      let tables: string[];
       if (large) {
         const fh = await open(tmp, "wx");
         try {
           await fh.writeFile(bytes);
-          if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) await fh.write(Buffer.from([1, 1]), 0, 2, 18);
+          if (walHeader) await fh.write(Buffer.from([1, 1]), 0, 2, 18);
           await fh.sync();
         } finally {
           await fh.close();
@@ -351,7 +475,7 @@ export class DatabaseRegistry {
         try {
           let off = 0;
           while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-          if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
+          if (walHeader) writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
           fsyncSync(fd);
         } finally {
           closeSync(fd);
@@ -359,23 +483,13 @@ export class DatabaseRegistry {
         tables = validateDatabaseFile(tmp).tables;
       }
       renameSync(tmp, path);
+      return tables;
     } catch (err) {
       for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(tmp + suffix, { force: true });
+      if ((err as NodeJS.ErrnoException).code === "ENOSPC")
+        throw new ReexError("STORAGE_FULL", "the disk under sql.dataDir filled up while the upload was written; nothing was kept", { cause: err });
       throw err;
     }
-    const entry: DatabaseEntry = {
-      id,
-      name: options.name ?? "upload",
-      path,
-      source: "upload",
-      ...(options.owner !== undefined ? { owner: options.owner } : {}),
-      sizeBytes: bytes.length,
-      tables,
-      registeredAt: new Date().toISOString(),
-    };
-    this.entries.set(id, entry);
-    this.save();
-    return { ...entry, tables: [...tables] };
   }
 
   /**
@@ -436,6 +550,25 @@ export class DatabaseRegistry {
       for (const f of readdirSync(this.uploadsDir)) if (f.startsWith(".") && f.endsWith(".tmp")) rmSync(join(this.uploadsDir, f), { force: true });
     }
     if (dropped) this.save();
+    this.warnSharedNames();
+  }
+
+  /**
+   * Warns of each name that several uploads one caller sees share, left by versions before upload
+   * names were unique: they load and answer by id; the name itself reads as DB_NOT_FOUND listing them.
+   */
+  private warnSharedNames(): void {
+    const byName = new Map<string, DatabaseEntry[]>();
+    for (const e of this.entries.values()) if (e.source === "upload") byName.set(e.name, [...(byName.get(e.name) ?? []), e]);
+    for (const [name, group] of byName) {
+      const owners = group.map((e) => e.owner);
+      const clash = owners.some((o, i) => o === undefined || owners.indexOf(o) !== i);
+      if (group.length < 2 || !clash) continue;
+      const ids = group.map((e) => e.id).sort();
+      this.warn(
+        `${ids.length} uploads share the name "${name}" (ids ${ids.join(", ")}), left from before upload names were unique: ask for them by id, or delete all but one (DELETE /v1/databases/<id>) to use the name again`,
+      );
+    }
   }
 
   private save(): void {

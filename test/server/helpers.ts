@@ -203,7 +203,11 @@ export async function makeApp(
     ...(options.decoding ? { decoding: options.decoding } : {}),
     ...(options.agent ? { agent: options.agent } : {}),
   });
-  const registry = new DatabaseRegistry({ dataDir: config.sql.dataDir });
+  const registry = new DatabaseRegistry({
+    dataDir: config.sql.dataDir,
+    uploadQuotaPerOwner: config.server.uploadQuotaBytesPerKey,
+    uploadQuotaTotal: config.server.uploadQuotaBytes,
+  });
   const entry = await registry.registerPath(makeSqlite(dir, "shared.sqlite"), { name: "shared" });
   const decoder = options.decoder ?? new ScriptedDecoder();
   const policy = fakePolicy(() => decoder.live);

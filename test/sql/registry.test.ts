@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DatabaseRegistry, closeDirectConnections, executeDirect } from "../../src/sql/index.js";
 import { fileHash, listDir, makeFixtureDb, removeDir, tempDir } from "./helpers.js";
@@ -15,6 +16,17 @@ afterAll(() => {
   closeDirectConnections();
   removeDir(root);
 });
+
+/** The bytes of a small database that differs from every other `n`'s, written under `dir`. */
+function distinctDb(dir: string, n: number): Buffer {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `distinct-${n}.sqlite`);
+  rmSync(path, { force: true });
+  const db = new Database(path);
+  db.exec(`CREATE TABLE d (n INTEGER); INSERT INTO d VALUES (${n})`);
+  db.close();
+  return readFileSync(path);
+}
 
 /** A fresh folder with a fixture database and an empty data dir. */
 function setup(): { dbDir: string; db: string; dataDir: string } {
@@ -61,12 +73,22 @@ describe("DatabaseRegistry", () => {
     expect(() => registry.get("sales")).toThrow(/DB_NOT_FOUND|no database/);
   });
 
-  it("names the ids a shared name stands for, only those the caller may see", async () => {
+  it("loads a registry left with several uploads under one name, warns naming them, and names only the ids the caller may see", async () => {
     const { db, dataDir } = setup();
+    const first = new DatabaseRegistry({ dataDir });
+    const shared = await first.registerBytes(readFileSync(db), { name: "sales-1" });
+    const mine = await first.registerBytes(readFileSync(db), { name: "sales-2", owner: "key-a" });
+    const theirs = await first.registerBytes(readFileSync(db), { name: "sales-3", owner: "key-b" });
+    // what versions before unique upload names could leave behind
+    const file = join(dataDir, "registry.json");
+    const onDisk = JSON.parse(readFileSync(file, "utf8")) as { entries: { name: string }[] };
+    for (const e of onDisk.entries) e.name = "sales";
+    writeFileSync(file, JSON.stringify(onDisk));
     const registry = new DatabaseRegistry({ dataDir });
-    const shared = await registry.registerBytes(readFileSync(db), { name: "sales" });
-    const mine = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-a" });
-    const theirs = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-b" });
+    expect(registry.list()).toHaveLength(3);
+    expect(registry.warnings).toHaveLength(1);
+    expect(registry.warnings[0]).toMatch(/3 uploads share the name "sales"/);
+    for (const id of [shared.id, mine.id, theirs.id]) expect(registry.warnings[0]).toContain(id);
     const error = (() => {
       try {
         registry.get("sales", "key-a");
@@ -78,6 +100,56 @@ describe("DatabaseRegistry", () => {
     expect(error?.message).toContain(shared.id);
     expect(error?.message).toContain(mine.id);
     expect(error?.message).not.toContain(theirs.id);
+    expect(error?.message).toMatch(/delete all but one/);
+    expect(registry.get(mine.id, "key-a").name).toBe("sales");
+    // another file under the name is refused, naming both holders; the same bytes are their entry again
+    const other = await registry.registerBytes(distinctDb(dataDir, 1), { name: "sales", owner: "key-a" }).catch((e: unknown) => e);
+    expect(other).toMatchObject({ code: "DB_NAME_TAKEN", details: { ids: [shared.id, mine.id].sort() } });
+    expect((await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-a" })).id).toBe(mine.id);
+    // with all but one deleted, the name answers again
+    await registry.remove(shared.id);
+    expect(registry.get("sales", "key-a").id).toBe(mine.id);
+  });
+
+  it("keeps upload names unique per owner: another file under a name in use is DB_NAME_TAKEN, unnamed uploads are numbered", async () => {
+    const { dbDir, db, dataDir } = setup();
+    const other = distinctDb(dbDir, 7);
+    const registry = new DatabaseRegistry({ dataDir });
+    const sales = await registry.registerBytes(readFileSync(db), { name: "sales", owner: "key-a" });
+    await expect(registry.registerBytes(other, { name: "sales", owner: "key-a" })).rejects.toMatchObject({
+      code: "DB_NAME_TAKEN",
+      details: { ids: [sales.id] },
+    });
+    // a shared upload would make key-a's name ambiguous, so it is refused too; another key's own name is not
+    await expect(registry.registerBytes(other, { name: "sales" })).rejects.toMatchObject({ code: "DB_NAME_TAKEN" });
+    expect((await registry.registerBytes(other, { name: "sales", owner: "key-b" })).name).toBe("sales");
+    expect(registry.get("sales", "key-a").id).toBe(sales.id);
+    expect((await registry.registerBytes(other, { owner: "key-a" })).name).toBe("upload");
+    const third = distinctDb(dbDir, 9);
+    expect((await registry.registerBytes(third, { owner: "key-a" })).name).toBe("upload-2");
+    expect(listDir(join(dataDir, "uploads")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+  });
+
+  it("holds uploads to a quota per owner and in total, counting uploads in flight, and keeps nothing it refuses", async () => {
+    const { dbDir, dataDir } = setup();
+    const big = (n: number): Buffer => {
+      const path = join(dbDir, `big-${n}.sqlite`);
+      const d = new Database(path);
+      d.exec(`CREATE TABLE b (n INTEGER, x BLOB); INSERT INTO b VALUES (${n}, zeroblob(9000000))`);
+      d.close();
+      return readFileSync(path);
+    };
+    const [one, two, three] = [big(1), big(2), big(3)];
+    const registry = new DatabaseRegistry({ dataDir, uploadQuotaPerOwner: Math.floor(1.5 * one.length), uploadQuotaTotal: Math.floor(2.5 * one.length) });
+    // two large uploads at once (hashed and validated asynchronously): the second counts the first's bytes
+    const results = await Promise.allSettled([registry.registerBytes(one, { owner: "key-a" }), registry.registerBytes(two, { owner: "key-a" })]);
+    expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect((results.find((r) => r.status === "rejected") as PromiseRejectedResult).reason).toMatchObject({ code: "UPLOAD_QUOTA_EXCEEDED" });
+    expect(registry.uploadUsage("key-a").ownerBytes).toBe(one.length);
+    await registry.registerBytes(two, { owner: "key-b" });
+    await expect(registry.registerBytes(three, { owner: "key-c" })).rejects.toMatchObject({ code: "STORAGE_FULL" });
+    expect(listDir(join(dataDir, "uploads"))).toHaveLength(2);
+    expect(registry.uploadUsage().totalBytes).toBe(2 * one.length);
   });
 
   it("keeps the names of the server's own databases for them: an upload may not take one", async () => {

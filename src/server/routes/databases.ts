@@ -89,7 +89,7 @@ function withoutPath(schema: unknown): unknown {
 const registerDoc: RouteDoc = {
   summary: "Upload a SQLite file (raw body) or register a server-side path (JSON)",
   guarded: true,
-  errors: ["PAYLOAD_TOO_LARGE", "DB_INVALID", "DB_FILE_NOT_FOUND", "DB_PATH_NOT_ALLOWED"],
+  errors: ["PAYLOAD_TOO_LARGE", "DB_INVALID", "DB_FILE_NOT_FOUND", "DB_PATH_NOT_ALLOWED", "DB_NAME_TAKEN", "UPLOAD_QUOTA_EXCEEDED", "STORAGE_FULL"],
   responses: { 201: "Registered" },
   query: uploadQuerySchema,
   bodies: { ...Object.fromEntries(UPLOAD_TYPES.map((type) => [type, "binary" as const])), "application/json": registerPathSchema },
