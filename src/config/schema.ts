@@ -144,6 +144,12 @@ export const policySchema = z
     profile: z.enum(["auto", ...PROFILE_IDS]).default("auto"),
     /** Where the starter model is and downloaded models are cached; a path given relative is read from the working folder. Default: `models` in the package's folder, whatever the working folder. */
     modelsDir: z.string().default(() => join(packageRoot(), "models")),
+    /**
+     * When policy.model is a URI (`hf:…`, `https://…`) whose file is not in modelsDir yet: the longest
+     * wait for its host to answer, and for the next bytes once the download runs, ms; past it the
+     * start fails with MODEL_NOT_FOUND instead of waiting on a network that is not there. Default 30000.
+     */
+    downloadTimeoutMs: z.number().int().positive().default(30_000),
     /** Accelerator: "auto" picks CUDA when present. Default "auto". */
     gpu: z.enum(["auto", "cuda", "cpu"]).default("auto"),
     /** Context window of each sequence, tokens; the KV cache holds contextSize × sequences, and a fork copies a whole sequence's share. Default 4096. */

@@ -10,7 +10,6 @@ import {
   JinjaTemplateChatWrapper,
   LlamaLogLevel,
   resolveChatWrapper,
-  resolveModelFile,
   type ChatHistoryItem,
   type ChatWrapper,
   type Llama,
@@ -21,9 +20,10 @@ import {
 } from "node-llama-cpp";
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
-import type { Config, SpeculativeMode } from "../config/index.js";
+import { parseConfig, type Config, type SpeculativeMode } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { isModelUri } from "../paths/index.js";
+import { resolveModelUri } from "./download.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { DraftingState, type DraftShape } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
@@ -56,6 +56,10 @@ export interface LlamaPolicyOptions {
   download?: boolean;
   /** Download progress of a model URI, in bytes. Default none. */
   onDownloadProgress?: (progress: { downloadedBytes: number; totalBytes: number }) => void;
+  /** Download progress of a model URI in words (where from, how far, done). Default none. */
+  onDownloadLog?: (line: string) => void;
+  /** Longest wait for a model URI's host to answer, and for the next bytes of its download, ms. Default: policy.downloadTimeoutMs's. */
+  downloadTimeoutMs?: number;
   /** "auto" uses CUDA (or Vulkan/Metal) when its prebuilt binary works here, else the CPU. Default "auto". */
   gpu?: Config["policy"]["gpu"];
   /** Context window of each sequence, in tokens (the KV cache holds `contextSize × sequences`). Default 8192. */
@@ -187,18 +191,13 @@ async function isFile(path: string): Promise<boolean> {
 async function resolveModel(model: string, options: LlamaPolicyOptions): Promise<string> {
   const modelsDir = resolvePath(options.modelsDir ?? "models");
   if (isModelUri(model)) {
-    try {
-      return await resolveModelFile(model, {
-        directory: modelsDir,
-        download: options.download === false ? false : "auto",
-        cli: false,
-        ...(options.onDownloadProgress
-          ? { onProgress: ({ totalSize, downloadedSize }) => options.onDownloadProgress!({ downloadedBytes: downloadedSize, totalBytes: totalSize }) }
-          : {}),
-      });
-    } catch (err) {
-      throw new ReexError("MODEL_NOT_FOUND", `model ${model} could not be resolved into ${modelsDir}: ${errorText(err)}`, { cause: err });
-    }
+    return resolveModelUri(model, {
+      directory: modelsDir,
+      download: options.download !== false,
+      timeoutMs: options.downloadTimeoutMs ?? parseConfig({}).policy.downloadTimeoutMs,
+      ...(options.onDownloadLog ? { log: options.onDownloadLog } : {}),
+      ...(options.onDownloadProgress ? { onProgress: options.onDownloadProgress } : {}),
+    });
   }
   const path = model.startsWith("file:") ? new URL(model).pathname : model;
   for (const candidate of [resolvePath(path), resolvePath(modelsDir, path)]) {

@@ -7,3 +7,4 @@ export type { LlamaPolicyOptions } from "./llama.js";
 export { SCRIPTED_EOS, type Script, type ScriptContext, type ScriptedPolicyOptions } from "./scripted.js";
 export { exactTextGrammar } from "./grammar.js";
 export { gguf } from "./gguf.js";
+export { resolveModelUri } from "./download.js";

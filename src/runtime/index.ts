@@ -130,6 +130,8 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
       policy = await createLlamaPolicy({
         model: model.path,
         modelsDir: config.policy.modelsDir,
+        downloadTimeoutMs: config.policy.downloadTimeoutMs,
+        ...(log ? { onDownloadLog: log } : {}),
         gpu: config.policy.gpu,
         contextSize: config.policy.contextSize,
         sequences: config.policy.sequences,

@@ -198,7 +198,8 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
       {
         ...summary,
         sqlChars: answer.sql?.length ?? 0,
-        answerable: answer.answerable,
+        // what the client gets: answerStatus applies the confidence threshold and the final SQL's error
+        answerable: answerStatus(answer).answerable,
         ...(answer.confidence ? { confidence: Math.round(answer.confidence.value * 1000) / 1000 } : {}),
         winner: answer.winner,
         queueMs: round(started - accepted),

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { makeApp, type TestApp } from "./helpers.js";
+import { makeApp, ScriptedDecoder, type TestApp } from "./helpers.js";
 
 let t: TestApp | undefined;
 afterEach(async () => {
@@ -32,5 +32,18 @@ describe("structured logs", () => {
     await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: QUESTION } });
     expect(t.logs.text).toContain(QUESTION);
     expect(t.logs.text).toContain(SQL);
+  });
+
+  it("log in the answered line what the client got: answerable false when the confidence is under the threshold", async () => {
+    const decoder = new ScriptedDecoder();
+    const decode = async (...args: Parameters<typeof decoder.decode>) => ({
+      ...(await decoder.decode(...args)),
+      confidence: { value: 0.21, threshold: 0.5, doubts: ["the candidates disagree"] },
+    });
+    t = await makeApp({ decoder, deps: { decode } });
+    const res = await t.app.inject({ method: "POST", url: "/v1/sql", payload: { database: t.dbId, question: QUESTION } });
+    expect(res.json()).toMatchObject({ answerable: false, confidence: 0.21 });
+    const answered = t.logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "answered");
+    expect(answered).toMatchObject({ answerable: false, confidence: 0.21 });
   });
 });
