@@ -43,7 +43,7 @@ function reexVersion(): string {
 }
 
 const INSTRUCTIONS =
-  "reex answers questions over SQLite databases with SQL. list_databases names the databases; describe_database shows a schema as the model sees it; run_sql runs one guarded read-only query; ask turns a question into SQL by letting the model probe the database, and returns the SQL with its rows. Errors carry reex's stable codes (SQL_REFUSED, DB_NOT_FOUND, …).";
+  "reex answers questions over SQLite databases with SQL. list_databases names the databases; describe_database shows a schema as the model sees it; run_sql runs one guarded read-only query; ask turns a question into SQL by letting the model probe the database, and returns the SQL with its rows (pass the same conversation id to ask a follow-up). Where the server keeps verified examples, add_example stores a question's right SQL (or corrects an ask answer by its answerId) and ask shows the model the most similar ones; list_examples lists them. Errors carry reex's stable codes (SQL_REFUSED, DB_NOT_FOUND, …).";
 
 /**
  * Longest text block of a tool result, in characters. The result's JSON is serialised once for the

@@ -217,7 +217,7 @@ export function createTools(deps: McpDeps, prompts: PromptBuilder): ToolDef[] {
       name: "ask",
       title: "Answer a question with SQL",
       description:
-        "Answers a natural-language question over a database with reex's execution-aware agent: the model probes the database while it reasons, and linear or tree strategies vote on the executed results of several candidates. Returns the final SQL, its rows, the candidates with their votes and a short trace. Reports progress while it decodes and stops when cancelled.",
+        "Answers a natural-language question over a database with reex's execution-aware agent: the model probes the database while it reasons, and linear or tree strategies vote on the executed results of several candidates. Returns the final SQL, its rows, the candidates with their votes and a short trace. Reports progress while it decodes and stops when cancelled. Where verified examples are kept, the model is shown the database's most similar ones (the answer's examples names them), a conversation id makes the question a follow-up of the earlier ones asked under it, and the answer's answerId lets add_example store it as right or corrected.",
       input: schemas.ask,
       annotations: { readOnlyHint: true, idempotentHint: false, openWorldHint: false },
       run: async (raw, ctx) => {

@@ -67,7 +67,7 @@ describe("MCP sessions per tenant", () => {
       for (let i = 0; i < 968; i += 8) bSessions.push(...(await Promise.all(Array.from({ length: 8 }, () => openRaw(url, KEY_B)))));
       for (let i = 0; i < 32; i++) bSessions.push(await openRaw(url, KEY_B));
       const { tools } = await a.listTools();
-      expect(tools.length).toBe(4);
+      expect(tools.length).toBe(6);
       expect(await listTools(url, KEY_B, bSessions.at(-1)!)).toBe(200);
       expect(await listTools(url, KEY_B, bSessions[0]!)).toBe(404);
       expect(await listTools(url, KEY_B, bSessions.at(-32)!)).toBe(200);
