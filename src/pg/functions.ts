@@ -59,6 +59,9 @@ export interface TypeRow {
   kind: string;
   inputSchema: string;
   input: string;
+  /** For an array type, its element type's schema and name ("" otherwise): a cast to it runs the element's input. */
+  elementSchema: string;
+  element: string;
 }
 
 /** What {@link compileFunctionPolicy} reads: the catalogue's rows and the state they were read at. */
@@ -95,8 +98,14 @@ export interface FunctionPolicy {
   fingerprint: string;
 }
 
-/** Catalogues whose rows decide the policy: any row added, changed or dropped changes the fingerprint. */
-const WATCHED = ["pg_proc", "pg_operator", "pg_cast", "pg_type", "pg_namespace"];
+/**
+ * Catalogues whose rows decide the policy: any row added, changed or dropped changes the
+ * fingerprint. Of pg_type, composite types and arrays are left out: a user's composite is refused
+ * whether it exists or not, an array is judged by its element (created, renamed and dropped with
+ * it), and every CREATE TABLE, temporary ones included, adds both, so watching them would make a
+ * busy database's DDL read the list again for nothing.
+ */
+const WATCHED = ["pg_proc", "pg_operator", "pg_cast", "pg_type WHERE typtype <> 'c' AND typcategory <> 'A'", "pg_namespace"];
 
 /**
  * The catalogue queries the policy is compiled from: every function with its schema, kind,
@@ -119,8 +128,10 @@ export const FUNCTION_CATALOG_SQL = {
     JOIN pg_proc p ON p.oid = o.oprcode JOIN pg_namespace pn ON pn.oid = p.pronamespace`,
   casts: `SELECT tn.nspname, t.typname, pn.nspname, p.proname FROM pg_cast c JOIN pg_type t ON t.oid = c.casttarget
     JOIN pg_namespace tn ON tn.oid = t.typnamespace JOIN pg_proc p ON p.oid = c.castfunc JOIN pg_namespace pn ON pn.oid = p.pronamespace`,
-  types: `SELECT n.nspname, t.typname, t.typtype::text, pn.nspname, p.proname FROM pg_type t
-    JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_proc p ON p.oid = t.typinput JOIN pg_namespace pn ON pn.oid = p.pronamespace`,
+  types: `SELECT n.nspname, t.typname, t.typtype::text, pn.nspname, p.proname, coalesce(en.nspname, ''), coalesce(e.typname, '')
+    FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace JOIN pg_proc p ON p.oid = t.typinput
+    JOIN pg_namespace pn ON pn.oid = p.pronamespace
+    LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A' LEFT JOIN pg_namespace en ON en.oid = e.typnamespace`,
   searchPath: "SELECT array_to_string(current_schemas(true), ',')",
   fingerprint: `SELECT concat_ws(' ', ${WATCHED.map((t) => `(SELECT count(*) || ':' || coalesce(sum(xmin::text::int8), 0) FROM pg_catalog.${t})`).join(", ")}, array_to_string(pg_catalog.current_schemas(true), ','))`,
 } as const;
@@ -144,8 +155,11 @@ function procAllowed(row: ProcRow, allow: readonly string[] = []): boolean {
   return row.volatility === "i" || row.volatility === "s" || HARMLESS_VOLATILE.has(row.name);
 }
 
-/** Types whose input function is all a cast to them adds: a domain's CHECK or a composite's fields could call anything. */
-const PLAIN_TYPE_KINDS = new Set(["b", "e", "r", "m"]);
+/**
+ * Kinds of a user's type whose input function is all a cast to them runs: a domain's CHECK, a
+ * composite's fields and a range's subtype could call anything (base types need C, a superuser's).
+ */
+const PLAIN_TYPE_KINDS = new Set(["b", "e"]);
 
 function verdict(map: Verdicts, schema: string, name: string, ok: boolean): void {
   const names = map.get(schema) ?? new Map<string, boolean>();
@@ -157,8 +171,9 @@ function verdict(map: Verdicts, schema: string, name: string, ok: boolean): void
  * Compiles the catalogue's rows into a {@link FunctionPolicy}; `allow` lists the operator's own
  * additions as `name` or `schema.name` (exact, case-sensitive, as PostgreSQL stores them). An
  * operator is allowed when the function behind it is and its selectivity estimators are built-in;
- * a type when it is built-in (pg_catalog, information_schema) or an enum, base or range type, its
- * input function is allowed, and every cast to it backed by a function is backed by an allowed one.
+ * a type when it is built-in (pg_catalog, information_schema) or a user's enum or base type, its
+ * input function is allowed, and every cast to it backed by a function is backed by an allowed one;
+ * an array type as its element type.
  */
 export function compileFunctionPolicy(catalogue: Catalogue, allow: readonly string[] = []): FunctionPolicy {
   const bySchema: Verdicts = new Map();
@@ -173,8 +188,12 @@ export function compileFunctionPolicy(catalogue: Catalogue, allow: readonly stri
   for (const o of catalogue.operators) verdict(operators, o.schema, o.name, safe(o.procSchema, o.proc) && o.builtInEstimators);
   const types: Verdicts = new Map();
   for (const t of catalogue.types) {
+    if (t.element !== "") continue;
     const plain = BUILT_IN_SCHEMAS.has(t.schema) || PLAIN_TYPE_KINDS.has(t.kind);
     verdict(types, t.schema, t.name, plain && safe(t.inputSchema, t.input));
+  }
+  for (const t of catalogue.types) {
+    if (t.element !== "") verdict(types, t.schema, t.name, safe(t.inputSchema, t.input) && types.get(t.elementSchema)?.get(t.element) === true);
   }
   for (const c of catalogue.casts) {
     if (!safe(c.schema, c.proc) && types.get(c.targetSchema)?.has(c.target)) verdict(types, c.targetSchema, c.target, false);

@@ -330,12 +330,14 @@ export class PostgresSource implements ExternalSource {
       schema: schema!,
       proc: proc!,
     }));
-    const types = (await q(FUNCTION_CATALOG_SQL.types)).map(([schema, name, kind, inputSchema, input]) => ({
+    const types = (await q(FUNCTION_CATALOG_SQL.types)).map(([schema, name, kind, inputSchema, input, elementSchema, element]) => ({
       schema: schema!,
       name: name!,
       kind: kind!,
       inputSchema: inputSchema!,
       input: input!,
+      elementSchema: elementSchema ?? "",
+      element: element ?? "",
     }));
     const searchPath = split((await q(FUNCTION_CATALOG_SQL.searchPath))[0]?.[0]);
     return compileFunctionPolicy({ procs, operators, casts, types, searchPath, fingerprint }, this.allowFunctions);

@@ -46,6 +46,7 @@ const BUILT_IN_FUNCTIONS = [
   "xml_in",
   "json_in",
   "enum_in",
+  "array_in",
 ];
 const COMPARISONS = ["=", "<", ">", "<=", ">=", "<>", "~~", "~~*", "~", "!~~", "+"];
 const PROCS_OF: Record<string, string> = {
@@ -73,13 +74,15 @@ function policy(userOverload?: string): FunctionPolicy {
     ],
     casts: [],
     types: [
-      { schema: "pg_catalog", name: "int4", kind: "b", inputSchema: "pg_catalog", input: "int4in" },
-      { schema: "pg_catalog", name: "text", kind: "b", inputSchema: "pg_catalog", input: "textin" },
-      { schema: "pg_catalog", name: "xml", kind: "b", inputSchema: "pg_catalog", input: "xml_in" },
-      { schema: "pg_catalog", name: "json", kind: "b", inputSchema: "pg_catalog", input: "json_in" },
-      { schema: "pg_catalog", name: "jsonb", kind: "b", inputSchema: "pg_catalog", input: "json_in" },
-      { schema: "public", name: "evil_t", kind: "d", inputSchema: "pg_catalog", input: "int4in" },
-      { schema: "public", name: "mood", kind: "e", inputSchema: "pg_catalog", input: "enum_in" },
+      { schema: "pg_catalog", name: "int4", kind: "b", inputSchema: "pg_catalog", input: "int4in", elementSchema: "", element: "" },
+      { schema: "pg_catalog", name: "text", kind: "b", inputSchema: "pg_catalog", input: "textin", elementSchema: "", element: "" },
+      { schema: "pg_catalog", name: "xml", kind: "b", inputSchema: "pg_catalog", input: "xml_in", elementSchema: "", element: "" },
+      { schema: "pg_catalog", name: "json", kind: "b", inputSchema: "pg_catalog", input: "json_in", elementSchema: "", element: "" },
+      { schema: "pg_catalog", name: "jsonb", kind: "b", inputSchema: "pg_catalog", input: "json_in", elementSchema: "", element: "" },
+      { schema: "public", name: "evil_t", kind: "d", inputSchema: "pg_catalog", input: "int4in", elementSchema: "", element: "" },
+      { schema: "public", name: "mood", kind: "e", inputSchema: "pg_catalog", input: "enum_in", elementSchema: "", element: "" },
+      { schema: "public", name: "_evil_t", kind: "b", inputSchema: "pg_catalog", input: "array_in", elementSchema: "public", element: "evil_t" },
+      { schema: "public", name: "_mood", kind: "b", inputSchema: "pg_catalog", input: "array_in", elementSchema: "public", element: "mood" },
     ],
     searchPath: ["pg_catalog", "public"],
     fingerprint: "test",
@@ -147,6 +150,7 @@ const TYPE_NODES: [string, string, string][] = [
   ["TypeCast typed literal", "SELECT evil_t '1'", "SELECT int4 '1'"],
   ["TypeCast to an array", "SELECT ARRAY[1]::evil_t[]", "SELECT ARRAY[1]::int[]"],
   ["TypeCast, qualified", "SELECT 1::public.evil_t", "SELECT 'ok'::public.mood"],
+  ["TypeCast to an array type by its own name", "SELECT '{1}'::_evil_t", "SELECT '{ok}'::_mood"],
   [
     "ColumnDef in a column definition list",
     "SELECT * FROM ROWS FROM (generate_series(1, 2) AS (a evil_t))",

@@ -195,11 +195,31 @@ describe("the allow-list: operators in every node, fail closed for what is new",
         error: { code: "SQL_REFUSED", message: expect.stringMatching(/type checked/) },
       });
       expect(await source.execute("SELECT 1::mood")).toMatchObject({ ok: false, error: { code: "SQL_REFUSED", message: expect.stringMatching(/type mood/) } });
+      expect(await source.execute("SELECT '{1}'::_checked")).toMatchObject({
+        ok: false,
+        error: { code: "SQL_REFUSED", message: expect.stringMatching(/type _checked/) },
+      });
       await admin.query("DROP CAST (int AS public.mood)");
       await admin.query("DROP OPERATOR public.+ (int, text)");
       await admin.query("DROP FUNCTION public.lower(int)");
       expect(await source.execute("SELECT lower('A') AS l, 1 + 1 AS s")).toMatchObject({ ok: true, rows: [["a", 2]] });
     } finally {
+      await source.close();
+    }
+  });
+
+  it("tables created after the source connected, temporary or not, do not make it read the list again", async () => {
+    await admin.query("CREATE TEMP TABLE warm (a int)"); // the session's temporary schema exists before the source connects
+    const source = new PostgresSource({ url, name: "hard", poolSize: 1 });
+    try {
+      expect(await source.execute("SELECT 1 AS one")).toMatchObject({ ok: true });
+      const before = await source.functionPolicy();
+      await admin.query("CREATE TABLE churn (a int)");
+      await admin.query("CREATE TEMP TABLE churn_tmp (a int)");
+      expect(await source.execute("SELECT 1 AS one")).toMatchObject({ ok: true });
+      expect(await source.functionPolicy()).toBe(before);
+    } finally {
+      await admin.query("DROP TABLE churn");
       await source.close();
     }
   });
