@@ -169,6 +169,39 @@ describe("the playground page", () => {
     await page.close();
   });
 
+  it("stores the answer as a verified example from its card, refuses a right SQL that does not run, and shows a conversation's thread", async () => {
+    t = await makeApp({ deps: { decode: treeDecode } });
+    const { url } = await listen(t.app);
+    const page = await browser!.newPage({ viewport: { width: 1360, height: 1000 } });
+    const problems: string[] = [];
+    page.on("pageerror", (e) => problems.push(e.message));
+    await page.goto(url + "/");
+    await page.waitForSelector(`#database option[value="${t.dbId}"]`, { state: "attached" });
+    await page.selectOption("#database", t.dbId);
+    await page.check("#follow");
+    await page.fill("#question", "Which singers are older than 30?");
+    await page.click("#ask");
+    await page.waitForSelector("#final-result table", { timeout: 10_000 });
+    expect(await page.isVisible("#teach")).toBe(true);
+    expect(await page.textContent("#thread")).toContain("Which singers are older than 30? → SELECT name FROM singer WHERE age > 30");
+
+    await page.click("#is-wrong");
+    await page.fill("#right-sql", "SELECT nme FROM singer");
+    await page.click("#save-sql");
+    await expect.poll(() => page.textContent("#teach-note")).toContain("EXAMPLE_SQL_FAILED");
+    await page.click("#is-right");
+    await expect.poll(() => page.textContent("#teach-note")).toContain("Stored as verified example");
+    const listed = await t.app.inject({ method: "GET", url: `/v1/databases/${t.dbId}/examples` });
+    expect(listed.json().examples).toEqual([expect.objectContaining({ question: "Which singers are older than 30?", origin: "confirmed" })]);
+
+    await page.fill("#question", "And which of them are from France?");
+    await page.click("#ask");
+    await expect.poll(() => page.locator("#thread li").count()).toBe(2);
+    expect(await page.textContent("#final-meta")).toContain("turn 2 of the conversation");
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
   it("asks for the API key when the server needs one and keeps it in localStorage", async () => {
     t = await makeApp({ server: { apiKeys: ["browser-key-0123"] }, deps: { decode: treeDecode } });
     const { url } = await listen(t.app);
