@@ -29,7 +29,17 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { checkIdentifiers, formatCheck, NameBinding, runRollout, type RolloutResult, type SchemaNames, type SegmentGrammars } from "../src/agent/index.js";
+import {
+  checkIdentifiers,
+  formatCheck,
+  NameBinding,
+  runRollout,
+  type RolloutResult,
+  type SchemaNames,
+  type SegmentGrammars,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
+} from "../src/agent/index.js";
 import { createGrammarBuilder, createPromptBuilder, schemaNames } from "../src/decoding/index.js";
 import type { PromptFamily } from "../src/decoding/types.js";
 import { buildExamples } from "../src/examples/index.js";
@@ -248,17 +258,22 @@ async function main(): Promise<void> {
       { label: "unconstrained", grammar: undefined },
     ];
     const run = (mode: (typeof modes)[number], i: number, seed: number): Promise<RolloutResult> =>
-      runRollout(policy, asked[i % asked.length]!, {
-        executor,
-        dbPath: set.path,
-        family: FAMILY,
-        temperature: TEMPERATURE,
-        seed,
-        maxInteractions: MAX_INTERACTIONS,
-        maxTokens: MAX_TOKENS,
-        ...(mode.grammar ? { grammar: mode.grammar } : {}),
-        ...(mode.logprobs === false ? { logprobs: false } : {}),
-      });
+      runRollout(
+        policy,
+        asked[i % asked.length]!,
+        resolveRolloutOptions({
+          ...OWN_ANSWERS,
+          executor,
+          dbPath: set.path,
+          family: FAMILY,
+          temperature: TEMPERATURE,
+          seed,
+          maxInteractions: MAX_INTERACTIONS,
+          maxTokens: MAX_TOKENS,
+          ...(mode.grammar ? { grammar: mode.grammar } : {}),
+          ...(mode.logprobs === false ? { logprobs: false } : {}),
+        }),
+      );
     // one untimed rollout per mode first (grammar compilation, first-use costs), then the modes
     // interleaved, rollout i starting at mode i mod 6, so that no mode is timed apart from the others
     for (const mode of modes) await run(mode, 0, SEED + ROLLOUTS);

@@ -28,7 +28,7 @@
  * it measured "1:1,2:1.25,4:1.41,8:1.82,16:2.6"). Last line: `replay oracle X× reex Y×`.
  */
 import { parseArgs } from "node:util";
-import { buildPrompt, rollout } from "../src/agent/index.js";
+import { buildPrompt, rollout, OWN_ANSWERS, resolveRolloutOptions } from "../src/agent/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { createLlamaPolicy } from "../src/policy/index.js";
 import { DraftingState, NgramDrafter, StepCosts } from "../src/policy/draft.js";
@@ -77,15 +77,19 @@ async function rollouts(): Promise<Rollout[]> {
         const built = buildPrompt({ family: "execution-aware", schema, question: q.question, evidence: q.evidence });
         const t = await policy.start(policy.renderChat(built.messages, { sharedPrefix: built.sharedPrefix }));
         try {
-          const r = await rollout(t, {
-            executor,
-            dbPath: set.path,
-            maxTokens: Number(values["max-tokens"]),
-            temperature: 0,
-            path: "0",
-            maxInteractions: 4,
-            finalRetries: 0,
-          });
+          const r = await rollout(
+            t,
+            resolveRolloutOptions({
+              ...OWN_ANSWERS,
+              executor,
+              dbPath: set.path,
+              maxTokens: Number(values["max-tokens"]),
+              temperature: 0,
+              path: "0",
+              maxInteractions: 4,
+              finalRetries: 0,
+            }),
+          );
           out.push({ scope: set.path, prompt: t.promptTokens, tokens: r.record.tokens, sampled: r.record.sampled });
         } finally {
           await t.release();

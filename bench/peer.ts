@@ -60,7 +60,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { getLlama, type LlamaContextSequence, type Token } from "node-llama-cpp";
-import { buildPrompt, rollout, type RolloutResult } from "../src/agent/index.js";
+import { buildPrompt, rollout, type RolloutResult, OWN_ANSWERS, resolveRolloutOptions } from "../src/agent/index.js";
 import type { ReexEvent } from "../src/events/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type StepCost, type Trajectory } from "../src/policy/index.js";
@@ -198,7 +198,20 @@ async function warmHistory(policy: Policy, others: PromptSpec[], count: number, 
   for (const spec of others.slice(0, count)) {
     const t = await policy.start(spec);
     try {
-      const r = await rollout(t, { executor, dbPath, maxTokens: 400, temperature: 0, path: "warm", maxInteractions: 4, finalRetries: 0, logprobs: false });
+      const r = await rollout(
+        t,
+        resolveRolloutOptions({
+          ...OWN_ANSWERS,
+          executor,
+          dbPath,
+          maxTokens: 400,
+          temperature: 0,
+          path: "warm",
+          maxInteractions: 4,
+          finalRetries: 0,
+          logprobs: false,
+        }),
+      );
       tokens += r.record.tokens.length;
     } finally {
       await t.release();
@@ -351,18 +364,22 @@ async function reexRollout(root: Trajectory, width: number, executor: ExecutorPo
   const c0 = process.cpuUsage();
   const results: RolloutResult[] = await Promise.all(
     fs.map((f, i) =>
-      rollout(f, {
-        executor,
-        dbPath,
-        maxTokens: GEN,
-        temperature: TEMPERATURE,
-        seed: i + 1,
-        sink,
-        path: String(i),
-        maxInteractions: 100,
-        logprobs: false,
-        ignoreEos: true,
-      }),
+      rollout(
+        f,
+        resolveRolloutOptions({
+          ...OWN_ANSWERS,
+          executor,
+          dbPath,
+          maxTokens: GEN,
+          temperature: TEMPERATURE,
+          seed: i + 1,
+          sink,
+          path: String(i),
+          maxInteractions: 100,
+          logprobs: false,
+          ignoreEos: true,
+        }),
+      ),
     ),
   );
   const secs = seconds(t0);

@@ -10,7 +10,7 @@ import { createReadStream, createWriteStream, existsSync, readFileSync, statSync
 import { copyFile, mkdir, rename } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { buildPrompt, formatCheck, runRollout } from "../../src/agent/index.js";
+import { buildPrompt, formatCheck, runRollout, OWN_ANSWERS, resolveRolloutOptions } from "../../src/agent/index.js";
 import { compareResults } from "../../src/eval/index.js";
 import { createLlamaPolicy } from "../../src/policy/index.js";
 import { writeFileAtomic } from "../../src/policy/tooling.js";
@@ -79,7 +79,11 @@ async function quickCheck(
         evidence: item.evidence,
         ...prompts.for(dbPath, item.question, item.evidence),
       });
-      const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: options.maxTokens ?? 512 });
+      const r = await runRollout(
+        policy,
+        prompt,
+        resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: options.maxTokens ?? 512 }),
+      );
       const format = formatCheck(r.text, "execution-aware").ok;
       let ok = false;
       let runs = false;

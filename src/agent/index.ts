@@ -26,10 +26,10 @@ export {
   rolloutStep,
   runRollout,
   type BindingReport,
-  type RolloutOptions,
   type RolloutResult,
   type RolloutState,
 } from "./rollout.js";
+export { OWN_ANSWERS, resolveRolloutOptions, type RolloutOptions } from "./rollout-options.js";
 export { NameBinding } from "./binding.js";
 export { buildSegmentGrammars, checkIdentifiers, identifiersIn, type SchemaNames, type SegmentGrammars } from "./grammar.js";
 export { suspectCondition } from "./conditions.js";
@@ -43,5 +43,4 @@ export {
   type RewriteFields,
   type RewriteId,
   type RewriteSignal,
-  type RewriteSwitches,
 } from "./rewrites.js";

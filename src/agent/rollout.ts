@@ -16,37 +16,29 @@
  * Token reserve (`finalReserve`): the last N tokens of the budget are kept for the answer. A segment
  * that reaches the reserve without a final SQL is closed by the server (the open tag's closing tag,
  * then `<final_sql>`, both injected) and the model writes its answer within the reserve; a final SQL
- * the model had already opened just goes on. Off by default (training measures truncation as is).
+ * the model had already opened just goes on. Off at 0 (training measures truncation as is).
  *
  * Final retries (`finalRetries`): a closed final SQL is run, and when it fails the trajectory is
  * rewound to the segment's start, the segment written back (injected, marked 0) with that SQL in
- * the probe tags, and the probe answered with its error; the model then answers again. Off by
- * default (training rollouts see the model's own answers); the server's decoder turns it on.
+ * the probe tags, and the probe answered with its error; the model then answers again. Training
+ * turns it off (its rollouts see the model's own answers).
+ *
+ * Options arrive resolved ({@link RolloutOptions}, from `resolveRolloutOptions`): the rollout has no
+ * default of its own.
  */
-import { AGENT_DEFAULTS } from "../config/index.js";
 import { ReexError, toReexError } from "../errors/index.js";
 import { guardSink, type EventSink } from "../events/index.js";
 import type { GenerateResult, Policy, TokenRecord, TokenUsage, Trajectory } from "../policy/index.js";
-import { loadSchema, type DatabaseSchema, type ExecResult, type Executor, type SqlValue } from "../sql/index.js";
+import { loadSchema, type DatabaseSchema, type ExecResult, type SqlValue } from "../sql/index.js";
 import { LIMIT_FEEDBACK, REPEAT_LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK, formatFeedback, wrapFeedback } from "./feedback.js";
 import type { GrammarStart, SchemaNames, SegmentGrammars } from "./grammar.js";
 import type { NameBinding } from "./binding.js";
 import { extractFinal, indexOfTag, normalizeSql, segments, unanswerableReason, unwrapSql, type Segment } from "./parse.js";
-import { reexProfile, type ModelProfile } from "./profiles/index.js";
-import type { NamedValue } from "./literals.js";
-import {
-  applyRewrites,
-  rewriteEventFields,
-  rewriteFields,
-  rewritesOn,
-  type AppliedRewrite,
-  type RewriteContext,
-  type RewriteFields,
-  type RewriteSwitches,
-} from "./rewrites.js";
+import type { ModelProfile } from "./profiles/index.js";
+import type { RolloutOptions } from "./rollout-options.js";
+import { applyRewrites, rewriteEventFields, rewriteFields, rewritesOn, type AppliedRewrite, type RewriteContext, type RewriteFields } from "./rewrites.js";
 import { closeTag } from "./syntax.js";
 import type { BuiltPrompt } from "./prompts.js";
-import type { FeedbackMode, PromptFamily } from "./types.js";
 
 /** The stop strings of one segment: a probe's and the answer's closing markers (an answer closer that also opens it, like a fence, only once the server opened the answer). */
 function segmentStops(profile: ModelProfile, probing: boolean, forcedFinal: boolean): string[] {
@@ -65,70 +57,6 @@ function hintSchema(dbPath: string): DatabaseSchema | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * How one rollout runs. Each rewrite rule's switch (its `flag`: `repairTables`, …; see
- * `REWRITE_RULES`) rewrites a closed final SQL before any retry; each needs a
- * trajectory that can rewind, and each is off by default.
- */
-export interface RolloutOptions extends Partial<RewriteSwitches> {
-  executor: Executor;
-  /** The database probes run against. */
-  dbPath: string;
-  /** The model's protocol: tags, stops, feedback wrapper and parser. Default the `reex` profile. */
-  profile?: ModelProfile;
-  /** Only "execution-aware" (in a profile with probes) executes probes; the others generate until the answer closes. Default the profile's first family. */
-  family?: PromptFamily;
-  /** Probe rounds (executed or repeated) at most. Default 10. */
-  maxInteractions?: number;
-  /** Sampled tokens over the whole rollout (across generate calls and forks) at most. Default 1024. */
-  maxTokens?: number;
-  /** Tokens of `maxTokens` kept for a server-opened `<final_sql>` (see the module doc); at most half the budget is kept. Default 0 (off). */
-  finalReserve?: number;
-  /** The Nth repeated probe of the rollout opens `<final_sql>` instead of being answered again (see the module doc). Default 0 (off). */
-  repeatLimit?: number;
-  /**
-   * Times a final SQL that fails to run is taken back and answered as a probe instead (its segment is
-   * rewound and rewritten with the profile's probe tags, so the model reads the error and answers
-   * again); needs the execution-aware family and a trajectory that can rewind. Default 0 (off).
-   */
-  finalRetries?: number;
-  /** The values the question names (the prompt's matched values), for the rewrite rules (literal and coverage repair); default none. */
-  namedValues?: readonly NamedValue[];
-  /** The user's question, for the rewrite rules (coverage repair's year and row count); default none. */
-  question?: string;
-  /** Default 0 (greedy). */
-  temperature?: number;
-  /** Default 1. */
-  topP?: number;
-  /** Seed passed to every generate call; default random. */
-  seed?: number;
-  /** Sample past end-of-turn tokens (the policy's `ignoreEos`), so a rollout runs until it answers or spends `maxTokens`: for benchmarks. Default false. */
-  ignoreEos?: boolean;
-  /** Compute sampled tokens' log-probabilities (see the policy's `GenerateOptions.logprobs`); `meanLogprob` is NaN without them. Default true. */
-  logprobs?: boolean;
-  /** What the model is shown of each probe; probes run in every mode, so events and pruning see real outcomes. Default "full". */
-  feedback?: FeedbackMode;
-  /** Rows shown per probe in "full" mode. Default 3. */
-  feedbackRows?: number;
-  /** Longest cell shown. Default 60. */
-  maxCellChars?: number;
-  /** A missing column or table error lists the real columns or tables (see `schemaHint`), read from `dbPath`. Default true. */
-  schemaHints?: boolean;
-  /** Per-probe execution limit, ms; default: the executor's. */
-  timeoutMs?: number;
-  /** Rows fetched per probe; default: the executor's. */
-  maxRows?: number;
-  /** GBNF grammars for constrained decoding (see `buildSegmentGrammars`); default none. */
-  grammar?: SegmentGrammars;
-  signal?: AbortSignal;
-  /** Receives token, probe, result and error events (and final, with `emitFinal`). */
-  sink?: EventSink;
-  /** The `path` of emitted events. Default the trajectory's id. */
-  path?: string;
-  /** Emit a `final` event when the rollout ends (for single-rollout callers; decoders emit their own). Default false. */
-  emitFinal?: boolean;
 }
 
 /** One probe the model wrote and what it was answered. */
@@ -262,13 +190,13 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
   const sink = guardSink(options.sink);
   if (state.done) return { kind: "done", stopReason: state.stopReason ?? "end" };
   if (options.signal?.aborted) return end(state, "aborted");
-  const maxTokens = options.maxTokens ?? AGENT_DEFAULTS.maxTokens;
+  const maxTokens = options.maxTokens;
   const remaining = maxTokens - state.generatedTokens;
   if (remaining <= 0) return end(state, "maxTokens");
-  const reserve = state.forcedFinal ? 0 : Math.min(Math.max(0, Math.floor(options.finalReserve ?? 0)), Math.floor(maxTokens / 2));
+  const reserve = state.forcedFinal ? 0 : Math.min(Math.max(0, Math.floor(options.finalReserve)), Math.floor(maxTokens / 2));
   if (reserve > 0 && remaining <= reserve) return forceFinal(trajectory, state, options, path);
-  const profile = options.profile ?? reexProfile;
-  const probing = profile.probe !== undefined && (options.family ?? profile.families[0]) === "execution-aware" && !state.forcedFinal;
+  const profile = options.profile;
+  const probing = profile.probe !== undefined && options.family === "execution-aware" && !state.forcedFinal;
   const grammars = options.grammar;
   const grammar = state.forcedFinal ? grammars?.finalBody : state.text.length === 0 ? (grammars?.first ?? grammars?.segment) : grammars?.segment;
   const binding = grammar !== undefined ? grammars?.binding : undefined;
@@ -279,10 +207,10 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
     trajectory.generate({
       stop: segmentStops(profile, probing, state.forcedFinal),
       maxTokens,
-      ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
-      ...(options.topP !== undefined ? { topP: options.topP } : {}),
+      temperature: options.temperature,
+      topP: options.topP,
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
-      ...(options.logprobs !== undefined ? { logprobs: options.logprobs } : {}),
+      logprobs: options.logprobs,
       ...(options.ignoreEos ? { ignoreEos: true } : {}),
       ...(g !== undefined ? { grammar: g } : {}),
       ...(admit
@@ -329,7 +257,7 @@ export async function rolloutStep(trajectory: Trajectory, state: RolloutState, o
  * within the reserve.
  */
 async function forceFinal(trajectory: Trajectory, state: RolloutState, options: RolloutOptions, path: string): Promise<StepOutcome> {
-  const profile = options.profile ?? reexProfile;
+  const profile = options.profile;
   const open = segments(state.text, profile.syntax).at(-1);
   const ownFinal = open !== undefined && !open.closed && open.role === "final";
   // a grammar cannot resume inside the model's own unfinished final SQL: end as the budget would have
@@ -374,7 +302,7 @@ async function redrawFrom(
   redraw: FromRedraw,
   path: string,
 ): Promise<Pick<GenerateResult, "text" | "stop" | "stopReason"> | undefined> {
-  const profile = options.profile ?? reexProfile;
+  const profile = options.profile;
   const segment = state.text.slice(start.text);
   const closed = closedSql(segment, profile, state.forcedFinal);
   if (!closed || !trajectory.rewind || redraw.budget < MIN_REDRAW_TOKENS) return undefined;
@@ -445,11 +373,10 @@ async function closeFinal(
   path: string,
   probing: boolean,
 ): Promise<StepOutcome> {
-  const retry =
-    probing && (state.finalRetries ?? 0) < (options.finalRetries ?? 0) && state.interactions < (options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions);
+  const retry = probing && (state.finalRetries ?? 0) < options.finalRetries && state.interactions < options.maxInteractions;
   if ((!retry && !rewritesOn(options)) || !trajectory.rewind) return end(state, "final");
   const segment = state.text.slice(start.text);
-  const final = closedFinal(segment, options.profile ?? reexProfile, state.forcedFinal);
+  const final = closedFinal(segment, options.profile, state.forcedFinal);
   if (!final) return end(state, "final");
   let result: ExecResult;
   let rewrite: FinalRewrite | undefined;
@@ -539,7 +466,7 @@ async function retryFinal(
   path: string,
   result: ExecResult,
 ): Promise<StepOutcome | undefined> {
-  const profile = options.profile ?? reexProfile;
+  const profile = options.profile;
   const probeTags = profile.probe;
   const segment = state.text.slice(start.text);
   const final = segments(segment, profile.syntax).find((b) => b.role === "final" && b.closed);
@@ -589,8 +516,8 @@ async function answerProbe(
   retried?: boolean,
 ): Promise<StepOutcome> {
   const sink = guardSink(options.sink);
-  const profile = options.profile ?? reexProfile;
-  const maxInteractions = options.maxInteractions ?? AGENT_DEFAULTS.maxInteractions;
+  const profile = options.profile;
+  const maxInteractions = options.maxInteractions;
   if (state.interactions >= maxInteractions) {
     const probe: ProbeRecord = { step: state.interactions + 1, sql, result: null, feedback: LIMIT_FEEDBACK, repeated: false, overLimit: true };
     const injected = wrapFeedback(LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;
@@ -612,7 +539,7 @@ async function answerProbe(
   if (options.signal?.aborted) return end(state, "aborted");
   let result: ExecResult;
   let feedback: string;
-  const repeatLimit = options.repeatLimit ?? 0;
+  const repeatLimit = options.repeatLimit;
   if (earlier?.result && repeatLimit > 0 && state.probes.filter((p) => p.repeated).length + 1 >= repeatLimit) {
     sink?.({ type: "result", path, step, result: earlier.result, feedback: REPEAT_LIMIT_FEEDBACK });
     const injected = wrapFeedback(REPEAT_LIMIT_FEEDBACK, profile.feedback) + profile.answer.open;
@@ -638,13 +565,13 @@ async function answerProbe(
       return fail(state, error, sink, path);
     }
     if (options.signal?.aborted) return end(state, "aborted");
-    const schema = options.schemaHints === false ? undefined : () => hintSchema(options.dbPath);
+    const schema = !options.schemaHints ? undefined : () => hintSchema(options.dbPath);
     feedback = formatFeedback(
       result,
       {
-        ...(options.feedback ? { mode: options.feedback } : {}),
-        ...(options.feedbackRows !== undefined ? { rows: options.feedbackRows } : {}),
-        ...(options.maxCellChars !== undefined ? { maxCellChars: options.maxCellChars } : {}),
+        mode: options.feedback,
+        rows: options.feedbackRows,
+        maxCellChars: options.maxCellChars,
         ...(schema ? { schema } : {}),
         style: profile.feedbackStyle,
         ...(profile.feedbackRowCap !== undefined ? { rowCap: profile.feedbackRowCap } : {}),
@@ -698,10 +625,10 @@ export async function runRollout(policy: Policy, prompt: BuiltPrompt, options: R
 export function finishRollout(
   trajectory: Trajectory,
   state: RolloutState,
-  options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile" | "grammar"> = {},
+  options: Pick<RolloutOptions, "path" | "sink" | "emitFinal" | "profile" | "grammar">,
 ): RolloutResult {
   if (!state.done) throw new ReexError("INTERNAL", "finishRollout called on a rollout that has not ended");
-  const profile = options.profile ?? reexProfile;
+  const profile = options.profile;
   const stopReason = state.stopReason ?? "end";
   const final = extractFinal(state.text, profile.syntax);
   const cleanEnd = stopReason === "final" || stopReason === "end";

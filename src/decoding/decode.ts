@@ -9,10 +9,10 @@ import {
   type BuiltPrompt,
   isStarterModel,
   resolveProfile,
+  resolveRolloutOptions,
   rewriteSwitches,
   type ModelProfile,
   type ProfileChoice,
-  type RewriteSwitches,
   type SegmentGrammars,
 } from "../agent/index.js";
 import { AGENT_DEFAULTS, DECODING_DEFAULTS, STRATEGIES, type Config } from "../config/index.js";
@@ -25,58 +25,27 @@ import { runLinear } from "./linear.js";
 import { createGrammarBuilder, createPromptBuilder, type GrammarFor, type PromptBuilderOptions, type PromptFor } from "./prompt.js";
 import { LeafCollector, leafCandidate, type Run, type StrategyOutcome } from "./run.js";
 import { runTree } from "./tree.js";
-import type { Answer, AnswerRequest, DecodeContext, FeedbackMode, PromptFamily, Strategy } from "./types.js";
+import type { Answer, AnswerRequest, DecodeContext, PromptFamily, Strategy } from "./types.js";
 import { VOTE_RULE, vote } from "./vote.js";
 import { assessAnswer } from "./confidence.js";
 
-/** Values used where a request leaves a field out; each rewrite rule's switch (`repairTables`, …: the agent's `REWRITE_RULES`, config `agent.*`) too. Default true. */
-export interface DecoderDefaults extends RewriteSwitches {
-  /** Default "greedy". */
-  strategy: Strategy;
-  /** Default 16. */
-  candidates: number;
-  /** Default 3. */
-  branching: number;
-  /** Sampling temperature of linear and tree strategies. Default 0.7. */
-  temperature: number;
-  /** Nucleus (top-p) threshold of linear and tree strategies. Default 0.95. */
-  topP: number;
-  /** Default 10. */
-  maxInteractions: number;
-  /** Default 1024. */
-  maxTokens: number;
-  /** Default "full". */
-  feedback: FeedbackMode;
-  /** Rows shown per probe result. Default 3. */
-  feedbackRows: number;
-  /** Name errors list the real columns or tables. Default true. */
-  schemaHints: boolean;
-  /** Tokens kept for a server-opened `<final_sql>` (the rollout's `finalReserve`). Default 0 (off). */
-  finalReserve: number;
-  /** The repeated probe that opens `<final_sql>` (the rollout's `repeatLimit`). Default 0 (off). */
-  repeatLimit: number;
-  /** Times a failing final SQL is answered as a probe instead (the rollout's `finalRetries`; not under tree-prune, which prunes it). Default 1. */
-  finalRetries: number;
-  /** Used when the profile supports it, else the profile's first family. Default "execution-aware". */
+/** The config schema's `decoding` and `agent` sections, resolved (`z.infer` of each). */
+type DecodingSettings = Config["decoding"];
+type AgentSettings = Config["agent"];
+
+/**
+ * Values used where a request leaves a field out: the config schema's `decoding` and `agent`
+ * sections (each setting documented, with its default, there), plus the decoder's own four.
+ */
+export interface DecoderDefaults extends DecodingSettings, AgentSettings {
+  /** Used when the profile supports it, else the profile's first family. */
   promptFamily: PromptFamily;
-  /** Time limit of each probe, ms; default the executor's. */
+  /** Time limit of each probe, ms; the executor's when absent (`sql.timeoutMs` with a config). */
   probeTimeoutMs?: number;
-  /** Time limit of each final-SQL execution for the vote, ms. Default 10000. */
+  /** Time limit of each final-SQL execution for the vote, ms. */
   finalTimeoutMs: number;
-  /** Rows fetched per final SQL; default the executor's. */
+  /** Rows fetched per final SQL; the executor's when absent. */
   finalMaxRows?: number;
-  /** Largest `candidates` a request may ask for. Default 32. */
-  maxCandidates: number;
-  /** Constrained decoding of requests that do not say: "auto" is on for the project's starter model only. Default "auto". */
-  constrained: "auto" | "on" | "off";
-  /** How constrained requests bind names to their FROM lists as they are drawn (`decoding.bindNames`). Default "from". */
-  bindNames: Config["decoding"]["bindNames"];
-  /** Whether name binding draws a FROM list again when later columns are in none of its tables (`decoding.redrawFrom`). Default true. */
-  redrawFrom: boolean;
-  /** Confidence under which an answer is marked not answerable (`decoding.confidenceThreshold`). Default 0.5. */
-  confidenceThreshold: number;
-  /** Tree strategies decode one branch greedily, so the greedy answer is among the candidates (`decoding.greedyBranch`). Default true. */
-  greedyBranch: boolean;
 }
 
 /** The built-in defaults (the paper's settings): the config schema's `decoding` and `agent` defaults, plus the decoder's own. */
@@ -89,30 +58,7 @@ export const DEFAULT_DECODER_DEFAULTS: Readonly<DecoderDefaults> = {
 
 /** Decoder defaults from the configuration's `decoding`, `agent` and `sql` sections. */
 export function decoderDefaults(config: Config): DecoderDefaults {
-  return {
-    ...DEFAULT_DECODER_DEFAULTS,
-    strategy: config.decoding.strategy,
-    candidates: config.decoding.candidates,
-    branching: config.decoding.branching,
-    temperature: config.decoding.temperature,
-    topP: config.decoding.topP,
-    maxCandidates: config.decoding.maxCandidates,
-    constrained: config.decoding.constrained,
-    bindNames: config.decoding.bindNames,
-    redrawFrom: config.decoding.redrawFrom,
-    confidenceThreshold: config.decoding.confidenceThreshold,
-    greedyBranch: config.decoding.greedyBranch,
-    maxInteractions: config.agent.maxInteractions,
-    maxTokens: config.agent.maxTokens,
-    feedback: config.agent.feedback,
-    feedbackRows: config.agent.feedbackRows,
-    schemaHints: config.agent.schemaHints,
-    finalReserve: config.agent.finalReserve,
-    repeatLimit: config.agent.repeatLimit,
-    finalRetries: config.agent.finalRetries,
-    ...rewriteSwitches(config.agent),
-    probeTimeoutMs: config.sql.timeoutMs,
-  };
+  return { ...DEFAULT_DECODER_DEFAULTS, ...config.decoding, ...config.agent, probeTimeoutMs: config.sql.timeoutMs };
 }
 
 /** What the decoder runs on. */
@@ -330,7 +276,7 @@ function strategyRunOptions(
     temperature: o.temperature,
     topP: o.topP,
     ...(req.seed !== undefined ? { seed: req.seed } : {}),
-    base: {
+    base: resolveRolloutOptions({
       executor: s.deps.executor,
       dbPath: req.dbPath,
       profile: o.profile,
@@ -351,7 +297,7 @@ function strategyRunOptions(
       logprobs: o.candidates > 1,
       ...(d.probeTimeoutMs !== undefined ? { timeoutMs: d.probeTimeoutMs } : {}),
       ...(grammar ? { grammar } : {}),
-    },
+    }),
   };
 }
 

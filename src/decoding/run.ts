@@ -12,9 +12,6 @@ import type { RequestControl } from "./control.js";
 import type { Candidate } from "./types.js";
 import type { VoteOutcome } from "./vote.js";
 
-/** The rollout settings every trajectory of a decode shares (path, seed, temperature, signal and sink are set per branch). */
-export type BaseRolloutOptions = Omit<RolloutOptions, "path" | "seed" | "temperature" | "topP" | "signal" | "sink" | "emitFinal">;
-
 /** One finished leaf: its rollout, the execution of its final SQL, and its tree path. */
 export interface Leaf {
   path: string;
@@ -127,7 +124,8 @@ export interface Run {
   spec: PromptSpec;
   control: RequestControl;
   emit: EventSink;
-  base: BaseRolloutOptions;
+  /** The rollout settings every trajectory of the decode shares, resolved (path, seed, temperature, topP, signal and sink are set per branch). */
+  base: RolloutOptions;
   leaves: LeafCollector;
   /** Sampling temperature of this strategy's trajectories. */
   temperature: number;

@@ -602,7 +602,7 @@ export class TreeDecoder {
     }
     const rollout = finishRollout(b.trajectory, b.state, {
       path: b.path,
-      ...(run.base.profile ? { profile: run.base.profile } : {}),
+      profile: run.base.profile,
       ...(run.base.grammar ? { grammar: run.base.grammar } : {}),
     });
     await b.trajectory.release();

@@ -5,7 +5,17 @@
  * the loss mask (sampled = 1; text the server appended, such as the profile's feedback blocks
  * `<result>` or `<observation>`, = 0) and the sampling log-probs.
  */
-import { familyFor, reexProfile, runRollout, type FeedbackMode, type ModelProfile, type PromptFamily, type RolloutResult } from "../agent/index.js";
+import {
+  familyFor,
+  reexProfile,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
+  runRollout,
+  type FeedbackMode,
+  type ModelProfile,
+  type PromptFamily,
+  type RolloutResult,
+} from "../agent/index.js";
 import type { GrammarFor, PromptFor } from "../decoding/index.js";
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import type { Policy } from "../policy/index.js";
@@ -136,24 +146,29 @@ export async function runGroup(question: TrainingQuestion, options: GroupOptions
     options.concurrency ?? g,
     async (index) => {
       if (options.signal?.aborted) throw new ReexError("CANCELLED", "training cancelled");
-      const rollout = await runRollout(options.policy, prompt, {
-        executor: options.executor,
-        dbPath: question.dbPath,
-        profile,
-        family,
-        maxInteractions: options.maxInteractions,
-        maxTokens: options.maxTokens,
-        temperature: options.temperature ?? 1.0,
-        topP: 1,
-        ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
-        ...(options.feedback ? { feedback: options.feedback } : {}),
-        ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
-        ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
-        ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(grammar ? { grammar } : {}),
-        path: `${question.questionId}/${index}`,
-      });
+      const rollout = await runRollout(
+        options.policy,
+        prompt,
+        resolveRolloutOptions({
+          executor: options.executor,
+          dbPath: question.dbPath,
+          profile,
+          family,
+          maxInteractions: options.maxInteractions,
+          maxTokens: options.maxTokens,
+          temperature: options.temperature ?? 1.0,
+          topP: 1,
+          ...(options.seed !== undefined ? { seed: options.seed + index } : {}),
+          ...(options.feedback ? { feedback: options.feedback } : {}),
+          ...(options.feedbackRows !== undefined ? { feedbackRows: options.feedbackRows } : {}),
+          ...(options.schemaHints !== undefined ? { schemaHints: options.schemaHints } : {}),
+          ...(options.probeTimeoutMs !== undefined ? { timeoutMs: options.probeTimeoutMs } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+          ...(grammar ? { grammar } : {}),
+          path: `${question.questionId}/${index}`,
+          ...OWN_ANSWERS,
+        }),
+      );
       if (rollout.stopReason === "aborted") throw new ReexError("CANCELLED", "training cancelled");
       if (rollout.error && FATAL.includes(rollout.error.code)) throw new ReexError(rollout.error.code as ErrorCode, rollout.error.message);
       const generatedTokens = rollout.record.sampled.reduce<number>((a, s) => a + s, 0);

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NameBinding, runRollout, type RolloutResult, type SegmentGrammars } from "../../src/agent/index.js";
+import { NameBinding, runRollout, type RolloutResult, type SegmentGrammars, OWN_ANSWERS, resolveRolloutOptions } from "../../src/agent/index.js";
 import { createGrammarBuilder, createPromptBuilder, type PromptBuilder } from "../../src/decoding/index.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { type ExampleSet } from "../../src/examples/testing.js";
@@ -62,18 +62,23 @@ async function run(policy: Policy, dbPath: string, questions: string[], seeds: n
   let redrawn = 0;
   for (const [i, seed] of seeds.entries()) {
     const prompt = await prompts.promptFor(dbPath, questions[i % questions.length]!, undefined, "execution-aware");
-    const r = await runRollout(policy, prompt, {
-      executor,
-      dbPath,
-      family: "execution-aware",
-      grammar,
-      temperature,
-      seed,
-      maxInteractions: 2,
-      repairTables: false,
-      repairLiterals: false,
-      repairCoverage: false,
-    });
+    const r = await runRollout(
+      policy,
+      prompt,
+      resolveRolloutOptions({
+        ...OWN_ANSWERS,
+        executor,
+        dbPath,
+        family: "execution-aware",
+        grammar,
+        temperature,
+        seed,
+        maxInteractions: 2,
+        repairTables: false,
+        repairLiterals: false,
+        repairCoverage: false,
+      }),
+    );
     redrawn += r.binding?.redrawn ?? 0;
     for (const sql of statements(r)) {
       const ran = await executor.execute(dbPath, sql);
@@ -173,20 +178,25 @@ describe("name binding in the decoder", () => {
           for (const redraw of [true, false]) {
             const { fromRest, ...rest } = built;
             const grammar: SegmentGrammars = { ...rest, binding, ...(redraw ? { fromRest } : {}) };
-            const r = await runRollout(policy, prompt, {
-              executor,
-              dbPath: set.path,
-              family: "execution-aware",
-              grammar,
-              temperature: 0,
-              maxInteractions: 2,
-              repairTables: false,
-              repairLiterals: false,
-              repairCoverage: false,
-              sink: (e) => {
-                if (e.type === "rebind") events.push({ event: e, problem: binding.check(e.sql) });
-              },
-            });
+            const r = await runRollout(
+              policy,
+              prompt,
+              resolveRolloutOptions({
+                ...OWN_ANSWERS,
+                executor,
+                dbPath: set.path,
+                family: "execution-aware",
+                grammar,
+                temperature: 0,
+                maxInteractions: 2,
+                repairTables: false,
+                repairLiterals: false,
+                repairCoverage: false,
+                sink: (e) => {
+                  if (e.type === "rebind") events.push({ event: e, problem: binding.check(e.sql) });
+                },
+              }),
+            );
             if (redraw) redraws += r.binding?.fromRedraws ?? 0;
             else expect(r.binding?.fromRedraws).toBeUndefined();
             const ran = r.finalSql !== null ? await executor.execute(set.path, r.finalSql) : undefined;

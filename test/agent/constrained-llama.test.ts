@@ -9,7 +9,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkIdentifiers, formatCheck, runRollout, type BuiltPrompt, type SchemaNames, type SegmentGrammars } from "../../src/agent/index.js";
+import {
+  checkIdentifiers,
+  formatCheck,
+  runRollout,
+  type BuiltPrompt,
+  type SchemaNames,
+  type SegmentGrammars,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
+} from "../../src/agent/index.js";
 import { createGrammarBuilder, createPromptBuilder, schemaNames, type PromptBuilder } from "../../src/decoding/index.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { type ExampleSet } from "../../src/examples/testing.js";
@@ -56,15 +65,20 @@ describe("constrained rollouts with the tiny random model", () => {
     const unknown: string[] = [];
     const problems: string[] = [];
     for (let i = 0; i < ROLLOUTS; i++) {
-      const r = await runRollout(policy, built[i % built.length]!, {
-        executor,
-        dbPath: retail.path,
-        family: "execution-aware",
-        grammar,
-        temperature: 1,
-        seed: 100 + i,
-        maxInteractions: 1,
-      });
+      const r = await runRollout(
+        policy,
+        built[i % built.length]!,
+        resolveRolloutOptions({
+          ...OWN_ANSWERS,
+          executor,
+          dbPath: retail.path,
+          family: "execution-aware",
+          grammar,
+          temperature: 1,
+          seed: 100 + i,
+          maxInteractions: 1,
+        }),
+      );
       const verdict = formatCheck(r.text, "execution-aware");
       if (verdict.ok) formatOk++;
       else problems.push(`seed ${100 + i} (${r.stopReason}): ${verdict.problems.join("; ")}`);

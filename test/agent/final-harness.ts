@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll } from "vitest";
-import { buildPrompt, runRollout, type RolloutOptions } from "../../src/agent/index.js";
+import { buildPrompt, runRollout, type RolloutOptions, OWN_ANSWERS, resolveRolloutOptions } from "../../src/agent/index.js";
 import type { ReexEvent } from "../../src/events/index.js";
 import { ExecutorPool } from "../../src/sql/index.js";
 import { CountingExecutor } from "../helpers/executor.js";
@@ -41,7 +41,11 @@ export function finalSqlHarness(setupSql: string, prompt: { schema: string; ques
     const executor = new CountingExecutor(pool);
     const events: ReexEvent[] = [];
     const built = buildPrompt({ family: "execution-aware", ...prompt });
-    const result = await runRollout(policy, built, { executor, dbPath: files.dbPath, sink: (e) => events.push(e), ...options });
+    const result = await runRollout(
+      policy,
+      built,
+      resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath: files.dbPath, sink: (e) => events.push(e), ...options }),
+    );
     return { result, events, executor, policy };
   }
   return { files, run };

@@ -12,6 +12,8 @@ import {
   runRollout,
   type ModelProfile,
   type RolloutOptions,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
 } from "../../src/agent/index.js";
 import { detectProfile } from "../../src/agent/testing.js";
 import { configSchema } from "../../src/config/testing.js";
@@ -55,7 +57,7 @@ async function run(profile: ModelProfile, responder: Responder, options: Partial
     schema: "CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);",
     question: "How many singers are from France?",
   });
-  const result = await runRollout(policy, prompt, { executor, dbPath, profile, family, ...options });
+  const result = await runRollout(policy, prompt, resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, profile, family, ...options }));
   return { result, executor, policy };
 }
 

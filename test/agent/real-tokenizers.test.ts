@@ -15,7 +15,16 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { Template } from "@huggingface/jinja";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROFILES, buildSegmentGrammars, runRollout, type ModelProfile, type ProfileId, type SegmentGrammars } from "../../src/agent/index.js";
+import {
+  PROFILES,
+  buildSegmentGrammars,
+  runRollout,
+  type ModelProfile,
+  type ProfileId,
+  type SegmentGrammars,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
+} from "../../src/agent/index.js";
 import { wrapFeedback } from "../../src/agent/testing.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/testing.js";
@@ -150,7 +159,11 @@ describe.each(REAL_MODEL_NAMES)("profiles on the real %s tokenizer", (name: Real
         segment: exactTextGrammar(finalText(profile)),
         finalBody: exactTextGrammar(`${FINAL_SQL}${profile.answer.close}`),
       };
-      const r = await runRollout(longest, promptOf(profile), { executor, dbPath, profile, family, grammar, maxTokens: 200 });
+      const r = await runRollout(
+        longest,
+        promptOf(profile),
+        resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, profile, family, grammar, maxTokens: 200 }),
+      );
       // a tag answer stops at its closing tag; a fenced one (OmniSQL) at the end of the turn
       expect(r.stopReason, profile.id).toBe(profile.answer.open.startsWith("<") ? "final" : "end");
       expect(r.finalSql, profile.id).toBe(FINAL_SQL);
@@ -231,19 +244,24 @@ describe.each(REAL_MODEL_NAMES)("profiles on the real %s tokenizer", (name: Real
     for (const [i, profile] of PROFILES.filter((p) => CONSTRAINED[name].includes(p.id)).entries()) {
       const family = profile.families[0]!;
       const grammar = buildSegmentGrammars(names, family, { skeleton: profile, maxThinkBytes: 24 });
-      const r = await runRollout(policy, promptOf(profile), {
-        executor,
-        dbPath,
-        profile,
-        family,
-        grammar,
-        temperature: 1,
-        seed: 10 + i,
-        maxInteractions: 1,
-        maxTokens: 400,
-        // what is checked is the syntax; a log-probability under a grammar costs a sort of the whole vocabulary per token
-        logprobs: false,
-      });
+      const r = await runRollout(
+        policy,
+        promptOf(profile),
+        resolveRolloutOptions({
+          ...OWN_ANSWERS,
+          executor,
+          dbPath,
+          profile,
+          family,
+          grammar,
+          temperature: 1,
+          seed: 10 + i,
+          maxInteractions: 1,
+          maxTokens: 400,
+          // what is checked is the syntax; a log-probability under a grammar costs a sort of the whole vocabulary per token
+          logprobs: false,
+        }),
+      );
       expect(r.stopReason, `${profile.id}: ${r.text}`).toBe(profile.answer.open.startsWith("<") ? "final" : "end");
       // the answer is SQL, or, where the profile allows it, a declared UNANSWERABLE
       expect(r.finalSql !== null || (profile.unanswerable && !r.answerable), `${profile.id}: ${r.text}`).toBe(true);

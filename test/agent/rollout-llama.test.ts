@@ -9,7 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, continueRollout, createRolloutState, forkRollout, formatCheck, resultBlock, rolloutStep, runRollout } from "../../src/agent/index.js";
+import {
+  buildPrompt,
+  continueRollout,
+  createRolloutState,
+  forkRollout,
+  formatCheck,
+  resultBlock,
+  rolloutStep,
+  runRollout,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
+} from "../../src/agent/index.js";
 import { createLlamaPolicy, type Policy } from "../../src/policy/index.js";
 import { exactTextGrammar } from "../../src/policy/testing.js";
 import { ExecutorPool, loadSchema } from "../../src/sql/index.js";
@@ -58,7 +69,7 @@ const grammar = { first: exactTextGrammar(PROBE), segment: exactTextGrammar(FINA
 
 describe("rollout through llama.cpp", () => {
   it("executes the probe, injects its result as unsampled tokens and continues after it to the final SQL", async () => {
-    const r = await runRollout(policy, prompt(), { executor, dbPath, grammar, maxTokens: 300, seed: 1 });
+    const r = await runRollout(policy, prompt(), resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, grammar, maxTokens: 300, seed: 1 }));
     expect(r.probes).toHaveLength(1);
     expect(r.probes[0]!.result?.ok).toBe(true);
     expect(r.finalSql).toBe("SELECT count(*) FROM customers WHERE city = 'LYON'");
@@ -81,10 +92,13 @@ describe("rollout through llama.cpp", () => {
     const trajectory = await policy.start(policy.renderChat(built.messages, { sharedPrefix: built.sharedPrefix }));
     const state = createRolloutState();
     const options = { executor, dbPath, grammar, maxTokens: 300, seed: 2 };
-    const step = await rolloutStep(trajectory, state, options);
+    const step = await rolloutStep(trajectory, state, resolveRolloutOptions({ ...OWN_ANSWERS, ...options }));
     expect(step.kind).toBe("probe");
     const child = await forkRollout(trajectory, state);
-    const [a, b] = await Promise.all([continueRollout(trajectory, state, options), continueRollout(child.trajectory, child.state, options)]);
+    const [a, b] = await Promise.all([
+      continueRollout(trajectory, state, resolveRolloutOptions({ ...OWN_ANSWERS, ...options })),
+      continueRollout(child.trajectory, child.state, resolveRolloutOptions({ ...OWN_ANSWERS, ...options })),
+    ]);
     expect(b.finalSql).toBe(a.finalSql);
     expect(b.text).toBe(a.text);
     const childUsage = child.trajectory.usage;
@@ -97,7 +111,11 @@ describe("rollout through llama.cpp", () => {
   });
 
   it("stops at the interaction limit: a probe past N is not executed and the server opens <final_sql>", async () => {
-    const r = await runRollout(policy, prompt(), { executor, dbPath, grammar, maxInteractions: 0, maxTokens: 300, seed: 3 });
+    const r = await runRollout(
+      policy,
+      prompt(),
+      resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, grammar, maxInteractions: 0, maxTokens: 300, seed: 3 }),
+    );
     expect(r.probes).toHaveLength(1);
     expect(r.probes[0]!.overLimit).toBe(true);
     expect(r.probes[0]!.result).toBeNull();
@@ -107,7 +125,11 @@ describe("rollout through llama.cpp", () => {
   it("takes back a final SQL that fails to run: the KV state is rewound, the segment written back as a probe, and the model answers after its error", async () => {
     const wrong = "<think>Count them.</think>\n<final_sql>SELECT count(*) FROM clients</final_sql>";
     const retry = { first: exactTextGrammar(wrong), segment: exactTextGrammar(FINAL) };
-    const r = await runRollout(policy, prompt(), { executor, dbPath, grammar: retry, maxTokens: 300, seed: 5, finalRetries: 1 });
+    const r = await runRollout(
+      policy,
+      prompt(),
+      resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, grammar: retry, maxTokens: 300, seed: 5, finalRetries: 1 }),
+    );
     expect(r.probes).toHaveLength(1);
     expect(r.probes[0]!.sql).toBe("SELECT count(*) FROM clients");
     expect(r.probes[0]!.result?.ok).toBe(false);
@@ -125,15 +147,20 @@ describe("rollout through llama.cpp", () => {
 
   it("rebinds a final SQL's table to the one holding its columns: the KV state is rewound and the answer written back with the repaired SQL", async () => {
     const wrong = "<think>Count the big orders.</think>\n<final_sql>SELECT count(*) FROM customers WHERE total > 10</final_sql>";
-    const r = await runRollout(policy, prompt(), {
-      executor,
-      dbPath,
-      grammar: { first: exactTextGrammar(wrong) },
-      maxTokens: 300,
-      seed: 6,
-      repairTables: true,
-      finalRetries: 1,
-    });
+    const r = await runRollout(
+      policy,
+      prompt(),
+      resolveRolloutOptions({
+        ...OWN_ANSWERS,
+        executor,
+        dbPath,
+        grammar: { first: exactTextGrammar(wrong) },
+        maxTokens: 300,
+        seed: 6,
+        repairTables: true,
+        finalRetries: 1,
+      }),
+    );
     expect(r.finalSql).toBe("SELECT count(*) FROM orders WHERE total > 10");
     expect(r.probes).toEqual([]);
     expect(r.text).toBe(wrong.replace("FROM customers", "FROM orders"));
@@ -145,7 +172,7 @@ describe("rollout through llama.cpp", () => {
   });
 
   it("respects the token budget and reports truncation", async () => {
-    const r = await runRollout(policy, prompt(), { executor, dbPath, grammar, maxTokens: 5, seed: 4 });
+    const r = await runRollout(policy, prompt(), resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, grammar, maxTokens: 5, seed: 4 }));
     expect(r.usage.generatedTokens).toBeLessThanOrEqual(5);
     expect(r.truncated).toBe(true);
     expect(r.finalSql).toBeNull();

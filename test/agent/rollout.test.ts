@@ -14,6 +14,8 @@ import {
   runRollout,
   type RolloutOptions,
   type RolloutResult,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
 } from "../../src/agent/index.js";
 import { LIMIT_FEEDBACK, REPEAT_LIMIT_FEEDBACK, REPEATED_PROBE_FEEDBACK } from "../../src/agent/testing.js";
 import type { ReexEvent } from "../../src/events/index.js";
@@ -56,7 +58,7 @@ async function run(responder: Responder, options: Partial<RolloutOptions> = {}, 
   const policy = new FakePolicy(responder, policyOptions);
   const executor = options.executor instanceof CountingExecutor ? options.executor : new CountingExecutor(pool);
   const events: ReexEvent[] = [];
-  const result = await runRollout(policy, prompt(), { executor, dbPath, sink: (e) => events.push(e), ...options });
+  const result = await runRollout(policy, prompt(), resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, sink: (e) => events.push(e), ...options }));
   return { result, events, executor, policy };
 }
 
@@ -363,7 +365,7 @@ describe("rollout with a scripted policy and a real SQLite file", () => {
     };
     const policy = new FakePolicy(probeThenFinal);
     const events: ReexEvent[] = [];
-    const result = await runRollout(policy, prompt(), { executor: broken, dbPath, sink: (e) => events.push(e) });
+    const result = await runRollout(policy, prompt(), resolveRolloutOptions({ ...OWN_ANSWERS, executor: broken, dbPath, sink: (e) => events.push(e) }));
     expect(result.stopReason).toBe("error");
     expect(result.error).toEqual({ code: "INTERNAL", message: "pool closed" });
     expect(events.at(-1)).toMatchObject({ type: "error", code: "INTERNAL" });
@@ -379,7 +381,7 @@ describe("resuming a rollout from a fork", () => {
     };
     const policy = new FakePolicy(responder);
     const executor = new CountingExecutor(pool);
-    const options: RolloutOptions = { executor, dbPath };
+    const options: RolloutOptions = resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath });
     const parent = await policy.start(policy.renderChat(prompt().messages, { sharedPrefix: prompt().sharedPrefix }));
     const state = createRolloutState();
     const step = await rolloutStep(parent, state, options);
@@ -405,7 +407,7 @@ describe("resuming a rollout from a fork", () => {
   it("rollout() on a started trajectory equals runRollout", async () => {
     const policy = new FakePolicy(probeThenFinal);
     const trajectory = await policy.start(policy.renderChat(prompt().messages));
-    const result = await rollout(trajectory, { executor: new CountingExecutor(pool), dbPath });
+    const result = await rollout(trajectory, resolveRolloutOptions({ ...OWN_ANSWERS, executor: new CountingExecutor(pool), dbPath }));
     await trajectory.release();
     const { result: other } = await run(probeThenFinal);
     expect(result.text).toBe(other.text);

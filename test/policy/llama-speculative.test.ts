@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, PROFILES, type RolloutOptions, rollout, type SegmentGrammars } from "../../src/agent/index.js";
+import { buildPrompt, PROFILES, type RolloutOptions, rollout, type SegmentGrammars, OWN_ANSWERS, resolveRolloutOptions } from "../../src/agent/index.js";
 import { buildExamples } from "../../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
 import { exactTextGrammar, type StartOptions } from "../../src/policy/testing.js";
@@ -147,7 +147,10 @@ describe("speculative decoding on the starter", () => {
   const greedyRollout = async (policy: Policy, i: number, options: Partial<RolloutOptions> = {}, start: StartOptions = {}) => {
     const t = await policy.start(prompts[i]!, start);
     try {
-      const r = await rollout(t, { executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4, ...options });
+      const r = await rollout(
+        t,
+        resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, maxTokens: 200, temperature: 0, path: String(i), maxInteractions: 4, ...options }),
+      );
       return { prompt: t.promptTokens, record: r.record, text: r.text, usage: t.usage };
     } finally {
       await t.release();
@@ -350,7 +353,10 @@ describe("speculative decoding on a real vocabulary (qwen2), scripted by a gramm
     for (const policy of [plain, spec]) {
       const t = await policy.start(policy.renderChat(prompt.messages, { sharedPrefix: prompt.sharedPrefix }));
       try {
-        const r = await rollout(t, { executor, dbPath, profile, family: profile.families[0]!, grammar, maxTokens: 300, logprobs: false });
+        const r = await rollout(
+          t,
+          resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, profile, family: profile.families[0]!, grammar, maxTokens: 300, logprobs: false }),
+        );
         results.push({ r, usage: t.usage });
       } finally {
         await t.release();

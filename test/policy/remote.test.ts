@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPrompt, resultBlock, runRollout } from "../../src/agent/index.js";
+import { buildPrompt, resultBlock, runRollout, OWN_ANSWERS, resolveRolloutOptions } from "../../src/agent/index.js";
 import { createDecoder } from "../../src/decoding/index.js";
 import { isReexError } from "../../src/errors/index.js";
 import { createRemotePolicy, type Policy } from "../../src/policy/index.js";
@@ -424,7 +424,7 @@ describe("remote policy against an OpenAI-compatible peer serving the tiny model
       const probe = "<think>Check the cities.</think>\n<intermediate_sql>SELECT DISTINCT city FROM customers</intermediate_sql>";
       const final = "<think>Lyon is there.</think>\n<final_sql>SELECT count(*) FROM customers WHERE city = 'Lyon'</final_sql>";
       const grammar = { first: exactTextGrammar(probe), segment: exactTextGrammar(final), finalBody: exactTextGrammar("SELECT 1</final_sql>") };
-      const r = await runRollout(policy, built, { executor, dbPath, grammar, maxTokens: 300, seed: 1 });
+      const r = await runRollout(policy, built, resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, grammar, maxTokens: 300, seed: 1 }));
       expect(r.stopReason).toBe("final");
       expect(r.probes).toHaveLength(1);
       expect(r.probes[0]!.result?.ok).toBe(true);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatCheck, runRollout } from "../../../src/agent/index.js";
+import { formatCheck, runRollout, OWN_ANSWERS, resolveRolloutOptions } from "../../../src/agent/index.js";
 import { preparePrompt } from "../../../src/agent/testing.js";
 import { buildExamples } from "../../../src/examples/index.js";
 import { createLlamaPolicy, type Policy } from "../../../src/policy/index.js";
@@ -44,7 +44,11 @@ describe.runIf(existsSync(SHIPPED))("the shipped starter policy", () => {
     for (const it of items) {
       const dbPath = realDbPath(real, it.db_id);
       const prompt = preparePrompt(dbPath, { family: "execution-aware", question: it.question });
-      const r = await runRollout(policy, prompt, { executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 });
+      const r = await runRollout(
+        policy,
+        prompt,
+        resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath, family: "execution-aware", temperature: 0, maxTokens: 400 }),
+      );
       if (formatCheck(r.text, "execution-aware").ok) wellFormed++;
       if (!r.finalSql) continue;
       const names = copyCount(r.finalSql, { tables: loadSchema(dbPath).tables.map((t) => ({ name: t.name, columns: t.columns.map((c) => c.name) })) });

@@ -14,6 +14,8 @@ import {
   runRollout,
   segments,
   type SchemaNames,
+  OWN_ANSWERS,
+  resolveRolloutOptions,
 } from "../../../src/agent/index.js";
 import { unwrapSql } from "../../../src/agent/testing.js";
 import { createPromptBuilder } from "../../../src/decoding/index.js";
@@ -180,7 +182,7 @@ describe("SFT traces", () => {
       const out = await runRollout(
         policy,
         { messages: r.messages, sharedPrefix: "" },
-        { executor, dbPath: synthDbPath(dir, r.db_id), family: r.family, maxTokens: 100_000 },
+        resolveRolloutOptions({ ...OWN_ANSWERS, executor, dbPath: synthDbPath(dir, r.db_id), family: r.family, maxTokens: 100_000 }),
       );
       expect(out.text).toBe(response);
       expect(out.stopReason).toBe("final");
