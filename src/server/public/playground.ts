@@ -117,11 +117,11 @@ function banner(kind, text) { const b = $("banner"); b.className = "banner show 
 function clearBanner() { $("banner").className = "banner"; }
 
 const MODEL_NOTES = {
-  starter: "This server answers with reex's starter model, a small demonstration policy trained on the project's own synthetic databases: it probes and answers in the right format, but answers few of the example questions correctly (models/MODEL_CARD.md has its figures). Set policy.model to a text-to-SQL GGUF for useful answers.",
+  starter: "This server answers with reex's 13.8M starter model, a small demonstration policy trained on the project's own data: it probes and answers in the right format, but answers few questions on a database of your own. Run npx reex models pull qwen2.5-coder-0.5b to install the default model (Qwen2.5-Coder-0.5B-Instruct).",
   placeholder: "This server runs a random-weight placeholder model (no starter model was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF.",
 };
-function showModelNote(origin) {
-  const n = $("model-note"); const text = MODEL_NOTES[origin];
+function showModelNote(origin, reason) {
+  const n = $("model-note"); const text = MODEL_NOTES[origin] && (reason && origin === "starter" ? reason + ". " : "") + MODEL_NOTES[origin];
   n.className = text ? "banner show warn" : "banner"; n.textContent = text || "";
 }
 
@@ -133,7 +133,7 @@ async function checkReady() {
     $("ready-text").textContent = r.ok ? (body.policy ? (body.modelName || body.policy.model) + " · " + body.policy.device + (body.profile ? " · profile " + body.profile.id : "") : "ready") : body.code;
     $("ready-text").title = r.ok && body.profile ? "profile " + body.profile.id + ": " + body.profile.reason : "";
     if (r.ok && body.profile) $("profile-default").textContent = "server default (" + body.profile.id + ")";
-    if (r.ok) showModelNote(body.modelOrigin);
+    if (r.ok) showModelNote(body.modelOrigin, body.modelReason);
   } catch (e) { $("ready-dot").className = "dot bad"; $("ready-text").textContent = "unreachable"; }
 }
 
