@@ -6,6 +6,7 @@
  */
 import Database from "better-sqlite3";
 import { Rng } from "../../src/examples/index.js";
+import { AGGREGATES, SQLITE_KEYWORDS } from "../../src/sql/index.js";
 import type { Lookup } from "../synth/index.js";
 import type { RealEntry, RealItem, RealSplit } from "./source.js";
 
@@ -63,15 +64,7 @@ export type WikiTableNames = "nouns" | "ids";
 /** A WikiSQL question that runs on its rebuilt table and returns rows. */
 export type WikiItem = RealItem;
 
-const AGGS = new Set(["COUNT", "MAX", "MIN", "SUM", "AVG"]);
 const NUMBER = /^-?\d+(\.\d+)?$/;
-
-/** Words SQLite would read as keywords in a column position (a name equal to one gets the `col_` prefix). */
-const RESERVED = new Set(
-  "abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade case cast check collate column commit conflict constraint create cross current current_date current_time current_timestamp database default deferrable deferred delete desc detach distinct do drop each else end escape except exclude exclusive exists explain fail filter first following for foreign from full generated glob group groups having if ignore immediate in index indexed initially inner insert instead intersect into is isnull join key last left like limit match materialized natural no not nothing notnull null nulls of offset on or order others outer over partition plan pragma preceding primary query raise range recursive references regexp reindex release rename replace restrict returning right rollback row rows savepoint select set table temp temporary then ties to transaction trigger unbounded union unique update using vacuum values view virtual when where window with without".split(
-    " ",
-  ),
-);
 
 /**
  * The SQLite name of a WikiSQL header: lower case, `#` as `num` and `%` as `pct`, other runs of
@@ -139,7 +132,7 @@ export function sqlName(raw: string, prefix: string): string {
     .replace(/[^a-z0-9]+/g, "_")
     .replace(/^_+|_+$/g, "");
   if (s === "") s = prefix.replace(/_$/, "");
-  if (/^\d/.test(s) || RESERVED.has(s)) s = `${prefix}${s}`;
+  if (/^\d/.test(s) || SQLITE_KEYWORDS.has(s.toUpperCase())) s = `${prefix}${s}`;
   return s;
 }
 
@@ -162,7 +155,7 @@ export function parseWikiSql(
   let i = 0;
   if (toks[i++] !== "SELECT") return "unparsed-sql";
   let agg: WikiAgg = "";
-  if (AGGS.has(toks[i]!) && toks[i + 1] !== "FROM") agg = toks[i++] as WikiAgg;
+  if (AGGREGATES.has(toks[i]!) && toks[i + 1] !== "FROM") agg = toks[i++] as WikiAgg;
   const select = columnToken(toks[i++] ?? "");
   if (!select) return "unparsed-sql";
   if (toks.slice(i, i + 4).join(" ") !== "FROM TABLE AS TABLEalias0") return "unparsed-sql";

@@ -155,7 +155,7 @@ function weightsFor(rng: Rng, values: string[]): { value: string; weight: number
   return values.map((value) => ({ value, weight: 1 + Math.floor(rng.next() * 9) }));
 }
 
-/** Singular table names that SQLite would read as keywords; such a table takes its plural. */
+/** The five singular table names of the domains that SQLite will not take bare (no keyword fallback); such a table takes its plural. Not the whole keyword list (src/sql SQLITE_KEYWORDS): "release" is a keyword SQLite takes as a name, and the seeded databases keep it. */
 const SQL_KEYWORDS = new Set(["order", "group", "table", "index", "select"]);
 
 /** Chooses names, encodings and value sets for one database of a domain. */

@@ -17,9 +17,9 @@
  * Pure and schema-only: the grammar keeps the syntax and the names inside the schema; this only
  * judges which of the schema's names can go where.
  */
-import { KEYWORD_LIKE, RESERVED, REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar.js";
+import { REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar-types.js";
 import { indexOfTag } from "./parse.js";
-import { lexSql, type SqlToken } from "../sql/index.js";
+import { COMPOUND_WORDS, FROM_ENDS, JOIN_WORDS, KEYWORD_LIKE, lexSql, SQLITE_KEYWORDS, type SqlToken } from "../sql/index.js";
 
 /** Whether `text` holds a control character other than tab, newline and carriage return. */
 function hasControl(text: string): boolean {
@@ -34,13 +34,10 @@ function hasControl(text: string): boolean {
 const MAX_TABLES = 4;
 
 /** Words that may follow a table in a FROM list without ending it. */
-const FROM_CONTINUES = ["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "NATURAL", "OUTER", "ON", "AS", "USING", "T1", "T2", "T3", "T4"];
-
-/** The join keywords among them. */
-const JOIN_WORDS = new Set(FROM_CONTINUES.slice(0, 8));
+const FROM_CONTINUES = [...JOIN_WORDS, "ON", "AS", "USING", "T1", "T2", "T3", "T4"];
 
 /** Words that end a FROM list. */
-const CLAUSE_ENDS = new Set(["WHERE", "GROUP", "ORDER", "LIMIT", "HAVING", "UNION", "INTERSECT", "EXCEPT", "WINDOW"]);
+const CLAUSE_ENDS: ReadonlySet<string> = new Set([...FROM_ENDS, ...COMPOUND_WORDS]);
 
 type LexKind = "word" | "quoted" | "string" | "number" | "punct" | "op" | "end";
 interface Lex {
@@ -325,7 +322,7 @@ export class NameBinding {
 
   private isKeyword(word: string): boolean {
     const upper = word.toUpperCase();
-    return RESERVED.has(upper) || (KEYWORD_LIKE.has(upper) && !this.columns.has(word.toLowerCase()) && !this.byName.has(word.toLowerCase()));
+    return SQLITE_KEYWORDS.has(upper) || (KEYWORD_LIKE.has(upper) && !this.columns.has(word.toLowerCase()) && !this.byName.has(word.toLowerCase()));
   }
 
   private walk(toks: Lex[], complete: boolean): void {

@@ -27,7 +27,7 @@
 import { lexSql, sqlScopes, type SqlScopes, type SqlToken, type SqlValue } from "../sql/index.js";
 import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
 import { bindings, datePattern, detectDateFormat, type NamedValue, type ReadRows } from "./literals.js";
-import type { RewriteRule } from "./rewrites.js";
+import type { RewriteRule } from "./rewrite-types.js";
 
 declare module "../events/index.js" {
   interface RepairFixes {

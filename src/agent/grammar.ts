@@ -28,15 +28,10 @@
 import type { PromptFamily } from "./types.js";
 import { TABLE_ALIASES, UNANSWERABLE_MARKER } from "./prompts.js";
 import type { NameBinding } from "./binding.js";
-import { lexSql, type SqlToken } from "../sql/index.js";
+import { KEYWORD_LIKE, lexSql, SQL_FUNCTIONS, SQL_TYPE_NAMES, SQLITE_KEYWORDS, UNARY_FUNCTIONS, type SqlToken } from "../sql/index.js";
+import { REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar-types.js";
 
-/** The identifiers of a database: its tables and each table's columns. */
-export interface SchemaNames {
-  tables: { name: string; columns: string[] }[];
-}
-
-/** Which generate segment a grammar covers (see the module doc). */
-export type GrammarStart = "first" | "segment" | "final-body" | "final-from" | "probe-from";
+export { REEX_SKELETON, type GrammarSkeleton, type GrammarStart, type SchemaNames } from "./grammar-types.js";
 
 /** The grammars a constrained rollout uses: the first segment, later segments, and the body of a forced final. */
 export interface SegmentGrammars {
@@ -52,64 +47,6 @@ export interface SegmentGrammars {
   /** Also keep the SQL's names bound to its FROM lists as it is drawn (see binding.ts); default none. */
   binding?: NameBinding;
 }
-
-/** Keywords that must be quoted to be used as identifiers (and that the identifier check ignores). */
-export const RESERVED = new Set(
-  (
-    "ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE BEGIN BETWEEN BY CASCADE CASE CAST " +
-    "CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE CROSS CURRENT CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DATABASE " +
-    "DEFAULT DEFERRABLE DEFERRED DELETE DESC DETACH DISTINCT DO DROP EACH ELSE END ESCAPE EXCEPT EXCLUDE EXCLUSIVE EXISTS EXPLAIN " +
-    "FAIL FILTER FIRST FOLLOWING FOR FOREIGN FROM FULL GENERATED GLOB GROUP GROUPS HAVING IF IGNORE IMMEDIATE IN INDEX INDEXED " +
-    "INITIALLY INNER INSERT INSTEAD INTERSECT INTO IS ISNULL JOIN KEY LAST LEFT LIKE LIMIT MATCH MATERIALIZED NATURAL NO NOT " +
-    "NOTHING NOTNULL NULL NULLS OF OFFSET ON OR ORDER OTHERS OUTER OVER PARTITION PLAN PRAGMA PRECEDING PRIMARY QUERY RAISE " +
-    "RANGE RECURSIVE REFERENCES REGEXP REINDEX RELEASE RENAME REPLACE RESTRICT RETURNING RIGHT ROLLBACK ROW ROWS SAVEPOINT " +
-    "SELECT SET TABLE TEMP TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION UNIQUE UPDATE USING VACUUM VALUES VIEW " +
-    "VIRTUAL WHEN WHERE WINDOW WITH WITHOUT"
-  ).split(" "),
-);
-
-/** Functions the grammar offers (aggregates, string, numeric and date functions of SQLite). */
-const FUNCTIONS = [
-  "COUNT",
-  "SUM",
-  "AVG",
-  "MIN",
-  "MAX",
-  "TOTAL",
-  "GROUP_CONCAT",
-  "ABS",
-  "ROUND",
-  "LENGTH",
-  "UPPER",
-  "LOWER",
-  "SUBSTR",
-  "SUBSTRING",
-  "TRIM",
-  "LTRIM",
-  "RTRIM",
-  "REPLACE",
-  "INSTR",
-  "COALESCE",
-  "IFNULL",
-  "NULLIF",
-  "IIF",
-  "STRFTIME",
-  "DATE",
-  "TIME",
-  "DATETIME",
-  "JULIANDAY",
-  "TYPEOF",
-  "PRINTF",
-  "FORMAT",
-  "HEX",
-  "UNICODE",
-  "CHAR",
-];
-
-/** The functions of {@link FUNCTIONS} that take exactly one argument; the others take one or more. */
-const UNARY_FUNCTIONS = new Set(["COUNT", "SUM", "AVG", "TOTAL", "ABS", "LENGTH", "UPPER", "LOWER", "TYPEOF", "HEX", "UNICODE"]);
-
-const TYPES = ["INTEGER", "INT", "REAL", "TEXT", "NUMERIC", "FLOAT", "DOUBLE", "DECIMAL", "BLOB", "DATE"];
 
 /** A GBNF string literal for `s`. */
 function lit(s: string): string {
@@ -133,7 +70,7 @@ function ruleName(word: string): string {
 
 /** True when `name` may appear unquoted in SQLite. */
 function isBare(name: string): boolean {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !RESERVED.has(name.toUpperCase());
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !SQLITE_KEYWORDS.has(name.toUpperCase());
 }
 
 /** The spellings of one identifier: bare (when allowed), "double-quoted", `backticked`, [bracketed]. */
@@ -357,22 +294,6 @@ export interface ColumnLiterals {
   values: readonly string[];
 }
 
-/** A protocol's tag skeleton: the markers around reasoning, probes and the answer (a model profile is one). */
-export interface GrammarSkeleton {
-  think?: { open: string; close: string };
-  probe?: { open: string; close: string };
-  answer: { open: string; close: string };
-  /** Whether the answer may be `UNANSWERABLE: reason`. Default true. */
-  unanswerable?: boolean;
-}
-
-/** The ReEx tags: `<think>`, `<intermediate_sql>`, `<final_sql>`. */
-export const REEX_SKELETON: GrammarSkeleton = {
-  think: { open: "<think>", close: "</think>" },
-  probe: { open: "<intermediate_sql>", close: "</intermediate_sql>" },
-  answer: { open: "<final_sql>", close: "</final_sql>" },
-};
-
 /** Options of {@link buildGrammar}. */
 export interface GrammarOptions extends GrammarBounds {
   /** Which segment the grammar covers. Default "segment". */
@@ -558,15 +479,15 @@ function tokenRules(schema: SchemaNames, skeleton: GrammarSkeleton, maxThink: nu
     `count-star ::= ${sql.kw("COUNT")} ows "(" ows "*" ows ")"`,
     ...trieRules(
       "func-1",
-      FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
+      SQL_FUNCTIONS.filter((f) => UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
     ),
     ...trieRules(
       "func-n",
-      FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
+      SQL_FUNCTIONS.filter((f) => !UNARY_FUNCTIONS.has(f)).flatMap((f) => [f, f.toLowerCase()]),
     ),
     ...trieRules(
       "type-name",
-      TYPES.flatMap((t) => [t, t.toLowerCase()]),
+      SQL_TYPE_NAMES.flatMap((t) => [t, t.toLowerCase()]),
     ),
     `limit ::= ${sql.kw("LIMIT")} ws integer ((ws ${sql.kw("OFFSET")} ws | ows "," ows) integer)?`,
     `literal ::= number | string | ${sql.kw("NULL")}`,
@@ -833,27 +754,10 @@ export function buildSegmentGrammars(schema: SchemaNames, family: PromptFamily, 
   };
 }
 
-/** Keywords, functions and type names: words the identifier check does not take for names. */
-export const KEYWORD_LIKE = new Set([
-  ...RESERVED,
-  ...FUNCTIONS,
-  ...TYPES,
-  "TRUE",
-  "FALSE",
-  "NOCASE",
-  "BINARY",
-  "RTRIM",
-  "VARCHAR",
-  "CHARACTER",
-  "BOOLEAN",
-  "DATETIME",
-  "ROWID",
-]);
-
 /** `t` is the word `w` (given in upper case), in any case. */
 export const isWord = (t: SqlToken | undefined, w: string): boolean => !!t && t.kind === "word" && t.upper === w;
 
-const NOT_NAMES = new Set([...RESERVED, "TRUE", "FALSE"]);
+const NOT_NAMES = new Set([...SQLITE_KEYWORDS, "TRUE", "FALSE"]);
 
 /** `t` can name a table, column or alias: a quoted name, or a word that is no reserved keyword (nor TRUE/FALSE); a function's name counts (a table may have a `total`), so callers look for a following "(". */
 export const isName = (t: SqlToken | undefined): t is SqlToken => !!t && (t.kind === "quoted" || (t.kind === "word" && !NOT_NAMES.has(t.upper)));

@@ -23,7 +23,9 @@
  */
 import { sqlScopes, type SqlScopes, type SqlValue } from "../sql/index.js";
 import { identifierSpellings, isName, isString, isWord, quoteString, type SchemaNames } from "./grammar.js";
-import type { RewriteRule } from "./rewrites.js";
+import type { NamedValue, ReadRows, RewriteRule } from "./rewrite-types.js";
+
+export type { NamedValue, ReadRows } from "./rewrite-types.js";
 
 declare module "../events/index.js" {
   interface RepairFixes {
@@ -31,17 +33,6 @@ declare module "../events/index.js" {
     literals?: LiteralFix[];
   }
 }
-
-/** A value of the database that the question names (the prompt's matched values), with how surely (0–1]. */
-export interface NamedValue {
-  table: string;
-  column: string;
-  value: string;
-  score: number;
-}
-
-/** Runs a read-only query for {@link repairLiterals}: its rows, or undefined when it fails. */
-export type ReadRows = (sql: string) => Promise<SqlValue[][] | undefined>;
 
 /** Why a comparison was rewritten (see the module doc). */
 const LITERAL_FIX_RULES = ["date-format", "case", "variants", "named", "column"] as const;

@@ -9,7 +9,7 @@
  */
 import { sqlScopes, type SqlScopes, type SqlToken } from "../sql/index.js";
 import { identifierSpellings, isName, isWord, type SchemaNames } from "./grammar.js";
-import type { RewriteRule } from "./rewrites.js";
+import type { RewriteRule } from "./rewrite-types.js";
 
 declare module "../events/index.js" {
   interface RepairFixes {

@@ -1,5 +1,5 @@
 /** A fitted confidence model; written by scripts/fit-confidence.ts, do not edit by hand. */
-import type { ConfidenceModel } from "./confidence.js";
+import type { ConfidenceModel } from "./signals.js";
 
 /** Fitted on: 599 answers that ran (306 right) of 600 training-split questions (scripts/confidence-fit-set.py): 300 Spider train, 150 WikiSQL train, 150 Spider train questions asked of another Spider train database (unanswerable); tree-prune, 4 candidates, the shipped starter, defaults; L2 1. */
 export const FITTED_VOTE_MODEL: ConfidenceModel = {

@@ -1,5 +1,5 @@
 /** A fitted confidence model; written by scripts/fit-confidence.ts, do not edit by hand. */
-import type { ConfidenceModel } from "./confidence.js";
+import type { ConfidenceModel } from "./signals.js";
 
 /** Fitted on: 553 answers that ran (291 right) of 600 training-split questions (scripts/confidence-fit-set.py): 300 Spider train, 150 WikiSQL train, 150 Spider train questions asked of another Spider train database (unanswerable); greedy, the shipped starter, defaults; L2 1. */
 export const FITTED_MODEL: ConfidenceModel = {

@@ -10,39 +10,9 @@ import type { Candidate } from "./types.js";
 import { saysNothingMatched, type VoteOutcome } from "./vote.js";
 import { FITTED_MODEL } from "./confidence-model.js";
 import { FITTED_VOTE_MODEL } from "./confidence-model-vote.js";
+import { SIGNALS, type Confidence, type ConfidenceModel, type SignalName, type Signals } from "./signals.js";
 
-/** Each rewrite rule's signal (`repairedTables`, …: 1 when the rule changed the winner's final SQL), in the rules' order. */
-const REWRITE_SIGNALS: readonly RewriteSignal[] = REWRITE_RULES.map((r) => r.signal);
-
-/** The signals the confidence model reads, each in [0, 1]. */
-export const SIGNALS = [
-  "voteShare",
-  "voteMargin",
-  "single",
-  "emptyResult",
-  "allNull",
-  "rows",
-  ...REWRITE_SIGNALS,
-  "probeErrors",
-  "probes",
-  "fromRedraw",
-  "suspectCondition",
-  "ungrounded",
-] as const;
-
-/** One signal's name. */
-export type SignalName = (typeof SIGNALS)[number];
-
-/** The signals of one answer, by name. */
-export type Signals = Record<SignalName, number>;
-
-/** A fitted logistic model over {@link SIGNALS}: `p = σ(bias + Σ weight·signal)`. */
-export interface ConfidenceModel {
-  bias: number;
-  weights: Partial<Record<SignalName, number>>;
-  /** What it was fitted on, in words. */
-  fittedOn: string;
-}
+export { SIGNALS, type Confidence, type ConfidenceModel, type SignalName, type Signals } from "./signals.js";
 
 /** The shipped model for one decoded path (src/decoding/confidence-model.ts), fitted on greedy answers to training-split questions only. */
 export const CONFIDENCE_MODEL: ConfidenceModel = FITTED_MODEL;
@@ -53,18 +23,6 @@ export const VOTE_CONFIDENCE_MODEL: ConfidenceModel = FITTED_VOTE_MODEL;
 /** The shipped model that fits an answer's signals: {@link CONFIDENCE_MODEL} for one path, {@link VOTE_CONFIDENCE_MODEL} after a vote. */
 export function confidenceModelFor(signals: Signals): ConfidenceModel {
   return signals.single === 1 ? CONFIDENCE_MODEL : VOTE_CONFIDENCE_MODEL;
-}
-
-/** How sure an answer is, and why not more. */
-export interface Confidence {
-  /** Estimated chance that the answer is right, in [0, 1]; 0 when there is no SQL that ran. */
-  value: number;
-  /** The threshold under which the answer is marked not answerable. */
-  threshold: number;
-  /** What lowered it, in words, most first; empty when nothing did. */
-  doubts: string[];
-  /** The signals it was computed from; absent when there was no SQL to judge. */
-  signals?: Signals;
 }
 
 /** What {@link assessAnswer} reads of a finished decode. */

@@ -8,7 +8,7 @@ import type { TokenUsage } from "../policy/index.js";
 import type { BindingReport, FeedbackMode, PromptExample, PromptFamily, PromptTurn, RewriteFields } from "../agent/index.js";
 import type { Strategy } from "../config/index.js";
 import type { VoteOutcome } from "./vote.js";
-import type { Confidence } from "./confidence.js";
+import type { Confidence } from "./signals.js";
 
 /** The strategy list (src/config's `STRATEGIES`) and the agent's vocabulary, re-exported for callers of the decoder. */
 export { STRATEGIES, type Strategy } from "../config/index.js";

@@ -15,7 +15,7 @@ import type { Policy } from "../policy/index.js";
 import { openPostgresSource, parseSourceSetting, type PostgresSource } from "../pg/index.js";
 import { DatabaseRegistry, ExecutorPool, loadSchema, unregisterSource } from "../sql/index.js";
 import type { DatabaseEntry } from "../sql/index.js";
-import { PLACEHOLDER_MODEL, resolveModel, STARTER_MODEL } from "./model.js";
+import { PLACEHOLDER_MODEL, resolveModel, STARTER_MODEL, type ResolvedModel } from "./model.js";
 
 /** What every front end says of an answer the placeholder model wrote. */
 const PLACEHOLDER_NOTICE = `answered by a random-weight placeholder model (${PLACEHOLDER_MODEL}; no ${STARTER_MODEL} was found): its SQL is noise. Set policy.model to a text-to-SQL GGUF`;
@@ -33,8 +33,8 @@ export interface Runtime {
   describe: (entry: DatabaseEntry) => unknown;
   /** The PostgreSQL sources connected from `sql.postgres` and {@link RuntimeOptions.postgres}, in that order. */
   postgres: PostgresSource[];
-  /** Which model file was loaded and why: configured (`policy.model`), default (`policy.defaultModel`, pulled), starter, placeholder. */
-  model: { path: string; origin: "configured" | "default" | "starter" | "placeholder"; reason: string };
+  /** Which model file was loaded and why. */
+  model: ResolvedModel;
   /** The profile requests get when they name none, and why: `policy.profile`, or detected from the model's metadata. */
   profile: { id: ProfileId; reason: string };
   /** Whether requests that do not say are decoded constrained (`decoding.constrained` resolved against the model). */

@@ -8,7 +8,6 @@ import type { Config } from "../config/index.js";
 import { ReexError } from "../errors/index.js";
 import { PACKAGED_MODELS } from "../policy/index.js";
 import { buildTinyModel, writeFileAtomic } from "../policy/tooling.js";
-import type { Runtime } from "./index.js";
 
 /** File name of the project's own starter policy inside `policy.modelsDir`. */
 export const STARTER_MODEL = "reex-starter.gguf";
@@ -30,12 +29,19 @@ function defaultPackaged(name: string): (typeof PACKAGED_MODELS)[number] | undef
   return found;
 }
 
+/** Which model file was loaded and why: configured (`policy.model`), default (`policy.defaultModel`, pulled), starter, placeholder (a runtime's `model`). */
+export interface ResolvedModel {
+  path: string;
+  origin: "configured" | "default" | "starter" | "placeholder";
+  reason: string;
+}
+
 /**
  * Resolves the model to load: the configured one; else `policy.defaultModel` when it is pulled into
  * `modelsDir`; else the starter policy there (saying why when the default was wanted), else a
  * random-weight placeholder written there (so a fresh clone starts; its answers are meaningless).
  */
-export async function resolveModel(config: Config, log?: (m: string) => void): Promise<Runtime["model"]> {
+export async function resolveModel(config: Config, log?: (m: string) => void): Promise<ResolvedModel> {
   if (config.policy.model) return { path: config.policy.model, origin: "configured", reason: "policy.model" };
   const dir = resolve(config.policy.modelsDir);
   const packaged = defaultPackaged(config.policy.defaultModel);

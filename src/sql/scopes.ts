@@ -7,22 +7,8 @@
  * columns against a schema through it.
  */
 import { lexSql, type SqlToken } from "./lexer.js";
+import { COMPOUND_WORDS as COMPOUND, FROM_ENDS as FROM_END, JOIN_WORDS, QUERY_KEYWORDS as SQL_KEYWORDS, QUERY_STARTS as QUERY_START } from "./vocabulary.js";
 
-/** Words that are never column or table names unless quoted. */
-const SQL_KEYWORDS: ReadonlySet<string> = new Set(
-  (
-    "ALL AND AS ASC BETWEEN BY CASE CAST COLLATE CROSS CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP " +
-    "DESC DISTINCT ELSE END ESCAPE EXCEPT EXISTS FALSE FILTER FIRST FOLLOWING FROM FULL GLOB GROUP " +
-    "HAVING IN INDEXED INNER INTERSECT IS ISNULL JOIN LAST LEFT LIKE LIMIT MATCH MATERIALIZED NATURAL " +
-    "NOT NOTNULL NULL NULLS OFFSET ON OR ORDER OUTER OVER PARTITION PRECEDING RANGE RECURSIVE REGEXP " +
-    "RIGHT ROWS SELECT THEN TRUE UNBOUNDED UNION USING VALUES WHEN WHERE WINDOW WITH"
-  ).split(" "),
-);
-
-const QUERY_START = new Set(["SELECT", "WITH", "VALUES"]);
-const COMPOUND = new Set(["UNION", "INTERSECT", "EXCEPT"]);
-const FROM_END = new Set(["WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "WINDOW"]);
-const JOIN_WORDS = new Set(["JOIN", "LEFT", "RIGHT", "FULL", "INNER", "OUTER", "CROSS", "NATURAL"]);
 const NOT_ALIAS = new Set([...JOIN_WORDS, ...FROM_END, "ON", "USING", "INDEXED", "NOT", "AS", ...COMPOUND]);
 
 /** A bare word that is a keyword (never a name unless quoted). */

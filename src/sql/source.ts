@@ -1,14 +1,13 @@
 /**
  * The database source seam: what the loop needs from a database, whatever engine holds it. Two
- * implementations: a SQLite file ({@link SqliteFileSource}, the embedded default, run through the
+ * implementations: a SQLite file (`SqliteFileSource` in sqlite-source.ts, the embedded default, run through the
  * executor pool) and a PostgreSQL connection (src/pg). The rest of reex names a database by its
  * key (a SQLite file's path, or `postgres:<name>`), so the executor, `loadSchema` and the prompt
  * builder look a key up here and hand non-file sources their work.
  */
 import { ReexError } from "../errors/index.js";
-import type { DatabaseSchema } from "./schema.js";
-import { loadSchema } from "./schema.js";
-import type { ExecResult, ExecuteOptions, Executor } from "./types.js";
+import type { DatabaseSchema } from "./schema-types.js";
+import type { ExecResult, ExecuteOptions } from "./types.js";
 
 /** The engine behind a source. */
 export type SourceKind = "sqlite" | "postgres";
@@ -30,31 +29,6 @@ export interface DatabaseSource {
   valuesFile(): Promise<string>;
   /** Releases connections; the source answers EXECUTOR_UNAVAILABLE afterwards. */
   close(): Promise<void>;
-}
-
-/** A SQLite file queried through an {@link Executor} (the executor pool); the embedded default. */
-export class SqliteFileSource implements DatabaseSource {
-  readonly kind = "sqlite" as const;
-  readonly dialect = "SQLite";
-  constructor(
-    readonly key: string,
-    readonly name: string,
-    private readonly executor: Executor,
-  ) {}
-
-  execute(sql: string, options?: ExecuteOptions): Promise<ExecResult> {
-    return this.executor.execute(this.key, sql, options);
-  }
-
-  async loadSchema(): Promise<DatabaseSchema> {
-    return loadSchema(this.key);
-  }
-
-  async valuesFile(): Promise<string> {
-    return this.key;
-  }
-
-  async close(): Promise<void> {}
 }
 
 /** A source that is not a SQLite file, with the schema it last introspected (what the synchronous callers read). */
