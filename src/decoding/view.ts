@@ -2,6 +2,42 @@
 import { copyRewriteFields, type BindingReport, type RewriteFields } from "../agent/index.js";
 import type { Answer, Candidate } from "./types.js";
 
+/** Milliseconds as every answer and log line shows them: two decimals. */
+export function roundMs(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** The fields every front end's answer shares (REST, WebSocket final, MCP `ask`, `reex ask --json`), in the REST answer's order, with the front end's `result`. */
+export interface AnswerView<R> extends AnswerStatus {
+  sql: string | null;
+  /** Estimated chance that the answer is right, in [0, 1], three decimals; null from a decoder that does not compute it. */
+  confidence: number | null;
+  doubts?: string[];
+  notice?: string;
+  result: R;
+  candidates: CandidateView[];
+  winner: number | null;
+  decidedBy: Answer["decidedBy"];
+}
+
+/** The one view of a decoder answer that every front end builds its answer from; `result` is the final SQL's rows as the front end shows them. */
+export function answerView<R>(answer: Answer, result: R): AnswerView<R> {
+  const status = answerStatus(answer);
+  return {
+    sql: answer.sql,
+    answerable: status.answerable,
+    ...(status.reason !== undefined ? { reason: status.reason } : {}),
+    confidence: answer.confidence ? Math.round(answer.confidence.value * 1000) / 1000 : null,
+    ...(answer.confidence?.doubts.length ? { doubts: answer.confidence.doubts.slice() } : {}),
+    ...(status.error ? { error: status.error } : {}),
+    ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
+    result,
+    candidates: answer.candidates.map(candidateView),
+    winner: answer.winner,
+    decidedBy: answer.decidedBy,
+  };
+}
+
 /** How an answer stands for a client: answerable only when its final SQL ran and its confidence reaches the threshold, with the reason and the final SQL's error when not. */
 export interface AnswerStatus {
   answerable: boolean;

@@ -1,11 +1,11 @@
 /** How tool results look to an MCP client: JSON-safe rows, the answer's fields, and a short trace of the decode. */
-import { answerStatus, candidateView, type Answer, type CandidateView } from "../decoding/index.js";
+import { answerView, roundMs, type Answer, type AnswerView } from "../decoding/index.js";
 import { describeRewrites } from "../agent/index.js";
 import type { ReexEvent } from "../events/index.js";
-import type { ExecSuccess, SqlValue } from "../sql/index.js";
+import { jsonCell, type ExecSuccess, type JsonCell } from "../sql/index.js";
 
-/** A cell as MCP clients get it: safe integers as numbers, larger ones as strings, BLOBs as `{base64}`. */
-export type McpCell = string | number | null | { base64: string };
+/** A cell as MCP clients get it: src/sql's one encoding (`jsonCell`), as REST sends it. */
+export type McpCell = JsonCell;
 
 /** Rows of a query that ran. */
 export interface McpRows {
@@ -16,26 +16,8 @@ export interface McpRows {
   elapsedMs: number;
 }
 
-/** The `ask` tool's answer. */
-export interface McpAnswer {
-  sql: string | null;
-  /** False when the model declared the question unanswerable, the final SQL failed or there is none; `reason` says which. */
-  answerable: boolean;
-  reason?: string;
-  /** Estimated chance that the answer is right, in [0, 1]; null from a decoder that does not compute it. */
-  confidence: number | null;
-  /** What lowered the confidence, in words; absent when nothing did. */
-  doubts?: string[];
-  /** Set when a random-weight placeholder model wrote the answer: its SQL is noise. */
-  notice?: string;
-  /** The final SQL's rows; null when it failed or there is none. */
-  result: McpRows | null;
-  /** Why the final SQL failed, when it did. */
-  error?: { code: string; message: string };
-  candidates: CandidateView[];
-  winner: number | null;
-  /** How the vote chose the winner (the decoder's `decidedBy`). */
-  decidedBy: Answer["decidedBy"];
+/** The `ask` tool's answer: the one answer view ({@link answerView}) with its rows (with their time), a short trace, the token counts and the decode's timings. */
+export interface McpAnswer extends AnswerView<McpRows | null> {
   shortfall?: string;
   /** One line per probe, probe result, prune, candidate and vote, in order; at most {@link TRACE_LINES}. */
   trace: string[];
@@ -46,27 +28,15 @@ export interface McpAnswer {
 /** Lines kept in an answer's trace; later ones are summarised in one last line. */
 export const TRACE_LINES = 60;
 
-function cell(value: SqlValue | undefined): McpCell {
-  if (value === undefined || value === null) return null;
-  if (typeof value === "bigint") return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
-  if (value instanceof Uint8Array) return { base64: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
-  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
-  return value;
-}
-
 /** A successful execution as a tool returns it. */
 export function rowsOf(result: ExecSuccess): McpRows {
   return {
     columns: result.columns,
-    rows: result.rows.map((r) => r.map(cell)),
+    rows: result.rows.map((r) => r.map(jsonCell)),
     rowCount: result.rowCount,
     truncated: result.truncated,
-    elapsedMs: round(result.elapsedMs),
+    elapsedMs: roundMs(result.elapsedMs),
   };
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
 
 function clip(text: string, max = 300): string {
@@ -121,26 +91,15 @@ export class TraceCollector {
 
 /** The `ask` tool's view of a decoder answer. */
 export function answerOf(answer: Answer, trace: string[]): McpAnswer {
-  const status = answerStatus(answer);
   const out: McpAnswer = {
-    sql: answer.sql,
-    answerable: status.answerable,
-    confidence: answer.confidence ? Math.round(answer.confidence.value * 1000) / 1000 : null,
-    ...(answer.confidence?.doubts.length ? { doubts: answer.confidence.doubts.slice() } : {}),
-    ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
-    result: answer.result?.ok ? rowsOf(answer.result) : null,
-    candidates: answer.candidates.map(candidateView),
-    winner: answer.winner,
-    decidedBy: answer.decidedBy,
+    ...answerView(answer, answer.result?.ok ? rowsOf(answer.result) : null),
     trace,
     usage: { promptTokens: answer.usage.promptTokens, evaluatedTokens: answer.usage.evaluatedTokens, generatedTokens: answer.usage.generatedTokens },
     timings: {
-      totalMs: round(answer.timings.totalMs),
-      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}),
+      totalMs: roundMs(answer.timings.totalMs),
+      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: roundMs(answer.timings.firstTokenMs) } : {}),
     },
   };
-  if (status.error) out.error = status.error;
-  if (status.reason !== undefined) out.reason = status.reason;
   if (answer.shortfall !== undefined) out.shortfall = answer.shortfall;
   return out;
 }

@@ -17,7 +17,7 @@ import {
   type CallToolResult,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { createPromptBuilder, type PromptBuilder } from "../decoding/index.js";
+import { createPromptBuilder, roundMs, type PromptBuilder } from "../decoding/index.js";
 import { capMessage, ReexError, issuesFrom } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
 import { createTools, promptStyle, schemaText, type ToolContext, type ToolOutput } from "./tools.js";
@@ -127,7 +127,7 @@ export function createMcpServer(deps: McpDeps): Server {
     try {
       const out = await tool.run(parsed.data, ctx);
       await sent;
-      deps.log?.info({ tool: name, ...(database ? { database } : {}), ms: round(performance.now() - started), ...live(deps) }, "mcp tool answered");
+      deps.log?.info({ tool: name, ...(database ? { database } : {}), ms: roundMs(performance.now() - started), ...live(deps) }, "mcp tool answered");
       return success(out);
     } catch (err) {
       const e =
@@ -140,7 +140,7 @@ export function createMcpServer(deps: McpDeps): Server {
         deps.log?.error({ tool: name, errName: (err as Error)?.name, stack: (err as Error)?.stack?.split("\n").slice(0, 8).join("\n") }, "mcp tool failed");
       else
         deps.log?.info(
-          { tool: name, ...(database ? { database } : {}), code: e.code, ms: round(performance.now() - started), ...live(deps) },
+          { tool: name, ...(database ? { database } : {}), code: e.code, ms: roundMs(performance.now() - started), ...live(deps) },
           "mcp tool refused",
         );
       return failure(e);
@@ -183,8 +183,4 @@ const RESOURCE_NOT_FOUND = -32002;
 
 function live(deps: McpDeps): { liveTrajectories?: number } {
   return deps.liveTrajectories ? { liveTrajectories: deps.liveTrajectories() } : {};
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }

@@ -4,7 +4,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { rewritesIn } from "../agent/index.js";
-import { answerStatus, candidateView, type Answer, type AnswerRequest } from "../decoding/index.js";
+import { answerView, roundMs, type Answer, type AnswerRequest } from "../decoding/index.js";
 import { ReexError } from "../errors/index.js";
 import type { EventSink, ReexEvent } from "../events/index.js";
 import { jsonResult, jsonSafe } from "./json.js";
@@ -72,20 +72,10 @@ function raceAbort<T>(job: Promise<T>, signal: AbortSignal): Promise<T> {
 /** The answer's fields other than its teaching ones ({@link taughtFields}). */
 type ShapedAnswer = Omit<SqlResponse, "answerId" | "examples" | "conversation">;
 
-function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, timings: { totalMs: number; queueMs: number }): ShapedAnswer {
-  const status = answerStatus(answer);
+/** The REST and WebSocket answer: {@link answerView} with the API's rows, the usage and the server's timings. */
+export function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, timings: { totalMs: number; queueMs: number }): ShapedAnswer {
   const out: ShapedAnswer = {
-    sql: answer.sql,
-    answerable: status.answerable,
-    ...(status.reason !== undefined ? { reason: status.reason } : {}),
-    confidence: answer.confidence ? Math.round(answer.confidence.value * 1000) / 1000 : null,
-    ...(answer.confidence?.doubts.length ? { doubts: answer.confidence.doubts.slice() } : {}),
-    ...(status.error ? { error: status.error } : {}),
-    ...(answer.notice !== undefined ? { notice: answer.notice } : {}),
-    result: jsonResult(answer.result),
-    candidates: answer.candidates.map(candidateView),
-    winner: answer.winner,
-    decidedBy: answer.decidedBy,
+    ...answerView(answer, jsonResult(answer.result)),
     usage: {
       promptTokens: answer.usage.promptTokens,
       evaluatedTokens: answer.usage.evaluatedTokens,
@@ -100,10 +90,10 @@ function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, tim
         : {}),
     },
     timings: {
-      totalMs: round(timings.totalMs),
-      queueMs: round(timings.queueMs),
-      decodeMs: round(answer.timings.totalMs),
-      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: round(answer.timings.firstTokenMs) } : {}),
+      totalMs: roundMs(timings.totalMs),
+      queueMs: roundMs(timings.queueMs),
+      decodeMs: roundMs(answer.timings.totalMs),
+      ...(answer.timings.firstTokenMs !== undefined ? { firstTokenMs: roundMs(answer.timings.firstTokenMs) } : {}),
     },
   };
   if (answer.shortfall !== undefined) out.shortfall = answer.shortfall;
@@ -111,8 +101,10 @@ function shape(answer: Answer, trace: Record<string, unknown>[] | undefined, tim
   return out;
 }
 
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
+/** What the "answered" log line says of the answer, as the client gets it: answerable, and the confidence when there is one. */
+function loggedView(answer: Answer): { answerable: boolean; confidence?: number } {
+  const view = answerView(answer, null);
+  return { answerable: view.answerable, ...(view.confidence !== null ? { confidence: view.confidence } : {}) };
 }
 
 /** Options of one queued decode: {@link AnswerOptions} plus what the log lines say about the request. */
@@ -198,12 +190,11 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
       {
         ...summary,
         sqlChars: answer.sql?.length ?? 0,
-        // what the client gets: answerStatus applies the confidence threshold and the final SQL's error
-        answerable: answerStatus(answer).answerable,
-        ...(answer.confidence ? { confidence: Math.round(answer.confidence.value * 1000) / 1000 } : {}),
+        // what the client gets: the answer view applies the confidence threshold and the final SQL's error
+        ...loggedView(answer),
         winner: answer.winner,
-        queueMs: round(started - accepted),
-        totalMs: round(now - accepted),
+        queueMs: roundMs(started - accepted),
+        totalMs: roundMs(now - accepted),
         ...(logSql ? { sql: answer.sql } : {}),
       },
       "answered",
@@ -211,7 +202,7 @@ export async function decodeQueued(state: ServerState, request: AnswerRequest, o
     return { answer, queueMs: started - accepted, totalMs: now - accepted };
   } catch (err) {
     const code = err instanceof ReexError ? err.code : "INTERNAL";
-    options.log.info({ ...summary, code, totalMs: round(performance.now() - accepted) }, "not answered");
+    options.log.info({ ...summary, code, totalMs: roundMs(performance.now() - accepted) }, "not answered");
     throw err;
   } finally {
     clearTimeout(timer);

@@ -1,19 +1,13 @@
 /** JSON-safe views of SQL values and events (bigints and BLOBs do not survive JSON.stringify). */
 import type { z } from "zod";
-import type { ExecResult, SqlValue } from "../sql/index.js";
+import { jsonCell as sqlJsonCell, type ExecResult, type SqlValue } from "../sql/index.js";
 import type { cellSchema, resultSchema } from "./schemas.js";
 
-/** A cell as the API sends it: safe integers as numbers, larger bigints as strings, BLOBs as `{base64}`. */
+/** A cell as the API sends it (src/sql's one encoding, which `cellSchema` describes). */
 export type JsonCell = z.output<typeof cellSchema>;
 
-/** Converts one SQLite value to its JSON form. */
-export function jsonCell(value: SqlValue | undefined): JsonCell {
-  if (value === undefined || value === null) return null;
-  if (typeof value === "bigint") return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
-  if (value instanceof Uint8Array) return { base64: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
-  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
-  return value;
-}
+/** Converts one SQLite value to its JSON form: src/sql's `jsonCell`, checked here against the API's schema. */
+export const jsonCell: (value: SqlValue | undefined) => JsonCell = sqlJsonCell;
 
 /** A successful execution as the API shows it; null for failures and missing results. */
 export function jsonResult(result: ExecResult | undefined): z.output<typeof resultSchema> | null {

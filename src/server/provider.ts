@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifySchemaCompiler, FastifySerializerCompiler,
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FastifyBaseLogger } from "fastify";
 import type { z } from "zod";
+import { ReexError, issuesFrom } from "../errors/index.js";
 import { parseWith } from "./schemas.js";
 
 /** Types a route's parts from its zod schemas. */
@@ -36,8 +37,20 @@ export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> =
   };
 
 /**
- * Serializes every response with JSON.stringify, as fastify does for a route without a response
- * schema: a registered response schema types and documents the body but never reshapes it
- * (fastify's default, fast-json-stringify, would drop undocumented fields and coerce types).
+ * Serializes every response with JSON.stringify after checking it against the route's response
+ * schema for its status: a body the schema refuses is a server bug, thrown as INTERNAL (the error
+ * handler answers 500) rather than sent. The check never reshapes the body: what is sent is the
+ * body as built, not the schema's output (fastify's default, fast-json-stringify, would drop
+ * undocumented fields and coerce types).
  */
-export const jsonSerializerCompiler: FastifySerializerCompiler<z.ZodType> = () => (data) => JSON.stringify(data);
+export const jsonSerializerCompiler: FastifySerializerCompiler<z.ZodType> =
+  ({ schema, url, httpStatus }) =>
+  (data) => {
+    if (typeof (schema as Partial<z.ZodType> | undefined)?.safeParse === "function") {
+      const checked = schema.safeParse(data);
+      if (!checked.success) {
+        throw new ReexError("INTERNAL", `the response of ${url} (${httpStatus}) does not match its schema`, { issues: issuesFrom(checked.error.issues) });
+      }
+    }
+    return JSON.stringify(data);
+  };

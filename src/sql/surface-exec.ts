@@ -4,3 +4,4 @@ export { ExecutorPool, closeDirectConnections, executeDirect } from "./executor.
 export { DatabaseRegistry, checkDatabasePath, type DatabaseEntry } from "./registry.js";
 export { dialectOf, registerSource, sourceFor, unregisterSource, type ExternalSource } from "./source.js";
 export { ExampleStore, type VerifiedExample } from "./examples.js";
+export { jsonCell, type JsonCell } from "./json-cell.js";
