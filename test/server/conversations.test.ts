@@ -91,7 +91,12 @@ describe("conversations", () => {
   it("keeps an answer citable by its id for its key and database only, for teach.answerTtlMs", async () => {
     const { app: a, db } = await start({ answerTtlMs: 1000 });
     // the first example starts the executor pool, which takes longer than the answers are kept here
-    const warm = await a.inject({ method: "POST", url: `/v1/databases/${db}/examples`, headers: bearer(KEY_A), payload: { question: "warm", sql: "SELECT 1" } });
+    const warm = await a.inject({
+      method: "POST",
+      url: `/v1/databases/${db}/examples`,
+      headers: bearer(KEY_A),
+      payload: { question: "warm", sql: "SELECT 1" },
+    });
     expect(warm.statusCode).toBe(201);
     const { answerId } = (await ask(a, KEY_A, { database: db, question: "Who is older than 30?" })).json();
     expect(answerId).toMatch(/^ans-/);
