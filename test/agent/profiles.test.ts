@@ -239,6 +239,11 @@ describe("profile selection", () => {
     expect(detectProfile({ name: "SkyRL SQL 7B" })).toMatchObject({ profile: { id: "skyrl-sql" }, reason: expect.stringContaining("general.name") });
     expect(detectProfile({ basename: "OmniSQL", name: "Omnisql 7B" }).profile.id).toBe("omnisql");
     expect(detectProfile({ name: "Qwen2.5 Coder 7B Instruct" }).profile.id).toBe("omnisql");
+    // the 0.5B answers more in the ReEx protocol (the generic profile) than in its native prompt
+    expect(detectProfile({ name: "Qwen2.5 Coder 0.5B Instruct AWQ", basename: "Qwen2.5-Coder" }).profile.id).toBe("generic");
+    expect(detectProfile({ name: "Qwen2.5 Coder 0.5B Instruct AWQ" }).reason).toMatch(
+      /general\.name "Qwen2\.5 Coder 0\.5B Instruct AWQ" names Qwen2\.5-Coder-0\.5B/,
+    );
     expect(detectProfile({ name: "XiYanSQL-QwenCoder-7B-2504" }).profile.id).toBe("omnisql");
     expect(detectProfile({ name: "Arctic-Text2SQL-R1-7B" }).profile.id).toBe("think-answer");
     expect(detectProfile({ file: "SQL-R1-7B.Q4_K_M.gguf" })).toMatchObject({ profile: { id: "think-answer" }, reason: expect.stringContaining("file name") });

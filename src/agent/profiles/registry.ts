@@ -54,6 +54,8 @@ export interface ProfileChoice {
 const NAME_RULES: readonly { pattern: RegExp; id: ProfileId; label: string }[] = [
   { pattern: /skyrl/, id: "skyrl-sql", label: "SkyRL-SQL" },
   { pattern: /arctic-?text2sql|sql-?r1|think2sql|cognisql/, id: "think-answer", label: "a think/answer SQL model (Arctic-R1, SQL-R1, Think2SQL)" },
+  // measured (docs/benchmarks.md, "The default model"): at 0.5B the ReEx tags beat the native ```sql prompt
+  { pattern: /qwen-?2\.5-coder-0\.5b/, id: "generic", label: "Qwen2.5-Coder-0.5B, which answers more in the ReEx protocol than in its native prompt" },
   { pattern: /omnisql|xiyan|qwen2\.5-coder|qwen-2\.5-coder/, id: "omnisql", label: "OmniSQL, XiYan or Qwen2.5-Coder" },
   { pattern: /^reex|[-/]reex/, id: "reex", label: "a reex model" },
 ];
