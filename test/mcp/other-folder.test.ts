@@ -24,7 +24,7 @@ async function startIn(cwd: string, args: string[] = []): Promise<{ client: Clie
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("REEX_"))) as Record<string, string>;
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ["--import", TSX, join(ROOT, "src", "cli.ts"), "mcp", "--policy.threads", "1", ...args],
+    args: ["--import", TSX, join(ROOT, "src", "cli.ts"), "mcp", "--policy.threads", "1", "--policy.defaultModel", "starter", ...args],
     cwd,
     env,
     stderr: "pipe",
