@@ -7,7 +7,7 @@
  * outside the schema (total, and share of SQL statements, probes and finals, with any), executed
  * probes and their outcome categories, stop reasons and sampled tokens; and last, the time a
  * sampled token took with the grammar, with and without log-probabilities, and without it (what
- * tree decoding's log-probabilities cost behind a grammar: see src/policy/internals.ts), and with
+ * tree decoding's log-probabilities cost behind a grammar: see src/policy/direct-decode.ts), and with
  * the name binding (src/agent/binding.ts) as the server runs it by default (`decoding.bindNames`
  * "from", FROM lists drawn again: `decoding.redrawFrom`) against the same grammar without it.
  * Times are side by side: after one untimed rollout per mode, the modes take turns, rollout by

@@ -4,7 +4,7 @@
  *
  *   - llama.cpp's `llama-batched-bench` (decode only: random tokens, no sampling; prompt shared);
  *   - node-llama-cpp alone: `sequence.evaluate` on sequences that hold the prompt, sampling as reex
- *     does (the whole vocabulary, no top-k: see WHOLE_VOCABULARY_TOP_K in src/policy/internals.ts);
+ *     does (the whole vocabulary, no top-k: see WHOLE_VOCABULARY_TOP_K in src/policy/direct-decode.ts);
  *   - reex's policy: `start`, `n × fork`, `generate({stop: [], maxTokens})` on every fork, without
  *     log-probs (as a greedy answer is served) and with them (as the trainer and voting sample);
  *   - reex's full rollout on every fork: stop strings, executed probes, injected feedback, events.
@@ -64,7 +64,7 @@ import { buildPrompt, rollout, type RolloutResult, OWN_ANSWERS, resolveRolloutOp
 import type { ReexEvent } from "../src/events/index.js";
 import { buildExamples } from "../src/examples/index.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type StepCost, type Trajectory } from "../src/policy/index.js";
-import { WHOLE_VOCABULARY_TOP_K } from "../src/policy/internals.js";
+import { WHOLE_VOCABULARY_TOP_K } from "../src/policy/direct-decode.js";
 import { packageRoot } from "../src/paths/index.js";
 import { ExecutorPool, loadSchema, schemaPrompt } from "../src/sql/index.js";
 

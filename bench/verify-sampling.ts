@@ -3,7 +3,7 @@
  * step's token and k − 1 drafted ones), samples the k positions one after another with one sampler
  * (what a sampled draft must do, and what the direct decode step did for every draft before) and
  * all at once with one greedy sampler each (what it now does for greedy drafts without a grammar,
- * src/policy/internals.ts), alternating the two, side by side in one run. node-llama-cpp only.
+ * src/policy/direct-decode.ts), alternating the two, side by side in one run. node-llama-cpp only.
  *
  *   npx tsx bench/verify-sampling.ts [--model PATH] [--context 1200] [--rounds 40] [--threads 1] [--gpu cpu|cuda]
  *

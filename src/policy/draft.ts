@@ -4,7 +4,7 @@
  * in its own text (what it sampled and what was appended: probes and their results), in its
  * prompt (schema, matched values, question) and in the text of earlier trajectories on the same
  * prompt prefix ({@link DraftHistory}). The decode step verifies a draft against the model
- * (internals.ts); this module proposes drafts and sizes them.
+ * (direct-decode.ts); this module proposes drafts and sizes them.
  *
  * A draft's size comes from two measurements, not a fixed rule: how many drafted tokens matches of
  * the same kind (own text or prompt, by match length) had accepted lately, per policy, and what a

@@ -8,17 +8,15 @@ import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGramm
 import { ReexError } from "../errors/index.js";
 import { type DraftingState, type HistoryScopeOptions, NgramDrafter } from "./draft.js";
 import {
-  asTokens,
-  beginSequenceCopy,
   directSampling,
-  sequenceIdOf,
   SORTED_WHOLE_VOCABULARY_TOP_K,
   WHOLE_VOCABULARY_TOP_K,
   type DirectSamplingOptions,
   type Draft,
   type SampledToken,
   type StepTokens,
-} from "./internals.js";
+} from "./direct-decode.js";
+import { asTokens, beginSequenceCopy, sequenceIdOf } from "./kv-schedule.js";
 import type { StepBarrier } from "./steps.js";
 import { emptyResult, IncrementalText, samplingSettings, StopMatcher } from "./stop.js";
 import type { GenerateOptions, GenerateResult, StopReason, TokenRecord, TokenUsage, Trajectory } from "./types.js";
@@ -446,7 +444,7 @@ export class LlamaTrajectory implements Trajectory {
   }
 
   /**
-   * With the scheduled KV copy (see internals.ts) the child is returned before its copy has run: the
+   * With the scheduled KV copy (see kv-schedule.ts) the child is returned before its copy has run: the
    * copy is ordered before any later decode, so this trajectory may go on at once, and the child's
    * own calls wait for the copy (re-evaluating the tokens if it failed).
    */

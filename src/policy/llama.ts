@@ -27,17 +27,10 @@ import { resolveModelUri } from "./download.js";
 import { ggufHeaderProblem } from "./gguf.js";
 import { DraftingState, type DraftShape } from "./draft.js";
 import { GrammarCache } from "./grammar.js";
-import {
-  asTokens,
-  copySequenceState,
-  decodeBatchCount,
-  decodeStepCosts,
-  enableDirectDecode,
-  enableScheduledKvOps,
-  kvCopySupport,
-  preferSequenceIds,
-} from "./internals.js";
+import { decodeStepCosts, enableDirectDecode } from "./direct-decode.js";
+import { asTokens, copySequenceState, decodeBatchCount, enableScheduledKvOps, kvCopySupport, preferSequenceIds } from "./kv-schedule.js";
 import { LlamaTrajectory, type TrajectoryHost } from "./llama-trajectory.js";
+import { SequenceWaiters } from "./waiters.js";
 import { PrefixCache } from "./prefix-cache.js";
 import { StepBarrier } from "./steps.js";
 import { contentOffset, mergeParts, piecesOf, promptFromParts, tokenizePieces } from "./prompt.js";
@@ -246,18 +239,14 @@ function trajectorySequence(context: LlamaContext, parent?: number): LlamaContex
   return context.getSequence({ contextShift: { strategy: noContextShift } });
 }
 
-interface Waiter {
-  resolve: (seq: LlamaContextSequence | null) => void;
-  reject: (err: unknown) => void;
-}
-
 /** The llama.cpp policy; see {@link createLlamaPolicy}. */
 class LlamaPolicy implements Policy, TrajectoryHost {
   private loaded: Loaded;
   private readonly cache = new PrefixCache<LlamaContextSequence>();
   private readonly grammars = new GrammarCache();
   private readonly live = new Set<LlamaTrajectory>();
-  private readonly waiters: Waiter[] = [];
+  /** Callers waiting for a free sequence; handed null when a reload drops the context they waited on. */
+  private readonly waiters = new SequenceWaiters<LlamaContextSequence | null>();
   private readonly inflightPrefixes = new Map<string, Promise<void>>();
   private readonly starting = new Set<Promise<unknown>>();
   private reloading: Promise<void> | undefined;
@@ -461,7 +450,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
 
   /** A free sequence for a new cache entry, evicting the oldest entry when the cache is full; never waits. */
   private async spareForCache(): Promise<LlamaContextSequence | undefined> {
-    if (!this.kvCopy || this.waiters.length > 0) return undefined;
+    if (!this.kvCopy || this.waiters.size > 0) return undefined;
     const max = this.options.maxCachedPrefixes ?? Math.max(1, Math.floor(this.loaded.context.totalSequences / 4));
     if (max <= 0) return undefined;
     if (this.cache.size >= max && !(await this.cache.evictOne())) return undefined;
@@ -477,42 +466,28 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       this.ensureOpen();
       if (signal?.aborted) throw new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal.reason });
       const context = this.loaded.context;
-      if (context.sequencesLeft > 0 && (mode === "now" || this.waiters.length === 0)) {
+      if (context.sequencesLeft > 0 && (mode === "now" || this.waiters.size === 0)) {
         return trajectorySequence(context, parent);
       }
       if (await this.cache.evictOne()) continue;
       if (mode === "now") {
         throw new ReexError("CONTEXT_EXHAUSTED", `all ${context.totalSequences} sequences are held by live trajectories`);
       }
-      return await new Promise<LlamaContextSequence | null>((resolve, reject) => {
-        const waiter: Waiter = {
-          resolve: (seq) => {
-            signal?.removeEventListener("abort", onAbort);
-            resolve(seq);
-          },
-          reject: (err) => {
-            signal?.removeEventListener("abort", onAbort);
-            reject(err);
-          },
-        };
-        const onAbort = (): void => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal?.reason }));
-        };
-        if (signal?.aborted) return onAbort();
-        signal?.addEventListener("abort", onAbort, { once: true });
-        this.waiters.push(waiter);
-      });
+      return await this.waiters.wait(signal);
     }
   }
 
   /** Disposes a sequence and hands a fresh one to the first waiter. */
   async releaseSequence(seq: LlamaContextSequence): Promise<void> {
     if (!seq.disposed) await seq.dispose();
+    this.handOutFree();
+  }
+
+  /** Hands free sequences to the waiters, first come first served, while both last. */
+  private handOutFree(): void {
     const context = this.loaded.context;
-    while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
-      this.waiters.shift()!.resolve(trajectorySequence(context));
+    while (this.waiters.size > 0 && !context.disposed && context.sequencesLeft > 0) {
+      this.waiters.handFirst(trajectorySequence(context));
     }
   }
 
@@ -549,10 +524,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
       await run;
     } finally {
       this.reloading = undefined;
-      const context = this.loaded.context;
-      while (this.waiters.length > 0 && !context.disposed && context.sequencesLeft > 0) {
-        this.waiters.shift()!.resolve(trajectorySequence(context));
-      }
+      this.handOutFree();
     }
   }
 
@@ -561,7 +533,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     const modelSource = options.model ?? old.modelSource;
     const modelPath = options.model !== undefined ? await resolveModel(options.model, this.options) : old.modelPath;
     const lora = options.lora !== undefined ? await resolveLora(options.lora) : old.lora;
-    for (const w of this.waiters.splice(0)) w.resolve(null);
+    this.waiters.resolveAll(null);
     await this.dropAll();
     await old.context.dispose();
     if (modelPath === old.modelPath) {
@@ -597,7 +569,7 @@ class LlamaPolicy implements Policy, TrajectoryHost {
     if (this.closed) return;
     while (this.reloading) await this.reloading.catch(() => undefined);
     this.closed = true;
-    for (const w of this.waiters.splice(0)) w.reject(new ReexError("SHUTTING_DOWN", "the policy is closing"));
+    this.waiters.rejectAll(new ReexError("SHUTTING_DOWN", "the policy is closing"));
     await this.dropAll();
     await this.loaded.context.dispose();
     await this.loaded.model.dispose();
@@ -636,7 +608,7 @@ async function loadContext(
     );
   }
   // KV copies and sequence frees run between decode batches instead of waiting for generation on
-  // the whole context to pause (internals.ts); off on an unverified node-llama-cpp version.
+  // the whole context to pause (kv-schedule.ts); off on an unverified node-llama-cpp version.
   await enableScheduledKvOps(context);
   const steps = new StepBarrier(options.alignSteps !== false);
   if (options.directDecode !== false) enableDirectDecode(context, () => steps.generating);

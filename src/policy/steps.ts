@@ -1,7 +1,7 @@
 /**
  * Lines up the next-token requests of the trajectories generating on one context, so that they are
  * decoded in one batch (by node-llama-cpp's `evaluate`, or by the direct decode path in
- * internals.ts, which also starts a step as soon as all {@link StepBarrier.generating} have asked).
+ * direct-decode.ts, which also starts a step as soon as all {@link StepBarrier.generating} have asked).
  *
  * Why: node-llama-cpp's dispatch loop decodes whatever is queued when it looks again, right after a
  * batch's tokens are sampled. A sequence whose consumer asks for its next token a few microtasks

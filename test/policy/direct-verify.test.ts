@@ -1,5 +1,5 @@
 /**
- * How the direct decode step verifies a draft (src/policy/internals.ts): greedy sampling without a
+ * How the direct decode step verifies a draft (src/policy/direct-decode.ts): greedy sampling without a
  * grammar keeps no state between draws, so every drafted position is sampled at once, each with its
  * own native sampler; sampling at a temperature draws one position after another from one sampler
  * (its random draws must come in plain decoding's order). Counted on the native context's
@@ -8,7 +8,8 @@
 import { fileURLToPath } from "node:url";
 import { getLlama, type LlamaContext, type LlamaModel, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DirectSamplingOptions, directSampling, enableDirectDecode, enableScheduledKvOps } from "../../src/policy/internals.js";
+import { type DirectSamplingOptions, directSampling, enableDirectDecode } from "../../src/policy/direct-decode.js";
+import { enableScheduledKvOps } from "../../src/policy/kv-schedule.js";
 
 const STARTER = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
 const TEXT =

@@ -1,6 +1,6 @@
 /**
  * Trajectories generating on one context together have their next tokens decoded in one batch a
- * step (src/policy/steps.ts and the direct decode path in src/policy/internals.ts), where
+ * step (src/policy/steps.ts and the direct decode path in src/policy/direct-decode.ts), where
  * node-llama-cpp's evaluate alone decoded a late sequence in a batch of its own: counted through the
  * policy's decode batches on the real runtime.
  */

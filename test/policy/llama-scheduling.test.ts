@@ -1,11 +1,11 @@
 /**
  * KV copies (forks, prefix-cache hits) and sequence frees while other trajectories keep the context
- * busy: they run between decode batches (src/policy/internals.ts) instead of waiting for
+ * busy: they run between decode batches (src/policy/kv-schedule.ts) instead of waiting for
  * node-llama-cpp's dispatch loop to go idle, and cancelling frees sequences promptly.
  */
 import { getLlama, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { beginSequenceCopy, copySequenceState, enableScheduledKvOps, withContextLock } from "../../src/policy/internals.js";
+import { beginSequenceCopy, copySequenceState, enableScheduledKvOps, withContextLock } from "../../src/policy/kv-schedule.js";
 import { createLlamaPolicy, type Policy, type PromptSpec, type Trajectory } from "../../src/policy/index.js";
 import { ensureTestModel, testPolicyOptions } from "../helpers/model.js";
 

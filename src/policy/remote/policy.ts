@@ -23,6 +23,7 @@ import type { ChatMessage, ModelMetadata, Policy, PolicyInfo, PromptSpec, Trajec
 import { Endpoint, isRecord, SyncPoster, tokenArray } from "./endpoint.js";
 import { probeEndpoint, remoteMetadata, serverTemplate } from "./probe.js";
 import { renderChatML, renderTemplate } from "./template.js";
+import { SequenceWaiters } from "../waiters.js";
 import { RemoteTrajectory, type TrajectoryHost, type TrajectoryState } from "./trajectory.js";
 
 /** How to reach the remote completions endpoint. */
@@ -99,7 +100,8 @@ class RemotePolicy implements Policy, TrajectoryHost {
   private readonly tokenCache = new Map<string, number[]>();
   private readonly sync = new SyncPoster();
   private readonly live = new Set<RemoteTrajectory>();
-  private readonly waiters: { wake: () => void; fail: (err: unknown) => void }[] = [];
+  /** Callers waiting for a free slot; a woken one takes the slot {@link RemotePolicy.free} gave back. */
+  private readonly waiters = new SequenceWaiters<void>();
   private held = 0;
   private nextId = 1;
   private closed = false;
@@ -302,29 +304,11 @@ class RemotePolicy implements Policy, TrajectoryHost {
     for (;;) {
       if (this.closed) throw new ReexError("POLICY_ERROR", "the policy is closed");
       if (signal?.aborted) throw new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal.reason });
-      if (this.held < this.info.maxSequences && (woken || this.waiters.length === 0)) {
+      if (this.held < this.info.maxSequences && (woken || this.waiters.size === 0)) {
         this.held++;
         return;
       }
-      await new Promise<void>((resolve, reject) => {
-        const waiter = {
-          wake: () => {
-            signal?.removeEventListener("abort", onAbort);
-            resolve();
-          },
-          fail: (err: unknown) => {
-            signal?.removeEventListener("abort", onAbort);
-            reject(err);
-          },
-        };
-        const onAbort = (): void => {
-          const i = this.waiters.indexOf(waiter);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(new ReexError("CANCELLED", "cancelled while waiting for a free sequence", { cause: signal?.reason }));
-        };
-        signal?.addEventListener("abort", onAbort, { once: true });
-        this.waiters.push(waiter);
-      });
+      await this.waiters.wait(signal);
       woken = true;
     }
   }
@@ -332,7 +316,7 @@ class RemotePolicy implements Policy, TrajectoryHost {
   /** Gives a slot back and wakes the first waiter. */
   private free(): void {
     this.held = Math.max(0, this.held - 1);
-    this.waiters.shift()?.wake();
+    this.waiters.handFirst();
   }
 
   /** @internal */
@@ -347,7 +331,7 @@ class RemotePolicy implements Policy, TrajectoryHost {
     this.endpoint.abortAll();
     this.live.clear();
     this.held = 0;
-    for (const w of this.waiters.splice(0)) w.fail(new ReexError("SHUTTING_DOWN", "the policy is closing"));
+    this.waiters.rejectAll(new ReexError("SHUTTING_DOWN", "the policy is closing"));
     this.sync.close();
   }
 }
