@@ -23,6 +23,7 @@ import {
   createProgressBar,
   createReport,
   describeSelfCheck,
+  examplesFromPool,
   loadDataset,
   parsePredictions,
   alignPredictions,
@@ -35,6 +36,7 @@ import {
   type EvalItem,
   type EvalRun,
   type ExRule,
+  type RunEvalOptions,
 } from "../eval/index.js";
 
 /** One-line description shown by `reex --help`. */
@@ -63,9 +65,14 @@ options:
   --runs FILE          several labelled runs in one report, each with its own model, profile,
                        prompt family and strategy: JSON [{"label", "model"?, "lora"? (adapter files),
                        "profile"?, "promptFamily"?, "strategy", "candidates"?, "constrained"?, "schemaHints"?,
-                       "temperature"?, "topP"?, "seed"?}] (a model is loaded once for its consecutive runs;
+                       "temperature"?, "topP"?, "seed"?, "examples"?}] (a model is loaded once for its consecutive runs;
                        relative model and adapter paths are from the file; a seed gives every question the
                        same seed, so two runs draw alike)
+  --examples-from FILE questions with their SQL (same layouts as --dataset, e.g. a training split) that
+                       a question's prompt is offered as verified examples, as the server offers a
+                       user's: the K most similar on the question's own database, never its own question
+  --examples K         examples per question from --examples-from (default 3; a --runs entry's
+                       "examples" sets its own, 0 for none)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
   --limit N            only the first N questions
@@ -86,6 +93,8 @@ const OPTIONS = {
   strategy: { type: "string" },
   candidates: { type: "string" },
   predictions: { type: "string" },
+  "examples-from": { type: "string" },
+  examples: { type: "string" },
   runs: { type: "string" },
   limit: { type: "string" },
   concurrency: { type: "string" },
@@ -194,6 +203,8 @@ const runSpecSchema = z
     candidates: z.number().int().positive().optional(),
     constrained: z.boolean().optional(),
     schemaHints: z.boolean().optional(),
+    /** Verified examples per question from `--examples-from`; default `--examples`. */
+    examples: z.number().int().min(0).max(20).optional(),
     temperature: z.number().min(0).max(2).optional(),
     topP: z.number().gt(0).max(1).optional(),
     seed: z
@@ -288,6 +299,8 @@ interface EvalArgs {
   timeoutMs: number;
   maxRows: number;
   layout: DatasetLayout | "auto";
+  /** Examples per question from `--examples-from` (default 3). */
+  examples: number;
 }
 
 /** Parses and checks the command line; an exit code (0 after --help, 2 on bad usage, message printed) instead when it cannot run. */
@@ -332,6 +345,12 @@ function parseEvalArgs(argv: string[]): EvalArgs | number {
     if (values.predictions && (values.candidates || values.model || values.profile))
       throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
     if (values.profile !== undefined) getProfile(values.profile);
+    const examples = values.examples === undefined ? 3 : Number(values.examples);
+    if (!Number.isInteger(examples) || examples < 0 || examples > 20)
+      throw new ReexError("BAD_REQUEST", `--examples must be an integer from 0 to 20, got "${values.examples}"`);
+    if (!values["examples-from"] && (values.examples !== undefined || runSpecs?.some((r) => r.examples !== undefined)))
+      throw new ReexError("BAD_REQUEST", '--examples and a run\'s "examples" need --examples-from FILE');
+    if (values["examples-from"] && values.predictions) throw new ReexError("BAD_REQUEST", "--examples-from does not apply to --predictions");
     const layout = values.layout ?? "auto";
     if (layout !== "auto" && layout !== "bird" && layout !== "spider")
       throw new ReexError("BAD_REQUEST", `--layout must be bird, spider or auto, got "${layout}"`);
@@ -347,6 +366,7 @@ function parseEvalArgs(argv: string[]): EvalArgs | number {
       timeoutMs: positiveInt("timeout-ms", values["timeout-ms"]) ?? DEFAULT_EVAL_TIMEOUT_MS,
       maxRows: positiveInt("max-rows", values["max-rows"]) ?? DEFAULT_EVAL_MAX_ROWS,
       layout,
+      examples,
     };
   } catch (err) {
     console.error(`reex eval: ${(err as Error).message}\n\n${HELP}`);
@@ -403,6 +423,14 @@ interface DecodeRunsContext {
   config: Config;
   pass: Pass;
   holder: { runtime?: EvalRuntime };
+  /** `--examples-from`'s questions, when given. */
+  pool?: { items: EvalItem[]; source: string };
+}
+
+/** The examples option of a run offered `k` examples per question from the pool (none without a pool or with k = 0). */
+function examplesOption(pool: DecodeRunsContext["pool"], k: number): Pick<RunEvalOptions, "examples"> {
+  if (!pool || k === 0) return {};
+  return { examples: { k, source: pool.source, of: examplesFromPool(pool.items, k) } };
 }
 
 /** The `--runs` file's runs, in order; a model is loaded once for its consecutive runs. */
@@ -447,6 +475,7 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
           request,
           profile: choice.profile.id,
           ...(runConfig.policy.lora.length ? { lora: runConfig.policy.lora } : {}),
+          ...examplesOption(ctx.pool, spec.examples ?? args.examples),
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         }),
@@ -475,6 +504,7 @@ async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
           strategy,
           request: { constrained: runtime.constrained },
           profile: choice.profile.id,
+          ...examplesOption(ctx.pool, args.examples),
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         }),
@@ -506,6 +536,9 @@ export async function run(argv: string[]): Promise<number> {
     if (typeof mapped === "number") return mapped;
     items = mapped;
   }
+  const poolFile = values["examples-from"] ? resolve(values["examples-from"]) : undefined;
+  const pool = poolFile ? { items: loadDataset(poolFile, { dbRoot, layout: "auto" }).items, source: poolFile } : undefined;
+  if (pool) console.error(`reex eval: ${pool.items.length} example questions from ${poolFile}`);
   const primaryRule: ExRule = dataset.layout === "spider" ? "spider" : "bird";
   const predictions = values.predictions ? readPredictions(values.predictions, items, limit) : undefined;
   console.error(`reex eval: ${items.length} questions (${dataset.layout} layout) from ${datasetFile}`);
@@ -553,8 +586,8 @@ export async function run(argv: string[]): Promise<number> {
 
     let runs: EvalRun[];
     if (predictions) runs = [await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions }))];
-    else if (runSpecs) runs = await decodeRunSpecs({ args, items, config: config!, pass, holder }, runSpecs);
-    else runs = await decodeStrategies({ args, items, config: config!, pass, holder });
+    else if (runSpecs) runs = await decodeRunSpecs({ args, items, config: config!, pass, holder, ...(pool ? { pool } : {}) }, runSpecs);
+    else runs = await decodeStrategies({ args, items, config: config!, pass, holder, ...(pool ? { pool } : {}) });
 
     const report = createReport({
       runs,

@@ -5,11 +5,13 @@ export {
   DEFAULT_EVAL_MAX_ROWS,
   DEFAULT_EVAL_TIMEOUT_MS,
   describeSelfCheck,
+  examplesFromPool,
   runEval,
   scorePredictions,
   selfCheck,
   type EvalExecOptions,
   type EvalRun,
+  type RunEvalOptions,
 } from "./run.js";
 export { createReport, writeReport } from "./report.js";
 export { createProgressBar, type ProgressBar, type ProgressStream } from "./progress.js";

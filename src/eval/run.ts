@@ -5,9 +5,9 @@
  * is produced.
  */
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
-import { answerStatus, type Answer, type AnswerRequest, type Decode, type Strategy } from "../decoding/index.js";
+import { answerStatus, type Answer, type AnswerRequest, type Decode, type RetrievedExample, type Strategy } from "../decoding/index.js";
 import { copyRewriteFields, type SchemaNames } from "../agent/index.js";
-import { loadSchema, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
+import { loadSchema, rankExamples, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type ScoreInput, type Summary } from "./metrics.js";
 
@@ -62,6 +62,8 @@ export interface EvalRunConfig {
   maxRows: number;
   /** Extra request fields every decode got. */
   request?: Partial<AnswerRequest>;
+  /** Verified examples each question's prompt was offered (see {@link RunEvalOptions.examples}); absent when none. */
+  examples?: { k: number; source: string };
   startedAt: string;
   wallMs: number;
 }
@@ -91,6 +93,35 @@ export interface RunEvalOptions extends EvalExecOptions {
   lora?: string[];
   /** Default the strategy name. */
   label?: string;
+  /** The verified examples each question's prompt is offered, as the server offers a user's (e.g. {@link examplesFromPool}). Default none. */
+  examples?: { k: number; source: string; of: (item: EvalItem) => RetrievedExample[] };
+}
+
+/**
+ * Retrieval from a pool of questions with their SQL (a training split), as the server retrieves a
+ * user's verified examples: the `k` most similar questions on the item's own database, never one
+ * with the item's own question text (so a pool that overlaps the evaluated set does not leak answers).
+ */
+export function examplesFromPool(pool: readonly EvalItem[], k: number): (item: EvalItem) => RetrievedExample[] {
+  const byDb = new Map<string, EvalItem[]>();
+  for (const entry of pool) {
+    if (entry.goldSql === "") continue;
+    let shelf = byDb.get(entry.dbId);
+    if (!shelf) byDb.set(entry.dbId, (shelf = []));
+    shelf.push(entry);
+  }
+  const norm = (q: string): string => q.trim().replace(/\s+/g, " ").toLowerCase();
+  return (item) => {
+    const own = norm(item.question);
+    const shelf = (byDb.get(item.dbId) ?? []).filter((e) => norm(e.question) !== own);
+    return rankExamples(item.question, shelf, k).map((e) => ({
+      id: `${e.dbId}#${e.index}`,
+      question: e.question,
+      sql: e.goldSql,
+      ...(e.evidence ? { evidence: e.evidence } : {}),
+      score: e.score,
+    }));
+  };
 }
 
 /** Options of {@link scorePredictions}. */
@@ -239,6 +270,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
         ...(item.evidence ? { evidence: item.evidence } : {}),
         strategy,
         ...(options.candidates !== undefined ? { candidates: options.candidates } : {}),
+        ...(options.examples ? { examples: options.examples.of(item) } : {}),
       };
       const started = performance.now();
       let answer: Answer;
@@ -313,6 +345,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
       concurrency: Math.max(1, Math.floor(options.concurrency ?? 1)),
       ...execOptions({ ...options, signal: undefined }),
       ...(options.request ? { request: options.request } : {}),
+      ...(options.examples ? { examples: { k: options.examples.k, source: options.examples.source } } : {}),
       startedAt: startedAt.toISOString(),
       wallMs: performance.now() - t0,
     },

@@ -107,6 +107,28 @@ export function bm25Scores(query: readonly string[], docs: readonly (readonly st
   });
 }
 
+/**
+ * The `k` entries of `pool` whose questions are most like `question` (BM25 over {@link relevanceTokens},
+ * scores rounded to 3 decimals), best first; entries that share no word are left out, ties go to
+ * `tieBreak` (default pool order). How the server picks a request's examples, and how `reex eval
+ * --examples-from` picks them from a training split.
+ */
+export function rankExamples<T extends { question: string }>(
+  question: string,
+  pool: readonly T[],
+  k: number,
+  tokensOf: (entry: T) => string[] = (entry) => relevanceTokens(entry.question),
+  tieBreak: (a: T, b: T) => number = () => 0,
+): (T & { score: number })[] {
+  if (k <= 0 || pool.length === 0) return [];
+  const scores = bm25Scores(relevanceTokens(question), pool.map(tokensOf));
+  return pool
+    .map((e, i) => ({ ...e, score: Math.round(scores[i]! * 1000) / 1000 }))
+    .filter((e) => e.score > 0)
+    .sort((a, b) => b.score - a.score || tieBreak(a, b))
+    .slice(0, k);
+}
+
 /** The verified examples of every database, persisted per database beside the registry. */
 export class ExampleStore {
   private readonly dir: string;
@@ -199,17 +221,17 @@ export class ExampleStore {
 
   /** The `k` examples of `database` that `owner` sees whose questions are most like `question` (BM25 > 0), best first. */
   nearest(database: string, owner: string | undefined, question: string, k: number): ScoredExample[] {
-    if (k <= 0) return [];
     const pool = this.shelf(database).examples.filter((e) => visible(e, owner));
-    const scores = bm25Scores(
-      relevanceTokens(question),
-      pool.map((e) => this.tokensOf(e)),
-    );
-    return pool
-      .map((e, i) => ({ ...e, columns: [...e.columns], score: Math.round(scores[i]! * 1000) / 1000 }))
-      .filter((e) => e.score > 0)
-      .sort((a, b) => b.score - a.score || a.createdAt.localeCompare(b.createdAt))
-      .slice(0, k);
+    return rankExamples(
+      question,
+      pool,
+      k,
+      (e) => this.tokensOf(e),
+      (a, b) => a.createdAt.localeCompare(b.createdAt),
+    ).map((e) => ({
+      ...e,
+      columns: [...e.columns],
+    }));
   }
 
   private tokensOf(example: VerifiedExample): string[] {

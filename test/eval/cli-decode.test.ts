@@ -184,3 +184,49 @@ describe("reex eval --runs", () => {
     expect(() => readRunSpecs(bad)).toThrow(/0\.strategy/);
   });
 });
+
+describe("reex eval --examples-from", () => {
+  it("offers each question the most similar questions of its own database from the pool, never its own, and records k in the run", async () => {
+    const { run } = await import("../../src/cli/eval.js");
+    const { writeJson } = await import("./fixtures.js");
+    const fx = makeFixture();
+    const pool = writeJson(fx, "train.json", [
+      { db_id: "shop", question: "How many products are there?", SQL: "SELECT COUNT(*) FROM products", evidence: "" },
+      { db_id: "shop", question: "How many fruit products are there?", SQL: "SELECT COUNT(*) FROM products WHERE category = 'fruit'", evidence: "" },
+      { db_id: "shop", question: "List every category.", SQL: "SELECT DISTINCT category FROM products", evidence: "" },
+      { db_id: "zoo", question: "How many animals are there?", SQL: "SELECT COUNT(*) FROM animals", evidence: "" },
+    ]);
+    const outDir = join(fx.dir, "examples-out");
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    seen.requests.length = 0;
+    const runs = writeJson(fx, "runs.json", [
+      { label: "k0", strategy: "greedy", examples: 0 },
+      { label: "k2", strategy: "greedy" },
+    ]);
+    const code = await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--runs", runs, "--examples-from", pool, "--examples", "2", "--out", outDir]);
+    expect(code).toBe(0);
+    const k0 = seen.requests.slice(0, BIRD_QUESTIONS.length);
+    const k2 = seen.requests.slice(BIRD_QUESTIONS.length);
+    expect(k0.every((r) => r.examples === undefined)).toBe(true);
+    const first = k2.find((r) => r.question === "How many products are there?")!;
+    // its own question is in the pool and is left out; the zoo question shares words but is another database
+    expect(first.examples!.map((e) => e.question)).toEqual(["How many fruit products are there?"]);
+    const zoo = k2.find((r) => r.question === "How many animals have four legs?")!;
+    expect(zoo.examples!.map((e) => [e.question, e.sql])).toEqual([["How many animals are there?", "SELECT COUNT(*) FROM animals"]]);
+    expect(k2.every((r) => (r.examples?.length ?? 0) <= 2)).toBe(true);
+    const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
+    expect(report.runs[0].config.examples).toBeUndefined();
+    expect(report.runs[1].config.examples).toEqual({ k: 2, source: pool });
+  });
+
+  it("refuses --examples without a pool", async () => {
+    const { run } = await import("../../src/cli/eval.js");
+    const fx = makeFixture();
+    const err: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void err.push(a.join(" ")));
+    expect(await run(["--dataset", fx.birdFile, "--db-root", fx.dbRoot, "--strategy", "greedy", "--examples", "3"])).toBe(2);
+    expect(err.join("\n")).toMatch(/need --examples-from/);
+  });
+});
