@@ -49,7 +49,7 @@ const HELP = `usage: reex eval --dataset FILE --db-root DIR --strategy S[,S2…]
 Scores every question of a BIRD (question, evidence, SQL, db_id, difficulty) or Spider
 (question, query, db_id) JSON file against <db-root>/<db_id>/<db_id>.sqlite (or <db-root>/<db_id>.sqlite).
 First runs a self-check (gold vs gold must score 100% under every EX rule) and stops if it fails.
-Writes <out>/report.json and <out>/report.html.
+Writes <out>/report.json and <out>/report.html, after each run as well as at the end.
 
 options:
   --dataset FILE       questions (BIRD or Spider layout, told apart by \`SQL\` / \`query\`)
@@ -423,6 +423,8 @@ interface DecodeRunsContext {
   config: Config;
   pass: Pass;
   holder: { runtime?: EvalRuntime };
+  /** Called with the runs so far after each run ends, so a long evaluation keeps what it finished. */
+  finished: (runs: EvalRun[]) => void;
   /** `--examples-from`'s questions, when given. */
   pool?: { items: EvalItem[]; source: string };
 }
@@ -481,6 +483,7 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
         }),
       ),
     );
+    ctx.finished(runs);
   }
   return runs;
 }
@@ -510,6 +513,7 @@ async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
         }),
       ),
     );
+    ctx.finished(runs);
   }
   return runs;
 }
@@ -584,19 +588,27 @@ export async function run(argv: string[]): Promise<number> {
     }
     console.error(`reex eval: self-check passed (${check.checked} gold queries, every rule 100%)`);
 
+    const outDir = resolve(values.out ?? join("eval-out", timestamp()));
+    const save = (runs: EvalRun[]) =>
+      writeReport(
+        createReport({
+          runs,
+          dataset: { file: datasetFile, dbRoot, layout: dataset.layout, count: items.length },
+          primaryRule,
+          selfCheck: { ok: check.ok, checked: check.checked, failures: check.failures },
+        }),
+        outDir,
+      );
+    const total = runSpecs?.length ?? args.strategies.length;
+    const finished = (runs: EvalRun[]): void => {
+      if (runs.length < total) console.error(`reex eval: ${runs.length} of ${total} runs done; the report so far is in ${save(runs).json}`);
+    };
+    const ctx = { args, items, config: config!, pass, holder, finished, ...(pool ? { pool } : {}) };
     let runs: EvalRun[];
     if (predictions) runs = [await pass("predictions", (opts) => scorePredictions({ ...opts, items, predictions }))];
-    else if (runSpecs) runs = await decodeRunSpecs({ args, items, config: config!, pass, holder, ...(pool ? { pool } : {}) }, runSpecs);
-    else runs = await decodeStrategies({ args, items, config: config!, pass, holder, ...(pool ? { pool } : {}) });
-
-    const report = createReport({
-      runs,
-      dataset: { file: datasetFile, dbRoot, layout: dataset.layout, count: items.length },
-      primaryRule,
-      selfCheck: { ok: check.ok, checked: check.checked, failures: check.failures },
-    });
-    const outDir = resolve(values.out ?? join("eval-out", timestamp()));
-    const written = writeReport(report, outDir);
+    else if (runSpecs) runs = await decodeRunSpecs(ctx, runSpecs);
+    else runs = await decodeStrategies(ctx);
+    const written = save(runs);
     printSummary(runs, primaryRule);
     console.log(`wrote ${written.json}`);
     console.log(`wrote ${written.html}`);

@@ -197,8 +197,9 @@ describe("reex eval --examples-from", () => {
       { db_id: "zoo", question: "How many animals are there?", SQL: "SELECT COUNT(*) FROM animals", evidence: "" },
     ]);
     const outDir = join(fx.dir, "examples-out");
+    const err: string[] = [];
     vi.spyOn(console, "log").mockImplementation(() => undefined);
-    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void err.push(a.join(" ")));
     vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     seen.requests.length = 0;
     const runs = writeJson(fx, "runs.json", [
@@ -219,6 +220,8 @@ describe("reex eval --examples-from", () => {
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
     expect(report.runs[0].config.examples).toBeUndefined();
     expect(report.runs[1].config.examples).toEqual({ k: 2, source: pool });
+    // the first run's report was written before the second began, so a long evaluation keeps what it finished
+    expect(err).toContain(`reex eval: 1 of 2 runs done; the report so far is in ${join(outDir, "report.json")}`);
   });
 
   it("refuses --examples without a pool", async () => {
