@@ -30,9 +30,10 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "reex-derm-"));
-  const config = parseConfig({ server: { port: 0, logLevel: "silent" }, sql: { dataDir }, policy: { threads: 1 } });
+  // the starter, named: parseConfig does not read the suite's REEX_POLICY_DEFAULT_MODEL, and Qwen may be pulled
+  const config = parseConfig({ server: { port: 0, logLevel: "silent" }, sql: { dataDir }, policy: { threads: 1, defaultModel: "starter" } });
   runtime = await createRuntime(config);
-  expect(runtime.model).toEqual({ path: STARTER, origin: "starter" });
+  expect(runtime.model).toMatchObject({ path: STARTER, origin: "starter" });
   server = await startServer(config, runtime);
   browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
