@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# GPU check of the learner's path (b): `python3 -m reex_learner hf-step` (transformers + peft LoRA).
+# GPU check of the learner's path (b): `python3 -m reex_learner step --request FILE` with an hf request
+# (transformers + peft LoRA; docs/learner.md).
 #
 # For a machine with PyTorch (CUDA), transformers and peft, and no network and no Node. Builds a
 # RANDOMLY INITIALISED tiny Llama (2 layers, hidden 128, 512 token ids, no tokenizer: token ids
 # only), writes a synthetic experience JSONL, and runs:
-#   1. hf-step on the GPU (bf16) with a fresh adapter       -> loss / KL / grad-norm; KL must be 0
-#   2. hf-step from that adapter (--adapter-in)             -> adapter changed again; KL > 0
+#   1. a step on the GPU (bf16) with a fresh adapter        -> loss / KL / grad-norm; KL must be 0
+#   2. a step from that adapter (lora.in)                   -> adapter changed again; KL > 0
 #   3. an f32 re-scoring: the advantage-weighted log-prob went up, the adapter-disabled model is the base
 #   4. DDP: torch.distributed.run with 2 CPU ranks (gloo) vs one process -> same metrics and adapter
 #      (and 2 GPU ranks with NCCL when the machine has 2+ GPUs)
-#   5. with --convert-script PATH (llama.cpp's convert_lora_to_gguf.py): --gguf-out, and the GGUF's
+#   5. with --convert-script PATH (llama.cpp's convert_lora_to_gguf.py): hf.ggufOut, and the GGUF's
 #      LoRA tensors are compared with the adapter's
 #
 # usage: scripts/gpu-check-hf-lora.sh [--convert-script PATH] [--device cuda|cpu] [--work DIR] [--no-ddp]
@@ -65,33 +66,53 @@ cfg = transformers.LlamaConfig(vocab_size=512, hidden_size=128, intermediate_siz
 transformers.LlamaForCausalLM(cfg).save_pretrained(os.path.join(work, "base"), safe_serialization=True)
 g = torch.Generator().manual_seed(1)
 with open(os.path.join(work, "step.jsonl"), "w") as fh:
-    for q in range(6):                       # 6 questions x 4 rollouts, group advantages from reward
+    for q in range(6):                       # 6 questions x 4 rollouts, group advantages of rewards 0/1/0/1: -1/+1/-1/+1
         prompt = torch.randint(0, 512, (24,), generator=g).tolist()
         for k in range(4):
             T = int(torch.randint(12, 40, (1,), generator=g))
             tokens = torch.randint(0, 512, (T,), generator=g).tolist()
             mask = [0 if 5 <= j < 9 else 1 for j in range(T)]    # tokens 5..8: an injected <result>
-            fh.write(json.dumps({"prompt_tokens": prompt, "tokens": tokens, "mask": mask, "advantage": 0.0,
+            fh.write(json.dumps({"prompt_tokens": prompt, "tokens": tokens, "mask": mask, "advantage": 2.0 * (k % 2) - 1.0,
                                  "reward": float(k % 2), "question_id": f"q{q}", "interactions": 1}) + "\n")
 print("base:", os.path.join(work, "base"), " experience: 24 rollouts")
 PY
 
-STEP=("$PY" -m reex_learner hf-step --base "$WORK/base" --experience "$WORK/step.jsonl" --advantage group --lr 5e-3
-      --lora-r 8 --lora-alpha 16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --micro-batch 4)
+# request NAME JSON: writes $WORK/NAME.request.json, this check's hf request (every field: the learner has no
+# defaults) with JSON's keys merged in (one level deep: {"train": {"miniBatch": 12}} keeps the other train fields)
+request() {
+  "$PY" - "$WORK" "$1" "$2" "$DEVICE" "$DTYPE" <<'PY'
+import json, os, sys
+work, name, over, device, dtype = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
+req = {"version": 1, "backend": "hf", "mode": "grpo",
+       "paths": {"model": os.path.join(work, "base"), "experience": os.path.join(work, "step.jsonl"), "out": None, "ref": None,
+                 "master": None, "metrics": os.path.join(work, f"{name}.json"), "optimizerState": os.path.join(work, f"{name}.adam.pt")},
+       "lora": {"in": None, "out": os.path.join(work, name), "rank": 8, "alpha": 16.0, "targets": "all", "outType": "f32"},
+       "runtime": {"device": device, "dtype": dtype, "threads": 0, "gradCheckpoint": False, "attn": "sdpa", "outType": "keep"},
+       "train": {"lr": 5e-3, "clip": 0.2, "clipHigh": None, "klBeta": 0.1, "temperature": 1.0, "lossAgg": "token-mean", "epochs": 1,
+                 "microBatch": 4, "miniBatch": 0, "maxGradNorm": 1.0, "weightDecay": 0.0, "warmupSteps": 0, "maxOldLogprobDiff": 0.0,
+                 "splitHalf": 0, "maskTruncated": False, "sharePrefix": False, "packTokens": 2048, "shuffle": False, "seed": 0},
+       "hf": {"ggufOut": None, "ggufOutType": "f32", "convertScript": None, "trustRemoteCode": False}}
+for k, v in over.items():
+    req[k] = {**req[k], **v} if isinstance(v, dict) and isinstance(req.get(k), dict) else v
+path = os.path.join(work, f"{name}.request.json")
+json.dump(req, open(path, "w"), indent=1)
+print(path)
+PY
+}
+step() { "$PY" -m reex_learner step --request "$(request "$1" "$2")" >/dev/null; }
 
-echo "== 1. hf-step on $DEVICE ($DTYPE), fresh adapter, one optimizer step"
-"${STEP[@]}" --device "$DEVICE" --dtype "$DTYPE" --kl-beta 0.1 --adapter-out "$WORK/a1" --metrics "$WORK/m1.json" \
-  --optimizer-state "$WORK/adam.pt" >/dev/null || fail "hf-step 1"
-echo "== 2. hf-step from that adapter (--adapter-in, AdamW state resumed), two optimizer steps"
-"${STEP[@]}" --device "$DEVICE" --dtype "$DTYPE" --kl-beta 0.1 --adapter-in "$WORK/a1" --adapter-out "$WORK/a2" \
-  --mini-batch 12 --optimizer-state "$WORK/adam.pt" --metrics "$WORK/m2.json" >/dev/null || fail "hf-step 2"
+echo "== 1. a step on $DEVICE ($DTYPE), fresh adapter, one optimizer step"
+step m1 '{"lora": {"out": "'"$WORK/a1"'"}, "paths": {"optimizerState": "'"$WORK/adam.pt"'"}}' || fail "step 1"
+echo "== 2. a step from that adapter (lora.in, AdamW state resumed), two optimizer steps"
+step m2 '{"lora": {"in": "'"$WORK/a1"'", "out": "'"$WORK/a2"'"}, "paths": {"optimizerState": "'"$WORK/adam.pt"'"}, "train": {"miniBatch": 12}}' \
+  || fail "step 2"
 
 echo "== 3. checks"
 "$PY" - "$WORK" "$DEVICE" <<'PY' || fail "single-device checks"
 import json, math, os, sys, torch
 from safetensors.torch import load_file
 from reex_learner import hf_lora
-from reex_learner.grpo import collate, compute_advantages, read_experience, sequence_logprobs
+from reex_learner.grpo import collate, read_experience, sequence_logprobs
 work, device = sys.argv[1], sys.argv[2]
 m1, m2 = (json.load(open(os.path.join(work, f"m{i}.json"))) for i in (1, 2))
 for name, m in (("step 1", m1), ("step 2", m2)):
@@ -115,14 +136,13 @@ assert os.path.exists(os.path.join(work, "adam.pt"))
 
 # f32 re-scoring on the same device: base (adapter disabled) vs adapter a2
 rs = read_experience(os.path.join(work, "step.jsonl"))
-compute_advantages(rs, "group")
 b = collate(rs, device=device)
 adv = b.advantages.unsqueeze(-1)
 def objective(view):
     with torch.no_grad():
         lp, _ = sequence_logprobs(view, b)
     return float((adv * lp * b.mask).sum() / b.mask.sum())
-pol = hf_lora.load_policy(os.path.join(work, "base"), os.path.join(work, "a2"), hf_lora.LoraSettings(), torch.float32, device)
+pol = hf_lora.load_policy(os.path.join(work, "base"), os.path.join(work, "a2"), hf_lora.LoraSettings(8, 16.0, ()), torch.float32, device)
 pol.eval()
 o_base, o_pol = objective(hf_lora.AdapterDisabledView(pol)), objective(hf_lora.LogitsView(pol))
 import transformers
@@ -136,13 +156,10 @@ PY
 
 if [ "$DDP" = 1 ]; then
   echo "== 4. DDP: 2 CPU ranks (gloo) vs 1 process, f32"
-  CPU=("${STEP[@]}" --device cpu --dtype f32 --kl-beta 0.1 --threads 2 --micro-batch 2 --mini-batch 12)
-  "${CPU[@]}" --adapter-out "$WORK/single" --metrics "$WORK/single.json" >/dev/null || fail "single-process CPU run"
-  "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 -m reex_learner hf-step \
-    --base "$WORK/base" --experience "$WORK/step.jsonl" --advantage group --lr 5e-3 --lora-r 8 --lora-alpha 16 \
-    --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj --mini-batch 12 \
-    --device cpu --dtype f32 --kl-beta 0.1 --threads 2 --micro-batch 2 \
-    --adapter-out "$WORK/ddp" --metrics "$WORK/ddp.json" >/dev/null || fail "torch.distributed.run (gloo)"
+  CPU='"runtime": {"device": "cpu", "dtype": "f32", "threads": 2}, "train": {"microBatch": 2, "miniBatch": 12}'
+  step single '{'"$CPU"', "lora": {"out": "'"$WORK/single"'"}}' || fail "single-process CPU run"
+  "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 -m reex_learner step \
+    --request "$(request ddp '{'"$CPU"', "lora": {"out": "'"$WORK/ddp"'"}}')" >/dev/null || fail "torch.distributed.run (gloo)"
   "$PY" - "$WORK" <<'PY' || fail "DDP (gloo) differs from the single process"
 import json, os, sys, torch
 from safetensors.torch import load_file
@@ -164,10 +181,9 @@ print("DDP (gloo) OK")
 PY
   if [ "$DEVICE" != cpu ] && [ "$("$PY" -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
     echo "== 4b. DDP: 2 GPU ranks (NCCL)"
-    "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 -m reex_learner hf-step \
-      --base "$WORK/base" --experience "$WORK/step.jsonl" --advantage group --lr 5e-3 --lora-r 8 --lora-alpha 16 \
-      --mini-batch 12 --device cuda --dtype "$DTYPE" --kl-beta 0.1 --micro-batch 2 \
-      --adapter-out "$WORK/ddp-gpu" --metrics "$WORK/ddp-gpu.json" >/dev/null || fail "torch.distributed.run (NCCL)"
+    "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 -m reex_learner step \
+      --request "$(request ddp-gpu '{"train": {"microBatch": 2, "miniBatch": 12}, "lora": {"out": "'"$WORK/ddp-gpu"'"}}')" >/dev/null \
+      || fail "torch.distributed.run (NCCL)"
     "$PY" -c "import json; m = json.load(open('$WORK/ddp-gpu.json')); print('  NCCL: world', m['world_size'], 'loss', m['loss'], 'kl', m['kl'], 'grad_norm', m['grad_norm']); assert m['world_size'] == 2" \
       || fail "DDP (NCCL)"
   else
@@ -177,8 +193,8 @@ fi
 
 if [ -n "$CONVERT" ]; then
   echo "== 5. GGUF LoRA via $CONVERT"
-  "${STEP[@]}" --device "$DEVICE" --dtype "$DTYPE" --adapter-out "$WORK/a3" --gguf-out "$WORK/a3.gguf" \
-    --convert-script "$CONVERT" --metrics "$WORK/m3.json" >/dev/null || fail "hf-step --gguf-out"
+  step m3 '{"lora": {"out": "'"$WORK/a3"'"}, "hf": {"ggufOut": "'"$WORK/a3.gguf"'", "convertScript": "'"$CONVERT"'"}}' \
+    || fail "step with hf.ggufOut"
   "$PY" - "$WORK" "$CONVERT" <<'PY' || fail "GGUF LoRA contents"
 import os, sys, numpy as np
 from safetensors.torch import load_file

@@ -134,7 +134,7 @@ export async function runRecipeArm(o: {
       shuffleAdvantages: o.shuffled,
       checkpointEvery: o.checkpointEvery,
       policy: { gpu: "cpu", contextSize: o.contextSize, sequences: 16, threads: o.threads },
-      learner: { ...(rest.learner as object), device: "cpu", extraArgs: ["--threads", String(o.threads)] },
+      learner: { ...(rest.learner as object), device: "cpu", threads: o.threads },
     },
     "grpo",
   );

@@ -107,7 +107,7 @@ export function starterGrpoConfig(options: StarterGrpoOptions): TrainConfig {
     policy: { ...raw.policy, ...(options.threads !== undefined ? { threads: options.threads } : {}) },
     learner: {
       ...raw.learner,
-      ...(options.threads !== undefined ? { extraArgs: [...(raw.learner?.extraArgs ?? []), "--threads", String(options.threads)] } : {}),
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
     },
   };
   return parseTrainConfig(input, "grpo", process.cwd());

@@ -159,8 +159,18 @@ const learnerSchema = z
     sharePrefix: z.boolean().default(true),
     /** AdamW weight decay (`--weight-decay`; DAPO's verl recipe uses 0.1). Default 0. */
     weightDecay: z.number().min(0).default(0),
-    /** More arguments passed to `reex_learner step` as is. Default []. */
-    extraArgs: z.array(z.string()).default([]),
+    /** PyTorch CPU threads of the learner (0 = PyTorch's choice). Default 0. */
+    threads: z.number().int().min(0).default(0),
+    /** Recompute block activations in the backward pass (less memory, more time). Default false. */
+    gradCheckpoint: z.boolean().default(false),
+    /** The learner's attention kernel: "eager" (the reference maths) or "sdpa" (PyTorch 2's fused kernel). Default "eager". */
+    attn: z.enum(["eager", "sdpa"]).default("eager"),
+    /** Most tokens of a prefix-shared row (`sharePrefix`). Default 2048. */
+    packTokens: z.number().int().positive().default(2048),
+    /** Shuffle the experience between epochs (seeded). Default false. */
+    shuffle: z.boolean().default(false),
+    /** Tensor type of the GGUF a full-weight step writes ("keep": the input's, quantised matrices as f16). Default "keep". */
+    outType: z.enum(["keep", "f32", "f16", "q8_0"]).default("keep"),
     /** Wall-clock limit of one learner step, ms. Default 3600000. */
     timeoutMs: z.number().int().positive().default(3_600_000),
     /** Rollouts per optimizer step: several clipped updates per batch (0 = the whole batch, one update). Default 0. */

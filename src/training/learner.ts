@@ -1,4 +1,4 @@
-/** The bridge to the Python learner (src/training/learner): where it is, its environment and arguments, and one learner step as a child process. */
+/** The bridge to the Python learner (src/training/learner): where it is, its environment, the request file of a step, and one learner step as a child process. */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { ReexError } from "../errors/index.js";
 import { packageRoot } from "../paths/index.js";
 import type { TrainConfig, TrainMode } from "./config.js";
+import type { LearnerRequestFile } from "./learner-request.js";
 
 /** The command that installs the learner's Python dependencies. */
 export const LEARNER_INSTALL_HINT = "bash scripts/install-learner-deps.sh";
@@ -51,73 +52,62 @@ export interface LearnerRequest {
 /** Runs one learner step and returns its metrics (kl, loss, grad_norm, clip_frac, …). */
 export type LearnerStep = (request: LearnerRequest, signal?: AbortSignal) => Promise<Record<string, unknown>>;
 
-/** The arguments of `python -m reex_learner step` for a request (with `config.learner.lora`: `--lora-*` instead of `--out`, `--master` and `--ref`). */
-export function learnerArgs(req: LearnerRequest): string[] {
+/** The request file of a step: beside its metrics, `step-N.request.json`. */
+export function learnerRequestPath(req: LearnerRequest): string {
+  return req.metricsFile.replace(/(\.json)?$/, ".request.json");
+}
+
+/** The request file's contents for a step: every field from the resolved config (its defaults are the only ones). */
+export function learnerRequestFile(req: LearnerRequest): LearnerRequestFile {
   const c = req.config;
-  const lora = c.learner.lora;
-  const args = [
-    "-m",
-    "reex_learner",
-    "step",
-    "--model",
-    req.model,
-    "--experience",
-    req.experience,
-    ...(lora ? [] : ["--out", req.out]),
-    "--mode",
-    req.mode,
-    "--lr",
-    String(c.learningRate),
-    "--clip",
-    String(c.clip),
-    ...(req.mode === "grpo" && c.clipHigh !== undefined ? ["--clip-high", String(c.clipHigh)] : []),
-    "--kl-beta",
-    String(req.mode === "grpo" && (req.ref || lora) ? c.klBeta : 0),
-    "--temperature",
-    String(req.mode === "grpo" ? c.temperature : 1),
-    "--advantage",
-    "file",
-    "--metrics",
-    req.metricsFile,
-    "--optimizer-state",
-    req.optimizerState,
-    "--device",
-    c.learner.device,
-    "--dtype",
-    c.learner.dtype,
-    "--micro-batch",
-    String(c.learner.microBatch),
-    "--epochs",
-    String(c.learner.epochs),
-    "--max-grad-norm",
-    String(c.learner.maxGradNorm),
-    "--weight-decay",
-    String(c.learner.weightDecay),
-    "--loss-agg",
-    c.learner.lossAgg,
-    "--mini-batch",
-    String(c.learner.miniBatch),
-    "--warmup-steps",
-    String(c.learner.warmupSteps),
-    "--max-old-logprob-diff",
-    String(req.mode === "grpo" ? c.learner.maxOldLogprobDiff : 0),
-    "--split-half",
-    String(req.mode === "grpo" ? c.learner.splitHalf : 0),
-    "--seed",
-    String(c.seed + req.step),
-  ];
-  if (lora) {
-    if (req.loraIn) args.push("--lora-in", req.loraIn);
-    else args.push("--lora-rank", String(lora.rank), "--lora-alpha", String(lora.alpha ?? 2 * lora.rank), "--lora-targets", lora.targets);
-    args.push("--lora-out", req.out, "--lora-out-type", lora.outType);
-  } else {
-    if (req.master) args.push("--master", req.master);
-    if (req.ref) args.push("--ref", req.ref);
-  }
-  if (c.maskTruncated) args.push("--mask-truncated");
-  if (c.learner.sharePrefix) args.push("--share-prefix");
-  args.push(...c.learner.extraArgs);
-  return args;
+  const l = c.learner;
+  const grpo = req.mode === "grpo";
+  const lora = l.lora;
+  return {
+    version: 1,
+    backend: "gguf",
+    mode: req.mode,
+    paths: {
+      model: req.model,
+      experience: req.experience,
+      out: lora ? null : req.out,
+      ref: lora ? null : (req.ref ?? null),
+      master: lora ? null : (req.master ?? null),
+      metrics: req.metricsFile,
+      optimizerState: req.optimizerState,
+    },
+    lora: lora
+      ? { in: req.loraIn ?? null, out: req.out, rank: lora.rank, alpha: lora.alpha ?? 2 * lora.rank, targets: lora.targets, outType: lora.outType }
+      : null,
+    runtime: { device: l.device, dtype: l.dtype, threads: l.threads, gradCheckpoint: l.gradCheckpoint, attn: l.attn, outType: l.outType },
+    train: {
+      lr: c.learningRate,
+      clip: c.clip,
+      clipHigh: grpo && c.clipHigh !== undefined ? c.clipHigh : null,
+      klBeta: grpo && (req.ref || lora) ? c.klBeta : 0,
+      temperature: grpo ? c.temperature : 1,
+      lossAgg: l.lossAgg,
+      epochs: l.epochs,
+      microBatch: l.microBatch,
+      miniBatch: l.miniBatch,
+      maxGradNorm: l.maxGradNorm,
+      weightDecay: l.weightDecay,
+      warmupSteps: l.warmupSteps,
+      maxOldLogprobDiff: grpo ? l.maxOldLogprobDiff : 0,
+      splitHalf: grpo ? l.splitHalf : 0,
+      maskTruncated: c.maskTruncated,
+      sharePrefix: l.sharePrefix,
+      packTokens: l.packTokens,
+      shuffle: l.shuffle,
+      seed: c.seed + req.step,
+    },
+    hf: null,
+  };
+}
+
+/** The arguments of `python -m reex_learner step`: the request file's path, nothing else. */
+export function learnerArgs(req: LearnerRequest): string[] {
+  return ["-m", "reex_learner", "step", "--request", learnerRequestPath(req)];
 }
 
 function tail(text: string, n = 2000): string {
@@ -141,6 +131,8 @@ export function createLearnerStep(options: { root?: string } = {}): LearnerStep 
     const python = req.config.learner.python;
     const env = learnerEnv(dir);
     const args = learnerArgs(req);
+    const request = JSON.stringify(learnerRequestFile(req), null, 2);
+    await writeFile(learnerRequestPath(req), `${request}\n`);
     const { code, stdout, stderr, timedOut, spawnError } = await new Promise<{
       code: number | null;
       stdout: string;
@@ -172,7 +164,7 @@ export function createLearnerStep(options: { root?: string } = {}): LearnerStep 
         done({ code: c, stdout: out, stderr: err, timedOut });
       });
     });
-    await writeFile(req.logFile, `$ ${python} ${args.join(" ")}\n${stderr}`).catch(() => undefined);
+    await writeFile(req.logFile, `$ ${python} ${args.join(" ")}\n${request}\n${stderr}`).catch(() => undefined);
     if (spawnError) {
       throw new ReexError(
         "LEARNER_FAILED",

@@ -150,7 +150,7 @@ async function runArm(
       miniBatch: o.miniBatch,
       warmupSteps: o.warmupSteps,
       sharePrefix: true,
-      extraArgs: ["--threads", String(o.threads)],
+      threads: o.threads,
     },
   }) as TrainConfig;
   let model = join(dir, "models", "step-000000.gguf");

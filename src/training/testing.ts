@@ -34,6 +34,7 @@ export { summarisePreflight, type PreflightOutcome } from "./preflight.js";
 export { heldoutDecoder } from "./loop.js";
 export { readMetrics } from "./report.js";
 export { latestCheckpoint } from "./checkpoints.js";
-export { createLearnerStep, learnerArgs, learnerDir, type LearnerRequest, type LearnerStep } from "./learner.js";
+export { createLearnerStep, learnerArgs, learnerDir, learnerRequestFile, type LearnerRequest, type LearnerStep } from "./learner.js";
+export { learnerRequestJsonSchema, learnerRequestSchema } from "./learner-request.js";
 export { scheduleFor } from "./schedule.js";
 export { parseTraces, sftRecord, splitInjected } from "./traces.js";

@@ -6,6 +6,8 @@ import { parseTrainConfig, runTraining, type TrainConfig, type TrainMode } from 
 import {
   latestCheckpoint,
   learnerArgs,
+  learnerRequestFile,
+  learnerRequestSchema,
   createLearnerStep,
   readExperience,
   readMetrics,
@@ -268,10 +270,10 @@ describe("training helpers", () => {
     expect(rec.mask.every((m) => m === 1)).toBe(true);
   });
 
-  it("passes the loop's settings to the learner command line", () => {
-    const c = config(join(fx.dir, "x"), { klBeta: 0.01, maskTruncated: true, learner: { device: "cpu", extraArgs: ["--shuffle"] } });
-    const args = learnerArgs({
-      mode: "grpo",
+  it("passes the loop's settings to the learner in one request file, and only its path on the command line", () => {
+    const c = config(join(fx.dir, "x"), { klBeta: 0.01, maskTruncated: true, learner: { device: "cpu", shuffle: true } });
+    const req = {
+      mode: "grpo" as const,
       step: 5,
       model: "a.gguf",
       experience: "e.jsonl",
@@ -281,17 +283,14 @@ describe("training helpers", () => {
       logFile: "l",
       optimizerState: "o.pt",
       config: c,
-    });
-    expect(args.slice(0, 3)).toEqual(["-m", "reex_learner", "step"]);
-    const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
-    expect(flag("--model")).toBe("a.gguf");
-    expect(flag("--ref")).toBe("r.gguf");
-    expect(flag("--kl-beta")).toBe("0.01");
-    expect(flag("--lr")).toBe("0.000002");
-    expect(flag("--advantage")).toBe("file");
-    expect(flag("--device")).toBe("cpu");
-    expect(args).toContain("--mask-truncated");
-    expect(args.at(-1)).toBe("--shuffle");
+    };
+    expect(learnerArgs(req)).toEqual(["-m", "reex_learner", "step", "--request", "m.request.json"]);
+    const file = learnerRequestFile(req);
+    expect(learnerRequestSchema.parse(file)).toEqual(file);
+    expect(file.paths).toMatchObject({ model: "a.gguf", ref: "r.gguf", out: "b.gguf", master: null });
+    expect(file.train).toMatchObject({ klBeta: 0.01, lr: 2e-6, maskTruncated: true, shuffle: true, seed: 5 });
+    expect(file.runtime.device).toBe("cpu");
+    expect(file.lora).toBeNull();
   });
 
   it("passes a LoRA run's base model and adapters to the learner, never a whole-model output, master weights or reference", () => {
@@ -307,24 +306,15 @@ describe("training helpers", () => {
       ref: "r.gguf",
       config: c,
     };
-    const first = learnerArgs({ ...req, step: 1, out: "step-1.lora.gguf" });
-    const later = learnerArgs({ ...req, step: 2, out: "step-2.lora.gguf", loraIn: "step-1.lora.gguf" });
-    for (const args of [first, later]) {
-      const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
-      expect(flag("--model")).toBe(model);
-      expect(flag("--kl-beta")).toBe("0.01");
-      expect(flag("--lora-out-type")).toBe("f32");
-      for (const absent of ["--out", "--master", "--ref"]) expect(args).not.toContain(absent);
+    const first = learnerRequestFile({ ...req, step: 1, out: "step-1.lora.gguf" });
+    const later = learnerRequestFile({ ...req, step: 2, out: "step-2.lora.gguf", loraIn: "step-1.lora.gguf" });
+    for (const file of [first, later]) {
+      expect(file.paths).toMatchObject({ model, out: null, master: null, ref: null });
+      expect(file.train.klBeta).toBe(0.01);
+      expect(file.lora?.outType).toBe("f32");
     }
-    const flag = (args: string[], name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-    expect([flag(first, "--lora-rank"), flag(first, "--lora-alpha"), flag(first, "--lora-targets"), flag(first, "--lora-in")]).toEqual([
-      "8",
-      "16",
-      "all",
-      undefined,
-    ]);
-    expect(flag(first, "--lora-out")).toBe("step-1.lora.gguf");
-    expect([flag(later, "--lora-in"), flag(later, "--lora-out"), flag(later, "--lora-rank")]).toEqual(["step-1.lora.gguf", "step-2.lora.gguf", undefined]);
+    expect(first.lora).toMatchObject({ rank: 8, alpha: 16, targets: "all", in: null, out: "step-1.lora.gguf" });
+    expect(later.lora).toMatchObject({ in: "step-1.lora.gguf", out: "step-2.lora.gguf" });
   });
 
   it("fails with LEARNER_FAILED and the install hint when the learner package is missing", async () => {
@@ -348,7 +338,17 @@ describe("training helpers", () => {
     const step = createLearnerStep({ root });
     const c = config(join(fx.dir, "z"), { learner: { python: "python3" } });
     await expect(
-      step({ mode: "grpo", step: 1, model, experience: "e", out: "o", metricsFile: "m", logFile: join(fx.dir, "l2"), optimizerState: "o.pt", config: c }),
+      step({
+        mode: "grpo",
+        step: 1,
+        model,
+        experience: "e",
+        out: "o",
+        metricsFile: join(fx.dir, "m2"),
+        logFile: join(fx.dir, "l2"),
+        optimizerState: "o.pt",
+        config: c,
+      }),
     ).rejects.toMatchObject({
       code: "LEARNER_FAILED",
       message: expect.stringMatching(/reex_missing_dependency_xyz[\s\S]*install-learner-deps/),

@@ -12,7 +12,7 @@ import {
   advantageDiagnostics,
   computeAdvantages,
   correctnessFirst,
-  learnerArgs,
+  learnerRequestFile,
   readExperience,
   readMetrics,
   type LearnerRequest,
@@ -429,7 +429,7 @@ describe("the training loop's signal options", () => {
       },
       "grpo",
     );
-    const args = learnerArgs({
+    const { train, paths } = learnerRequestFile({
       mode: "grpo",
       step: 1,
       model: "a.gguf",
@@ -441,17 +441,10 @@ describe("the training loop's signal options", () => {
       master: "w.pt",
       config: c,
     });
-    const flag = (name: string): string | undefined => args[args.indexOf(name) + 1];
-    expect(flag("--mini-batch")).toBe("16");
-    expect(flag("--warmup-steps")).toBe("10");
-    expect(flag("--split-half")).toBe("3");
-    expect(flag("--max-old-logprob-diff")).toBe("0.05");
-    expect(flag("--master")).toBe("w.pt");
-    expect(flag("--clip")).toBe("0.2");
-    expect(flag("--clip-high")).toBe("0.28");
-    expect(flag("--weight-decay")).toBe("0.1");
+    expect(train).toMatchObject({ miniBatch: 16, warmupSteps: 10, splitHalf: 3, maxOldLogprobDiff: 0.05, clip: 0.2, clipHigh: 0.28, weightDecay: 0.1 });
+    expect(paths.master).toBe("w.pt");
     // by default the high side is the clip (no flag) and there is no weight decay
-    const plain = learnerArgs({
+    const plain = learnerRequestFile({
       mode: "grpo",
       step: 1,
       model: "a.gguf",
@@ -462,7 +455,7 @@ describe("the training loop's signal options", () => {
       optimizerState: "o",
       config: parseTrainConfig({ model, runDir: join(fx.dir, "x"), data: { dataset: fx.datasetFile, dbRoot: fx.dbRoot } }, "grpo"),
     });
-    expect(plain).not.toContain("--clip-high");
-    expect(plain[plain.indexOf("--weight-decay") + 1]).toBe("0");
+    expect(plain.train.clipHigh).toBeNull();
+    expect(plain.train.weightDecay).toBe(0);
   });
 });

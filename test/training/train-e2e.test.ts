@@ -161,9 +161,9 @@ describe("reex train (end to end)", () => {
       expect(readFileSync(model).equals(baseBytes)).toBe(true);
       expect(readdirSync(join(runDir, "models"))).toEqual(["step-000002.lora.gguf"]);
       expect(out.join("\n")).toContain(`lora: ${join(runDir, "models", "step-000002.lora.gguf")}`);
-      const log2 = readFileSync(join(runDir, "learner", "step-000002.log"), "utf8");
-      expect(log2).toContain(`--lora-in ${join(runDir, "models", "step-000001.lora.gguf")}`);
-      expect(log2).not.toMatch(/ --(out|master|ref) /);
+      const request2 = JSON.parse(readFileSync(join(runDir, "learner", "step-000002.request.json"), "utf8"));
+      expect(request2.lora.in).toBe(join(runDir, "models", "step-000001.lora.gguf"));
+      expect(request2.paths).toMatchObject({ out: null, master: null, ref: null });
       const rows = readMetrics(join(runDir, "metrics.jsonl"));
       expect(rows.map((r) => r.step)).toEqual([1, 2]);
       for (const r of rows) {

@@ -33,7 +33,7 @@ describe("starter GRPO settings", () => {
     expect(c.reward.exploration).toBe(false);
     expect(c.steps).toBe(3);
     expect(c.policy.threads).toBe(1);
-    expect(c.learner.extraArgs).toEqual(["--threads", "1"]);
+    expect(c.learner.threads).toBe(1);
     expect(c.description).toMatch(/exploration reward off/);
   });
 });

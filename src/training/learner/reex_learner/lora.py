@@ -19,7 +19,6 @@ output matrices are not targets (llama.cpp transposes a ``token_embd`` adapter, 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 import os
@@ -34,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .gguf_io import SUPPORTED_ARCHS, _to_float32, finish_atomically, gguf_module
-from .lora_args import DEFAULT_TARGETS, LORA_TARGETS, lora_requested
+from .lora_args import DEFAULT_TARGETS, LORA_TARGETS
 
 
 def parse_targets(spec: str | Sequence[str]) -> list[str]:
@@ -338,31 +337,24 @@ def merge_into(base: Any, adapter: LoraAdapter, scale: float = 1.0) -> dict[str,
 
 
 # ------------------------------------------------------------------------------------------------
-# Command line (the options: lora_args.py)
+# A request's adapter
 # ------------------------------------------------------------------------------------------------
-def setup_lora(model: nn.Module, args: argparse.Namespace, seed: int = 0) -> dict[str, Any] | None:
-    """Applies ``--lora-in`` or a fresh ``--lora-rank`` adapter to ``model`` (base frozen); None when
-    neither is given (full-weight training). Returns what the metrics report."""
-    if not lora_requested(args):
-        if getattr(args, "lora_out", None):
-            raise ValueError("--lora-out needs --lora-rank or --lora-in")
-        return None
-    if not args.lora_out:
-        raise ValueError("--lora-rank/--lora-in need --lora-out (where the trained adapter goes)")
-    if args.lora_in:
-        adapter = read_lora_gguf(args.lora_in)
+def setup_lora(model: nn.Module, spec: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Applies ``spec["in"]`` (an adapter to continue from) or a fresh adapter of ``spec``'s rank, alpha and
+    targets to ``model`` (base frozen); returns what the metrics report. ``spec``: a request's ``lora``."""
+    if spec["in"]:
+        adapter = read_lora_gguf(spec["in"])
         apply_lora(model, adapter)
         alpha, ranks, targets = adapter.alpha, adapter.ranks, adapter.targets
     else:
-        alpha = float(args.lora_alpha) if args.lora_alpha is not None else 2.0 * args.lora_rank
-        targets = parse_targets(args.lora_targets)
-        attach_lora(model, args.lora_rank, alpha, targets, seed=seed)
-        ranks = [args.lora_rank]
+        alpha, targets = float(spec["alpha"]), parse_targets(spec["targets"])
+        attach_lora(model, spec["rank"], alpha, targets, seed=seed)
+        ranks = [spec["rank"]]
     return {
         "rank": ranks[0] if len(ranks) == 1 else ranks,
         "alpha": alpha,
         "targets": targets,
         "trainable_parameters": sum(p.numel() for p in lora_parameters(model)),
-        "in": args.lora_in,
-        "out": args.lora_out,
+        "in": spec["in"],
+        "out": spec["out"],
     }

@@ -41,8 +41,9 @@ import torch.nn.functional as F
 
 from .gguf_io import write_gguf
 from .lora import merged_state, setup_lora, write_lora_gguf
-from .lora_args import add_lora_args, lora_requested
+from .lora_args import add_lora_args, lora_requested, lora_spec
 from .model import LlamaModel, load_model, packed_allowed, state_for_gguf
+from .train import optimizer_step
 
 
 # ------------------------------------------------------------------------------------------------
@@ -428,7 +429,8 @@ def load_for_training(args: argparse.Namespace, device: torch.device) -> tuple[L
     model, g = load_model(args.model, device=device)
     if args.reinit:
         reinitialize(model, args.reinit, args.seed)
-    lora = setup_lora(model, args, seed=args.seed)
+    spec = lora_spec(args)
+    lora = setup_lora(model, spec, seed=args.seed) if spec is not None else None
     model.grad_checkpoint = args.grad_checkpoint
     return model, g, lora
 
@@ -548,8 +550,7 @@ def train_loop(
                 s, n = batch_loss(model, b)
             loss = s / max(n, 1.0)
             loss.backward()
-            gn = torch.nn.utils.clip_grad_norm_(trainable, args.max_grad_norm) if args.max_grad_norm > 0 else torch.tensor(0.0)
-            opt.step()
+            gn = optimizer_step(opt, trainable, None, args.max_grad_norm)
             st.step += 1
             if st.first_loss is None:
                 st.first_loss = float(loss.detach())

@@ -332,3 +332,79 @@ requires_gemma = pytest.mark.skipif(
     not GEMMA.exists(),
     reason=f"{GEMMA.relative_to(ROOT)} is not there: `npx reex models pull gemma-3-270m` fetches it (about 250 MB)",
 )
+
+
+# ------------------------------------------------------------------------------------------------
+# Step settings and request files (the learner has no defaults: the tests state theirs here)
+# ------------------------------------------------------------------------------------------------
+#: The tests' settings of a step (snake_case, StepConfig's fields); each test overrides what it is about.
+TEST_TRAIN = dict(
+    lr=2e-6,
+    clip=0.2,
+    clip_high=None,
+    kl_beta=0.0,
+    temperature=1.0,
+    loss_agg="token-mean",
+    epochs=1,
+    micro_batch=4,
+    mini_batch=0,
+    max_grad_norm=1.0,
+    weight_decay=0.0,
+    warmup_steps=0,
+    max_old_logprob_diff=0.0,
+    split_half=0,
+    mask_truncated=False,
+    share_prefix=False,
+    pack_tokens=2048,
+    shuffle=False,
+    seed=0,
+)
+
+
+def make_cfg(mode: str = "grpo", optimizer_state: str | None = None, compute_dtype=None, **kw):
+    """A StepConfig of the tests' settings with ``kw`` overriding them."""
+    from reex_learner.train import StepConfig
+
+    return StepConfig(mode=mode, optimizer_state=optimizer_state, compute_dtype=compute_dtype, **{**TEST_TRAIN, **kw})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def make_request(
+    model, experience, *, metrics, optimizer_state, mode="grpo", out=None, ref=None, master=None, lora=None, backend="gguf", hf=None, runtime=None, **train
+):
+    """A complete request (every field, as TypeScript writes one) with the tests' settings; ``train``: snake_case overrides."""
+    return {
+        "version": 1,
+        "backend": backend,
+        "mode": mode,
+        "paths": {
+            "model": str(model),
+            "experience": str(experience),
+            "out": None if out is None else str(out),
+            "ref": None if ref is None else str(ref),
+            "master": None if master is None else str(master),
+            "metrics": str(metrics),
+            "optimizerState": str(optimizer_state),
+        },
+        "lora": None if lora is None else {"in": None, "rank": 4, "alpha": 8.0, "targets": "attn_q,attn_k,attn_v,attn_output", "outType": "f32", **lora},
+        "runtime": {"device": "cpu", "dtype": "f32", "threads": 1, "gradCheckpoint": False, "attn": "eager", "outType": "keep", **(runtime or {})},
+        "train": {_camel(k): v for k, v in {**TEST_TRAIN, **train}.items()},
+        "hf": hf,
+    }
+
+
+def write_request(path: Path, req: dict) -> Path:
+    path.write_text(json.dumps(req, indent=1))
+    return path
+
+
+def run_step(request_path: Path, python: str = sys.executable, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m reex_learner step --request FILE`` with the learner on PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LEARNER)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    return subprocess.run(
+        [python, "-m", "reex_learner", "step", "--request", str(request_path)], cwd=LEARNER, env=env, capture_output=True, text=True, timeout=timeout
+    )

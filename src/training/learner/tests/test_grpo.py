@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import LEARNER
-from reex_learner.grpo import (
-    Rollout,
-    StepConfig,
-    agg_denominator,
-    aggregate,
-    collate,
-    compute_advantages,
-    grpo_token_loss,
-    kl_k3,
-    pack_rollouts,
-    parse_rollout,
-    read_experience,
-    sequence_logprobs,
-    train_step,
-)
+from conftest import make_cfg, make_request, run_step, write_request
+from reex_learner.grpo import Rollout, collate, pack_rollouts, parse_rollout, read_experience, sequence_logprobs
+from reex_learner.loss import agg_denominator, aggregate, grpo_token_loss, kl_k3
 from reex_learner.model import load_model
+from reex_learner.train import Backend, train
 
 
 def _rollout(seed: int, adv: float, n_vocab: int, prompt_len: int = 8, resp_len: int = 14, inject=(5, 9)) -> Rollout:
@@ -126,7 +112,7 @@ def test_one_grpo_step_raises_positive_and_lowers_negative(tiny):
     pos, neg = _rollout(10, +1.0, V), _rollout(11, -1.0, V)
     _with_old_logprobs(model, [pos, neg])
     before = _seq_logprob(model, pos), _seq_logprob(model, neg)
-    m = train_step(model, [pos, neg], StepConfig(lr=1e-3, micro_batch=1))
+    m = train(Backend(model), [pos, neg], make_cfg(lr=1e-3, micro_batch=1))
     after = _seq_logprob(model, pos), _seq_logprob(model, neg)
     print(f"pos {before[0]:.3f} -> {after[0]:.3f}; neg {before[1]:.3f} -> {after[1]:.3f}; metrics {m}")
     assert after[0] > before[0] + 0.1
@@ -151,7 +137,7 @@ def test_sft_step_lowers_nll_of_mask1_tokens_only(tiny):
     model, V = tiny
     r = _rollout(13, 0.0, V)
     before = _seq_logprob(model, r)
-    m = train_step(model, [r], StepConfig(mode="sft", lr=1e-3))
+    m = train(Backend(model), [r], make_cfg(mode="sft", lr=1e-3))
     assert _seq_logprob(model, r) > before + 0.1
     assert m["nll"] == pytest.approx(-before / sum(r.mask), rel=1e-4)
     assert m["pg_loss"] is None and m["loss"] == pytest.approx(m["nll"], rel=1e-5)
@@ -162,9 +148,9 @@ def test_gradient_accumulation_equals_full_batch(tiny_f32):
     for micro in (1, 3):
         model, g = load_model(str(tiny_f32))
         rs = _with_old_logprobs(model, [_rollout(20 + i, (-1) ** i * (i + 1) / 3, g.hparams.n_vocab, resp_len=8 + i) for i in range(3)])
-        cfg = StepConfig(lr=0.0, micro_batch=micro, max_grad_norm=0.0)
+        cfg = make_cfg(lr=0.0, micro_batch=micro, max_grad_norm=0.0)
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        train_step(model, rs, cfg, optimizer=opt)
+        train(Backend(model), rs, cfg, optimizer=opt)
         grads.append({n: p.grad.clone() for n, p in model.named_parameters()})
     for n in grads[0]:
         torch.testing.assert_close(grads[0][n], grads[1][n], rtol=1e-4, atol=2e-6)
@@ -186,10 +172,20 @@ def test_kl_k3_is_zero_when_policy_equals_reference(tiny_f32):
     g1 = _grads(policy, batch, ref_logp=ref_lp, kl_beta=0.5)
     for n in g0:  # d k3 / d logp = 1 - exp(ref - logp) = 0 at equality: the KL term adds no gradient
         assert torch.equal(g0[n], g1[n]), n
-    m = train_step(policy, rs, StepConfig(lr=1e-3, kl_beta=0.5), ref=ref)
+    # the loss's own KL: k3 on the loss tokens only (0 where mask = 0), added as beta x k3, reported as is
+    lp, _ = sequence_logprobs(policy, batch)
+    other = ref_lp + 0.3 * torch.randn(ref_lp.shape, generator=torch.Generator().manual_seed(0))
+    with_kl, stats = grpo_token_loss(lp, batch.old_logprobs, batch.advantages, batch.mask, ref_logp=other, kl_beta=0.5)
+    without, stats0 = grpo_token_loss(lp, batch.old_logprobs, batch.advantages, batch.mask, ref_logp=other, kl_beta=0.0)
+    k3 = kl_k3(lp, other) * batch.mask
+    torch.testing.assert_close(stats["kl"], k3.detach())
+    torch.testing.assert_close(stats0["kl"], k3.detach())  # a metric when beta is 0
+    torch.testing.assert_close(with_kl - without, 0.5 * k3)
+    assert float(stats["kl"][batch.mask == 0].abs().sum()) == 0.0 and bool((stats["kl"][batch.mask > 0] > 0).all())
+    m = train(Backend(policy, ref), rs, make_cfg(lr=1e-3, kl_beta=0.5))
     assert m["kl"] == 0.0
     # after the update the policy differs: a second step sees a positive KL
-    m2 = train_step(policy, rs, StepConfig(lr=1e-3, kl_beta=0.5), ref=ref)
+    m2 = train(Backend(policy, ref), rs, make_cfg(lr=1e-3, kl_beta=0.5))
     assert m2["kl"] > 0.0
 
 
@@ -206,16 +202,6 @@ def test_experience_validation():
     ]:
         with pytest.raises(ValueError, match=msg):
             parse_rollout(bad)
-
-
-def test_advantage_modes():
-    rs = [Rollout([1], [2], [1], None, 0.0, reward=x, question_id=q) for x, q in [(1, "a"), (0, "a"), (3, "b"), (3, "b")]]
-    compute_advantages(rs, "group")
-    assert [round(r.advantage, 4) for r in rs] == [1.0, -1.0, 0.0, 0.0]
-    compute_advantages(rs, "none")
-    assert [r.advantage for r in rs] == [0.5, -0.5, 0.0, 0.0]
-    compute_advantages(rs, "batch")
-    assert rs[0].advantage == pytest.approx(0.5 / math.sqrt(0.125), rel=1e-5)
 
 
 def test_cli_step_end_to_end(tiny_f32, tmp_path):
@@ -243,36 +229,8 @@ def test_cli_step_end_to_end(tiny_f32, tmp_path):
             )
     assert len(read_experience(str(exp))) == 4
     out, metrics, opt_state = tmp_path / "out.gguf", tmp_path / "m.json", tmp_path / "adam.pt"
-    cmd = [
-        sys.executable,
-        "-m",
-        "reex_learner",
-        "step",
-        "--model",
-        str(tiny_f32),
-        "--experience",
-        str(exp),
-        "--out",
-        str(out),
-        "--ref",
-        str(tiny_f32),
-        "--lr",
-        "1e-3",
-        "--kl-beta",
-        "0.01",
-        "--micro-batch",
-        "2",
-        "--epochs",
-        "2",
-        "--mask-truncated",
-        "--threads",
-        "1",
-        "--metrics",
-        str(metrics),
-        "--optimizer-state",
-        str(opt_state),
-    ]
-    r = subprocess.run(cmd, cwd=LEARNER, capture_output=True, text=True, timeout=60)
+    common = dict(metrics=metrics, optimizer_state=opt_state, out=out, ref=tiny_f32, lr=1e-3, kl_beta=0.01, micro_batch=2, epochs=2, mask_truncated=True)
+    r = run_step(write_request(tmp_path / "req.json", make_request(tiny_f32, exp, **common)))
     assert r.returncode == 0, r.stderr
     printed = json.loads(r.stdout.strip().splitlines()[-1])
     saved = json.loads(metrics.read_text())
@@ -285,16 +243,23 @@ def test_cli_step_end_to_end(tiny_f32, tmp_path):
     diff = max((a - b).abs().max().item() for a, b in zip(new.parameters(), model.parameters(), strict=True))
     assert diff > 0
     # a second invocation resumes the AdamW moments
-    r = subprocess.run(cmd[: cmd.index("--model") + 1] + [str(out)] + cmd[cmd.index("--model") + 2 :], cwd=LEARNER, capture_output=True, text=True, timeout=60)
+    r = run_step(write_request(tmp_path / "req2.json", make_request(out, exp, **common)))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1])["optimizer_resumed"] is True
     # bad input: a clear error, exit code 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt_tokens": [1], "tokens": [99999], "mask": [1], "advantage": 1}) + "\n")
-    r = subprocess.run(
-        cmd[: cmd.index("--experience") + 1] + [str(bad)] + cmd[cmd.index("--experience") + 2 :], cwd=LEARNER, capture_output=True, text=True, timeout=60
-    )
+    r = run_step(write_request(tmp_path / "req3.json", make_request(tiny_f32, bad, **common)))
     assert r.returncode != 0 and "vocabulary" in (r.stderr + r.stdout)
+    # a request that misses a field, or has one the schema does not know, is refused before anything runs
+    req = make_request(tiny_f32, exp, **common)
+    del req["train"]["klBeta"]
+    r = run_step(write_request(tmp_path / "req4.json", req))
+    assert r.returncode == 2 and "klBeta" in r.stderr
+    req = make_request(tiny_f32, exp, **common)
+    req["train"]["advantage"] = "group"
+    r = run_step(write_request(tmp_path / "req5.json", req))
+    assert r.returncode == 2 and "advantage" in r.stderr
 
 
 def test_bf16_autocast_keeps_float32_master_weights(tiny):
@@ -303,7 +268,7 @@ def test_bf16_autocast_keeps_float32_master_weights(tiny):
     model, V = tiny
     pos, neg = _rollout(50, +1.0, V), _rollout(51, -1.0, V)
     before = [p.detach().clone() for p in model.parameters()]
-    m = train_step(model, [pos, neg], StepConfig(lr=2e-6, compute_dtype=torch.bfloat16))
+    m = train(Backend(model), [pos, neg], make_cfg(lr=2e-6, compute_dtype=torch.bfloat16))
     assert all(p.dtype == torch.float32 for p in model.parameters())
     moved = sum(int(torch.count_nonzero(p.detach() != b)) for p, b in zip(model.parameters(), before, strict=True))
     assert moved > 0 and math.isfinite(m["loss"]) and m["grad_norm"] > 0
@@ -328,9 +293,9 @@ def test_shared_prefix_rows_give_the_same_gradient_and_metrics_as_one_row_per_ro
         ref, _ = load_model(str(tiny_f32))
         rs = _group(40, 3, g.hparams.n_vocab) + _group(41, 2, g.hparams.n_vocab, prompt_len=5)
         rs = _with_old_logprobs(model, rs)
-        cfg = StepConfig(lr=0.0, micro_batch=2, max_grad_norm=0.0, kl_beta=0.1, share_prefix=share, pack_tokens=40)
+        cfg = make_cfg(lr=0.0, micro_batch=2, max_grad_norm=0.0, kl_beta=0.1, share_prefix=share, pack_tokens=40)
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
-        m = train_step(model, rs, cfg, ref=ref, optimizer=opt)
+        m = train(Backend(model, ref), rs, cfg, optimizer=opt)
         results.append((m, {n: p.grad.clone() for n, p in model.named_parameters()}))
     (m0, g0), (m1, g1) = results
     assert not m0["shared_prefix"] and m1["shared_prefix"]

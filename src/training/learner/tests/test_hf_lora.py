@@ -1,16 +1,16 @@
-"""Path (b), Hugging Face + LoRA (reex_learner/hf_lora.py).
+"""Path (b), Hugging Face + LoRA (reex_learner/hf_lora.py): the HF backend of the one loop (train.py).
 
 Without transformers/peft (Debian's /usr/bin/python3, `npm run test:learner`): the guarded import and
-its message, the hf-step argument parsing (every flag the code reads is defined), record sharding by
-rank, that the loss is grpo's own function, and the training loop itself -- driven by a toy causal LM
-with a LoRA-style adapter and a ``disable_adapter()`` context -- checked against ``grpo.train_step``
-(same update, same metrics, warm-up, old-log-prob guard and split-half included) and, under
-torch.distributed (gloo, 2 and 3 CPU processes), against the single-process gradient.
+its message, the request's LoRA target names, record sharding by rank, the loss module, and the loop
+driven through the HF backend by a toy causal LM with a LoRA-style adapter and a ``disable_adapter()``
+context -- checked against the plain backend (same update, same metrics, warm-up, old-log-prob guard
+and split-half included) and, under torch.distributed (gloo, 2 and 3 CPU processes), against the
+single-process gradient.
 
 With transformers + peft (the HF venv of scripts/install-hf-deps.sh, `npm run test:learner-hf`), the
-tests at the end run hf-step (GRPO, SFT, the guard, GGUF export) on randomly initialised tiny Llama
-and Gemma 3 checkpoints built from a config; without them they are SKIPPED with the reason
-"transformers/peft not installed: real-model path (b) tests not run" (pytest -rs shows it).
+tests at the end run `step` with hf requests (GRPO, SFT, the guard, GGUF export) on randomly
+initialised tiny Llama and Gemma 3 checkpoints built from a config; without them they are SKIPPED with
+the reason "transformers/peft not installed: real-model path (b) tests not run" (pytest -rs shows it).
 scripts/gpu-check-hf-lora.sh is the same check for a GPU machine.
 """
 
@@ -20,7 +20,6 @@ import contextlib
 import copy
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,26 +27,28 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import LEARNER, ROOT
-from reex_learner import grpo, hf_lora
-from reex_learner.cli import build_parser
+from conftest import ROOT, make_cfg, make_request, run_step, write_request
+from reex_learner import hf_lora, loss, train
 from reex_learner.cli import main as cli_main
-from reex_learner.grpo import Rollout, StepConfig, collate, sequence_logprobs, train_step
+from reex_learner.grpo import Rollout, collate, sequence_logprobs
 from reex_learner.hf_lora import (
     AdapterDisabledView,
-    DistInfo,
+    HFBackend,
     LogitsView,
     MissingHFDependency,
     convert_lora_command,
     dist_from_env,
     find_convert_lora_script,
-    lora_settings_from_args,
+    parse_targets,
     require_hf,
-    resolve_kl_beta,
-    shard_rollouts,
-    step_config_from_args,
-    train_lora_step,
 )
+from reex_learner.train import Backend, DistInfo, OldLogprobMismatch, shard_rollouts
+
+
+def _hf_train(model, rollouts, cfg, *, ref_free=False, dist_info=None, ddp_model=None, optimizer=None):
+    """The HF backend through the one loop, with the adapter-off base as reference unless ``ref_free``."""
+    return train.train(HFBackend(model, not ref_free, dist_info, ddp_model), rollouts, cfg, optimizer=optimizer)
+
 
 HF_SKIP_REASON = "transformers/peft not installed: real-model path (b) tests not run (bash scripts/install-hf-deps.sh; npm run test:learner-hf)"
 
@@ -112,12 +113,13 @@ def _params(m: torch.nn.Module):
 # ------------------------------------------------------------------------------------------------
 # Guarded import, argument parsing
 # ------------------------------------------------------------------------------------------------
-def test_missing_transformers_gives_the_install_hint(monkeypatch, capsys):
+def test_missing_transformers_gives_the_install_hint(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import now raises ImportError
     with pytest.raises(MissingHFDependency) as err:
         require_hf()
     assert "path (b) needs transformers and peft: pip install" in str(err.value)
-    rc = cli_main(["hf-step", "--base", "nowhere", "--experience", "e.jsonl", "--adapter-out", "out"])
+    req = _hf_request(tmp_path, "nowhere", tmp_path / "e.jsonl", tmp_path / "out")
+    rc = cli_main(["step", "--request", str(write_request(tmp_path / "r.json", req))])
     assert rc == 3
     assert "path (b) needs transformers and peft: pip install" in capsys.readouterr().err
 
@@ -130,69 +132,12 @@ def test_missing_peft_gives_the_install_hint(monkeypatch):
         require_hf()
 
 
-def test_hf_step_arguments():
-    a = build_parser().parse_args(["hf-step", "--base", "B", "--experience", "E", "--adapter-out", "O"])
-    assert (a.adapter_in, a.gguf_out, a.ref_free, a.lr, a.clip, a.dtype, a.device) == (None, None, False, 2e-6, 0.2, "bf16", "auto")
-    assert (a.lora_r, a.lora_alpha, a.micro_batch, a.mini_batch, a.mode) == (16, 32.0, 1, 0, "grpo")
-    cfg = step_config_from_args(a, torch.bfloat16)  # reads the flags directly: each must be defined
-    assert cfg.kl_beta == 0.001 and cfg.compute_dtype == torch.bfloat16 and cfg.max_grad_norm == 1.0
-    assert (cfg.warmup_steps, cfg.max_old_logprob_diff, cfg.split_half, cfg.share_prefix) == (0, 0.0, 0, False)
-    lora = lora_settings_from_args(a)
-    assert lora.targets == ("q_proj", "k_proj", "v_proj", "o_proj") and lora.r == 16 and lora.dropout == 0.0
-
-    a = build_parser().parse_args(
-        [
-            "hf-step",
-            "--base",
-            "B",
-            "--adapter-in",
-            "A",
-            "--experience",
-            "E",
-            "--adapter-out",
-            "O",
-            "--ref-free",
-            "--lr",
-            "1e-5",
-            "--lora-r",
-            "64",
-            "--lora-alpha",
-            "128",
-            "--lora-targets",
-            " q_proj, v_proj ,gate_proj",
-            "--gguf-out",
-            "x.gguf",
-            "--dtype",
-            "f32",
-            "--device",
-            "cuda",
-            "--micro-batch",
-            "2",
-            "--mini-batch",
-            "8",
-            "--warmup-steps",
-            "5",
-            "--max-old-logprob-diff",
-            "0.25",
-            "--split-half",
-            "3",
-        ]
-    )
-    cfg = step_config_from_args(a, None)
-    assert cfg.kl_beta == 0.0 and cfg.lr == 1e-5 and cfg.micro_batch == 2 and cfg.mini_batch == 8
-    assert (cfg.warmup_steps, cfg.max_old_logprob_diff, cfg.split_half) == (5, 0.25, 3)
-    assert lora_settings_from_args(a).targets == ("q_proj", "v_proj", "gate_proj")
-    assert (a.adapter_in, a.gguf_out, a.device) == ("A", "x.gguf", "cuda")
-
-    assert resolve_kl_beta(None, False) == 0.001 and resolve_kl_beta(None, True) == 0.0
-    assert resolve_kl_beta(0.0, True) == 0.0 and resolve_kl_beta(0.05, False) == 0.05
-    with pytest.raises(ValueError, match="ref-free"):
-        resolve_kl_beta(0.1, True)
-    a = build_parser().parse_args(["hf-step", "--base", "B", "--experience", "E", "--adapter-out", "O", "--lora-targets", " , "])
-    with pytest.raises(ValueError, match="lora-targets"):
-        lora_settings_from_args(a)
-    # existing subcommands are untouched
-    assert build_parser().parse_args(["step", "--model", "m", "--experience", "e", "--out", "o"]).micro_batch == 4
+def test_hf_lora_targets_are_the_requests_llama_cpp_names():
+    assert parse_targets("attn_q,attn_v,ffn_gate") == ("q_proj", "v_proj", "gate_proj")
+    assert parse_targets(" q_proj, v_proj ,gate_proj") == ("q_proj", "v_proj", "gate_proj")
+    assert len(parse_targets("all")) == 7
+    with pytest.raises(ValueError, match="lora.targets"):
+        parse_targets(" , ")
 
 
 def test_dist_from_env():
@@ -217,7 +162,7 @@ def test_shard_rollouts_partitions_and_balances(n, world):
     if n >= world:  # dealt by length: no rank gets all the long ones
         tok = [sum(x.length for x in s) for s in shards]
         assert max(tok) - min(tok) <= max(x.length for x in rs)
-    if world == 1:  # the order grpo.train_step uses for its micro-batches
+    if world == 1:  # the order of one process's micro-batches
         assert [id(x) for x in shards[0]] == [id(x) for x in sorted(rs, key=lambda r: r.length)]
     with pytest.raises(ValueError):
         shard_rollouts(rs, world, world)
@@ -226,21 +171,19 @@ def test_shard_rollouts_partitions_and_balances(n, world):
 # ------------------------------------------------------------------------------------------------
 # The loss is grpo's, and the loop is train_step's
 # ------------------------------------------------------------------------------------------------
-def test_the_loss_function_is_grpos():
-    assert hf_lora.micro_batch_loss is grpo.micro_batch_loss
-    assert hf_lora.sequence_logprobs is grpo.sequence_logprobs and hf_lora.collate is grpo.collate
-    # and micro_batch_loss is what train_step computed inline before the extraction
+def test_the_loss_is_the_loss_modules():
+    assert train.micro_batch_loss is loss.micro_batch_loss
     rs = _rollouts(4)
     b = collate(rs)
     lp = -torch.rand(b.mask.shape) * 3
     ref = -torch.rand(b.mask.shape) * 3
-    cfg = StepConfig(clip=0.2, clip_high=0.28, kl_beta=0.1)
-    loss, stats = grpo.micro_batch_loss(cfg, lp, b, 17.0, ref)
-    per_token, stats2 = grpo.grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, 0.2, 0.28, ref, 0.1)
-    assert torch.equal(loss, per_token.sum() / 17.0)
+    cfg = make_cfg(clip=0.2, clip_high=0.28, kl_beta=0.1)
+    got, stats = loss.micro_batch_loss(cfg, lp, b, 17.0, ref)
+    per_token, stats2 = loss.grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, 0.2, 0.28, ref, 0.1)
+    assert torch.equal(got, per_token.sum() / 17.0)
     assert all(torch.equal(stats[k], stats2[k]) for k in stats)
-    sft_loss, _ = grpo.micro_batch_loss(StepConfig(mode="sft", loss_agg="seq-mean-token-mean"), lp, b, 4.0)
-    assert torch.allclose(sft_loss, grpo.aggregate(-lp * b.mask, b.mask, "seq-mean-token-mean", 4.0))
+    sft_loss, _ = loss.micro_batch_loss(make_cfg(mode="sft", loss_agg="seq-mean-token-mean"), lp, b, 4.0)
+    assert torch.allclose(sft_loss, loss.aggregate(-lp * b.mask, b.mask, "seq-mean-token-mean", 4.0))
 
 
 @pytest.mark.parametrize(
@@ -249,17 +192,17 @@ def test_the_loss_function_is_grpos():
         dict(kl_beta=0.05, micro_batch=2),
         dict(kl_beta=0.0, micro_batch=3, mini_batch=4, epochs=2, loss_agg="seq-mean-token-mean", clip_high=0.3),
         dict(mode="sft", micro_batch=2),
-        dict(kl_beta=0.02, micro_batch=1, mini_batch=3, shuffle=True, epochs=2, max_grad_norm=0.0, advantage="group"),
+        dict(kl_beta=0.02, micro_batch=1, mini_batch=3, shuffle=True, epochs=2, max_grad_norm=0.0),
         dict(kl_beta=0.05, micro_batch=2, mini_batch=2, warmup_steps=3, max_old_logprob_diff=5.0, split_half=2),
     ],
 )
-def test_loop_equals_grpo_train_step(kw):
-    """Same update and same metrics (every key train_step reports) as grpo.train_step given the
-    adapter-disabled model as --ref, warm-up, guard and split-half included."""
-    cfg = StepConfig(lr=1e-2, **kw)
+def test_hf_backend_equals_the_plain_backend(kw):
+    """The HF backend (peft-like views) gives the same update and metrics as the plain backend given the
+    adapter-disabled model as reference, warm-up, guard and split-half included."""
+    cfg = make_cfg(lr=1e-2, **kw)
     a, b = ToyLoraLM(), ToyLoraLM()
-    m_hf = train_lora_step(a, _rollouts(), cfg)
-    m_gg = train_step(LogitsView(b), _rollouts(), cfg, ref=AdapterDisabledView(b))
+    m_hf = _hf_train(a, _rollouts(), cfg)
+    m_gg = train.train(Backend(LogitsView(b), AdapterDisabledView(b)), _rollouts(), cfg)
     pa, pb = _params(a), _params(b)
     for n in pa:
         assert torch.allclose(pa[n], pb[n], rtol=0, atol=1e-7), n
@@ -299,21 +242,21 @@ def test_loop_equals_grpo_train_step(kw):
 
 def test_old_logprob_guard_fails_the_step_before_any_update():
     rs = _rollouts()
-    diff = train_lora_step(ToyLoraLM(), _rollouts(), StepConfig(lr=0.0))["old_logprob_abs_diff"]
+    diff = _hf_train(ToyLoraLM(), _rollouts(), make_cfg(lr=0.0))["old_logprob_abs_diff"]
     assert diff > 0.5  # the file's old log-probs are random: far from the toy's
-    for cfg in (StepConfig(lr=1e-2, max_old_logprob_diff=diff * 0.9), StepConfig(lr=1e-2, max_old_logprob_diff=diff * 0.9, mini_batch=2)):
+    for cfg in (make_cfg(lr=1e-2, max_old_logprob_diff=diff * 0.9), make_cfg(lr=1e-2, max_old_logprob_diff=diff * 0.9, mini_batch=2)):
         a, b = ToyLoraLM(), ToyLoraLM()
-        with pytest.raises(grpo.OldLogprobMismatch, match="above --max-old-logprob-diff") as e_hf:
-            train_lora_step(a, copy.deepcopy(rs), cfg)
-        with pytest.raises(grpo.OldLogprobMismatch) as e_gg:
-            train_step(LogitsView(b), copy.deepcopy(rs), cfg)
+        with pytest.raises(OldLogprobMismatch, match="above learner.maxOldLogprobDiff") as e_hf:
+            _hf_train(a, copy.deepcopy(rs), cfg)
+        with pytest.raises(OldLogprobMismatch) as e_gg:
+            train.train(Backend(LogitsView(b)), copy.deepcopy(rs), cfg)
         assert str(e_hf.value) == str(e_gg.value)  # same tokens, same mean
         for n, p in _params(a).items():
             assert torch.equal(p, _params(ToyLoraLM())[n]), n  # no update
-    met = train_lora_step(ToyLoraLM(), copy.deepcopy(rs), StepConfig(lr=1e-2, max_old_logprob_diff=diff * 1.1))
+    met = _hf_train(ToyLoraLM(), copy.deepcopy(rs), make_cfg(lr=1e-2, max_old_logprob_diff=diff * 1.1))
     assert met["old_logprob_abs_diff"] == pytest.approx(diff) and met["optimizer_steps"] == 1
     with pytest.raises(ValueError, match="one process"):
-        train_lora_step(ToyLoraLM(), rs, StepConfig(split_half=2), dist_info=DistInfo(0, 2, 0), ddp_model=ToyLoraLM())
+        _hf_train(ToyLoraLM(), rs, make_cfg(split_half=2), dist_info=DistInfo(0, 2, 0), ddp_model=ToyLoraLM())
 
 
 def test_reference_is_the_base_with_the_adapter_disabled():
@@ -323,20 +266,20 @@ def test_reference_is_the_base_with_the_adapter_disabled():
     for r in rs:
         r.old_logprobs = None
     base_before = {n: p.clone() for n, p in m.named_parameters() if not p.requires_grad}
-    met = train_lora_step(m, rs, StepConfig(lr=1e-2, kl_beta=0.5, micro_batch=2))
+    met = _hf_train(m, rs, make_cfg(lr=1e-2, kl_beta=0.5, micro_batch=2))
     assert met["kl"] == 0.0 and met["ratio_mean"] == pytest.approx(1.0) and met["old_logprob_abs_diff"] == 0.0
     for n, p in m.named_parameters():
         if not p.requires_grad:
             assert torch.equal(p, base_before[n]), n  # base frozen
     assert float(m.lora_B.abs().sum()) > 0  # adapter moved
     # next step from that adapter: KL > 0 against the base
-    met2 = train_lora_step(m, _rollouts(), StepConfig(lr=1e-2, kl_beta=0.5, micro_batch=2))
+    met2 = _hf_train(m, _rollouts(), make_cfg(lr=1e-2, kl_beta=0.5, micro_batch=2))
     assert met2["kl"] > 0
     # --ref-free: no reference forward at all, no kl metric; kl_beta must then be 0
-    met3 = train_lora_step(m, _rollouts(), StepConfig(lr=1e-2, kl_beta=0.0), ref_free=True)
+    met3 = _hf_train(m, _rollouts(), make_cfg(lr=1e-2, kl_beta=0.0), ref_free=True)
     assert met3["kl"] is None and met3["ref"] is None
-    with pytest.raises(ValueError, match="ref-free"):
-        train_lora_step(m, _rollouts(), StepConfig(kl_beta=0.1), ref_free=True)
+    with pytest.raises(ValueError, match="needs a reference"):
+        _hf_train(m, _rollouts(), make_cfg(kl_beta=0.1), ref_free=True)
 
 
 def test_views_call_the_model_like_transformers():
@@ -377,8 +320,8 @@ def _ddp_worker(rank: int, world: int, init_file: str, out_dir: str, cfg_kw: dic
         rs = _rollouts(7)
         rs[2].old_logprobs = None  # exercises the gathered on-policy scoring
         try:
-            met = train_lora_step(m, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), dist_info=DistInfo(rank, world, rank), ddp_model=ddp, optimizer=opt)
-        except grpo.OldLogprobMismatch as err:
+            met = _hf_train(m, rs, make_cfg(lr=1.0, max_grad_norm=0.0, **cfg_kw), dist_info=DistInfo(rank, world, rank), ddp_model=ddp, optimizer=opt)
+        except OldLogprobMismatch as err:
             met = {"error": str(err)}
         torch.save({"params": _params(m), "metrics": met}, os.path.join(out_dir, f"rank{rank}.pt"))
         del ddp  # a DDP object alive at exit can hang the process (torch 1.13 + gloo)
@@ -411,14 +354,14 @@ def test_ddp_equals_single_process(case, tmp_path):
     rs[2].old_logprobs = None
     start = _params(ToyLoraLM())
     if case.endswith("guard"):
-        with pytest.raises(grpo.OldLogprobMismatch) as err:
-            train_lora_step(single, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
+        with pytest.raises(OldLogprobMismatch) as err:
+            _hf_train(single, rs, make_cfg(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
         for r in range(world):
             got = torch.load(tmp_path / f"rank{r}.pt", weights_only=False)
             assert got["metrics"] == {"error": str(err.value)}, r  # the same mean, so the same message
             assert torch.equal(got["params"]["lora_B"], start["lora_B"]), r  # no update
         return
-    ref_met = train_lora_step(single, rs, StepConfig(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
+    ref_met = _hf_train(single, rs, make_cfg(lr=1.0, max_grad_norm=0.0, **cfg_kw), optimizer=opt)
     want = _params(single)
     for r in range(world):
         got = torch.load(tmp_path / f"rank{r}.pt", weights_only=False)
@@ -519,9 +462,32 @@ def _write_experience(path: Path, vocab: int, n: int = 6, old_logprob: float | N
             )
 
 
-def _run_cli(args, cwd=LEARNER):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LEARNER)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    return subprocess.run([sys.executable, "-m", "reex_learner", "hf-step"] + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+def _hf_request(tmp_path: Path, base, exp, adapter_out, *, adapter_in=None, gguf_out=None, convert_script=None, **train_kw) -> dict:
+    """A request for the hf backend: a fresh rank-16 adapter on q/k/v/o (or ``adapter_in``), f32 on the CPU."""
+    lora = {"in": None if adapter_in is None else str(adapter_in), "out": str(adapter_out), "rank": 16, "alpha": 32.0}
+    hf = {
+        "ggufOut": None if gguf_out is None else str(gguf_out),
+        "ggufOutType": "f32",
+        "convertScript": None if convert_script is None else str(convert_script),
+        "trustRemoteCode": False,
+    }
+    kw = {"lr": 1e-2, "micro_batch": 2, **train_kw}
+    return make_request(
+        base,
+        exp,
+        metrics=tmp_path / f"{Path(adapter_out).name}.json",
+        optimizer_state=tmp_path / "opt.pt",
+        backend="hf",
+        lora=lora,
+        hf=hf,
+        runtime={"attn": "sdpa"},
+        **kw,
+    )
+
+
+def _run_hf(tmp_path: Path, *args, **kw):
+    req = _hf_request(tmp_path, *args, **kw)
+    return run_step(write_request(tmp_path / f"{Path(args[2]).name}.request.json", req), timeout=600)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -532,12 +498,12 @@ def test_real_hf_step_end_to_end(tmp_path, arch):
     base = _tiny_base(tmp_path, arch)
     exp = tmp_path / "step.jsonl"
     _write_experience(exp, 96)
-    common = ["--base", str(base), "--experience", str(exp), "--device", "cpu", "--dtype", "f32", "--lr", "1e-2", "--micro-batch", "2"]
     # warm-up counted across processes through the optimizer state; on-policy, so the guard passes (diff 0)
-    warm = ["--warmup-steps", "2", "--optimizer-state", str(tmp_path / "opt.pt"), "--max-old-logprob-diff", "1e-4"]
-    r = _run_cli(common + warm + ["--adapter-out", str(tmp_path / "a1"), "--kl-beta", "0.1", "--metrics", str(tmp_path / "m1.json")])
+    warm = dict(warmup_steps=2, max_old_logprob_diff=1e-4)
+    r = _run_hf(tmp_path, base, exp, tmp_path / "a1", kl_beta=0.1, **warm)
     assert r.returncode == 0, r.stderr
     m1 = json.loads(r.stdout.strip().splitlines()[-1])
+    assert m1 == json.loads((tmp_path / "a1.json").read_text())
     assert m1["kl"] == 0.0  # fresh adapter: lora_B = 0, policy == base
     assert m1["ratio_mean"] == pytest.approx(1.0) and m1["grad_norm"] > 0 and m1["trainable_params"] > 0
     assert m1["lr_applied"] == pytest.approx([5e-3]) and m1["optimizer_steps_total"] == 1 and m1["old_logprob_abs_diff"] < 1e-4
@@ -546,7 +512,7 @@ def test_real_hf_step_end_to_end(tmp_path, arch):
     assert any(".lora_B." in k and float(v.abs().sum()) > 0 for k, v in a1.items())
     assert json.loads((tmp_path / "a1" / "adapter_config.json").read_text())["r"] == 16
 
-    r = _run_cli(common + warm + ["--adapter-in", str(tmp_path / "a1"), "--adapter-out", str(tmp_path / "a2"), "--kl-beta", "0.1"])
+    r = _run_hf(tmp_path, base, exp, tmp_path / "a2", adapter_in=tmp_path / "a1", kl_beta=0.1, **warm)
     assert r.returncode == 0, r.stderr
     m2 = json.loads(r.stdout.strip().splitlines()[-1])
     assert m2["kl"] > 0 and m2["optimizer_resumed"] and m2["lr_applied"] == pytest.approx([1e-2]) and m2["optimizer_steps_total"] == 2
@@ -554,7 +520,8 @@ def test_real_hf_step_end_to_end(tmp_path, arch):
     assert any(not torch.equal(a1[k], a2[k]) for k in a1)
 
     # SFT from that adapter: cross-entropy on the mask-1 tokens, no reference forward
-    r = _run_cli(common + ["--mode", "sft", "--adapter-in", str(tmp_path / "a1"), "--adapter-out", str(tmp_path / "s1")])
+    (tmp_path / "opt.pt").unlink()
+    r = _run_hf(tmp_path, base, exp, tmp_path / "s1", adapter_in=tmp_path / "a1", mode="sft")
     assert r.returncode == 0, r.stderr
     ms = json.loads(r.stdout.strip().splitlines()[-1])
     assert ms["mode"] == "sft" and ms["kl"] is None and ms["ref"] is None and ms["loss"] == pytest.approx(ms["nll"]) and 0 < ms["nll"] < 10
@@ -564,16 +531,14 @@ def test_real_hf_step_end_to_end(tmp_path, arch):
     # the old-log-prob guard: the file's old log-probs (-0.01) are not this model's -> exit 4, nothing written
     off = tmp_path / "off.jsonl"
     _write_experience(off, 96, old_logprob=-0.01)
-    r = _run_cli(
-        ["--base", str(base), "--experience", str(off), "--device", "cpu", "--dtype", "f32", "--adapter-out", str(tmp_path / "g")]
-        + ["--max-old-logprob-diff", "1"]
-    )
-    assert r.returncode == 4 and "above --max-old-logprob-diff 1" in r.stderr and "no update was made" in r.stderr, r.stderr
+    (tmp_path / "opt.pt").unlink()
+    r = _run_hf(tmp_path, base, off, tmp_path / "g", max_old_logprob_diff=1.0)
+    assert r.returncode == 4 and "above learner.maxOldLogprobDiff 1" in r.stderr and "no update was made" in r.stderr, r.stderr
     assert not (tmp_path / "g").exists()
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt_tokens": [1, 2], "tokens": [500], "mask": [1], "advantage": 1.0}) + "\n")
-    r = _run_cli(["--base", str(base), "--experience", str(bad), "--adapter-out", str(tmp_path / "a3"), "--device", "cpu", "--dtype", "f32"])
+    r = _run_hf(tmp_path, base, bad, tmp_path / "a3")
     assert r.returncode == 2 and "outside the model's embedding rows" in r.stderr
 
 
@@ -583,7 +548,7 @@ def test_real_peft_views_and_update_direction(tmp_path, arch):
     import transformers
 
     base = _tiny_base(tmp_path, arch)
-    model = hf_lora.load_policy(str(base), None, hf_lora.LoraSettings(r=8, alpha=16), torch.float32, "cpu")
+    model = hf_lora.load_policy(str(base), None, hf_lora.LoraSettings(r=8, alpha=16, targets=("q_proj", "k_proj", "v_proj", "o_proj")), torch.float32, "cpu")
     plain = transformers.AutoModelForCausalLM.from_pretrained(str(base))
     ids = torch.tensor([[3, 5, 7, 11, 13, 17]])
     with torch.no_grad():
@@ -606,7 +571,7 @@ def test_real_peft_views_and_update_direction(tmp_path, arch):
     b = collate(rs)
     with torch.no_grad():
         before, _ = sequence_logprobs(LogitsView(model), b)
-    train_lora_step(model, copy.deepcopy(rs), StepConfig(lr=1e-2, kl_beta=0.0, micro_batch=1))
+    _hf_train(model, copy.deepcopy(rs), make_cfg(lr=1e-2, kl_beta=0.0, micro_batch=1))
     with torch.no_grad():
         after, _ = sequence_logprobs(LogitsView(model), b)
     d = ((after - before) * b.mask).sum(-1)
@@ -624,26 +589,7 @@ def test_real_gguf_conversion(tmp_path, arch):
     exp = tmp_path / "step.jsonl"
     _write_experience(exp, 96)
     out = tmp_path / "a.gguf"
-    r = _run_cli(
-        [
-            "--base",
-            str(base),
-            "--experience",
-            str(exp),
-            "--adapter-out",
-            str(tmp_path / "a"),
-            "--device",
-            "cpu",
-            "--dtype",
-            "f32",
-            "--lr",
-            "1e-2",
-            "--gguf-out",
-            str(out),
-            "--convert-script",
-            str(script),
-        ]
-    )
+    r = _run_hf(tmp_path, base, exp, tmp_path / "a", gguf_out=out, convert_script=script)
     assert r.returncode == 0, r.stderr
     from reex_learner.gguf_io import gguf_module
 

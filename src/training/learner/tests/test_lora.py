@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import ggml_gelu_f16_table, llama_cpp_logits, sample_tokens
+from conftest import ggml_gelu_f16_table, llama_cpp_logits, make_cfg, make_request, sample_tokens, write_request
 from reex_learner.cli import main as cli_main
 from reex_learner.gguf_io import gguf_module, read_gguf
-from reex_learner.grpo import StepConfig, parse_rollout, train_step
+from reex_learner.grpo import parse_rollout
 from reex_learner.lora import (
     BaseView,
     apply_lora,
@@ -27,6 +27,8 @@ from reex_learner.lora import (
 )
 from reex_learner.model import load_model
 from reex_learner.sft_train import Record, batch_loss, build_parser, collate_packs, make_optimizer, make_packs, packed_forward, packing_max_diff, train
+from reex_learner.train import Backend
+from reex_learner.train import train as train_loop
 
 ARCHS = ["tiny_f32", "tiny_qwen2", "tiny_gemma3"]
 # llama.cpp (--exact: f32 weights, f32 KV cache, no flash attention) against the module: f32 summation
@@ -359,13 +361,17 @@ def _seq_logprob(model, row) -> float:
 
 
 def test_grpo_step_cli_trains_an_adapter(tiny_f32, tmp_path, capsys):
-    """`step --lora-rank`: only the adapter moves (the base file is not rewritten), in the advantage's
+    """`step` with a request's lora: only the adapter moves (the base file is not rewritten), in the advantage's
     direction; KL to the base (adapter off) is 0 on a fresh adapter and > 0 from a trained one."""
     exp = tmp_path / "e.jsonl"
     rows = _experience(exp, read_gguf(tiny_f32).hparams.n_vocab)
     a, b, opt = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "adam.pt"
-    args = ["step", "--model", str(tiny_f32), "--experience", str(exp), "--lr", "1e-2", "--kl-beta", "0.1", "--optimizer-state", str(opt), "--threads", "1"]
-    assert cli_main(args + ["--lora-rank", "4", "--lora-out", str(a)]) == 0
+    common = dict(metrics=tmp_path / "m.json", optimizer_state=opt, lr=1e-2, kl_beta=0.1)
+
+    def step(name, **kw):
+        return cli_main(["step", "--request", str(write_request(tmp_path / f"{name}.json", make_request(tiny_f32, exp, **{**common, **kw})))])
+
+    assert step("a", lora={"out": str(a)}) == 0
     m1 = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert m1["kl"] == 0.0 and m1["lora"]["rank"] == 4 and m1["lora"]["alpha"] == 8.0 and not m1["optimizer_resumed"]
     base, _ = _load(tiny_f32)
@@ -375,17 +381,17 @@ def test_grpo_step_cli_trains_an_adapter(tiny_f32, tmp_path, capsys):
     down = _seq_logprob(tuned, rows[1]) - _seq_logprob(base, rows[1])
     print(f"\nGRPO step with LoRA: log p of the A=+1 rollout {up:+.3f}, of the A=-1 one {down:+.3f}")
     assert up > 0 and down < 0
-    assert cli_main(args + ["--lora-in", str(a), "--lora-out", str(b), "--share-prefix"]) == 0
+    assert step("b", lora={"in": str(a), "out": str(b)}, share_prefix=True) == 0
     m2 = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert m2["kl"] > 0 and m2["optimizer_resumed"] and m2["shared_prefix"] and m2["lora"]["in"] == str(a)
     # bad combinations: exit code 2
-    assert cli_main(args + ["--lora-rank", "4"]) == 2
-    assert cli_main(["step", "--model", str(tiny_f32), "--experience", str(exp)]) == 2
-    assert cli_main(args + ["--lora-rank", "4", "--lora-out", str(b), "--master", str(tmp_path / "m.pt")]) == 2
+    assert step("c") == 2  # neither a whole model out nor an adapter
+    assert step("d", lora={"out": str(b)}, master=tmp_path / "m.pt") == 2
+    assert cli_main(["step", "--request", str(tmp_path / "missing.json")]) == 2
 
 
 def test_train_step_with_adapter_packed_equals_unpacked_on_gemma3(tiny_gemma3):
-    """GRPO through train_step on a gemma3 LoRA model: shared-prefix rows give the unpacked gradient
+    """GRPO through train.train on a gemma3 LoRA model: shared-prefix rows give the unpacked gradient
     of the adapter, and the adapter-off view is the base model."""
     g = read_gguf(tiny_gemma3)
     rows = _experience_rows(g.hparams.n_vocab)
@@ -398,9 +404,9 @@ def test_train_step_with_adapter_packed_equals_unpacked_on_gemma3(tiny_gemma3):
             base, _ = _load(tiny_gemma3, ggml_gelu=False)
             tokens = rows[0]["prompt_tokens"] + rows[0]["tokens"]
             assert torch.equal(_logits(BaseView(model), tokens), _logits(base, tokens))
-        cfg = StepConfig(mode="grpo", lr=0.0, share_prefix=share, micro_batch=8, kl_beta=0.1)
+        cfg = make_cfg(mode="grpo", lr=0.0, share_prefix=share, micro_batch=8, kl_beta=0.1)
         opt = torch.optim.SGD(lora_parameters(model), lr=0.0)
-        train_step(model, [parse_rollout(r) for r in rows], cfg, ref=BaseView(model), optimizer=opt)
+        train_loop(Backend(model, BaseView(model)), [parse_rollout(r) for r in rows], cfg, optimizer=opt)
         grads.append(torch.cat([p.grad.reshape(-1) for p in lora_parameters(model)]))
     rel = ((grads[0] - grads[1]).norm() / grads[0].norm()).item()
     print(f"\ngemma3 LoRA GRPO gradient, packed vs unpacked: relative difference {rel:.2e}")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import torch
-from conftest import LEARNER
-from reex_learner.grpo import StepConfig, make_optimizer, read_experience, train_step
+from conftest import make_cfg, make_request, run_step, write_request
+from reex_learner.grpo import read_experience
 from reex_learner.model import load_model
+from reex_learner.train import Backend, make_optimizer, train
 
 LR = 1e-5
 
@@ -43,27 +42,9 @@ def _write(path, records):
     return path
 
 
-def _step(model, exp, out, tmp_path, *extra, check=True):
-    cmd = [
-        sys.executable,
-        "-m",
-        "reex_learner",
-        "step",
-        "--model",
-        str(model),
-        "--experience",
-        str(exp),
-        "--out",
-        str(out),
-        "--lr",
-        str(LR),
-        "--threads",
-        "1",
-        "--optimizer-state",
-        str(tmp_path / "adam.pt"),
-        *extra,
-    ]
-    r = subprocess.run(cmd, cwd=LEARNER, capture_output=True, text=True, timeout=120)
+def _step(model, exp, out, tmp_path, check=True, **train_kw):
+    req = make_request(model, exp, out=out, metrics=tmp_path / "m.json", optimizer_state=tmp_path / "adam.pt", **{"lr": LR, **train_kw})
+    r = run_step(write_request(tmp_path / "req.json", req), timeout=120)
     if check:
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout.strip().splitlines()[-1])
@@ -83,17 +64,17 @@ def test_two_steps_at_lr_1e5_move_the_weights_by_what_the_optimizer_computed(tin
     w0 = _flat(ref).clone()
     exps = [_write(tmp_path / f"s{k}.jsonl", _rollouts(100 + k, V)) for k in (1, 2)]
 
-    cfg = StepConfig(lr=LR, micro_batch=4)
+    cfg = make_cfg(lr=LR, micro_batch=4)
     opt = make_optimizer(ref, cfg)
     for exp in exps:
-        train_step(ref, read_experience(str(exp)), cfg, optimizer=opt)
+        train(Backend(ref), read_experience(str(exp)), cfg, optimizer=opt)
     intended = _flat(ref) - w0
     assert float(intended.abs().max()) > 0
 
     # with masters
     master = tmp_path / "master.pt"
-    m1 = _step(tiny_f16, exps[0], tmp_path / "a1.gguf", tmp_path, "--master", str(master))
-    m2 = _step(tmp_path / "a1.gguf", exps[1], tmp_path / "a2.gguf", tmp_path, "--master", str(master))
+    m1 = _step(tiny_f16, exps[0], tmp_path / "a1.gguf", tmp_path, master=master)
+    m2 = _step(tmp_path / "a1.gguf", exps[1], tmp_path / "a2.gguf", tmp_path, master=master)
     assert (m1["master_loaded"], m2["master_loaded"]) == (False, True)
     got = torch.cat([t.reshape(-1) for t in torch.load(master)["state"].values()]) - w0
     assert torch.allclose(got, intended, rtol=1e-4, atol=1e-9), float((got - intended).abs().max())
@@ -117,9 +98,9 @@ def test_masters_of_other_weights_are_refused(tiny_f16, tiny_f32, tmp_path):
     V = load_model(str(tiny_f16))[1].hparams.n_vocab
     exp = _write(tmp_path / "s.jsonl", _rollouts(7, V))
     master = tmp_path / "master.pt"
-    _step(tiny_f16, exp, tmp_path / "a1.gguf", tmp_path, "--master", str(master))
+    _step(tiny_f16, exp, tmp_path / "a1.gguf", tmp_path, master=master)
     before = master.read_bytes()
-    r = _step(tiny_f16, exp, tmp_path / "a2.gguf", tmp_path, "--master", str(master), check=False)
+    r = _step(tiny_f16, exp, tmp_path / "a2.gguf", tmp_path, check=False, master=master)
     assert r.returncode == 2 and "not the export of these master weights" in r.stderr
     assert master.read_bytes() == before and not (tmp_path / "a2.gguf").exists()
 
@@ -127,9 +108,8 @@ def test_masters_of_other_weights_are_refused(tiny_f16, tiny_f32, tmp_path):
 def test_warmup_ramps_the_lr_over_optimizer_steps_counted_across_processes(tiny_f32, tmp_path):
     V = load_model(str(tiny_f32))[1].hparams.n_vocab
     exp = _write(tmp_path / "s.jsonl", _rollouts(9, V))
-    args = ("--warmup-steps", "4", "--mini-batch", "4")
-    a = _step(tiny_f32, exp, tmp_path / "a1.gguf", tmp_path, *args)
-    b = _step(tmp_path / "a1.gguf", exp, tmp_path / "a2.gguf", tmp_path, *args)
+    a = _step(tiny_f32, exp, tmp_path / "a1.gguf", tmp_path, warmup_steps=4, mini_batch=4)
+    b = _step(tmp_path / "a1.gguf", exp, tmp_path / "a2.gguf", tmp_path, warmup_steps=4, mini_batch=4)
     assert a["lr_applied"] == [LR * 0.25, LR * 0.5] and b["lr_applied"] == [LR * 0.75, LR]
     assert b["optimizer_steps_total"] == 4
 
@@ -140,13 +120,13 @@ def test_old_logprob_disagreement_fails_before_any_update(tiny_f32, tmp_path):
     for r in recs:
         r["old_logprobs"] = [-0.01 if m else 0.0 for m in r["mask"]]  # not what this model gives
     exp = _write(tmp_path / "s.jsonl", recs)
-    r = _step(tiny_f32, exp, tmp_path / "o.gguf", tmp_path, "--max-old-logprob-diff", "0.05", check=False)
+    r = _step(tiny_f32, exp, tmp_path / "o.gguf", tmp_path, check=False, max_old_logprob_diff=0.05)
     assert r.returncode == 4 and "old-logprob disagreement" in r.stderr
     assert not (tmp_path / "o.gguf").exists() and not (tmp_path / "adam.pt").exists()
     # the same file scored by the model itself passes the guard
     for x in recs:
         x["old_logprobs"] = None
-    ok = _step(tiny_f32, _write(tmp_path / "t.jsonl", recs), tmp_path / "o.gguf", tmp_path, "--max-old-logprob-diff", "0.05")
+    ok = _step(tiny_f32, _write(tmp_path / "t.jsonl", recs), tmp_path / "o.gguf", tmp_path, max_old_logprob_diff=0.05)
     assert ok["old_logprob_abs_diff"] < 1e-5
 
 
@@ -158,11 +138,12 @@ def test_null_old_logprob_entries_are_scored_by_the_learner(tiny_f32):
     rec["tokens"].append(g.hparams.n_vocab - 1)
     rec["mask"].append(1)
     rec["old_logprobs"] = [-0.7 if m else 0.0 for m in rec["mask"][:-1]] + [None]
-    from reex_learner.grpo import fill_old_logprobs, needs_old_logprobs, parse_rollout
+    from reex_learner.grpo import parse_rollout
+    from reex_learner.train import fill_old_logprobs, needs_old_logprobs
 
     r = parse_rollout(rec)
     assert needs_old_logprobs(r) and math.isnan(r.old_logprobs[-1])
-    fill_old_logprobs(model, [r], StepConfig(), "cpu")
+    fill_old_logprobs(model, [r], make_cfg(), "cpu")
     assert not needs_old_logprobs(r) and r.old_logprobs[0] == -0.7 and r.old_logprobs[4] == 0.0
     assert r.old_logprobs[-1] < 0 and r.old_logprobs[-1] != -0.7
 
@@ -172,7 +153,7 @@ def test_split_half_agreement_is_reported(tiny_f32):
     recs = [r for k in range(4) for r in _rollouts(20 + k, g.hparams.n_vocab, n=4)]
     from reex_learner.grpo import parse_rollout
 
-    m = train_step(model, [parse_rollout(r) for r in recs], StepConfig(lr=LR, split_half=3))
+    m = train(Backend(model), [parse_rollout(r) for r in recs], make_cfg(lr=LR, split_half=3))
     sh = m["split_half"]
     assert sh["splits"] == 3 and sh["groups"] == 4 and len(sh["cosine"]) == 3
     assert all(-1.0 <= c <= 1.0 for c in sh["cosine"]) and 0.0 <= sh["sign_agreement_mean"] <= 1.0
@@ -190,9 +171,9 @@ def test_a_step_from_a_q8_0_model_writes_f16_so_small_updates_reach_the_rollouts
     V = read_gguf(q8).hparams.n_vocab
     master = str(tmp_path / "master.pt")
     out1, out2 = tmp_path / "s1.gguf", tmp_path / "s2.gguf"
-    _step(q8, _write(tmp_path / "e1.jsonl", _rollouts(1, V)), out1, tmp_path, "--master", master)
+    _step(q8, _write(tmp_path / "e1.jsonl", _rollouts(1, V)), out1, tmp_path, master=master)
     g1 = read_gguf(out1)
     assert not quantized_matrices(g1)
     assert {g1.tensor_types[n].name for n, a in g1.tensors.items() if a.ndim > 1} == {"F16"}
-    m2 = _step(out1, _write(tmp_path / "e2.jsonl", _rollouts(2, V)), out2, tmp_path, "--master", master)
+    m2 = _step(out1, _write(tmp_path / "e2.jsonl", _rollouts(2, V)), out2, tmp_path, master=master)
     assert m2["master_loaded"] is True

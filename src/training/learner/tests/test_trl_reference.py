@@ -9,9 +9,9 @@ the temperature, and the aggregation: TRL 0.16.1 divides the masked sum of per-t
 batch's loss-token count, which is reex's ``loss_agg="token-mean"``. TRL uses the given old log-probs
 only when ``num_iterations > 1`` (else the detached current ones), so it is set to 2.
 
-Compared with TRL: ``grpo.micro_batch_loss`` on one batch (the function train_step calls), and the
-gradient the two loops accumulate over micro-batches before their optimizer step
-(``grpo.train_step``, ``hf_lora.train_lora_step``). Perturbing one side's clip, beta, temperature or
+Compared with TRL: ``loss.micro_batch_loss`` on one batch (the function the loop calls), and the
+gradient the one loop (``train.train``) accumulates over micro-batches before its optimizer step,
+through the plain backend and the HF one. Perturbing one side's clip, beta, temperature or
 aggregation must break the equality. Runs with the HF venv (scripts/install-hf-deps.sh; `npm run
 test:learner-hf`); skipped where trl, transformers or peft is not importable.
 """
@@ -27,8 +27,11 @@ SKIP = "trl/transformers/peft not importable: TRL reference check not run (bash 
 for _mod in ("transformers", "peft", "datasets", "trl"):
     pytest.importorskip(_mod, reason=SKIP)
 
-from reex_learner.grpo import Rollout, StepConfig, agg_denominator, collate, micro_batch_loss, sequence_logprobs, train_step  # noqa: E402
-from reex_learner.hf_lora import AdapterDisabledView, LogitsView, train_lora_step  # noqa: E402
+from conftest import make_cfg  # noqa: E402
+from reex_learner.grpo import Rollout, collate, sequence_logprobs  # noqa: E402
+from reex_learner.hf_lora import AdapterDisabledView, HFBackend, LogitsView  # noqa: E402
+from reex_learner.loss import agg_denominator, micro_batch_loss  # noqa: E402
+from reex_learner.train import Backend, train  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 CLIP, CLIP_HIGH, BETA, TEMP = 0.2, 0.28, 0.04, 0.7
@@ -168,7 +171,7 @@ def _reex_loss_and_grads(setup, cfg):
 
 def _cfg(**kw):
     base = dict(clip=CLIP, clip_high=CLIP_HIGH, kl_beta=BETA, temperature=TEMP, loss_agg="token-mean", max_grad_norm=0.0, micro_batch=len(LENGTHS))
-    return StepConfig(**{**base, **kw})
+    return make_cfg(**{**base, **kw})
 
 
 def _max_rel(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
@@ -190,7 +193,7 @@ def test_the_loss_and_gradient_equal_trls(setup):
     assert err < RTOL
 
 
-@pytest.mark.parametrize("loop", ["train_step", "train_lora_step"])
+@pytest.mark.parametrize("loop", ["plain", "hf"])
 def test_the_loops_accumulate_trls_gradient(setup, loop):
     """Micro-batches of 1 and 3 rows, accumulated up to the optimizer step: still TRL's full-batch gradient."""
     model = setup[0]
@@ -198,10 +201,8 @@ def test_the_loops_accumulate_trls_gradient(setup, loop):
     for micro in (1, 3):
         opt = GradRecorder([(n, p) for n, p in model.named_parameters() if p.requires_grad])
         rollouts = [Rollout(r.prompt_tokens, r.tokens, r.mask, list(r.old_logprobs), r.advantage) for r in setup[3]]
-        if loop == "train_step":
-            train_step(LogitsView(model), rollouts, _cfg(micro_batch=micro), ref=AdapterDisabledView(model), optimizer=opt)
-        else:
-            train_lora_step(model, rollouts, _cfg(micro_batch=micro), optimizer=opt)
+        backend = Backend(LogitsView(model), AdapterDisabledView(model)) if loop == "plain" else HFBackend(model, with_ref=True)
+        train(backend, rollouts, _cfg(micro_batch=micro), optimizer=opt)
         err = _max_rel(opt.grads, trl_grads)
         print(f"TRL reference: {loop} micro-batch {micro}: grad max rel diff {err:.2e}")
         assert err < RTOL, micro

@@ -1,0 +1,521 @@
+"""The one training loop of the learner, for GRPO and SFT alike, over a :class:`Backend`: the learner's
+own GGUF torch model (model.py, with or without a LoRA from lora.py) or a Hugging Face model with a peft
+adapter (hf_lora.py, also under torchrun). One optimizer, one warm-up, one optimizer step.
+
+Per optimizer step (a mini-batch of rollouts, ``cfg.mini_batch``, 0 = all): the rollouts are cut into
+micro-batches (one row each, sorted by length; or prefix-shared packed rows), each micro-batch's loss
+(loss.py) is its share of the mini-batch's mean and is accumulated, then the gradient is clipped and
+AdamW steps. Advantages come from the experience file (computed once, in TypeScript).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .grpo import Batch, Rollout, collate, pack_rollouts, packed_logprobs, sequence_logprobs
+from .loss import agg_denominator, aggregate, grpo_token_loss, micro_batch_loss
+
+#: AdamW's moments and epsilon (fixed, not hyper-parameters of a run); the padding token id.
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+PAD_ID = 0
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """One step's settings: the request's ``train`` fields (snake_case, field for field; request.py), its
+    mode and optimizer state, and the autocast compute dtype. No defaults: TypeScript's config has them."""
+
+    mode: str  # grpo | sft
+    optimizer_state: str | None  # AdamW moments carried across steps/processes
+    compute_dtype: torch.dtype | None  # autocast dtype of forward passes (None = float32)
+    lr: float
+    clip: float
+    clip_high: float | None  # DAPO clip-higher; None = clip
+    kl_beta: float
+    temperature: float
+    loss_agg: str
+    epochs: int
+    micro_batch: int  # rollouts per forward/backward
+    mini_batch: int  # rollouts per optimizer step (0 = all)
+    max_grad_norm: float
+    weight_decay: float
+    warmup_steps: int  # optimizer steps (counted across processes) of the linear lr ramp
+    max_old_logprob_diff: float  # fail before any update above this mean |logp - old_logp| (0 = off)
+    split_half: int  # random half-splits of the groups whose gradients are compared (0 = off)
+    mask_truncated: bool
+    share_prefix: bool  # rollouts of one prompt share it in a packed row
+    pack_tokens: int
+    shuffle: bool
+    seed: int
+
+
+class OldLogprobMismatch(ValueError):
+    """The learner's log-probs of the sampled tokens disagree with the sampler's: the step is off-policy
+    in a way the ratio clip cannot absorb (wrong tokenizer, model, temperature or a stale export)."""
+
+
+def _chunks(xs: Sequence[Any], n: int) -> list[list[Any]]:
+    n = max(1, n)
+    return [list(xs[i : i + n]) for i in range(0, len(xs), n)]
+
+
+def make_optimizer(model: torch.nn.Module, cfg: StepConfig) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay)
+
+
+def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: StepConfig) -> bool:
+    if not path or not os.path.exists(path):
+        return False
+    state = torch.load(path, map_location="cpu")
+    opt.load_state_dict(state["optimizer"])
+    for g in opt.param_groups:  # the command line wins over the saved hyperparameters
+        g["lr"], g["betas"], g["eps"], g["weight_decay"] = cfg.lr, ADAM_BETAS, ADAM_EPS, cfg.weight_decay
+    return True
+
+
+def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
+    """How many steps the optimizer has taken, carried in its state across processes (0 when fresh)."""
+    for st in opt.state.values():
+        if "step" in st:
+            return int(float(st["step"]))
+    return 0
+
+
+def warmup_lr(cfg: StepConfig, done: int) -> float:
+    """The learning rate of optimizer step ``done + 1``: ``cfg.lr`` scaled by min(1, (done + 1) / warmup)."""
+    if cfg.warmup_steps <= 0:
+        return cfg.lr
+    return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
+
+
+def apply_warmup_lr(opt: torch.optim.Optimizer, cfg: StepConfig) -> float:
+    """Sets the learning rate of the optimizer step about to be taken (``warmup_lr``) and returns it."""
+    lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
+    for g in opt.param_groups:
+        g["lr"] = lr_now
+    return lr_now
+
+
+def check_old_logprob_diff(cfg: StepConfig, diff_sum: float, diff_n: float) -> None:
+    """The ``max_old_logprob_diff`` guard (config learner.maxOldLogprobDiff), run after the first mini-batch's forward passes and
+    before its optimizer step: raises OldLogprobMismatch when the mean |logp - old_logp| over its
+    ``diff_n`` loss tokens (summing to ``diff_sum``) exceeds the limit."""
+    if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
+        raise OldLogprobMismatch(
+            f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
+            f"above learner.maxOldLogprobDiff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
+            "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
+        )
+
+
+def save_optimizer_state(opt: torch.optim.Optimizer, path: str | None) -> None:
+    if not path:
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    torch.save({"optimizer": opt.state_dict()}, tmp)
+    os.replace(tmp, path)
+
+
+def needs_old_logprobs(r: Rollout) -> bool:
+    """True when some loss token of ``r`` has no sampling log-prob (the whole list null, or null entries)."""
+    return r.old_logprobs is None or any(math.isnan(x) for x, m in zip(r.old_logprobs, r.mask, strict=True) if m)
+
+
+def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, device: Any) -> None:
+    """Scores ``rollouts`` with ``policy`` (no grad, eval mode) and stores the result where their
+    ``old_logprobs`` are missing (all of them, or the null entries; 0 where mask = 0): the on-policy
+    case, ratio = 1 before the first update."""
+    policy.eval()
+    with torch.no_grad():
+        for chunk in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch):
+            b = collate(chunk, PAD_ID, device=device)
+            lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+            for i, r in enumerate(chunk):
+                P = len(r.prompt_tokens)
+                row = lp[i].tolist()
+                scored = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
+                given = r.old_logprobs if r.old_logprobs is not None else [math.nan] * len(r.tokens)
+                r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask, strict=True)]
+
+
+STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
+
+
+def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
+    """The flattened policy-gradient of ``rollouts`` alone (token-mean over their loss tokens, no KL)."""
+    micros = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch)]
+    denom = agg_denominator((b.mask for b in micros), cfg.loss_agg)
+    for p in params:
+        p.grad = None
+    for b in micros:
+        if float(b.mask.sum()) == 0.0:
+            continue
+        lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
+        per_token, _ = grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high)
+        aggregate(per_token, b.mask, cfg.loss_agg, denom).backward()
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+    for p in params:
+        p.grad = None
+    return flat.detach()
+
+
+def split_half_agreement(
+    policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any
+) -> dict[str, Any] | None:
+    """Does the step's direction generalise across questions? For ``cfg.split_half`` random splits of the
+    informative groups (non-zero advantages) into two halves: the cosine and the sign agreement of the two
+    halves' gradients (before any update). Near 0 and 0.5: the halves agree no more than noise does."""
+    groups: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        if r.advantage != 0.0:
+            groups.setdefault(json.dumps(r.question_id, sort_keys=True), []).append(r)
+    keys = sorted(groups)
+    if len(keys) < 2:
+        return None
+    rng = random.Random(cfg.seed + 7919)
+    cos, sign = [], []
+    for _ in range(cfg.split_half):
+        rng.shuffle(keys)
+        half = len(keys) // 2
+        a = _half_gradient(policy, [r for k in keys[:half] for r in groups[k]], cfg, params, device)
+        b = _half_gradient(policy, [r for k in keys[half:] for r in groups[k]], cfg, params, device)
+        na, nb = float(a.norm()), float(b.norm())
+        cos.append(float(a @ b) / (na * nb) if na > 0 and nb > 0 else 0.0)
+        both = (a != 0) & (b != 0)
+        sign.append(float(((a > 0) == (b > 0))[both].float().mean()) if bool(both.any()) else 0.5)
+    return {"splits": len(cos), "groups": len(keys), "cosine": cos, "cosine_mean": sum(cos) / len(cos), "sign_agreement_mean": sum(sign) / len(sign)}
+
+
+def accumulate_micro_stats(
+    sums: dict[str, float],
+    stats: dict[str, torch.Tensor],
+    lp: torch.Tensor,
+    ent: torch.Tensor,
+    b: Batch,
+    n: float,
+    mode: str,
+    ratio_min: float,
+    ratio_max: float,
+) -> tuple[float, float]:
+    """Adds one micro-batch's loss statistics (``n`` loss tokens) to ``sums``; returns the updated
+    (ratio_min, ratio_max) over its loss tokens (GRPO only)."""
+    sums["tokens"] += n
+    sums["pg"] += float(stats["pg"].sum())
+    sums["kl"] += float(stats["kl"].sum())
+    sums["ratio"] += float(stats["ratio"].sum())
+    sums["clipped"] += float(stats["clipped"].sum())
+    sums["entropy"] += float((ent * b.mask).sum())
+    sums["nll"] += float((-lp.detach() * b.mask).sum())
+    keep = b.mask > 0
+    if mode == "grpo" and bool(keep.any()):
+        r = stats["ratio"][keep]
+        ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
+    return ratio_min, ratio_max
+
+
+def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Any | None, max_grad_norm: float) -> float:
+    """Unscales (fp16), clips to ``max_grad_norm`` (when > 0) and applies the accumulated gradients;
+    returns the gradient norm before clipping."""
+    if scaler is not None:
+        scaler.unscale_(opt)
+    with_grad = [p for p in params if p.grad is not None]
+    if not with_grad:
+        gn = torch.zeros(())
+    elif max_grad_norm and max_grad_norm > 0:
+        gn = torch.nn.utils.clip_grad_norm_(with_grad, max_grad_norm)
+    else:
+        gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
+    # the package's one optimizer step; fp16 skips it on inf/nan gradients (their norm), as GradScaler.step does
+    if scaler is None or math.isfinite(float(gn)):
+        opt.step()
+    if scaler is not None:
+        scaler.update()  # reads the inf check unscale_ recorded
+    return float(gn)
+
+
+def step_metrics(
+    cfg: StepConfig,
+    rollouts: Sequence[Rollout],
+    sums: dict[str, float],
+    step_losses: Sequence[float],
+    ratio_min: float,
+    ratio_max: float,
+    grad_norms: Sequence[float],
+    first_diff_sum: float,
+    first_diff_n: float,
+    steps: int,
+    resumed: bool,
+    with_ref: bool,
+    dt: float,
+) -> dict[str, Any]:
+    """The metrics of a training step (the same keys for every backend)."""
+    ntok = max(sums["tokens"], 1.0)
+    rewards = [r.reward for r in rollouts]
+    advs = [r.advantage for r in rollouts]
+    mean_r = sum(rewards) / len(rewards)
+    return {
+        "mode": cfg.mode,
+        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
+        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
+        "nll": sums["nll"] / ntok,
+        "kl": sums["kl"] / ntok if with_ref else None,
+        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
+        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
+        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
+        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
+        "entropy": sums["entropy"] / ntok,
+        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
+        "grad_norm_max": max(grad_norms) if grad_norms else None,
+        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
+        "optimizer_steps": steps,
+        "optimizer_resumed": resumed,
+        "epochs": cfg.epochs,
+        "lr": cfg.lr,
+        "rollouts": len(rollouts),
+        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
+        "context_tokens": sum(r.length for r in rollouts),
+        "reward_mean": mean_r,
+        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
+        "advantage_mean": sum(advs) / len(advs),
+        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
+        "truncated": sum(1 for r in rollouts if r.truncated),
+        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
+        "seconds": dt,
+        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
+    }
+
+
+def loop_diagnostics(opt: torch.optim.Optimizer, lrs: Sequence[float], packed: bool, computed_tokens: int, agreement: dict[str, Any] | None) -> dict[str, Any]:
+    """The metrics the loop adds to ``step_metrics``."""
+    out: dict[str, Any] = {
+        "shared_prefix": packed,
+        "computed_tokens": computed_tokens,
+        "lr_applied": list(lrs),
+        "optimizer_steps_total": optimizer_steps_done(opt),
+    }
+    if agreement is not None:
+        out["split_half"] = agreement
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Processes (torchrun / accelerate launch set WORLD_SIZE, RANK, LOCAL_RANK)
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def shard_rollouts(rollouts: Sequence[Rollout], rank: int, world_size: int) -> list[Rollout]:
+    """This rank's share of ``rollouts``: sorted by length (ties by position), then dealt round-robin, so
+    ranks get near-equal counts and token loads, every rollout goes to exactly one rank, and one rank
+    gets them all in length order (its micro-batches)."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} outside 0..{world_size - 1}")
+    order = sorted(range(len(rollouts)), key=lambda i: (rollouts[i].length, i))
+    return [rollouts[i] for i in order[rank::world_size]]
+
+
+def all_reduce(values: Sequence[float], dist_info: DistInfo, op: str = "sum", device: Any = "cpu") -> list[float]:
+    if not dist_info.enabled:
+        return [float(v) for v in values]
+    import torch.distributed as dist
+
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op={"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}[op])
+    return t.tolist()
+
+
+def _empty_batch(device: Any) -> Batch:
+    """A 2-token row with no loss token: a rank whose share of a mini-batch is empty still runs one
+    forward/backward so that DDP's all-reduce has every rank (its gradient is exactly zero)."""
+    return collate([Rollout([PAD_ID, PAD_ID], [], [], None, 0.0)], PAD_ID, device=device)
+
+
+def _fill_missing_old_logprobs(backend: Backend, rollouts: list[Rollout], cfg: StepConfig, device: Any) -> None:
+    """Scores the rollouts without old log-probs (each rank its share, then gathered)."""
+    d = backend.dist
+    missing = [i for i, r in enumerate(rollouts) if needs_old_logprobs(r)]
+    if not missing or cfg.mode != "grpo":
+        return
+    mine = missing[d.rank :: d.world_size]
+    if mine:
+        fill_old_logprobs(backend.plain, [rollouts[i] for i in mine], cfg, device)
+    if d.enabled:
+        import torch.distributed as dist
+
+        gathered: list[Any] = [None] * d.world_size
+        dist.all_gather_object(gathered, [(i, rollouts[i].old_logprobs) for i in mine])
+        for part in gathered:
+            for i, lps in part:
+                rollouts[i].old_logprobs = lps
+
+
+# ------------------------------------------------------------------------------------------------
+# The loop
+# ------------------------------------------------------------------------------------------------
+class Backend:
+    """What the loop needs of a model: ``module`` (its trainable parameters are trained), ``plain`` (a
+    ``(B, L) -> logits`` callable without DDP: old log-probs, split-half), ``policy`` (the one the loss
+    differentiates: under DDP the wrapped model), ``ref`` (the KL reference or None), ``dist``, and
+    ``sync`` (DDP's no_sync around all but the last backward). This one is the GGUF torch model
+    (model.py), whose rows may be prefix-shared (``packs``); hf_lora.HFBackend is the other."""
+
+    def __init__(self, model: torch.nn.Module, ref: Any = None):
+        self.module = self.plain = self.policy = model
+        self.ref = ref
+        self.dist = DistInfo()
+        self.packs = hasattr(model, "hp")
+
+    def sync(self, last: bool) -> Any:
+        return contextlib.nullcontext()
+
+    def extra_metrics(self) -> dict[str, Any]:
+        return {}
+
+
+def _micro_batches(backend: Backend, mini: list[Rollout], cfg: StepConfig, packed: bool, device: Any) -> tuple[list[Any], float]:
+    """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks."""
+    if packed:
+        batches: list[Any] = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
+    else:
+        local = shard_rollouts(mini, backend.dist.rank, backend.dist.world_size)
+        batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
+    local_denom = agg_denominator((b.mask for b in batches), cfg.loss_agg, floor=0.0)
+    denom = max(all_reduce([local_denom], backend.dist, "sum", _comm_device(device))[0], 1.0)
+    if backend.dist.enabled and not batches:
+        batches = [_empty_batch(device)]
+    return batches, denom
+
+
+def _comm_device(device: torch.device) -> Any:
+    """NCCL reduces CUDA tensors only; gloo CPU ones."""
+    return device if device.type == "cuda" else "cpu"
+
+
+def train(backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, optimizer: torch.optim.Optimizer | None = None) -> dict[str, Any]:
+    """``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts``, updating ``backend.module``'s trainable
+    parameters; returns the step's metrics (reduced over ranks). A plain module is a :class:`Backend`
+    without reference."""
+    t0 = time.time()
+    b_ = backend if isinstance(backend, Backend) else Backend(backend)
+    if cfg.mode not in ("grpo", "sft"):
+        raise ValueError(f"mode must be grpo|sft, got {cfg.mode!r}")
+    if cfg.kl_beta and b_.ref is None and cfg.mode == "grpo":
+        raise ValueError("kl_beta > 0 needs a reference model")
+    if b_.dist.enabled and cfg.split_half > 0:
+        raise ValueError("split_half runs in one process only (not under torchrun / accelerate launch)")
+    opt = optimizer or make_optimizer(b_.module, cfg)
+    resumed = load_optimizer_state(opt, cfg.optimizer_state, cfg) if optimizer is None else False
+    params = [p for g in opt.param_groups for p in g["params"]]
+    if not params:
+        raise ValueError("the model has no trainable parameters")
+    device = params[0].device
+    torch.manual_seed(cfg.seed)
+    rollouts = list(rollouts)
+    _fill_missing_old_logprobs(b_, rollouts, cfg, device)
+    agreement = split_half_agreement(b_.plain, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
+    run = _Run(b_, cfg, opt, params, device)
+    rng = random.Random(cfg.seed)
+    for epoch in range(cfg.epochs):
+        order = list(rollouts)
+        if cfg.shuffle:
+            rng.shuffle(order)  # the same seed on every rank: the same global order everywhere
+        for mi, mini in enumerate(_chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))):
+            run.optimizer_step(mini, first=epoch == 0 and mi == 0)
+    save_optimizer_state(opt, cfg.optimizer_state if b_.dist.is_main else None)
+    return run.metrics(rollouts, resumed, agreement, time.time() - t0)
+
+
+class _Run:
+    """One call of :func:`train`: its optimizer steps and what they add up to."""
+
+    def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any):
+        self.b, self.cfg, self.opt, self.params, self.device = backend, cfg, opt, params, device
+        self.ref = backend.ref if cfg.mode == "grpo" else None
+        self.packed = cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled
+        self.score = packed_logprobs if self.packed else sequence_logprobs
+        use_scaler = cfg.compute_dtype == torch.float16 and device.type == "cuda"
+        self.scaler = torch.cuda.amp.GradScaler() if use_scaler else None
+        self.sums = {k: 0.0 for k in STAT_KEYS}
+        self.step_losses: list[float] = []
+        self.grad_norms: list[float] = []
+        self.lrs: list[float] = []
+        self.ratio = [math.inf, -math.inf]
+        self.first_diff = [0.0, 0.0]
+        self.computed_tokens = 0
+        backend.module.train()
+
+    def optimizer_step(self, mini: list[Rollout], first: bool) -> None:
+        cfg, b = self.cfg, self.b
+        batches, denom = _micro_batches(b, mini, cfg, self.packed, self.device)
+        self.opt.zero_grad(set_to_none=True)
+        step_loss = 0.0
+        for k, batch in enumerate(batches):
+            last = k == len(batches) - 1
+            n = float(batch.mask.sum())
+            # under DDP exactly one backward per optimizer step synchronises (the last, even without loss tokens)
+            if n == 0.0 and not (b.dist.enabled and last):
+                continue
+            with b.sync(last):
+                loss = self._micro(batch, n, denom, first)
+            step_loss += float(loss)
+        if first:  # the guard sees every rank's tokens, so all ranks stop together
+            self.first_diff = all_reduce(self.first_diff, b.dist, "sum", _comm_device(self.device))
+            check_old_logprob_diff(cfg, *self.first_diff)
+        self.lrs.append(apply_warmup_lr(self.opt, cfg))
+        self.grad_norms.append(optimizer_step(self.opt, self.params, self.scaler, cfg.max_grad_norm))
+        self.step_losses.append(step_loss)
+
+    def _micro(self, batch: Any, n: float, denom: float, first: bool) -> torch.Tensor:
+        cfg, dtype = self.cfg, self.cfg.compute_dtype
+        lp, ent = self.score(self.b.policy, batch, cfg.temperature, with_entropy=True, compute_dtype=dtype)
+        ref_lp = None
+        if self.ref is not None and n > 0:
+            with torch.no_grad():
+                ref_lp, _ = self.score(self.ref, batch, cfg.temperature, compute_dtype=dtype)
+        loss, stats = micro_batch_loss(cfg, lp, batch, denom, ref_lp)
+        if cfg.mode != "sft" and first:
+            self.first_diff[0] += float(((lp.detach() - batch.old_logprobs).abs() * batch.mask).sum())
+            self.first_diff[1] += n
+        scaled = loss * self.b.dist.world_size  # DDP averages the ranks' gradients; the loss wants their sum
+        (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
+        if n > 0:
+            self.computed_tokens += batch.tokens if self.packed else sum(batch.lengths)
+        self.ratio = list(accumulate_micro_stats(self.sums, stats, lp, ent, batch, n, cfg.mode, *self.ratio))
+        return loss
+
+    def metrics(self, rollouts: list[Rollout], resumed: bool, agreement: dict[str, Any] | None, dt: float) -> dict[str, Any]:
+        d, comm = self.b.dist, _comm_device(self.device)
+        keys = list(self.sums)
+        red = all_reduce([self.sums[k] for k in keys] + self.step_losses + [self.computed_tokens], d, "sum", comm)
+        sums = dict(zip(keys, red[: len(keys)], strict=True))
+        losses = red[len(keys) : len(keys) + len(self.step_losses)]
+        lo, hi = all_reduce([self.ratio[0]], d, "min", comm)[0], all_reduce([self.ratio[1]], d, "max", comm)[0]
+        with_ref = self.ref is not None
+        out = step_metrics(self.cfg, rollouts, sums, losses, lo, hi, self.grad_norms, *self.first_diff, len(self.step_losses), resumed, with_ref, dt)
+        out.update(loop_diagnostics(self.opt, self.lrs, self.packed, int(red[-1]), agreement))
+        out.update(self.b.extra_metrics())
+        return out
