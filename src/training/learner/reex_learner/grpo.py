@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,95 +179,165 @@ def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: fl
 # Prefix-shared rows (a group's rollouts share their prompt)
 # ------------------------------------------------------------------------------------------------
 @dataclass
-class PackedBatch:
-    """Rows in which rollouts of the same prompt share it: the prompt minus its last token once
-    (segment 0), then per rollout its last prompt token and its response (segment i >= 1), each
-    segment attending to segment 0 and itself only. Arrays are (B, T) in packed positions; the
-    target / mask / old log-prob / advantage of a response token sit at the position predicting it."""
+class Record:
+    prompt: list[int]
+    tokens: list[int]
+    mask: list[int]
+    group: str  # records with the same group may share a packed prefix
+    key: str  # question identity (held-out split is by question, all families together)
+    family: str
+    db: str = ""
+    old: list[float] | None = None  # a rollout's old log-probs (None: SFT records)
+    adv: float = 0.0  # a rollout's advantage
 
-    ids: torch.Tensor
-    pos: torch.Tensor
-    seg: torch.Tensor
-    targets: torch.Tensor
-    mask: torch.Tensor
-    old_logprobs: torch.Tensor
-    advantages: torch.Tensor  # (B, T)
-    rollouts: int
-    tokens: int  # real (non-padding) positions
-    unpacked_tokens: int  # what the same rollouts cost one row each
+
+@dataclass
+class Pack:
+    """One row: a shared prefix and suffixes that each continue it on their own."""
+
+    prefix: list[int]
+    suffixes: list[tuple[list[int], list[int]]]  # (tokens, loss mask) per suffix
+    rl: list[tuple[list[float] | None, float]] = field(default_factory=list)  # per suffix: old log-probs aligned to its tokens, advantage
+
+    @property
+    def length(self) -> int:
+        return len(self.prefix) + sum(len(t) for t, _ in self.suffixes)
+
+    @property
+    def unpacked_length(self) -> int:
+        return sum(len(self.prefix) + len(t) for t, _ in self.suffixes)
+
+    @property
+    def loss_tokens(self) -> int:
+        return sum(sum(m) for _, m in self.suffixes)
+
+
+def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
+    first = seqs[0]
+    n = min(len(s) for s in seqs)
+    i = 0
+    while i < n and all(s[i] == first[i] for s in seqs[1:]):
+        i += 1
+    return i
+
+
+def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, rng: random.Random | None = None) -> list[Pack]:
+    """Groups records (by database + family when sharing), cuts each group's common prompt prefix
+    (at most all but the last prompt token of the shortest prompt, so every suffix starts with a
+    prompt token and every loss token is predicted from inside its own suffix), then fills rows up
+    to ``pack_tokens`` (a record longer than that gets a row of its own)."""
+    groups: dict[str, list[Record]] = {}
+    for i, r in enumerate(records):
+        groups.setdefault(r.group if share_prefix else f"#{i}", []).append(r)
+    packs: list[Pack] = []
+    for members in groups.values():
+        members = list(members)
+        if rng is not None:
+            rng.shuffle(members)
+        P = common_prefix_len([m.prompt for m in members])
+        P = max(0, min(P, min(len(m.prompt) for m in members) - 1))
+        prefix = members[0].prompt[:P]
+        cur: list[tuple[list[int], list[int]]] = []
+        rl: list[tuple[list[float] | None, float]] = []
+        cur_len = P
+        for m in members:
+            toks = m.prompt[P:] + m.tokens
+            mask = [0] * (len(m.prompt) - P) + m.mask
+            if cur and cur_len + len(toks) > pack_tokens:
+                packs.append(Pack(prefix, cur, rl))
+                cur, rl, cur_len = [], [], P
+            cur.append((toks, mask))
+            rl.append(([math.nan] * (len(m.prompt) - P) + m.old if m.old is not None else None, m.adv))
+            cur_len += len(toks)
+        if cur:
+            packs.append(Pack(prefix, cur, rl))
+    return packs
+
+
+@dataclass
+class PackedBatch:
+    """Packed rows as tensors; ``old_logprobs`` and ``advantages`` (B, T) only for rollouts (GRPO)."""
+
+    ids: torch.Tensor  # (B, T)
+    pos: torch.Tensor  # (B, T)
+    seg: torch.Tensor  # (B, T): 0 prefix, i >= 1 suffix i, -1 padding
+    targets: torch.Tensor  # (B, T): next token of the same suffix (0 where none)
+    mask: torch.Tensor  # (B, T) float: 1 where targets[t] is a loss token
+    real_tokens: int
+    unpacked_tokens: int
+    old_logprobs: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.real_tokens
+
+    def to(self, device: Any) -> PackedBatch:
+        if torch.device(device).type == "cpu":
+            return self
+        moved = (None if t is None else t.to(device, non_blocking=True) for t in (self.old_logprobs, self.advantages))
+        tensors = (t.to(device, non_blocking=True) for t in (self.ids, self.pos, self.seg, self.targets, self.mask))
+        return PackedBatch(*tensors, self.real_tokens, self.unpacked_tokens, *moved)
+
+
+def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> PackedBatch:
+    """The rows of ``packs`` padded to the longest (segment -1); with rollouts' packs, their old log-probs and advantages too."""
+    T = max(p.length for p in packs)
+    B = len(packs)
+    ids = torch.full((B, T), pad_id, dtype=torch.long)
+    pos = torch.zeros((B, T), dtype=torch.long)
+    seg = torch.full((B, T), -1, dtype=torch.long)
+    targets = torch.zeros((B, T), dtype=torch.long)
+    mask = torch.zeros((B, T))
+    rl = bool(packs[0].rl)
+    old, adv = (torch.zeros((B, T)), torch.zeros((B, T))) if rl else (None, None)
+    for b, p in enumerate(packs):
+        P = len(p.prefix)
+        ids[b, :P] = torch.tensor(p.prefix, dtype=torch.long) if P else ids[b, :0]
+        pos[b, :P] = torch.arange(P)
+        seg[b, :P] = 0
+        at = P
+        for s, (toks, m) in enumerate(p.suffixes, 1):
+            n = len(toks)
+            ids[b, at : at + n] = torch.tensor(toks, dtype=torch.long)
+            pos[b, at : at + n] = torch.arange(P, P + n)
+            seg[b, at : at + n] = s
+            # token j of the suffix (j >= 1) is predicted at position at + j - 1 (inside the suffix);
+            # token 0 is a prompt token (mask 0) by construction of the prefix
+            if n > 1:
+                targets[b, at : at + n - 1] = torch.tensor(toks[1:], dtype=torch.long)
+                mask[b, at : at + n - 1] = torch.tensor(m[1:], dtype=torch.float32)
+                if rl:
+                    lp, adv[b, at : at + n - 1] = p.rl[s - 1]
+                    if lp is not None:
+                        old[b, at : at + n - 1] = torch.nan_to_num(torch.tensor(lp[1:], dtype=torch.float32), nan=0.0)
+            at += n
+    if old is not None:
+        old = old * mask  # 0 where mask = 0, whatever the file said
+    return PackedBatch(ids, pos, seg, targets, mask, sum(p.length for p in packs), sum(p.unpacked_length for p in packs), old, adv)
 
 
 def pack_rollouts(
     rollouts: Sequence[Rollout], pack_tokens: int = 2048, pad_id: int = 0, mask_truncated: bool = False, device: Any = "cpu"
 ) -> list[PackedBatch]:
-    """One PackedBatch (one row) per run of same-prompt rollouts that fits ``pack_tokens``
-    (a lone rollout longer than that still gets its row)."""
-    groups: dict[tuple[int, ...], list[Rollout]] = {}
-    for r in rollouts:
-        groups.setdefault(tuple(r.prompt_tokens), []).append(r)
-    rows: list[tuple[list[int], list[Rollout]]] = []
-    for prompt, members in groups.items():
-        P = max(len(prompt) - 1, 0)
-        cur: list[Rollout] = []
-        cur_len = P
-        for r in members:
-            n = len(r.prompt_tokens) - P + len(r.tokens)
-            if cur and cur_len + n > pack_tokens:
-                rows.append((list(prompt[:P]), cur))
-                cur, cur_len = [], P
-            cur.append(r)
-            cur_len += n
-        if cur:
-            rows.append((list(prompt[:P]), cur))
-    out: list[PackedBatch] = []
-    for prefix, members in rows:
-        P = len(prefix)
-        T = P + sum(len(r.prompt_tokens) - P + len(r.tokens) for r in members)
-        ids = torch.full((1, T), pad_id, dtype=torch.long)
-        pos = torch.zeros((1, T), dtype=torch.long)
-        seg = torch.zeros((1, T), dtype=torch.long)
-        targets = torch.zeros((1, T), dtype=torch.long)
-        mask = torch.zeros((1, T))
-        old = torch.zeros((1, T))
-        adv = torch.zeros((1, T))
-        if P:
-            ids[0, :P] = torch.tensor(prefix, dtype=torch.long)
-            pos[0, :P] = torch.arange(P)
-        at = P
-        for s, r in enumerate(members, 1):
-            toks = list(r.prompt_tokens[P:]) + list(r.tokens)
-            off = len(r.prompt_tokens) - P  # 1, or 0 for an empty prompt
-            n = len(toks)
-            ids[0, at : at + n] = torch.tensor(toks, dtype=torch.long)
-            pos[0, at : at + n] = torch.arange(P, P + n)
-            seg[0, at : at + n] = s
-            keep = not (mask_truncated and r.truncated)
-            for k, tok in enumerate(r.tokens):
-                j = at + off + k - 1  # the position whose logits predict response token k
-                if j < at:
-                    continue
-                targets[0, j] = tok
-                if keep and r.mask[k]:
-                    mask[0, j] = 1.0
-                    if r.old_logprobs is not None and not math.isnan(r.old_logprobs[k]):
-                        old[0, j] = float(r.old_logprobs[k])
-                adv[0, j] = r.advantage
-            at += n
-        out.append(
-            PackedBatch(
-                ids.to(device),
-                pos.to(device),
-                seg.to(device),
-                targets.to(device),
-                mask.to(device),
-                old.to(device),
-                adv.to(device),
-                len(members),
-                T,
-                sum(r.length for r in members),
-            )
+    """One row per run of same-prompt rollouts that fits ``pack_tokens`` (a lone rollout longer than
+    that still gets its row): the prompt minus its last token once, then per rollout its last prompt
+    token and its response (the packer of the starter's SFT, :func:`make_packs`)."""
+    records = [
+        Record(
+            r.prompt_tokens,
+            r.tokens,
+            [0] * len(r.mask) if mask_truncated and r.truncated else r.mask,
+            json.dumps(r.prompt_tokens),
+            "",
+            "",
+            "",
+            r.old_logprobs,
+            r.advantage,
         )
-    return out
+        for r in rollouts
+    ]
+    return [collate_packs([p], pad_id).to(device) for p in make_packs(records, pack_tokens, True)]
 
 
 def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):

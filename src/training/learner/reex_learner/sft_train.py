@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from .gguf_io import write_gguf
+from .grpo import Pack, PackedBatch, Record, collate_packs, make_packs
 from .lora import merged_state, setup_lora, write_lora_gguf
 from .lora_args import add_lora_args, lora_requested, lora_spec
 from .model import LlamaModel, load_model, packed_allowed, state_for_gguf
@@ -49,17 +50,6 @@ from .train import optimizer_step
 # ------------------------------------------------------------------------------------------------
 # Data
 # ------------------------------------------------------------------------------------------------
-@dataclass
-class Record:
-    prompt: list[int]
-    tokens: list[int]
-    mask: list[int]
-    group: str  # records with the same group may share a packed prefix
-    key: str  # question identity (held-out split is by question, all families together)
-    family: str
-    db: str = ""
-
-
 def read_records(path: str) -> list[Record]:
     """Reads pre-tokenized JSONL; a path ending in .gz or .xz is read through gzip or xz (the synthetic data gzips 30x;
     real questions' schemas repeat across records farther apart than gzip's window, so xz carries them to a GPU machine)."""
@@ -120,112 +110,6 @@ def weighted(records: Sequence[Record], weights: dict[str, float], db_weights: S
     return out
 
 
-@dataclass
-class Pack:
-    """One row: a shared prefix and suffixes that each continue it on their own."""
-
-    prefix: list[int]
-    suffixes: list[tuple[list[int], list[int]]]  # (tokens, loss mask) per suffix
-
-    @property
-    def length(self) -> int:
-        return len(self.prefix) + sum(len(t) for t, _ in self.suffixes)
-
-    @property
-    def unpacked_length(self) -> int:
-        return sum(len(self.prefix) + len(t) for t, _ in self.suffixes)
-
-    @property
-    def loss_tokens(self) -> int:
-        return sum(sum(m) for _, m in self.suffixes)
-
-
-def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
-    first = seqs[0]
-    n = min(len(s) for s in seqs)
-    i = 0
-    while i < n and all(s[i] == first[i] for s in seqs[1:]):
-        i += 1
-    return i
-
-
-def make_packs(records: Sequence[Record], pack_tokens: int, share_prefix: bool, rng: random.Random | None = None) -> list[Pack]:
-    """Groups records (by database + family when sharing), cuts each group's common prompt prefix
-    (at most all but the last prompt token of the shortest prompt, so every suffix starts with a
-    prompt token and every loss token is predicted from inside its own suffix), then fills rows up
-    to ``pack_tokens`` (a record longer than that gets a row of its own)."""
-    groups: dict[str, list[Record]] = {}
-    for i, r in enumerate(records):
-        groups.setdefault(r.group if share_prefix else f"#{i}", []).append(r)
-    packs: list[Pack] = []
-    for members in groups.values():
-        members = list(members)
-        if rng is not None:
-            rng.shuffle(members)
-        P = common_prefix_len([m.prompt for m in members])
-        P = min(P, min(len(m.prompt) for m in members) - 1)
-        prefix = members[0].prompt[:P]
-        cur: list[tuple[list[int], list[int]]] = []
-        cur_len = P
-        for m in members:
-            toks = m.prompt[P:] + m.tokens
-            mask = [0] * (len(m.prompt) - P) + m.mask
-            if cur and cur_len + len(toks) > pack_tokens:
-                packs.append(Pack(prefix, cur))
-                cur, cur_len = [], P
-            cur.append((toks, mask))
-            cur_len += len(toks)
-        if cur:
-            packs.append(Pack(prefix, cur))
-    return packs
-
-
-@dataclass
-class Batch:
-    ids: torch.Tensor  # (B, T)
-    pos: torch.Tensor  # (B, T)
-    seg: torch.Tensor  # (B, T): 0 prefix, i >= 1 suffix i, -1 padding
-    targets: torch.Tensor  # (B, T): next token of the same suffix (0 where none)
-    mask: torch.Tensor  # (B, T) float: 1 where targets[t] is a loss token
-    real_tokens: int
-    unpacked_tokens: int
-
-    def to(self, device: torch.device) -> Batch:
-        if device.type == "cpu":
-            return self
-        return Batch(
-            *(t.to(device, non_blocking=True) for t in (self.ids, self.pos, self.seg, self.targets, self.mask)), self.real_tokens, self.unpacked_tokens
-        )
-
-
-def collate_packs(packs: Sequence[Pack], pad_id: int = 0) -> Batch:
-    T = max(p.length for p in packs)
-    B = len(packs)
-    ids = torch.full((B, T), pad_id, dtype=torch.long)
-    pos = torch.zeros((B, T), dtype=torch.long)
-    seg = torch.full((B, T), -1, dtype=torch.long)
-    targets = torch.zeros((B, T), dtype=torch.long)
-    mask = torch.zeros((B, T))
-    for b, p in enumerate(packs):
-        P = len(p.prefix)
-        ids[b, :P] = torch.tensor(p.prefix, dtype=torch.long) if P else ids[b, :0]
-        pos[b, :P] = torch.arange(P)
-        seg[b, :P] = 0
-        at = P
-        for s, (toks, m) in enumerate(p.suffixes, 1):
-            n = len(toks)
-            ids[b, at : at + n] = torch.tensor(toks, dtype=torch.long)
-            pos[b, at : at + n] = torch.arange(P, P + n)
-            seg[b, at : at + n] = s
-            # token j of the suffix (j >= 1) is predicted at position at + j - 1 (inside the suffix);
-            # token 0 is a prompt token (mask 0) by construction of the prefix
-            if n > 1:
-                targets[b, at : at + n - 1] = torch.tensor(toks[1:], dtype=torch.long)
-                mask[b, at : at + n - 1] = torch.tensor(m[1:], dtype=torch.float32)
-            at += n
-    return Batch(ids, pos, seg, targets, mask, sum(p.length for p in packs), sum(p.unpacked_length for p in packs))
-
-
 def attention_allowed(seg: torch.Tensor) -> torch.Tensor:
     """(B, 1, T, T) boolean mask of :func:`attention_bias` (True where query t may read key s), for
     ``scaled_dot_product_attention`` (model.packed_allowed without a sliding window)."""
@@ -271,7 +155,7 @@ def packing_max_diff(model: LlamaModel, records: Sequence[Record], pack_tokens: 
     return worst
 
 
-def batch_loss(model: LlamaModel, b: Batch) -> tuple[torch.Tensor, float]:
+def batch_loss(model: LlamaModel, b: PackedBatch) -> tuple[torch.Tensor, float]:
     """(sum of -log p over loss tokens, loss-token count). Logits are computed at the loss tokens only:
     the output matrix is most of a large-vocabulary model's cost (Gemma 3: 262k x 640)."""
     hidden = model.hidden(b.ids, b.pos, seg=b.seg, attn_impl=ATTENTION["impl"])
