@@ -123,7 +123,8 @@ describe.each(REAL_MODEL_NAMES)("profiles on the real %s tokenizer", (name: Real
     const options = { gpu: "cpu" as const, contextSize: 4096, sequences: 4, threads: 1 };
     policy = await createLlamaPolicy({ ...options, model: randomPath });
     longest = await createLlamaPolicy({ ...options, model: longestPath });
-  });
+    // the first run builds two models per vocabulary (gemma's has 262k tokens): past the 120 s hook default on a busy 2-core machine
+  }, 300_000);
 
   afterAll(async () => {
     await policy?.close();
