@@ -71,7 +71,7 @@ options:
   --examples-from FILE questions with their SQL (same layouts as --dataset, e.g. a training split) that
                        a question's prompt is offered as verified examples, as the server offers a
                        user's: the K most similar on the question's own database, never its own question
-  --examples K         examples per question from --examples-from (default 3; a --runs entry's
+  --examples K         examples per question from --examples-from (default: config teach.examples; a --runs entry's
                        "examples" sets its own, 0 for none)
   --predictions FILE   score predictions instead of decoding: one SQL per line (BIRD's
                        "sql\\t----- bird -----\\tdb_id" suffix allowed) or JSON {"0": "SELECT …"}
@@ -299,8 +299,8 @@ interface EvalArgs {
   timeoutMs: number;
   maxRows: number;
   layout: DatasetLayout | "auto";
-  /** Examples per question from `--examples-from` (default 3). */
-  examples: number;
+  /** Examples per question from `--examples-from`; undefined: the config's `teach.examples`. */
+  examples: number | undefined;
 }
 
 /** Parses and checks the command line; an exit code (0 after --help, 2 on bad usage, message printed) instead when it cannot run. */
@@ -345,8 +345,8 @@ function parseEvalArgs(argv: string[]): EvalArgs | number {
     if (values.predictions && (values.candidates || values.model || values.profile))
       throw new ReexError("BAD_REQUEST", "--candidates, --model and --profile only apply to --strategy");
     if (values.profile !== undefined) getProfile(values.profile);
-    const examples = values.examples === undefined ? 3 : Number(values.examples);
-    if (!Number.isInteger(examples) || examples < 0 || examples > 20)
+    const examples = values.examples === undefined ? undefined : Number(values.examples);
+    if (examples !== undefined && (!Number.isInteger(examples) || examples < 0 || examples > 20))
       throw new ReexError("BAD_REQUEST", `--examples must be an integer from 0 to 20, got "${values.examples}"`);
     if (!values["examples-from"] && (values.examples !== undefined || runSpecs?.some((r) => r.examples !== undefined)))
       throw new ReexError("BAD_REQUEST", '--examples and a run\'s "examples" need --examples-from FILE');
@@ -477,7 +477,7 @@ async function decodeRunSpecs(ctx: DecodeRunsContext, runSpecs: RunSpec[]): Prom
           request,
           profile: choice.profile.id,
           ...(runConfig.policy.lora.length ? { lora: runConfig.policy.lora } : {}),
-          ...examplesOption(ctx.pool, spec.examples ?? args.examples),
+          ...examplesOption(ctx.pool, spec.examples ?? args.examples ?? config.teach.examples),
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         }),
@@ -507,7 +507,7 @@ async function decodeStrategies(ctx: DecodeRunsContext): Promise<EvalRun[]> {
           strategy,
           request: { constrained: runtime.constrained },
           profile: choice.profile.id,
-          ...examplesOption(ctx.pool, args.examples),
+          ...examplesOption(ctx.pool, args.examples ?? config.teach.examples),
           ...(k !== undefined ? { candidates: k } : {}),
           ...(args.limit !== undefined ? { limit: args.limit } : {}),
         }),

@@ -7,7 +7,7 @@
 import { ReexError, toReexError, type ErrorCode } from "../errors/index.js";
 import { answerStatus, type Answer, type AnswerRequest, type Decode, type RetrievedExample, type Strategy } from "../decoding/index.js";
 import { copyRewriteFields, type SchemaNames } from "../agent/index.js";
-import { loadSchema, rankExamples, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
+import { loadSchema, questionKey, rankExamples, relevanceTokens, type ExecResult, type ExecSuccess, type Executor, type SqlValue } from "../sql/index.js";
 import type { EvalItem } from "./datasets.js";
 import { EX_RULES, compareResults, scoreItem, summarize, type ExRule, type ItemScore, type ScoreInput, type Summary } from "./metrics.js";
 
@@ -110,11 +110,17 @@ export function examplesFromPool(pool: readonly EvalItem[], k: number): (item: E
     if (!shelf) byDb.set(entry.dbId, (shelf = []));
     shelf.push(entry);
   }
-  const norm = (q: string): string => q.trim().replace(/\s+/g, " ").toLowerCase();
+  // each pool question is tokenised once, not once per evaluated question
+  const tokens = new Map<EvalItem, string[]>();
+  const tokensOf = (e: EvalItem): string[] => {
+    let t = tokens.get(e);
+    if (!t) tokens.set(e, (t = relevanceTokens(e.question)));
+    return t;
+  };
   return (item) => {
-    const own = norm(item.question);
-    const shelf = (byDb.get(item.dbId) ?? []).filter((e) => norm(e.question) !== own);
-    return rankExamples(item.question, shelf, k).map((e) => ({
+    const own = questionKey(item.question);
+    const shelf = (byDb.get(item.dbId) ?? []).filter((e) => questionKey(e.question) !== own);
+    return rankExamples(item.question, shelf, k, tokensOf).map((e) => ({
       id: `${e.dbId}#${e.index}`,
       question: e.question,
       sql: e.goldSql,

@@ -78,8 +78,13 @@ function visible(example: VerifiedExample, owner: string | undefined): boolean {
   return owner === undefined || example.owner === undefined || example.owner === owner;
 }
 
+/** A question as examples compare them: trimmed, spacing collapsed, lower-cased. */
+export function questionKey(question: string): string {
+  return question.trim().replace(/\s+/g, " ").toLowerCase();
+}
+
 function sameQuestion(a: string, b: string): boolean {
-  return a.trim().replace(/\s+/g, " ").toLowerCase() === b.trim().replace(/\s+/g, " ").toLowerCase();
+  return questionKey(a) === questionKey(b);
 }
 
 /**
