@@ -64,7 +64,13 @@ async function ask(item: EvalItem, conversation?: string): Promise<Asked> {
   const res = await app.inject({
     method: "POST",
     url: "/v1/sql",
-    payload: { database: item.dbId, question: item.question, strategy: "greedy", ...(item.evidence ? { evidence: item.evidence } : {}), ...(conversation ? { conversation } : {}) },
+    payload: {
+      database: item.dbId,
+      question: item.question,
+      strategy: "greedy",
+      ...(item.evidence ? { evidence: item.evidence } : {}),
+      ...(conversation ? { conversation } : {}),
+    },
   });
   const seconds = (performance.now() - started) / 1000;
   const body = res.json() as { sql?: string; usage?: { historyTokens?: number } };
@@ -84,9 +90,21 @@ try {
   }
   const score = async (label: string, which: (a: (typeof answers)[number]) => Asked, of: (p: (typeof pairs)[number]) => EvalItem) =>
     scorePredictions({ label, items: pairs.map(of), predictions: answers.map((a) => which(a).sql), executor: runtime.executor });
-  const firsts = await score("first", (a) => a.first, (p) => p.first);
-  const withConv = await score("with", (a) => a.withConversation, (p) => p.second);
-  const alone = await score("alone", (a) => a.alone, (p) => p.second);
+  const firsts = await score(
+    "first",
+    (a) => a.first,
+    (p) => p.first,
+  );
+  const withConv = await score(
+    "with",
+    (a) => a.withConversation,
+    (p) => p.second,
+  );
+  const alone = await score(
+    "alone",
+    (a) => a.alone,
+    (p) => p.second,
+  );
   const paired = pairedDifference(withConv.items, alone.items);
   const ex = (run: typeof firsts) => run.items.filter((i) => i.ex.bird).length;
   const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length);
