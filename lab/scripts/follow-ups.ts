@@ -6,7 +6,7 @@
  * evaluation's own EX rule and compares the follow-up with and without the conversation, paired.
  *
  *   npx tsx lab/scripts/follow-ups.ts --model models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \
- *       [--pairs examples/follow-ups.json] [--db-root examples/databases] [--threads 1] [--limit N] [--out FILE]
+ *       [--pairs examples/follow-ups.json] [--db-root examples/databases] [--db ID[,ID]] [--threads 1] [--limit N] [--out FILE]
  *
  * --out (default .reex/follow-ups.json) gets every answer's SQL, verdict, seconds and the prompt
  * tokens the earlier turn took (`historyTokens`), and the summary.
@@ -27,11 +27,12 @@ const { values: v } = parseArgs({
     "db-root": { type: "string", default: "examples/databases" },
     threads: { type: "string", default: "1" },
     limit: { type: "string" },
+    db: { type: "string" },
     out: { type: "string", default: ".reex/follow-ups.json" },
   },
 });
 if (!v.model) {
-  console.error("usage: follow-ups.ts --model GGUF [--pairs FILE] [--db-root DIR] [--threads N] [--limit N] [--out FILE]");
+  console.error("usage: follow-ups.ts --model GGUF [--pairs FILE] [--db-root DIR] [--db ID[,ID]] [--threads N] [--limit N] [--out FILE]");
   process.exit(2);
 }
 
@@ -43,11 +44,13 @@ let pairs = items.flatMap((second) => {
   const first = follows === undefined ? undefined : byId.get(follows);
   return first ? [{ first, second }] : [];
 });
+if (v.db) pairs = pairs.filter((p) => v.db!.split(",").includes(p.first.dbId));
 if (v.limit) pairs = pairs.slice(0, Number(v.limit));
 
 const dataDir = mkdtempSync(join(tmpdir(), "reex-follow-ups-"));
 const config = parseConfig({
-  server: { logLevel: "silent" },
+  // answers are measured, not served: a busy machine must not turn a slow answer into a missing one
+  server: { logLevel: "silent", requestTimeoutMs: 1_800_000 },
   sql: { dataDir },
   policy: { model: v.model, gpu: "cpu", threads: Number(v.threads) },
 });

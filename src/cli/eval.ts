@@ -166,6 +166,13 @@ function printSummary(runs: EvalRun[], rule: ExRule): void {
     );
   }
   for (const run of runs) {
+    const e = run.config.examples;
+    if (e && run.summary.exampleTokensPerItem !== null)
+      console.log(
+        `${run.config.label}: up to ${e.k} verified examples from ${e.source} took ${run.summary.exampleTokensPerItem.toFixed(0)} prompt tokens a question`,
+      );
+  }
+  for (const run of runs) {
     const s = run.summary;
     if (!s.exBothDraws) continue;
     const spurious = s.spuriousRate?.[rule];

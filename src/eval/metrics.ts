@@ -114,7 +114,8 @@ export interface ScoreInput {
   /** Probe rounds of the winning trajectory; null when not measured. */
   interactions: number | null;
   latencyMs: number | null;
-  tokens: { generated: number; evaluated: number } | null;
+  /** Generated and evaluated tokens; `examples`: the prompt tokens the verified examples took (present when some were shown). */
+  tokens: { generated: number; evaluated: number; examples?: number } | null;
   decodeError?: { code: string; message: string };
   /** The database's names, for {@link CopyCount}; left out, the item has no copy count. */
   schema?: SchemaNames;
@@ -158,7 +159,8 @@ export interface ItemScore {
   candidates: CandidateScore[];
   interactions: number | null;
   latencyMs: number | null;
-  tokens: { generated: number; evaluated: number } | null;
+  /** Generated and evaluated tokens; `examples`: the prompt tokens the verified examples took (present when some were shown). */
+  tokens: { generated: number; evaluated: number; examples?: number } | null;
   decodeError?: { code: string; message: string };
   /** The dataset marks the question unanswerable. */
   unanswerable?: true;
@@ -283,6 +285,8 @@ export interface Metrics {
   latencyMs: LatencyStats | null;
   generatedTokensPerItem: number | null;
   evaluatedTokensPerItem: number | null;
+  /** Prompt tokens the verified examples took, mean over the items shown some; null when none were. */
+  exampleTokensPerItem: number | null;
   /** Abstention scored the TrustSQL way, coverage and calibration (see src/eval/trust.ts). */
   trust: TrustMetrics;
 }
@@ -371,6 +375,7 @@ export function aggregate(items: readonly ItemScore[]): Metrics {
           },
     generatedTokensPerItem: mean(items.map((i) => i.tokens?.generated ?? null)),
     evaluatedTokensPerItem: mean(items.map((i) => i.tokens?.evaluated ?? null)),
+    exampleTokensPerItem: mean(items.map((i) => i.tokens?.examples ?? null)),
     trust: trustMetrics(items.map((i) => ({ correct: i.ex.bird, answered: i.answered, unanswerable: i.unanswerable === true, confidence: i.confidence }))),
   };
 }

@@ -324,7 +324,11 @@ export async function runEval(options: RunEvalOptions): Promise<EvalRun> {
         winner: answer.winner,
         interactions: (winner ?? candidates[0])?.interactions ?? 0,
         latencyMs,
-        tokens: { generated: answer.usage.generatedTokens, evaluated: answer.usage.evaluatedTokens },
+        tokens: {
+          generated: answer.usage.generatedTokens,
+          evaluated: answer.usage.evaluatedTokens,
+          ...(answer.shown?.examples.length ? { examples: answer.shown.exampleTokens } : {}),
+        },
         ...(confidence
           ? {
               trust: {

@@ -29,6 +29,17 @@ vi.mock("../../src/runtime/index.js", () => ({
             decidedBy: "majority",
             usage,
             timings: { totalMs: 1 },
+            // as the decoder counts them: 7 tokens an example shown
+            ...(req.examples?.length
+              ? {
+                  shown: {
+                    examples: req.examples.map((e) => ({ id: e.id, question: e.question, score: e.score })),
+                    turns: 0,
+                    exampleTokens: 7 * req.examples.length,
+                    turnTokens: 0,
+                  },
+                }
+              : {}),
           };
         }
         return {
@@ -220,6 +231,10 @@ describe("reex eval --examples-from", () => {
     const report = JSON.parse(readFileSync(join(outDir, "report.json"), "utf8"));
     expect(report.runs[0].config.examples).toBeUndefined();
     expect(report.runs[1].config.examples).toEqual({ k: 2, source: pool });
+    // the prompt tokens the examples took: per item, and their mean over the items shown some
+    expect(report.runs[0].summary.exampleTokensPerItem).toBeNull();
+    const shown = k2.map((r) => r.examples?.length ?? 0).filter((n) => n > 0);
+    expect(report.runs[1].summary.exampleTokensPerItem).toBeCloseTo((7 * shown.reduce((a, b) => a + b, 0)) / shown.length, 6);
     // the first run's report was written before the second began, so a long evaluation keeps what it finished
     expect(err).toContain(`reex eval: 1 of 2 runs done; the report so far is in ${join(outDir, "report.json")}`);
   });
