@@ -220,8 +220,12 @@ export function createPromptBuilder(options: PromptBuilderOptions = {}): PromptB
     const schema = cachedSchema(dbPath) ?? (large ? undefined : loadSchema(dbPath));
     const text = evidence ? `${question} ${evidence}` : question;
     const matches = options.matchValues === false ? [] : await matchValues(dbPath, text, large, { limit: options.matchLimit ?? DEFAULT_MATCH_LIMIT });
-    const offered = (extras.examples?.length ?? 0) + (extras.turns?.length ?? 0) > 0;
-    const fit = offered ? fitExtras(extras, budget, shares, options.countTokens ?? approxTokens) : undefined;
+    const offered = {
+      ...(profile.examples !== false && extras.examples ? { examples: extras.examples } : {}),
+      ...(extras.turns ? { turns: extras.turns } : {}),
+    };
+    const fit =
+      (offered.examples?.length ?? 0) + (offered.turns?.length ?? 0) > 0 ? fitExtras(offered, budget, shares, options.countTokens ?? approxTokens) : undefined;
     const schemaBudget = budget - (fit ? fit.shown.exampleTokens + fit.shown.turnTokens : 0);
     const textOptions = { question: text, matches, format: options.schemaFormat ?? profile.schemaFormat, tokenBudget: schemaBudget };
     const schemaText =

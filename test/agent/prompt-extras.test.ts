@@ -20,6 +20,8 @@ const TURNS = [
   { question: "Which singers are older than 40?", sql: "SELECT name FROM singer WHERE age > 40", summary: "columns name; 2 rows; first row: Joe" },
 ];
 
+const GENERIC = PROFILES.find((p) => p.id === "generic")!;
+
 function userText(profile: ModelProfile, extras: object): { user: string; prefix: string; system: string } {
   const built = profile.buildPrompt({ family: profile.families[0]!, schema: "singer(singer_id, name, country, age)", question: "And from France?", ...extras });
   return {
@@ -85,7 +87,7 @@ describe("the prompt builder's budget for examples and turns", () => {
     try {
       const examples = [example("a", 3, 40), example("b", 2, 40), example("c", 1, 5)];
       const turns = [0, 1, 2].map((i) => ({ question: `turn ${i} ${"word ".repeat(40)}`, sql: `SELECT ${i}`, summary: "no rows" }));
-      const built = await builder.promptFor(db, "How many singers?", undefined, "direct", undefined, { examples, turns });
+      const built = await builder.promptFor(db, "How many singers?", undefined, "direct", GENERIC, { examples, turns });
       expect(built.shown?.examples.map((e) => e.id)).toEqual(["a"]);
       expect(built.shown?.turns).toBe(1);
       expect(built.shown?.exampleTokens).toBeGreaterThan(40);
@@ -98,8 +100,26 @@ describe("the prompt builder's budget for examples and turns", () => {
       const none = await builder.promptFor(db, "How many singers?", undefined, "direct");
       expect(none.shown).toBeUndefined();
       const off = createPromptBuilder({ indexDir: join(dir, "idx"), schemaTokenBudget: 400, examplesTokenShare: 0 });
-      expect((await off.promptFor(db, "q", undefined, "direct", undefined, { examples })).shown?.examples).toEqual([]);
+      expect((await off.promptFor(db, "q", undefined, "direct", GENERIC, { examples })).shown?.examples).toEqual([]);
       off.close();
+    } finally {
+      builder.close();
+    }
+  });
+
+  it("shows no examples in a profile trained without them (the starter's reex), and still the earlier turns", async () => {
+    const builder = createPromptBuilder({ indexDir: join(dir, "idx"), schemaTokenBudget: 400 });
+    try {
+      const reex = PROFILES.find((p) => p.id === "reex")!;
+      expect(reex.examples).toBe(false);
+      const turns = [{ question: "turn one", sql: "SELECT 1", summary: "no rows" }];
+      const built = await builder.promptFor(db, "How many singers?", undefined, "direct", reex, { examples: [example("a", 3, 5)], turns });
+      expect(built.shown?.examples).toEqual([]);
+      expect(built.shown?.exampleTokens).toBe(0);
+      expect(built.shown?.turns).toBe(1);
+      expect(built.messages[1]!.content).not.toContain("question a");
+      const only = await builder.promptFor(db, "How many singers?", undefined, "direct", reex, { examples: [example("a", 3, 5)] });
+      expect(only.shown).toBeUndefined();
     } finally {
       builder.close();
     }

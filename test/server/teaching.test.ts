@@ -3,7 +3,8 @@
  * real WebSocket), a real registry in a temp folder, real SQLite files and the real executor: a
  * verified example is shown to the model for a similar question on its database only, to its key
  * only, and after a restart; a correction that does not run is refused and stores nothing; a
- * follow-up's prompt holds the previous turn's SQL.
+ * follow-up's prompt holds the previous turn's SQL. The starter is prompted in the `generic` profile
+ * here: its own `reex` profile shows no examples (the starter answers worse with them).
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -57,7 +58,11 @@ function app(): { app: FastifyInstance; registry: DatabaseRegistry } {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reex-teaching-"));
-  config = parseConfig({ server: { apiKeys: [KEY_A, KEY_B], logLevel: "silent", port: 0 }, sql: { dataDir: join(dir, "data") }, policy: { threads: 1 } });
+  config = parseConfig({
+    server: { apiKeys: [KEY_A, KEY_B], logLevel: "silent", port: 0 },
+    sql: { dataDir: join(dir, "data") },
+    policy: { threads: 1, profile: "generic" },
+  });
   policy = recording(await createLlamaPolicy({ model: STARTER, gpu: "cpu", threads: 1, contextSize: 4096, sequences: 4 }));
   executor = new ExecutorPool({ workers: 1, timeoutMs: 5000 });
   decode = createDecoder({ policy, executor, config, indexDir: join(dir, "indexes") });

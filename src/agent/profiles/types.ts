@@ -68,6 +68,11 @@ export interface ModelProfile {
   readonly feedbackRowCap?: number;
   /** Whether the model may declare a question unanswerable (`UNANSWERABLE: reason`); only the ReEx-tag profiles are told so. */
   readonly unanswerable: boolean;
+  /**
+   * False where the profile's models were trained without verified examples in the prompt and answer
+   * worse with them: the prompt builder then shows none (docs/teaching.md). Default true.
+   */
+  readonly examples?: boolean;
   /** The chat messages of a question, with the part that depends only on the database marked for prefix caching. */
   buildPrompt(input: ProfilePromptInput): BuiltPrompt;
   /** The reward's strict format check for a whole response (injected feedback included). */
