@@ -135,6 +135,8 @@ interface Loaded {
   chat: ChatWrapper;
   lora: string[];
   device: string;
+  /** The model's end-of-turn text (its EOT token, else EOS), read once at load so `info` stays readable after close. */
+  endOfTurn: string | undefined;
   /** Lines up the generating trajectories' next tokens into one batch. */
   steps: StepBarrier;
 }
@@ -288,13 +290,8 @@ class LlamaPolicy implements Policy, TrajectoryHost {
         ...modelMetadata(this.loaded.model, this.loaded.modelSource),
         ...(this.loaded.lora.length > 0 ? { adapters: this.loaded.lora.map((p) => basename(p)) } : {}),
       },
-      ...(this.endOfTurnText() ? { endOfTurn: this.endOfTurnText()! } : {}),
+      ...(this.loaded.endOfTurn ? { endOfTurn: this.loaded.endOfTurn } : {}),
     };
-  }
-
-  private endOfTurnText(): string | undefined {
-    const t = this.loaded.model.tokens;
-    return t.eotString ?? t.eosString ?? undefined;
   }
 
   tokenize(text: string): number[] {
@@ -612,7 +609,8 @@ async function loadContext(
   await enableScheduledKvOps(context);
   const steps = new StepBarrier(options.alignSteps !== false);
   if (options.directDecode !== false) enableDirectDecode(context, () => steps.generating);
-  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, steps };
+  const endOfTurn = model.tokens.eotString ?? model.tokens.eosString ?? undefined;
+  return { modelPath, modelSource, model, context, chat: pickChatWrapper(model), lora, device, endOfTurn, steps };
 }
 
 async function loadModelAndContext(llama: Llama, modelPath: string, modelSource: string, lora: string[], options: LlamaPolicyOptions): Promise<Loaded> {

@@ -53,6 +53,15 @@ describe("llama policy: flash attention on CPU", () => {
       }
     }
   });
+
+  it("still describes itself after close (a bench prints it last), end of turn included", async () => {
+    const starter = fileURLToPath(new URL("../../models/reex-starter.gguf", import.meta.url));
+    const policy = await createLlamaPolicy({ model: starter, gpu: "cpu", contextSize: 512, sequences: 1, threads: 1 });
+    const open = policy.info;
+    await policy.close();
+    expect(policy.info).toEqual(open);
+    expect(open.endOfTurn).toBeTruthy();
+  });
 });
 
 describe("llama policy: loading", () => {
