@@ -100,8 +100,13 @@ export function learnerRequestFile(req: LearnerRequest): LearnerRequestFile {
       packTokens: l.packTokens,
       shuffle: l.shuffle,
       seed: c.seed + req.step,
+      adamBeta2: 0.999,
+      decayNorms: true,
+      schedule: "constant",
+      minLrRatio: 1,
     },
     hf: null,
+    run: null,
   };
 }
 

@@ -340,10 +340,20 @@ def pack_rollouts(
     return [collate_packs([p], pad_id).to(device) for p in make_packs(records, pack_tokens, True)]
 
 
-def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):
-    """(B, T) log-probs of ``b.targets`` at each packed position (entropy too if asked)."""
-    from .sft_train import packed_forward
+def packed_forward(model: torch.nn.Module, ids: torch.Tensor, pos: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
+    """Logits (B, T, n_vocab) of packed rows: the model's hidden states with explicit positions and the packed
+    attention mask (model.packed_allowed), so every suffix token gets the logits of its own unpacked sequence."""
+    return model.logits(model.hidden(ids, pos, seg=seg))
 
+
+def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):
+    """(B, T) log-probs of ``b.targets`` at the packed rows' loss tokens, 0 elsewhere (entropy too if asked).
+    Only the loss tokens are projected onto the vocabulary: the output matrix is most of a large-vocabulary
+    model's cost (Gemma 3: 262k x 640), and a packed row's prefix has none."""
+    keep = b.mask > 0
     with autocast_context(b.ids.device, compute_dtype):
-        logits = packed_forward(model, b.ids, b.pos, b.seg)
-    return target_logprobs(logits, b.targets, temperature, with_entropy)
+        logits = model.logits(model.hidden(b.ids, b.pos, seg=b.seg)[keep])
+    lp_k, ent_k = target_logprobs(logits, b.targets[keep], temperature, with_entropy)
+    lp = torch.zeros(b.mask.shape, dtype=lp_k.dtype, device=lp_k.device).masked_scatter(keep, lp_k)
+    ent = None if ent_k is None else torch.zeros_like(lp).masked_scatter(keep, ent_k)
+    return lp, ent

@@ -33,7 +33,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .gguf_io import SUPPORTED_ARCHS, _to_float32, finish_atomically, gguf_module
-from .lora_args import DEFAULT_TARGETS, LORA_TARGETS
+
+#: The block matrices a LoRA may target, by llama.cpp tensor name; a fresh adapter's default targets.
+LORA_TARGETS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+DEFAULT_TARGETS = "attn_q,attn_k,attn_v,attn_output"
 
 
 def parse_targets(spec: str | Sequence[str]) -> list[str]:

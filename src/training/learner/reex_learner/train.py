@@ -16,17 +16,17 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .grpo import Batch, Rollout, collate, pack_rollouts, packed_logprobs, sequence_logprobs
+from .grpo import Batch, Rollout, collate, collate_packs, pack_rollouts, packed_logprobs, sequence_logprobs
 from .loss import agg_denominator, aggregate, grpo_token_loss, micro_batch_loss
 
-#: AdamW's moments and epsilon (fixed, not hyper-parameters of a run); the padding token id.
-ADAM_BETAS = (0.9, 0.999)
+#: AdamW's first-moment decay and epsilon (fixed, not hyper-parameters of a run); the padding token id.
+ADAM_BETA1 = 0.9
 ADAM_EPS = 1e-8
 PAD_ID = 0
 
@@ -58,6 +58,10 @@ class StepConfig:
     pack_tokens: int
     shuffle: bool
     seed: int
+    adam_beta2: float  # AdamW's second-moment decay (beta1 is 0.9)
+    decay_norms: bool  # weight decay on 1-D parameters (norms, biases) too, else on matrices only
+    schedule: str  # constant | linear | cosine: the lr after warm-up, decayed over a run's progress
+    min_lr_ratio: float  # the decayed lr's floor, as a share of lr
 
 
 class OldLogprobMismatch(ValueError):
@@ -71,8 +75,13 @@ def _chunks(xs: Sequence[Any], n: int) -> list[list[Any]]:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: StepConfig) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters: group 0 decays (every parameter, or with ``decay_norms`` off the
+    matrices only), group 1 (the 1-D rest, when any is left out) does not."""
     params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay)
+    decay = [p for p in params if cfg.decay_norms or p.dim() >= 2]
+    rest = [p for p in params if not (cfg.decay_norms or p.dim() >= 2)]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}] + ([{"params": rest, "weight_decay": 0.0}] if rest else [])
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(ADAM_BETA1, cfg.adam_beta2), eps=ADAM_EPS)
 
 
 def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: StepConfig) -> bool:
@@ -80,8 +89,9 @@ def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: Step
         return False
     state = torch.load(path, map_location="cpu")
     opt.load_state_dict(state["optimizer"])
-    for g in opt.param_groups:  # the command line wins over the saved hyperparameters
-        g["lr"], g["betas"], g["eps"], g["weight_decay"] = cfg.lr, ADAM_BETAS, ADAM_EPS, cfg.weight_decay
+    for i, g in enumerate(opt.param_groups):  # the request wins over the saved hyperparameters
+        g["lr"], g["betas"], g["eps"] = cfg.lr, (ADAM_BETA1, cfg.adam_beta2), ADAM_EPS
+        g["weight_decay"] = cfg.weight_decay if i == 0 else 0.0
     return True
 
 
@@ -93,16 +103,19 @@ def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
     return 0
 
 
-def warmup_lr(cfg: StepConfig, done: int) -> float:
-    """The learning rate of optimizer step ``done + 1``: ``cfg.lr`` scaled by min(1, (done + 1) / warmup)."""
-    if cfg.warmup_steps <= 0:
-        return cfg.lr
-    return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
+def lr_at(cfg: StepConfig, done: int, progress: float) -> float:
+    """The learning rate of optimizer step ``done + 1``: a linear warm-up over ``cfg.warmup_steps``, then
+    ``cfg.schedule`` decayed by ``progress`` in [0, 1] (a run's steps or wall clock) to ``min_lr_ratio``."""
+    if cfg.warmup_steps > 0 and done < cfg.warmup_steps:
+        return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
+    p = min(max(progress, 0.0), 1.0)
+    f = {"constant": 1.0, "linear": 1.0 - p, "cosine": 0.5 * (1.0 + math.cos(math.pi * p))}[cfg.schedule]
+    return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * f)
 
 
-def apply_warmup_lr(opt: torch.optim.Optimizer, cfg: StepConfig) -> float:
-    """Sets the learning rate of the optimizer step about to be taken (``warmup_lr``) and returns it."""
-    lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
+def apply_lr(opt: torch.optim.Optimizer, cfg: StepConfig, progress: float) -> float:
+    """Sets the learning rate of the optimizer step about to be taken (``lr_at``) and returns it."""
+    lr_now = lr_at(cfg, optimizer_steps_done(opt), progress)
     for g in opt.param_groups:
         g["lr"] = lr_now
     return lr_now
@@ -396,10 +409,14 @@ class Backend:
         return {}
 
 
-def _micro_batches(backend: Backend, mini: list[Rollout], cfg: StepConfig, packed: bool, device: Any) -> tuple[list[Any], float]:
-    """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks."""
-    if packed:
-        batches: list[Any] = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
+def _micro_batches(backend: Backend, mini: list[Any], cfg: StepConfig, rows: str, device: Any) -> tuple[list[Any], float]:
+    """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks.
+    ``rows``: "plain" (a row per rollout), "packed" (prefix-shared rows of rollouts) or "packs" (``mini``
+    is a run's list of packed rows, one micro-batch)."""
+    if rows == "packs":
+        batches: list[Any] = [collate_packs(mini).to(device)]
+    elif rows == "packed":
+        batches = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
     else:
         local = shard_rollouts(mini, backend.dist.rank, backend.dist.world_size)
         batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
@@ -415,10 +432,25 @@ def _comm_device(device: torch.device) -> Any:
     return device if device.type == "cuda" else "cpu"
 
 
-def train(backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, optimizer: torch.optim.Optimizer | None = None) -> dict[str, Any]:
-    """``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts``, updating ``backend.module``'s trainable
-    parameters; returns the step's metrics (reduced over ranks). A plain module is a :class:`Backend`
-    without reference."""
+def _step_batches(rollouts: list[Rollout], cfg: StepConfig) -> Iterator[tuple[list[Rollout], bool]]:
+    """A step's optimizer batches: ``cfg.epochs`` passes over ``rollouts`` in mini-batches (shuffled with the
+    seed, the same on every rank), each with whether it is the step's first."""
+    rng = random.Random(cfg.seed)
+    for epoch in range(cfg.epochs):
+        order = list(rollouts)
+        if cfg.shuffle:
+            rng.shuffle(order)
+        for mi, mini in enumerate(_chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))):
+            yield mini, epoch == 0 and mi == 0
+
+
+def train(
+    backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, optimizer: torch.optim.Optimizer | None = None, plan: Any = None
+) -> dict[str, Any]:
+    """The loop: optimizer steps over ``rollouts`` (``cfg.epochs`` passes of GRPO or SFT: a step), or over
+    ``plan``'s batches of packed records until its budget runs out (a multi-step SFT run, sft_run.Plan,
+    which sees each step and makes the summary). Updates ``backend.module``'s trainable parameters and
+    returns the metrics (reduced over ranks). A plain module is a :class:`Backend` without reference."""
     t0 = time.time()
     b_ = backend if isinstance(backend, Backend) else Backend(backend)
     if cfg.mode not in ("grpo", "sft"):
@@ -437,25 +469,23 @@ def train(backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: 
     rollouts = list(rollouts)
     _fill_missing_old_logprobs(b_, rollouts, cfg, device)
     agreement = split_half_agreement(b_.plain, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
-    run = _Run(b_, cfg, opt, params, device)
-    rng = random.Random(cfg.seed)
-    for epoch in range(cfg.epochs):
-        order = list(rollouts)
-        if cfg.shuffle:
-            rng.shuffle(order)  # the same seed on every rank: the same global order everywhere
-        for mi, mini in enumerate(_chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))):
-            run.optimizer_step(mini, first=epoch == 0 and mi == 0)
+    run = _Run(b_, cfg, opt, params, device, "packs" if plan is not None else None)
+    for mini, first in plan.batches() if plan is not None else _step_batches(rollouts, cfg):
+        run.optimizer_step(mini, first, plan.progress() if plan is not None else 0.0)
+        if plan is not None:
+            plan.after_step(run)
     save_optimizer_state(opt, cfg.optimizer_state if b_.dist.is_main else None)
-    return run.metrics(rollouts, resumed, agreement, time.time() - t0)
+    return plan.summary(run) if plan is not None else run.metrics(rollouts, resumed, agreement, time.time() - t0)
 
 
 class _Run:
     """One call of :func:`train`: its optimizer steps and what they add up to."""
 
-    def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any):
+    def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any, rows: str | None):
         self.b, self.cfg, self.opt, self.params, self.device = backend, cfg, opt, params, device
         self.ref = backend.ref if cfg.mode == "grpo" else None
-        self.packed = cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled
+        self.packed = rows == "packs" or (cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled)
+        self.rows = rows or ("packed" if self.packed else "plain")
         self.score = packed_logprobs if self.packed else sequence_logprobs
         use_scaler = cfg.compute_dtype == torch.float16 and device.type == "cuda"
         self.scaler = torch.cuda.amp.GradScaler() if use_scaler else None
@@ -468,9 +498,9 @@ class _Run:
         self.computed_tokens = 0
         backend.module.train()
 
-    def optimizer_step(self, mini: list[Rollout], first: bool) -> None:
+    def optimizer_step(self, mini: list[Any], first: bool, progress: float) -> None:
         cfg, b = self.cfg, self.b
-        batches, denom = _micro_batches(b, mini, cfg, self.packed, self.device)
+        batches, denom = _micro_batches(b, mini, cfg, self.rows, self.device)
         self.opt.zero_grad(set_to_none=True)
         step_loss = 0.0
         for k, batch in enumerate(batches):
@@ -485,9 +515,10 @@ class _Run:
         if first:  # the guard sees every rank's tokens, so all ranks stop together
             self.first_diff = all_reduce(self.first_diff, b.dist, "sum", _comm_device(self.device))
             check_old_logprob_diff(cfg, *self.first_diff)
-        self.lrs.append(apply_warmup_lr(self.opt, cfg))
+        self.lrs.append(apply_lr(self.opt, cfg, progress))
         self.grad_norms.append(optimizer_step(self.opt, self.params, self.scaler, cfg.max_grad_norm))
         self.step_losses.append(step_loss)
+        self.last_batches = batches
 
     def _micro(self, batch: Any, n: float, denom: float, first: bool) -> torch.Tensor:
         cfg, dtype = self.cfg, self.cfg.compute_dtype
