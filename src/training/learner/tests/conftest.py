@@ -396,7 +396,21 @@ def _camel(name: str) -> str:
 
 
 def make_request(
-    model, experience, *, metrics, optimizer_state, mode="grpo", out=None, ref=None, master=None, lora=None, backend="gguf", hf=None, runtime=None, run=None, **train
+    model,
+    experience,
+    *,
+    metrics,
+    optimizer_state,
+    mode="grpo",
+    out=None,
+    ref=None,
+    master=None,
+    lora=None,
+    backend="gguf",
+    hf=None,
+    runtime=None,
+    run=None,
+    **train,
 ):
     """A complete request (every field, as TypeScript writes one) with the tests' settings; ``train``: snake_case overrides."""
     return {

@@ -13,7 +13,7 @@ import torch
 from conftest import ggml_gelu_f16_table, llama_cpp_logits, make_cfg, make_request, sample_tokens, write_request
 from reex_learner.cli import main as cli_main
 from reex_learner.gguf_io import gguf_module, read_gguf
-from reex_learner.grpo import parse_rollout
+from reex_learner.grpo import PackedBatch, Record, collate_packs, make_packs, packed_forward, packed_logprobs, parse_rollout
 from reex_learner.lora import (
     BaseView,
     apply_lora,
@@ -26,7 +26,6 @@ from reex_learner.lora import (
     write_lora_gguf,
 )
 from reex_learner.model import load_model
-from reex_learner.grpo import PackedBatch, Record, collate_packs, make_packs, packed_forward, packed_logprobs
 from reex_learner.sft_run import packing_max_diff
 from reex_learner.train import Backend, make_optimizer
 from reex_learner.train import train as train_loop
@@ -327,7 +326,9 @@ def test_sft_run_trains_an_adapter_and_continues_from_it(tiny_gemma3, tmp_path, 
     before = tiny_gemma3.read_bytes()
 
     def run(name, steps, lora, out=None):
-        req = make_request(tiny_gemma3, data, metrics=tmp_path / f"{name}.json", optimizer_state=None, mode="sft", out=out, lora=lora, lr=1e-2, run={"steps": steps})
+        req = make_request(
+            tiny_gemma3, data, metrics=tmp_path / f"{name}.json", optimizer_state=None, mode="sft", out=out, lora=lora, lr=1e-2, run={"steps": steps}
+        )
         assert cli_main(["step", "--request", str(write_request(tmp_path / f"{name}.request.json", req))]) == 0
         return json.loads((tmp_path / f"{name}.json").read_text())
 
