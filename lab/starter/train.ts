@@ -6,8 +6,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { z } from "zod";
-import { learnerEnv } from "../../src/training/index.js";
-import { type LearnerRequestFile, learnerRequestSchema } from "../../src/training/learner-request.js";
+import { type LearnerRequestFile, learnerEnv, learnerRequestSchema } from "../../src/training/index.js";
 
 /** The defaults of an SFT run's settings (the only ones: the learner has none). */
 const sftDefaults = z.object({
