@@ -39,24 +39,26 @@ def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
                 raise SystemExit(f"{path}: rollout {i}: token id {t} outside the model's vocabulary (0..{n_vocab - 1})")
 
 
-def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any] | None, **where: str | None) -> None:
+def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any] | None, checkpoint: str | None = None) -> str | None:
     """The request's files: the adapter (``lora.out``), the model (``paths.out``: with a LoRA, the base with
-    the adapter merged in), the masters; ``where`` (``out``, ``lora_out``) puts them elsewhere (a checkpoint)."""
+    the adapter merged in), the masters. A ``checkpoint`` stem writes only ``STEM.lora.gguf`` (a LoRA) or
+    ``STEM.gguf`` in the model's own tensor types (``keep``), and returns its path."""
     from .gguf_io import quantized_matrices, write_gguf
     from .lora import merged_state, write_lora_gguf
     from .model import save_master, state_for_gguf
 
-    paths = {**req["paths"], **({"out": where["out"], "master": None} if "out" in where else {})}
-    if lora is not None:
-        path = where.get("lora_out") or req["lora"]["out"]
-        write_lora_gguf(path, policy, out_type=req["lora"]["outType"], name=f"{g.field('general.name', 'reex')} LoRA")
+    paths, out_type, lora_out = req["paths"], req["runtime"]["outType"], lora and req["lora"]["out"]
+    if checkpoint is not None:
+        paths, out_type, lora_out = {"out": None if lora else f"{checkpoint}.gguf", "master": None}, "keep", lora and f"{checkpoint}.lora.gguf"
+    if lora_out:
+        write_lora_gguf(lora_out, policy, out_type=req["lora"]["outType"], name=f"{g.field('general.name', 'reex')} LoRA")
     if paths["out"]:
-        out_type = req["runtime"]["outType"]
         if out_type == "keep" and quantized_matrices(g):
             out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
         write_gguf(paths["out"], g, merged_state(policy) if lora is not None else state_for_gguf(policy), out_type=out_type)
     if paths["master"]:
         save_master(policy, paths["master"])
+    return lora_out or paths["out"]
 
 
 def load_policy(req: dict[str, Any], device: Any) -> tuple[Any, Any, Any, dict[str, Any] | None, bool]:

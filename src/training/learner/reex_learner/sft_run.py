@@ -380,9 +380,7 @@ def run_sft(req: dict[str, Any], request_path: str, device: torch.device, dtype:
     )
 
     def save(stem: str) -> str:
-        path = f"{stem}.lora.gguf" if lora is not None else f"{stem}.gguf"
-        write_outputs(req, model, g, lora, out=None if lora is not None else path, lora_out=path)
-        return path
+        return write_outputs(req, model, g, lora, checkpoint=stem)
 
     summary = train(Backend(model), [], cfg, plan=Plan(req, model, save, data, log, rng, device))
     write_outputs(req, model, g, lora)
