@@ -14,8 +14,8 @@ from typing import Any
 _DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
-def _torch_setup(rt: dict[str, Any]):
-    """torch, the device and the autocast dtype of a request's ``runtime`` (threads set)."""
+def torch_runtime(rt: dict[str, Any]):
+    """torch, the device and the dtype (autocast, or the HF backend's base weights) of a request's ``runtime``; threads set."""
     import torch
 
     if rt["threads"]:
@@ -30,13 +30,6 @@ def _torch_setup(rt: dict[str, Any]):
         print("reex_learner: runtime.dtype f16 needs CUDA (PyTorch's CPU autocast is bf16-only); computing in f32", file=sys.stderr)
         dtype = torch.float32
     return torch, torch.device(device), dtype
-
-
-def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
-    for i, r in enumerate(rollouts):
-        for t in r.prompt_tokens + r.tokens:
-            if not 0 <= t < n_vocab:
-                raise SystemExit(f"{path}: rollout {i}: token id {t} outside the model's vocabulary (0..{n_vocab - 1})")
 
 
 def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any] | None, checkpoint: str | None = None) -> str | None:
@@ -97,20 +90,20 @@ def cmd_step(args: argparse.Namespace) -> int:
     if req["backend"] == "hf":
         return _hf_step(req)
     paths = req["paths"]
-    torch, device, dtype = _torch_setup(req["runtime"])
+    torch, device, dtype = torch_runtime(req["runtime"])
     if req["run"] is not None:
         from .sft_run import run_sft
 
         _print_metrics(run_sft(req, args.request, device, dtype), paths["metrics"], echo=False)
         return 0
-    from .grpo import read_experience
+    from .grpo import check_token_ids, read_experience
     from .request import step_config
     from .train import Backend, train
 
     t0 = time.time()
     policy, g, ref, lora, master_loaded = load_policy(req, device)
     rollouts = read_experience(paths["experience"])
-    _check_tokens(rollouts, g.hparams.n_vocab, paths["experience"])
+    check_token_ids((r.prompt_tokens + r.tokens for r in rollouts), g.hparams.n_vocab, paths["experience"])
     cfg = step_config(req, dtype)
     load_s = time.time() - t0
     metrics: dict[str, Any] = train(Backend(policy, ref), rollouts, cfg)

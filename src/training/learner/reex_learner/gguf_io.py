@@ -1,15 +1,5 @@
-"""Read a llama-family GGUF into numpy tensors + hyperparameters, and write tensors back.
-
-Reading and writing go through llama.cpp's own ``gguf-py`` (shipped inside node-llama-cpp), so the
-file format is llama.cpp's, not ours. Everything that is not a tensor the learner trains (the
-tokenizer, chat template, general.* keys, rope-frequency tensors ...) is kept verbatim and written
-back unchanged, in the original order, with the original value types.
-
-Tensor layout: GGUF stores a tensor with dims ``[ne0, ne1]`` where ``ne0`` varies fastest; gguf-py
-hands it to us as a numpy array of shape ``(ne1, ne0)``. For a weight matrix that is
-``(out_features, in_features)``, i.e. exactly ``torch.nn.Linear.weight`` -- no transpose needed.
-For ``token_embd.weight`` it is ``(n_vocab, n_embd)``, i.e. ``nn.Embedding.weight``.
-"""
+"""Reads a llama-family GGUF into numpy tensors and hyperparameters through llama.cpp's gguf-py, and writes
+tensors back with every other field kept verbatim (gguf-py's ``(ne1, ne0)`` arrays are ``nn.Linear``'s layout)."""
 
 from __future__ import annotations
 
@@ -22,14 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from .llama_cpp_paths import llama_cpp_candidates
-
 _GGUF_MODULE = None
 
 
-def _candidate_gguf_py_dirs() -> list[Path]:
-    env = os.environ.get("REEX_GGUF_PY")
-    return llama_cpp_candidates("gguf-py", Path(env) if env else None)
+def llama_cpp_file(name: str, env: str) -> Path | None:
+    """The first existing ``name`` in a llama.cpp tree: under ``$env``, then, for each folder above this package,
+    the tree ``npm install`` extracts (node_modules/.cache/reex-llama.cpp) and node-llama-cpp's own clone, then
+    those under the working directory and /tmp/llama.cpp."""
+    roots = [Path(os.environ[env])] if os.environ.get(env) else []
+    for parent in [*Path(__file__).resolve().parents, Path.cwd()]:
+        roots += [parent / "node_modules" / ".cache" / "reex-llama.cpp", parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp"]
+    return next((r / name for r in [*roots, Path("/tmp/llama.cpp")] if (r / name).exists()), None)
 
 
 def gguf_module():
@@ -38,11 +31,9 @@ def gguf_module():
     global _GGUF_MODULE
     if _GGUF_MODULE is not None:
         return _GGUF_MODULE
-    for d in _candidate_gguf_py_dirs():
-        if (d / "gguf" / "__init__.py").is_file():
-            if str(d) not in sys.path:
-                sys.path.insert(0, str(d))
-            break
+    d = llama_cpp_file("gguf-py/gguf/__init__.py", "REEX_GGUF_PY")
+    if d is not None and str(d.parents[1]) not in sys.path:
+        sys.path.insert(0, str(d.parents[1]))
     try:
         import gguf  # type: ignore
     except ImportError as err:  # pragma: no cover - environment problem

@@ -4,10 +4,12 @@ rollout or packed with a shared prompt, and their log-probs under a model."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
+import lzma
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,21 +76,33 @@ def parse_rollout(obj: dict[str, Any], where: str = "") -> Rollout:
     )
 
 
-def read_experience(path: str) -> list[Rollout]:
-    """One JSON object per line (blank lines ignored); see docs/learner.md for the fields."""
-    out: list[Rollout] = []
-    with open(path, encoding="utf-8") as fh:
+def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line; a path ending in .gz or .xz is read through gzip or xz (the
+    synthetic SFT data gzips 30x; real schemas repeat farther apart than gzip's window, so xz carries them)."""
+    opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: not JSON: {err}") from err
-            out.append(parse_rollout(obj, f"{path}:{n}: "))
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{n}: not JSON: {err}") from err
+
+
+def read_experience(path: str) -> list[Rollout]:
+    """The rollouts of an experience file (docs/learner.md for the fields)."""
+    out = [parse_rollout(obj, f"{path}:{n}: ") for n, obj in read_jsonl(path)]
     if not out:
         raise ValueError(f"{path}: no rollouts")
     return out
+
+
+def check_token_ids(seqs: Iterable[Sequence[int]], n_vocab: int, path: str) -> None:
+    """ValueError naming the first of ``seqs`` (a file's rollouts or records, from 0) with a token id outside the model."""
+    for i, seq in enumerate(seqs):
+        bad = next((t for t in seq if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise ValueError(f"{path}: entry {i}: token id {bad} outside the model's vocabulary (0..{n_vocab - 1}): not this model's tokenizer")
 
 
 @dataclass

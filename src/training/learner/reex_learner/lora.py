@@ -1,21 +1,5 @@
-"""LoRA adapters on the learner's own GGUF model, written and read as llama.cpp LoRA GGUFs.
-
-A target matrix ``W`` (a block's ``attn_q`` ... ``ffn_down``, chosen by llama.cpp tensor name) becomes
-``W + (alpha / r) * B @ A`` with ``A`` (r, in) and ``B`` (out, r) in float32: ``A`` drawn as peft draws
-it (``kaiming_uniform_(a=sqrt(5))``, i.e. uniform in +-1/sqrt(in)), ``B`` zero, so a fresh adapter is the
-base model exactly. Every base weight is frozen (``requires_grad = False``); only the adapters train.
-
-The file is what llama.cpp's ``convert_lora_to_gguf.py`` writes and ``src/llama-adapter.cpp`` reads:
-``general.architecture`` = the base's, ``general.type = "adapter"``, ``adapter.type = "lora"``,
-``adapter.lora.alpha`` (float32), and per target the tensors ``<base tensor name>.lora_a`` and
-``.lora_b`` (e.g. ``blk.0.attn_q.weight.lora_a``). GGUF lists dims fastest-first, the reverse of
-torch's order: ``lora_a`` is ``ne = [in, r]`` (torch ``(r, in)``), ``lora_b`` ``ne = [r, out]`` (torch
-``(out, r)``); llama.cpp checks ``W.ne[0] == a.ne[0]``, ``W.ne[1] == b.ne[1]``, ``a.ne[1] == b.ne[0]``
-and computes ``W x + scale * b(a(x))`` with ``scale = adapter_scale * alpha / r`` (``r = b.ne[0]``;
-``alpha = 0`` means no ``alpha / r`` factor), the same maths as :class:`LoraLinear`. The embedding and
-output matrices are not targets (llama.cpp transposes a ``token_embd`` adapter, and a tied output is
-``token_embd``), nor are norms or biases.
-"""
+"""LoRA adapters on the learner's own GGUF model (``W + (alpha / r) B @ A``, only the adapters train), written and
+read as llama.cpp LoRA GGUFs (the file format: docs/learner.md, "LoRA on a frozen base")."""
 
 from __future__ import annotations
 

@@ -1,25 +1,5 @@
 """The loss: GRPO's clipped surrogate with the k3 KL, or SFT's cross-entropy, as a micro-batch's share of
-the optimizer batch's mean (the one loss of ``train.train``).
-
-Loss (docs/learner.md), per response token t of rollout i with loss-mask m_it (1 = sampled by the model,
-0 = prompt or injected executor ``<result>`` text):
-
-    r_it   = exp(logp_new(t) - logp_old(t))                      (importance ratio, token level)
-    pg_it  = -min(r_it * A_i, clip(r_it, 1 - eps_low, 1 + eps_high) * A_i)
-    kl_it  = exp(ref - new) - (ref - new) - 1                     (k3 estimator, only if beta > 0)
-    loss   = sum_it m_it * (pg_it + beta * kl_it) / sum_it m_it   ("token-mean", the default)
-
-The default aggregation is the **token-level mean over all loss tokens of the optimizer batch**
-(DAPO-style): every sampled token weighs the same, whatever the length of its rollout, so long
-multi-probe rollouts are not down-weighted per token. ``loss_agg="seq-mean-token-mean"`` gives the
-original GRPO per-sequence mean instead. With gradient accumulation the denominator is the
-token (or sequence) count of the whole optimizer batch, so accumulated micro-batch gradients equal
-the full-batch gradient exactly.
-
-Mask-0 tokens: their log-ratio is replaced by 0 with ``torch.where`` *before* ``exp``, so they get
-exactly zero gradient and cannot produce inf/NaN whatever their stored old log-prob is; they still
-sit in the context (the model attends to them).
-"""
+the optimizer batch's mean (the formulas, aggregation and masking: docs/learner.md, "The loss")."""
 
 from __future__ import annotations
 

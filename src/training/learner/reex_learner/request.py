@@ -1,8 +1,5 @@
-"""The learner's request file (``python3 -m reex_learner step --request FILE``): one JSON object that
-TypeScript writes (src/training/learner-request.ts: a GRPO/SFT step of the training loop, or with ``run`` a
-multi-step SFT run of the starter), validated here against the JSON Schema emitted from that zod schema
-(``learner-request.schema.json``, beside this package). Every field is required: the defaults live in
-TypeScript, none here."""
+"""The learner's request file, validated against the JSON Schema emitted from src/training/learner-request.ts
+(``learner-request.schema.json``, beside this package); every field is required, the defaults live in TypeScript."""
 
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
-"""A multi-step SFT run in one process: a request with ``run`` (lab/starter/train.ts writes it). Its records
-(``paths.experience``: pre-tokenized JSONL with ``prompt_tokens``, ``tokens``, ``mask`` and optional ``db_id``,
-``family``, ``question_id``; .gz/.xz read through gzip/xz) are packed into rows, and ``train.train`` takes
-optimizer steps over batches of rows until ``run.steps`` or ``run.minutes`` runs out, the lr warmed up and
-decayed over that budget (``train.schedule``). :class:`Plan` sees every step: JSON progress lines on stdout
-and in ``run.log`` (``event``: start | step | eval | checkpoint | done), eval losses, GGUF checkpoints.
-
-Prefix-shared packing (``train.sharePrefix``): records of one database and prompt family share their
-chat-templated prompt up to the question (system message + schema: most of the tokens). They are packed
-into one row ``[shared prefix][suffix 1][suffix 2]...`` where each suffix sees the prefix and itself only,
-positions restarting after the prefix, so every suffix token gets the logits of its own unpacked sequence
-(``packing_max_diff``, tested) while the prefix is computed once per row.
-"""
+"""A multi-step SFT run (a request with ``run``): pre-tokenized records packed with a shared prompt prefix,
+trained by ``train.train`` until ``run.steps`` or ``run.minutes`` runs out, with progress lines, evals and checkpoints."""
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
 import math
 import os
 import random
@@ -29,32 +16,26 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .grpo import Pack, Record, collate_packs, make_packs, packed_forward, packed_logprobs
+from .grpo import Pack, Record, check_token_ids, collate_packs, make_packs, packed_forward, packed_logprobs, read_jsonl
 from .train import Backend, train
 
 
 def read_records(path: str) -> list[Record]:
-    """Reads pre-tokenized JSONL; a path ending in .gz or .xz is read through gzip or xz (the synthetic data gzips 30x;
-    real questions' schemas repeat across records farther apart than gzip's window, so xz carries them to a GPU machine)."""
+    """The pre-tokenized SFT records of a JSONL file (.gz/.xz: ``grpo.read_jsonl``)."""
     out: list[Record] = []
-    opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            obj = json.loads(line)
-            prompt = [int(t) for t in obj["prompt_tokens"]]
-            tokens = [int(t) for t in obj["tokens"]]
-            mask = [int(m) for m in obj["mask"]]
-            if len(mask) != len(tokens):
-                raise ValueError(f"{path}:{n}: mask has {len(mask)} entries for {len(tokens)} tokens")
-            if not prompt:
-                raise ValueError(f"{path}:{n}: empty prompt_tokens")
-            family, db = str(obj.get("family", "")), str(obj.get("db_id", ""))
-            key = str(obj.get("question_id", n))
-            if db and family and key.endswith(":" + family):
-                key = key[: -len(family) - 1]
-            out.append(Record(prompt, tokens, mask, f"{db}|{family}" if db else f"#{n}", key, family, db))
+    for n, obj in read_jsonl(path):
+        prompt = [int(t) for t in obj["prompt_tokens"]]
+        tokens = [int(t) for t in obj["tokens"]]
+        mask = [int(m) for m in obj["mask"]]
+        if len(mask) != len(tokens):
+            raise ValueError(f"{path}:{n}: mask has {len(mask)} entries for {len(tokens)} tokens")
+        if not prompt:
+            raise ValueError(f"{path}:{n}: empty prompt_tokens")
+        family, db = str(obj.get("family", "")), str(obj.get("db_id", ""))
+        key = str(obj.get("question_id", n))
+        if db and family and key.endswith(":" + family):
+            key = key[: -len(family) - 1]
+        out.append(Record(prompt, tokens, mask, f"{db}|{family}" if db else f"#{n}", key, family, db))
     if not out:
         raise ValueError(f"{path}: no records")
     return out
@@ -213,9 +194,7 @@ def prepare_data(req: dict[str, Any], n_vocab: int, rng: random.Random) -> Train
     """Reads the records, holds out ``run.evalFrac`` of the questions, applies the weights, packs."""
     r, t, path = req["run"], req["train"], req["paths"]["experience"]
     records = read_records(path)
-    for i, rec in enumerate(records):
-        if any(not 0 <= x < n_vocab for x in rec.prompt + rec.tokens):
-            raise ValueError(f"{path}: record {i}: token id outside the model's vocabulary (0..{n_vocab - 1})")
+    check_token_ids((rec.prompt + rec.tokens for rec in records), n_vocab, path)
     weights, db_weights = r["familyWeights"], r["dbWeights"]
     train_recs = [x for x in records if not held_out(x.key, r["evalFrac"])]
     eval_recs = [x for x in records if held_out(x.key, r["evalFrac"]) and record_weight(x, weights, db_weights) > 0]

@@ -1,12 +1,5 @@
-"""The one training loop of the learner, for GRPO and SFT alike, over a :class:`Backend`: the learner's
-own GGUF torch model (model.py, with or without a LoRA from lora.py) or a Hugging Face model with a peft
-adapter (hf_lora.py, also under torchrun). One optimizer, one warm-up, one optimizer step.
-
-Per optimizer step (a mini-batch of rollouts, ``cfg.mini_batch``, 0 = all): the rollouts are cut into
-micro-batches (one row each, sorted by length; or prefix-shared packed rows), each micro-batch's loss
-(loss.py) is its share of the mini-batch's mean and is accumulated, then the gradient is clipped and
-AdamW steps. Advantages come from the experience file (computed once, in TypeScript).
-"""
+"""The one training loop of the learner, for GRPO and SFT alike, over a :class:`Backend`: one optimizer, one
+lr schedule, one optimizer step (docs/learner.md, "The loss")."""
 
 from __future__ import annotations
 
