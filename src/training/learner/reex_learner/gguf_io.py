@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -106,18 +106,12 @@ class GGUFModel:
     tensors: dict[str, np.ndarray]  # insertion order = file order
     tensor_types: dict[str, Any]  # name -> gguf.GGMLQuantizationType as stored
     alignment: int = 32
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def field(self, name: str, default: Any = None) -> Any:
         for f in self.fields:
             if f.name == name:
                 return f.value
         return default
-
-    @property
-    def tokenizer(self) -> dict[str, Any]:
-        """The tokenizer.* metadata (kept to be written back unchanged)."""
-        return {f.name: f.value for f in self.fields if f.name.startswith("tokenizer.")}
 
 
 def _to_float32(gguf, t) -> np.ndarray:
@@ -312,7 +306,6 @@ def write_gguf(
     model: GGUFModel,
     tensors: Mapping[str, Any] | None = None,
     out_type: str = "keep",
-    name_suffix: str | None = None,
 ) -> None:
     """Writes ``model``'s metadata unchanged plus its tensors, replacing those given in ``tensors``
     (GGUF names -> numpy arrays or torch tensors, gguf-py layout). ``out_type``: "keep" stores each
@@ -356,8 +349,6 @@ def write_gguf(
         if f.name == "general.architecture":
             continue  # GGUFWriter writes it first, from `arch`
         value = f.value
-        if f.name == "general.name" and name_suffix:
-            value = f"{value}{name_suffix}"
         if f.name == "general.file_type" and types_changed:
             value = {"f32": 0, "f16": 1, "q8_0": 7}[out_type]  # LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0
         writer.add_key_value(f.name, value, f.type, sub_type=f.sub_type)

@@ -27,7 +27,6 @@ class Rollout:
     old_logprobs: list[float] | None
     advantage: float
     reward: float = 0.0
-    components: dict[str, Any] = field(default_factory=dict)
     truncated: bool = False
     interactions: int = 0
     question_id: Any = None
@@ -69,7 +68,6 @@ def parse_rollout(obj: dict[str, Any], where: str = "") -> Rollout:
         old_logprobs=old,
         advantage=float(adv if adv is not None else 0.0),
         reward=float(obj.get("reward", 0.0) or 0.0),
-        components=dict(obj.get("components") or {}),
         truncated=bool(obj.get("truncated", False)),
         interactions=int(obj.get("interactions", 0) or 0),
         question_id=obj.get("question_id"),

@@ -7,7 +7,7 @@ import contextlib
 import math
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,11 +135,6 @@ def lora_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for _, m in lora_modules(model) for p in (m.lora_a, m.lora_b)]
 
 
-def has_lora(model: nn.Module) -> bool:
-    """Whether ``model`` carries any adapter."""
-    return any(True for _ in lora_modules(model))
-
-
 @contextlib.contextmanager
 def lora_disabled(model: nn.Module) -> Iterator[None]:
     """Runs the block with every adapter of ``model`` switched off (the base model)."""
@@ -198,8 +193,6 @@ class LoraAdapter:
     arch: str
     alpha: float
     pairs: dict[str, tuple[np.ndarray, np.ndarray]]
-    path: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ranks(self) -> list[int]:
@@ -282,7 +275,7 @@ def read_lora_gguf(path: str | os.PathLike[str]) -> LoraAdapter:
         pairs[base] = (a, b)
     if not pairs:
         raise ValueError(f"{path}: no LoRA tensors")
-    return LoraAdapter(arch=arch, alpha=float(meta.get("adapter.lora.alpha", 0.0) or 0.0), pairs=pairs, path=str(path), meta=meta)
+    return LoraAdapter(arch=arch, alpha=float(meta.get("adapter.lora.alpha", 0.0) or 0.0), pairs=pairs)
 
 
 def _check_fits(adapter: LoraAdapter, arch: str, shapes: dict[str, tuple[int, ...]]) -> None:

@@ -357,14 +357,6 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
 
 def save_master(model: LlamaModel, path: str) -> None:
     """Writes ``model``'s float32 weights to ``path`` atomically (the masters the next step continues from)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    torch.save({"state": {n: p.detach().to("cpu", torch.float32).clone() for n, p in model.named_parameters()}}, tmp)
-    os.replace(tmp, path)
+    from .train import save_atomic
 
-
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """log p(targets) under softmax(logits / temperature); logits (..., V), targets (...)."""
-    if temperature != 1.0:
-        logits = logits / temperature
-    lp = torch.log_softmax(logits.float(), dim=-1)
-    return lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    save_atomic({"state": {n: p.detach().to("cpu", torch.float32).clone() for n, p in model.named_parameters()}}, path)

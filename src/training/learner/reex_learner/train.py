@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .grpo import Batch, Rollout, collate, collate_packs, pack_rollouts, packed_logprobs, sequence_logprobs
+from .grpo import Rollout, collate, collate_packs, pack_rollouts, packed_logprobs, sequence_logprobs
 from .loss import agg_denominator, aggregate, grpo_token_loss, micro_batch_loss
 
 #: AdamW's first-moment decay and epsilon (fixed, not hyper-parameters of a run); the padding token id.
@@ -80,8 +80,7 @@ def make_optimizer(model: torch.nn.Module, cfg: StepConfig) -> torch.optim.Optim
 def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: StepConfig) -> bool:
     if not path or not os.path.exists(path):
         return False
-    state = torch.load(path, map_location="cpu")
-    opt.load_state_dict(state["optimizer"])
+    opt.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
     for i, g in enumerate(opt.param_groups):  # the request wins over the saved hyperparameters
         g["lr"], g["betas"], g["eps"] = cfg.lr, (ADAM_BETA1, cfg.adam_beta2), ADAM_EPS
         g["weight_decay"] = cfg.weight_decay if i == 0 else 0.0
@@ -90,10 +89,7 @@ def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: Step
 
 def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
     """How many steps the optimizer has taken, carried in its state across processes (0 when fresh)."""
-    for st in opt.state.values():
-        if "step" in st:
-            return int(float(st["step"]))
-    return 0
+    return next((int(float(st["step"])) for st in opt.state.values() if "step" in st), 0)
 
 
 def lr_at(cfg: StepConfig, done: int, progress: float) -> float:
@@ -104,34 +100,6 @@ def lr_at(cfg: StepConfig, done: int, progress: float) -> float:
     p = min(max(progress, 0.0), 1.0)
     f = {"constant": 1.0, "linear": 1.0 - p, "cosine": 0.5 * (1.0 + math.cos(math.pi * p))}[cfg.schedule]
     return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * f)
-
-
-def apply_lr(opt: torch.optim.Optimizer, cfg: StepConfig, progress: float) -> float:
-    """Sets the learning rate of the optimizer step about to be taken (``lr_at``) and returns it."""
-    lr_now = lr_at(cfg, optimizer_steps_done(opt), progress)
-    for g in opt.param_groups:
-        g["lr"] = lr_now
-    return lr_now
-
-
-def check_old_logprob_diff(cfg: StepConfig, diff_sum: float, diff_n: float) -> None:
-    """The ``max_old_logprob_diff`` guard (config learner.maxOldLogprobDiff), run after the first mini-batch's forward passes and
-    before its optimizer step: raises OldLogprobMismatch when the mean |logp - old_logp| over its
-    ``diff_n`` loss tokens (summing to ``diff_sum``) exceeds the limit."""
-    if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
-        raise OldLogprobMismatch(
-            f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
-            f"above learner.maxOldLogprobDiff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
-            "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
-        )
-
-
-def save_optimizer_state(opt: torch.optim.Optimizer, path: str | None) -> None:
-    if not path:
-        return
-    tmp = f"{path}.{os.getpid()}.tmp"
-    torch.save({"optimizer": opt.state_dict()}, tmp)
-    os.replace(tmp, path)
 
 
 def needs_old_logprobs(r: Rollout) -> bool:
@@ -154,9 +122,6 @@ def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg:
                 scored = [row[P - 1 + j] if P - 1 + j >= 0 else 0.0 for j in range(len(r.tokens))]
                 given = r.old_logprobs if r.old_logprobs is not None else [math.nan] * len(r.tokens)
                 r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask, strict=True)]
-
-
-STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
 
 
 def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
@@ -204,116 +169,11 @@ def split_half_agreement(
     return {"splits": len(cos), "groups": len(keys), "cosine": cos, "cosine_mean": sum(cos) / len(cos), "sign_agreement_mean": sum(sign) / len(sign)}
 
 
-def accumulate_micro_stats(
-    sums: dict[str, float],
-    stats: dict[str, torch.Tensor],
-    lp: torch.Tensor,
-    ent: torch.Tensor,
-    b: Batch,
-    n: float,
-    mode: str,
-    ratio_min: float,
-    ratio_max: float,
-) -> tuple[float, float]:
-    """Adds one micro-batch's loss statistics (``n`` loss tokens) to ``sums``; returns the updated
-    (ratio_min, ratio_max) over its loss tokens (GRPO only)."""
-    sums["tokens"] += n
-    sums["pg"] += float(stats["pg"].sum())
-    sums["kl"] += float(stats["kl"].sum())
-    sums["ratio"] += float(stats["ratio"].sum())
-    sums["clipped"] += float(stats["clipped"].sum())
-    sums["entropy"] += float((ent * b.mask).sum())
-    sums["nll"] += float((-lp.detach() * b.mask).sum())
-    keep = b.mask > 0
-    if mode == "grpo" and bool(keep.any()):
-        r = stats["ratio"][keep]
-        ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
-    return ratio_min, ratio_max
-
-
-def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Any | None, max_grad_norm: float) -> float:
-    """Unscales (fp16), clips to ``max_grad_norm`` (when > 0) and applies the accumulated gradients;
-    returns the gradient norm before clipping."""
-    if scaler is not None:
-        scaler.unscale_(opt)
-    with_grad = [p for p in params if p.grad is not None]
-    if not with_grad:
-        gn = torch.zeros(())
-    elif max_grad_norm and max_grad_norm > 0:
-        gn = torch.nn.utils.clip_grad_norm_(with_grad, max_grad_norm)
-    else:
-        gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
-    # the package's one optimizer step; fp16 skips it on inf/nan gradients (their norm), as GradScaler.step does
-    if scaler is None or math.isfinite(float(gn)):
-        opt.step()
-    if scaler is not None:
-        scaler.update()  # reads the inf check unscale_ recorded
-    return float(gn)
-
-
-def step_metrics(
-    cfg: StepConfig,
-    rollouts: Sequence[Rollout],
-    sums: dict[str, float],
-    step_losses: Sequence[float],
-    ratio_min: float,
-    ratio_max: float,
-    grad_norms: Sequence[float],
-    first_diff_sum: float,
-    first_diff_n: float,
-    steps: int,
-    resumed: bool,
-    with_ref: bool,
-    dt: float,
-) -> dict[str, Any]:
-    """The metrics of a training step (the same keys for every backend)."""
-    ntok = max(sums["tokens"], 1.0)
-    rewards = [r.reward for r in rollouts]
-    advs = [r.advantage for r in rollouts]
-    mean_r = sum(rewards) / len(rewards)
-    return {
-        "mode": cfg.mode,
-        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
-        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
-        "nll": sums["nll"] / ntok,
-        "kl": sums["kl"] / ntok if with_ref else None,
-        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
-        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
-        "entropy": sums["entropy"] / ntok,
-        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
-        "grad_norm_max": max(grad_norms) if grad_norms else None,
-        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
-        "optimizer_steps": steps,
-        "optimizer_resumed": resumed,
-        "epochs": cfg.epochs,
-        "lr": cfg.lr,
-        "rollouts": len(rollouts),
-        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
-        "context_tokens": sum(r.length for r in rollouts),
-        "reward_mean": mean_r,
-        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
-        "advantage_mean": sum(advs) / len(advs),
-        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
-        "truncated": sum(1 for r in rollouts if r.truncated),
-        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
-        "seconds": dt,
-        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
-    }
-
-
-def loop_diagnostics(opt: torch.optim.Optimizer, lrs: Sequence[float], packed: bool, computed_tokens: int, agreement: dict[str, Any] | None) -> dict[str, Any]:
-    """The metrics the loop adds to ``step_metrics``."""
-    out: dict[str, Any] = {
-        "shared_prefix": packed,
-        "computed_tokens": computed_tokens,
-        "lr_applied": list(lrs),
-        "optimizer_steps_total": optimizer_steps_done(opt),
-    }
-    if agreement is not None:
-        out["split_half"] = agreement
-    return out
+def save_atomic(obj: Any, path: str) -> None:
+    """``torch.save`` through a temporary file and a rename (optimizer state, master weights)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,12 +214,6 @@ def all_reduce(values: Sequence[float], dist_info: DistInfo, op: str = "sum", de
     return t.tolist()
 
 
-def _empty_batch(device: Any) -> Batch:
-    """A 2-token row with no loss token: a rank whose share of a mini-batch is empty still runs one
-    forward/backward so that DDP's all-reduce has every rank (its gradient is exactly zero)."""
-    return collate([Rollout([PAD_ID, PAD_ID], [], [], None, 0.0)], PAD_ID, device=device)
-
-
 def _fill_missing_old_logprobs(backend: Backend, rollouts: list[Rollout], cfg: StepConfig, device: Any) -> None:
     """Scores the rollouts without old log-probs (each rank its share, then gathered)."""
     d = backend.dist
@@ -383,11 +237,9 @@ def _fill_missing_old_logprobs(backend: Backend, rollouts: list[Rollout], cfg: S
 # The loop
 # ------------------------------------------------------------------------------------------------
 class Backend:
-    """What the loop needs of a model: ``module`` (its trainable parameters are trained), ``plain`` (a
-    ``(B, L) -> logits`` callable without DDP: old log-probs, split-half), ``policy`` (the one the loss
-    differentiates: under DDP the wrapped model), ``ref`` (the KL reference or None), ``dist``, and
-    ``sync`` (DDP's no_sync around all but the last backward). This one is the GGUF torch model
-    (model.py), whose rows may be prefix-shared (``packs``); hf_lora.HFBackend is the other."""
+    """What the loop needs of a model: ``module`` (its trainable parameters train), ``plain`` (``(B, L) -> logits``
+    without DDP), ``policy`` (the one the loss differentiates), ``ref`` (the KL reference or None), ``dist`` and
+    ``sync`` (DDP's no_sync but for the last backward). This one is the GGUF model, whose rows may be packed."""
 
     def __init__(self, model: torch.nn.Module, ref: Any = None):
         self.module = self.plain = self.policy = model
@@ -400,29 +252,6 @@ class Backend:
 
     def extra_metrics(self) -> dict[str, Any]:
         return {}
-
-
-def _micro_batches(backend: Backend, mini: list[Any], cfg: StepConfig, rows: str, device: Any) -> tuple[list[Any], float]:
-    """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks.
-    ``rows``: "plain" (a row per rollout), "packed" (prefix-shared rows of rollouts) or "packs" (``mini``
-    is a run's list of packed rows, one micro-batch)."""
-    if rows == "packs":
-        batches: list[Any] = [collate_packs(mini).to(device)]
-    elif rows == "packed":
-        batches = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
-    else:
-        local = shard_rollouts(mini, backend.dist.rank, backend.dist.world_size)
-        batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
-    local_denom = agg_denominator((b.mask for b in batches), cfg.loss_agg, floor=0.0)
-    denom = max(all_reduce([local_denom], backend.dist, "sum", _comm_device(device))[0], 1.0)
-    if backend.dist.enabled and not batches:
-        batches = [_empty_batch(device)]
-    return batches, denom
-
-
-def _comm_device(device: torch.device) -> Any:
-    """NCCL reduces CUDA tensors only; gloo CPU ones."""
-    return device if device.type == "cuda" else "cpu"
 
 
 def _step_batches(rollouts: list[Rollout], cfg: StepConfig) -> Iterator[tuple[list[Rollout], bool]]:
@@ -446,8 +275,6 @@ def train(
     returns the metrics (reduced over ranks). A plain module is a :class:`Backend` without reference."""
     t0 = time.time()
     b_ = backend if isinstance(backend, Backend) else Backend(backend)
-    if cfg.mode not in ("grpo", "sft"):
-        raise ValueError(f"mode must be grpo|sft, got {cfg.mode!r}")
     if cfg.kl_beta and b_.ref is None and cfg.mode == "grpo":
         raise ValueError("kl_beta > 0 needs a reference model")
     if b_.dist.enabled and cfg.split_half > 0:
@@ -467,7 +294,8 @@ def train(
         run.optimizer_step(mini, first, plan.progress() if plan is not None else 0.0)
         if plan is not None:
             plan.after_step(run)
-    save_optimizer_state(opt, cfg.optimizer_state if b_.dist.is_main else None)
+    if cfg.optimizer_state and b_.dist.is_main:
+        save_atomic({"optimizer": opt.state_dict()}, cfg.optimizer_state)
     return plan.summary(run) if plan is not None else run.metrics(rollouts, resumed, agreement, time.time() - t0)
 
 
@@ -476,13 +304,14 @@ class _Run:
 
     def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any, rows: str | None):
         self.b, self.cfg, self.opt, self.params, self.device = backend, cfg, opt, params, device
+        self.comm = device if device.type == "cuda" else "cpu"  # NCCL reduces CUDA tensors only; gloo CPU ones
         self.ref = backend.ref if cfg.mode == "grpo" else None
         self.packed = rows == "packs" or (cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled)
         self.rows = rows or ("packed" if self.packed else "plain")
         self.score = packed_logprobs if self.packed else sequence_logprobs
         use_scaler = cfg.compute_dtype == torch.float16 and device.type == "cuda"
         self.scaler = torch.cuda.amp.GradScaler() if use_scaler else None
-        self.sums = {k: 0.0 for k in STAT_KEYS}
+        self.sums = dict.fromkeys(("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll"), 0.0)
         self.step_losses: list[float] = []
         self.grad_norms: list[float] = []
         self.lrs: list[float] = []
@@ -491,10 +320,27 @@ class _Run:
         self.computed_tokens = 0
         backend.module.train()
 
+    def _micro_batches(self, mini: list[Any]) -> tuple[list[Any], float]:
+        """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks. ``rows``:
+        "plain" (a row per rollout), "packed" (prefix-shared rows of rollouts) or "packs" (a run's packed rows)."""
+        cfg, d, device = self.cfg, self.b.dist, self.device
+        if self.rows == "packs":
+            batches: list[Any] = [collate_packs(mini).to(device)]
+        elif self.rows == "packed":
+            batches = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
+        else:
+            local = shard_rollouts(mini, d.rank, d.world_size)
+            batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
+        denom = max(all_reduce([agg_denominator((b.mask for b in batches), cfg.loss_agg, floor=0.0)], d, "sum", self.comm)[0], 1.0)
+        if d.enabled and not batches:
+            # a rank without rollouts still runs a backward (no loss token, zero gradient) so DDP's all-reduce has every rank
+            batches = [collate([Rollout([PAD_ID, PAD_ID], [], [], None, 0.0)], PAD_ID, device=device)]
+        return batches, denom
+
     def optimizer_step(self, mini: list[Any], first: bool, progress: float) -> None:
-        cfg, b = self.cfg, self.b
-        batches, denom = _micro_batches(b, mini, cfg, self.rows, self.device)
-        self.opt.zero_grad(set_to_none=True)
+        cfg, b, opt = self.cfg, self.b, self.opt
+        batches, denom = self._micro_batches(mini)
+        opt.zero_grad(set_to_none=True)
         step_loss = 0.0
         for k, batch in enumerate(batches):
             last = k == len(batches) - 1
@@ -503,18 +349,40 @@ class _Run:
             if n == 0.0 and not (b.dist.enabled and last):
                 continue
             with b.sync(last):
-                loss = self._micro(batch, n, denom, first)
-            step_loss += float(loss)
+                step_loss += float(self._micro(batch, n, denom, first))
         if first:  # the guard sees every rank's tokens, so all ranks stop together
-            self.first_diff = all_reduce(self.first_diff, b.dist, "sum", _comm_device(self.device))
-            check_old_logprob_diff(cfg, *self.first_diff)
-        self.lrs.append(apply_lr(self.opt, cfg, progress))
-        self.grad_norms.append(optimizer_step(self.opt, self.params, self.scaler, cfg.max_grad_norm))
+            self.first_diff = all_reduce(self.first_diff, b.dist, "sum", self.comm)
+            diff_sum, diff_n = self.first_diff
+            if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
+                raise OldLogprobMismatch(
+                    f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
+                    f"above learner.maxOldLogprobDiff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
+                    "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
+                )
+        self.lrs.append(lr_at(cfg, optimizer_steps_done(opt), progress))
+        for g in opt.param_groups:
+            g["lr"] = self.lrs[-1]
+        if self.scaler is not None:
+            self.scaler.unscale_(opt)
+        with_grad = [p for p in self.params if p.grad is not None]
+        if not with_grad:
+            gn = torch.zeros(())
+        elif cfg.max_grad_norm > 0:
+            gn = torch.nn.utils.clip_grad_norm_(with_grad, cfg.max_grad_norm)
+        else:
+            gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
+        # the package's one optimizer step; fp16 skips it on inf/nan gradients (their norm), as GradScaler.step does
+        if self.scaler is None or math.isfinite(float(gn)):
+            opt.step()
+        if self.scaler is not None:
+            self.scaler.update()  # reads the inf check unscale_ recorded
+        self.grad_norms.append(float(gn))
         self.step_losses.append(step_loss)
         self.last_batches = batches
 
     def _micro(self, batch: Any, n: float, denom: float, first: bool) -> torch.Tensor:
-        cfg, dtype = self.cfg, self.cfg.compute_dtype
+        """One micro-batch's forward and backward; adds its loss statistics (``n`` loss tokens) to the run's."""
+        cfg, dtype, sums = self.cfg, self.cfg.compute_dtype, self.sums
         lp, ent = self.score(self.b.policy, batch, cfg.temperature, with_entropy=True, compute_dtype=dtype)
         ref_lp = None
         if self.ref is not None and n > 0:
@@ -528,18 +396,62 @@ class _Run:
         (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
         if n > 0:
             self.computed_tokens += batch.tokens if self.packed else sum(batch.lengths)
-        self.ratio = list(accumulate_micro_stats(self.sums, stats, lp, ent, batch, n, cfg.mode, *self.ratio))
+        sums["tokens"] += n
+        for k in ("pg", "kl", "ratio", "clipped"):
+            sums[k] += float(stats[k].sum())
+        sums["entropy"] += float((ent * batch.mask).sum())
+        sums["nll"] += float((-lp.detach() * batch.mask).sum())
+        keep = batch.mask > 0
+        if cfg.mode == "grpo" and bool(keep.any()):
+            r = stats["ratio"][keep]
+            self.ratio = [min(self.ratio[0], float(r.min())), max(self.ratio[1], float(r.max()))]
         return loss
 
     def metrics(self, rollouts: list[Rollout], resumed: bool, agreement: dict[str, Any] | None, dt: float) -> dict[str, Any]:
-        d, comm = self.b.dist, _comm_device(self.device)
+        """The metrics of a step (the same keys for every backend), reduced over ranks."""
+        cfg, d, grpo = self.cfg, self.b.dist, self.cfg.mode == "grpo"
         keys = list(self.sums)
-        red = all_reduce([self.sums[k] for k in keys] + self.step_losses + [self.computed_tokens], d, "sum", comm)
+        red = all_reduce([self.sums[k] for k in keys] + self.step_losses + [self.computed_tokens], d, "sum", self.comm)
         sums = dict(zip(keys, red[: len(keys)], strict=True))
-        losses = red[len(keys) : len(keys) + len(self.step_losses)]
-        lo, hi = all_reduce([self.ratio[0]], d, "min", comm)[0], all_reduce([self.ratio[1]], d, "max", comm)[0]
-        with_ref = self.ref is not None
-        out = step_metrics(self.cfg, rollouts, sums, losses, lo, hi, self.grad_norms, *self.first_diff, len(self.step_losses), resumed, with_ref, dt)
-        out.update(loop_diagnostics(self.opt, self.lrs, self.packed, int(red[-1]), agreement))
-        out.update(self.b.extra_metrics())
-        return out
+        losses, gns = red[len(keys) : len(keys) + len(self.step_losses)], self.grad_norms
+        lo, hi = all_reduce([self.ratio[0]], d, "min", self.comm)[0], all_reduce([self.ratio[1]], d, "max", self.comm)[0]
+        ntok, (diff_sum, diff_n) = max(sums["tokens"], 1.0), self.first_diff
+        rewards, advs = [r.reward for r in rollouts], [r.advantage for r in rollouts]
+        mean_r = sum(rewards) / len(rewards)
+        out = {
+            "mode": cfg.mode,
+            "loss": sum(losses) / len(losses) if losses else None,
+            "pg_loss": sums["pg"] / ntok if grpo else None,
+            "nll": sums["nll"] / ntok,
+            "kl": sums["kl"] / ntok if self.ref is not None else None,
+            "clip_frac": sums["clipped"] / ntok if grpo else None,
+            "ratio_mean": sums["ratio"] / ntok if grpo else None,
+            "ratio_min": lo if math.isfinite(lo) else None,
+            "ratio_max": hi if math.isfinite(hi) else None,
+            "entropy": sums["entropy"] / ntok,
+            "grad_norm": sum(gns) / len(gns) if gns else None,
+            "grad_norm_max": max(gns) if gns else None,
+            "old_logprob_abs_diff": diff_sum / diff_n if diff_n else None,
+            "optimizer_steps": len(self.step_losses),
+            "optimizer_resumed": resumed,
+            "epochs": cfg.epochs,
+            "lr": cfg.lr,
+            "rollouts": len(rollouts),
+            "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
+            "context_tokens": sum(r.length for r in rollouts),
+            "reward_mean": mean_r,
+            "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
+            "advantage_mean": sum(advs) / len(advs),
+            "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
+            "truncated": sum(1 for r in rollouts if r.truncated),
+            "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
+            "seconds": dt,
+            "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
+            "shared_prefix": self.packed,
+            "computed_tokens": int(red[-1]),
+            "lr_applied": list(self.lrs),
+            "optimizer_steps_total": optimizer_steps_done(self.opt),
+        }
+        if agreement is not None:
+            out["split_half"] = agreement
+        return {**out, **self.b.extra_metrics()}
