@@ -223,19 +223,8 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
 
 
 def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: int) -> dict[str, Any]:
-    """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads.
-
-    * ``{arch}.attention.sliding_window`` > 0 turns on sliding-window attention (LLAMA_SWA_TYPE_STANDARD:
-      query at position p sees keys at p - n_swa < p0 <= p). Which layers slide: the bool array
-      ``{arch}.attention.sliding_window_pattern`` if the file has one, else that key as an integer
-      period n (default 6) with layer il sliding iff ``il % n < n - 1`` (hparams.set_swa_pattern,
-      dense_first = false): layers 5, 11, 17, ... are global.
-    * sliding layers use ``{arch}.rope.freq_base_swa`` (default 10000) and freq scale 1; global layers
-      the file's rope.freq_base (1e6 for Gemma 3) and rope scaling.
-    * the query scale ignores ``{arch}.attention.scale``: 1/sqrt(head_dim), except for the 62-layer
-      27B model, 1/sqrt(n_embd / n_head) (gemma_pytorch's query_pre_attn_scalar).
-    * ``{arch}.final_logit_softcapping`` (default 0 = none).
-    """
+    """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads: the sliding window and its
+    layers, their RoPE, the query scale and the logit soft-cap (docs/learner.md, "Gemma 3")."""
     n_swa = int(key("attention.sliding_window", 0, required=False) or 0)
     swa_layers: tuple[bool, ...] = ()
     if n_swa > 0:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from .grpo import Rollout, collate, collate_packs, pack_rollouts, packed_logprobs, sequence_logprobs
-from .loss import agg_denominator, aggregate, grpo_token_loss, micro_batch_loss
+from .loss import agg_denominator, micro_batch_loss
 
 #: AdamW's first-moment decay and epsilon (fixed, not hyper-parameters of a run); the padding token id.
 ADAM_BETA1 = 0.9
@@ -134,8 +134,7 @@ def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: St
         if float(b.mask.sum()) == 0.0:
             continue
         lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
-        per_token, _ = grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high)
-        aggregate(per_token, b.mask, cfg.loss_agg, denom).backward()
+        micro_batch_loss(cfg, lp, b, denom)[0].backward()
     flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
     for p in params:
         p.grad = None
