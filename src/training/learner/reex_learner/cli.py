@@ -37,7 +37,7 @@ def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any]
     the adapter merged in), the masters. A ``checkpoint`` stem writes only ``STEM.lora.gguf`` (a LoRA) or
     ``STEM.gguf`` in the model's own tensor types (``keep``), and returns its path."""
     from .gguf_io import quantized_matrices, write_gguf
-    from .lora import merged_state, write_lora_gguf
+    from .lora import write_lora_gguf
     from .model import save_master, state_for_gguf
 
     paths, out_type, lora_out = req["paths"], req["runtime"]["outType"], lora and req["lora"]["out"]
@@ -48,7 +48,7 @@ def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any]
     if paths["out"]:
         if out_type == "keep" and quantized_matrices(g):
             out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
-        write_gguf(paths["out"], g, merged_state(policy) if lora is not None else state_for_gguf(policy), out_type=out_type)
+        write_gguf(paths["out"], g, state_for_gguf(policy), out_type=out_type)
     if paths["master"]:
         save_master(policy, paths["master"])
     return lora_out or paths["out"]
@@ -135,20 +135,26 @@ def _print_metrics(metrics: dict[str, Any], path: str | None, echo: bool = True)
         print(json.dumps(metrics, sort_keys=True))
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    """Rewrites a GGUF with its 2-D weights in another type (metadata unchanged, atomically)."""
-    from .gguf_io import read_gguf, write_gguf
+def _write(args: argparse.Namespace, base: Any, tensors: dict[str, Any], **fields: Any) -> int:
+    """Writes ``base`` with ``tensors`` replaced, its metadata kept, to ``--out`` in ``--out-type`` (atomically); prints what it wrote."""
+    from .gguf_io import write_gguf
 
-    g = read_gguf(args.model)
-    write_gguf(args.out, g, {}, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
+    write_gguf(args.out, base, tensors, out_type=args.out_type)
+    print(json.dumps({"out": args.out, **fields, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Rewrites a GGUF with its 2-D weights in another type."""
+    from .gguf_io import read_gguf
+
+    return _write(args, read_gguf(args.model), {})
 
 
 def cmd_interpolate(args: argparse.Namespace) -> int:
     """Writes base + alpha * (tuned - base) over every tensor (weight-space interpolation towards the start, as WiSE-FT
-    and WARP's LITI do), with base's metadata, atomically."""
-    from .gguf_io import read_gguf, write_gguf
+    and WARP's LITI do)."""
+    from .gguf_io import read_gguf
 
     if not 0.0 <= args.alpha <= 1.0:
         raise ValueError(f"--alpha must be in [0, 1], got {args.alpha}")
@@ -163,22 +169,17 @@ def cmd_interpolate(args: argparse.Namespace) -> int:
         if a.shape != b.shape:
             raise ValueError(f"tensor {name}: shape {b.shape} in {args.tuned}, {a.shape} in {args.base}")
         mixed[name] = a + args.alpha * (b - a)
-    write_gguf(args.out, base, mixed, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "alpha": args.alpha, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
-    return 0
+    return _write(args, base, mixed, alpha=args.alpha)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """Writes the base with a llama.cpp LoRA adapter folded into its weights, base's metadata kept, atomically:
-    one GGUF that serves as base + adapter does, with no adapter to load."""
-    from .gguf_io import read_gguf, write_gguf
+    """Writes the base with a llama.cpp LoRA adapter folded into its weights: one GGUF that serves as base + adapter does."""
+    from .gguf_io import read_gguf
     from .lora import merge_into, read_lora_gguf
 
     base = read_gguf(args.model)
     merged = merge_into(base, read_lora_gguf(args.lora), args.scale)
-    write_gguf(args.out, base, merged, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "tensors_merged": len(merged), "scale": args.scale, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
-    return 0
+    return _write(args, base, merged, tensors_merged=len(merged), scale=args.scale)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

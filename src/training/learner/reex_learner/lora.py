@@ -175,14 +175,6 @@ class BaseView:
         return self.model.parameters()
 
 
-def merged_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The model's GGUF tensors (float32, CPU) with every adapter merged: ``W + (alpha / r) B @ A``."""
-    state = {name: t.detach().to("cpu", torch.float32).clone() for name, t in model.gguf_tensors()}
-    for name, m in lora_modules(model):
-        state[name] = state[name] + m.delta_weight().cpu()
-    return state
-
-
 # ------------------------------------------------------------------------------------------------
 # The adapter file
 # ------------------------------------------------------------------------------------------------

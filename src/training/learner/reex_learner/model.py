@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import torch
@@ -312,18 +311,13 @@ def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torc
 
 
 def state_for_gguf(model: LlamaModel) -> dict[str, torch.Tensor]:
-    """The module's trainable tensors under their GGUF names, float32 on CPU, for write_gguf."""
-    return {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+    """The model's GGUF tensors, float32 on CPU, for write_gguf, with any LoRA adapter merged in: ``W + (alpha / r) B @ A``."""
+    from .lora import lora_modules
 
-
-def _as_stored(gguf: Any, arr: np.ndarray, qtype: Any) -> np.ndarray | None:
-    """``arr`` rounded the way the GGUF writer stores ``qtype`` (F32, F16), or None for other types."""
-    Q = gguf.GGMLQuantizationType
-    if qtype == Q.F32:
-        return arr.astype(np.float32)
-    if qtype == Q.F16:
-        return arr.astype(np.float16).astype(np.float32)
-    return None
+    state = {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+    for name, m in lora_modules(model):
+        state[name] = state[name] + m.delta_weight().cpu()
+    return state
 
 
 def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
@@ -333,7 +327,7 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
     other weights, e.g. a run resumed from another checkpoint without its masters)."""
     if not os.path.exists(path):
         return False
-    from .gguf_io import gguf_module
+    from .gguf_io import _encode, gguf_module
 
     saved = torch.load(path, map_location="cpu")
     state = saved.get("state", saved) if isinstance(saved, dict) else saved
@@ -341,13 +335,14 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
     if set(state) != set(params):
         raise ValueError(f"{path}: master weights name other tensors than the model's")
     gguf = gguf_module()
+    plain = (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16)  # types the export stores exactly rounded
     with torch.no_grad():
         for name, p in params.items():
             t = state[name]
             if tuple(t.shape) != tuple(p.shape):
                 raise ValueError(f"{path}: master {name} has shape {tuple(t.shape)}, the model {tuple(p.shape)}")
-            stored = _as_stored(gguf, t.float().numpy(), g.tensor_types[gguf_name(name)])
-            if stored is not None and not np.array_equal(stored, g.tensors[gguf_name(name)].astype(np.float32)):
+            qtype, stored = g.tensor_types[gguf_name(name)], g.tensors[gguf_name(name)].astype(np.float32)
+            if qtype in plain and not np.array_equal(_encode(gguf, name, t.float().numpy(), qtype)[0].astype(np.float32), stored):
                 raise ValueError(
                     f"{path}: the model's {gguf_name(name)} is not the export of these master weights; pass the GGUF written with them, or drop the masters"
                 )

@@ -20,12 +20,11 @@ from reex_learner.lora import (
     attach_lora,
     lora_modules,
     lora_parameters,
-    merged_state,
     parse_targets,
     read_lora_gguf,
     write_lora_gguf,
 )
-from reex_learner.model import load_model
+from reex_learner.model import load_model, state_for_gguf
 from reex_learner.sft_run import packing_max_diff
 from reex_learner.train import Backend, make_optimizer
 from reex_learner.train import train as train_loop
@@ -163,7 +162,7 @@ def test_export_read_round_trip(tiny_f32, tmp_path):
     tokens = sample_tokens(g.hparams.n_vocab, 24)
     assert torch.equal(_logits(fresh, tokens), _logits(model, tokens))
     # the merged export computes the same model
-    merged = merged_state(model)
+    merged = state_for_gguf(model)
     plain, _ = _load(tiny_f32)
     with torch.no_grad():
         for name, p in plain.named_parameters():
