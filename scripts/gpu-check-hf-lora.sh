@@ -90,8 +90,9 @@ req = {"version": 1, "backend": "hf", "mode": "grpo",
        "runtime": {"device": device, "dtype": dtype, "threads": 0, "gradCheckpoint": False, "attn": "sdpa", "outType": "keep"},
        "train": {"lr": 5e-3, "clip": 0.2, "clipHigh": None, "klBeta": 0.1, "temperature": 1.0, "lossAgg": "token-mean", "epochs": 1,
                  "microBatch": 4, "miniBatch": 0, "maxGradNorm": 1.0, "weightDecay": 0.0, "warmupSteps": 0, "maxOldLogprobDiff": 0.0,
-                 "splitHalf": 0, "maskTruncated": False, "sharePrefix": False, "packTokens": 2048, "shuffle": False, "seed": 0},
-       "hf": {"ggufOut": None, "ggufOutType": "f32", "convertScript": None, "trustRemoteCode": False}}
+                 "splitHalf": 0, "maskTruncated": False, "sharePrefix": False, "packTokens": 2048, "shuffle": False, "seed": 0,
+                 "adamBeta2": 0.999, "decayNorms": True, "schedule": "constant", "minLrRatio": 1.0},
+       "hf": {"ggufOut": None, "ggufOutType": "f32", "convertScript": None, "trustRemoteCode": False}, "run": None}
 for k, v in over.items():
     req[k] = {**req[k], **v} if isinstance(v, dict) and isinstance(req.get(k), dict) else v
 path = os.path.join(work, f"{name}.request.json")

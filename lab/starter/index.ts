@@ -2,7 +2,7 @@
  * The project's own starter policy, from scratch and deterministic for a seed: synthetic data
  * (`lab/synth`) → byte-level BPE tokenizer → initial llama GGUF → pre-tokenized SFT records (prompt
  * rendered through the chat template exactly as the server does; loss mask 0 on prompt and injected
- * `<result>` blocks) → SFT in one PyTorch process (`reex_learner.sft_train`) → GGUF → a quick greedy
+ * `<result>` blocks) → SFT in one PyTorch process (`reex_learner step` with a run request) → GGUF → a quick greedy
  * check on held-out dev items through the real rollout. `lab/scripts/make-starter-model.ts` is the command.
  */
 import { createHash } from "node:crypto";
@@ -160,8 +160,8 @@ export interface StarterOptions {
   /** Reuse `<work>/sft.gguf` and the SFT record of `<work>/report.json` when both exist. Default false. */
   reuseSft?: boolean;
   /**
-   * An SFT stage run elsewhere (e.g. `reex_learner.sft_train --device cuda` on a GPU machine without Node) on the work
-   * folder's `sft_tokens.jsonl`: its GGUF replaces `<work>/sft.gguf` and its `--log` file's start and done lines become
+   * An SFT stage run elsewhere (e.g. lab/scripts/gpu-sft.sh on a GPU machine without Node) on the work
+   * folder's `sft_tokens.jsonl`: its GGUF replaces `<work>/sft.gguf` and its log file's start and done lines become
    * a stage of the report, with its command. Needs the work folder's report.json. Default none.
    */
   importSft?: { model: string; log: string };
@@ -589,18 +589,18 @@ function importedStage(logPath: string, tokens: TokenStats, dbs: number): { stag
     .map((l) => JSON.parse(l) as SftEvent);
   const start = events.findLast((e) => e.event === "start");
   const done = events.findLast((e) => e.event === "done") as (SftEvent & SftSummary) | undefined;
-  if (!start || !done) throw new Error(`${logPath}: no start and done lines of reex_learner.sft_train (did the run finish?)`);
+  if (!start || !done) throw new Error(`${logPath}: no start and done lines of an SFT run (did it finish?)`);
   if (start.records !== tokens.records) {
     throw new Error(
       `${logPath}: trained on ${String(start.records)} records; this work folder's sft_tokens.jsonl has ${tokens.records} (import a stage trained on it)`,
     );
   }
   const { event: _e, ...summary } = done;
+  // a run before #88 logged its command line (argv), one since then its request file
   const argv = Array.isArray(start.argv) ? (start.argv as string[]) : [];
-  return {
-    stage: { ...summary, minutes: Number(start.minutes ?? 0), lr: Number(start.lr ?? 0), dbs, data: tokens },
-    command: `python3 -m reex_learner.sft_train ${argv.join(" ")}`.trim(),
-  };
+  const command =
+    typeof start.request === "string" ? `python3 -m reex_learner step --request ${start.request}` : `python3 -m reex_learner.sft_train ${argv.join(" ")}`;
+  return { stage: { ...summary, minutes: Number(start.minutes ?? 0), lr: Number(start.lr ?? 0), dbs, data: tokens }, command: command.trim() };
 }
 
 type SftPart = Pick<StarterReport, "vocabSize" | "tokenizerSeconds" | "shape" | "parameters" | "tokens" | "sft" | "sftOptions" | "sftDbs" | "sftMore" | "from">;

@@ -1,7 +1,7 @@
 /**
  * The starter policy's initial GGUF: a llama-architecture decoder with GPT-2-style initial weights
  * (normal, std 0.02; residual output projections scaled by 1/√(2·layers)), the trained BPE
- * vocabulary, ChatML control tokens and chat template. The learner (`reex_learner.sft_train`) reads
+ * vocabulary, ChatML control tokens and chat template. The learner (an SFT run of `reex_learner step`) reads
  * it, trains it and writes the same metadata back.
  */
 import { STARTER_NAME_PREFIX } from "../../src/agent/index.js";

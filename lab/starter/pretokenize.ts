@@ -13,7 +13,7 @@
  *
  * The output is the learner's experience format (docs/learner.md): one JSON line per record with
  * `prompt_tokens`, `tokens`, `mask` (plus `db_id`, `family`, `question_id`), readable by
- * `reex_learner step --mode sft` and by `reex_learner.sft_train`.
+ * the learner's SFT steps and runs (`reex_learner step --request FILE`).
  */
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir } from "node:fs/promises";

@@ -1,12 +1,44 @@
 /**
- * Drives the one-process SFT trainer (`python3 -m reex_learner.sft_train`, see
- * src/training/learner/reex_learner/sft_train.py): builds its command line, streams its JSON
- * progress lines to a callback and returns the final summary.
+ * Drives a multi-step SFT run of the learner (`python3 -m reex_learner step --request FILE` with a request's `run`, see
+ * src/training/learner/reex_learner/sft_run.py): writes its request file, streams its JSON progress lines to a callback
+ * and returns the final summary.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { learnerEnv } from "../../src/training/index.js";
+import { writeFileSync } from "node:fs";
+import { z } from "zod";
+import { type LearnerRequestFile, learnerEnv, learnerRequestSchema } from "../../src/training/index.js";
 
-/** Options of one SFT run (see `python3 -m reex_learner.sft_train --help`). */
+/** The defaults of an SFT run's settings (the only ones: the learner has none). */
+const sftDefaults = z.object({
+  loraRank: z.number().int().min(0).default(0),
+  loraTargets: z.string().default("attn_q,attn_k,attn_v,attn_output"),
+  steps: z.number().int().min(0).default(0),
+  minutes: z.number().min(0).default(0),
+  /** Seconds of `minutes` kept for the final eval and the export. */
+  reserveS: z.number().min(0).default(30),
+  lr: z.number().default(1e-3),
+  minLrRatio: z.number().default(0.1),
+  warmup: z.number().int().default(30),
+  schedule: z.enum(["cosine", "linear", "constant"]).default("cosine"),
+  weightDecay: z.number().default(0.1),
+  maxGradNorm: z.number().default(1),
+  batchTokens: z.number().int().default(4096),
+  packTokens: z.number().int().default(1024),
+  sharePrefix: z.boolean().default(true),
+  evalFrac: z.number().default(0.02),
+  evalEvery: z.number().int().default(100),
+  logEvery: z.number().int().default(10),
+  saveEvery: z.number().int().default(0),
+  outType: z.enum(["keep", "f32", "f16"]).default("keep"),
+  threads: z.number().int().default(2),
+  device: z.string().default("cpu"),
+  attention: z.enum(["eager", "sdpa", "auto"]).default("eager"),
+  reinit: z.number().default(0),
+  amp: z.enum(["none", "bf16"]).default("none"),
+  seed: z.number().int().default(1),
+});
+
+/** Options of one SFT run (defaults: `sftDefaults` above; the request's fields: src/training/learner-request.ts). */
 export interface SftOptions {
   model: string;
   data: string;
@@ -56,6 +88,8 @@ export interface SftOptions {
   /** "bf16" autocasts the forward pass (weights and optimizer stay f32). Default "none". */
   amp?: "none" | "bf16";
   seed?: number;
+  /** Where the request file is written. Default `<out or loraOut>.request.json`; the summary goes beside it (`.summary.json`). */
+  request?: string;
   /** Python with torch. Default "/usr/bin/python3". */
   python?: string;
   /** Every JSON line the trainer prints (start, step, eval, checkpoint, done). */
@@ -91,52 +125,99 @@ export interface SftSummary {
   device?: string;
 }
 
-/** The trainer's argument list for `options`. */
-export function sftArgs(o: SftOptions): string[] {
-  const a = ["-m", "reex_learner.sft_train", "--model", o.model, "--data", o.data, ...(o.out ? ["--out", o.out] : [])];
-  const num = (flag: string, v: number | undefined): void => {
-    if (v !== undefined) a.push(flag, String(v));
-  };
-  num("--lora-rank", o.loraRank);
-  num("--lora-alpha", o.loraAlpha);
-  if (o.loraTargets) a.push("--lora-targets", o.loraTargets);
-  if (o.loraIn) a.push("--lora-in", o.loraIn);
-  if (o.loraOut) a.push("--lora-out", o.loraOut);
-  num("--steps", o.steps);
-  num("--minutes", o.minutes);
-  num("--lr", o.lr);
-  num("--min-lr-ratio", o.minLrRatio);
-  num("--warmup", o.warmup);
-  if (o.schedule) a.push("--schedule", o.schedule);
-  num("--weight-decay", o.weightDecay);
-  num("--batch-tokens", o.batchTokens);
-  num("--pack-tokens", o.packTokens);
-  if (o.sharePrefix === false) a.push("--no-share-prefix");
-  for (const [family, w] of Object.entries(o.familyWeights ?? {})) a.push("--family-weight", `${family}=${w}`);
-  for (const [prefix, w] of Object.entries(o.dbWeights ?? {})) a.push("--db-weight", `${prefix}=${w}`);
-  num("--eval-frac", o.evalFrac);
-  num("--eval-every", o.evalEvery);
-  if (o.log) a.push("--log", o.log);
-  num("--log-every", o.logEvery);
-  num("--save-every", o.saveEvery);
-  if (o.checkpointDir) a.push("--checkpoint-dir", o.checkpointDir);
-  if (o.outType) a.push("--out-type", o.outType);
-  if (o.optimizerState) a.push("--optimizer-state", o.optimizerState);
-  num("--threads", o.threads);
-  if (o.device) a.push("--device", o.device);
-  if (o.attention) a.push("--attention", o.attention);
-  num("--reinit", o.reinit);
-  if (o.amp) a.push("--amp", o.amp);
-  num("--seed", o.seed);
-  return a;
+/** The request file's path for `o`. */
+export function sftRequestPath(o: SftOptions): string {
+  const at = o.request ?? `${o.out ?? o.loraOut ?? o.data}.request.json`;
+  return at.endsWith(".json") ? at : `${at}.json`;
 }
 
-/** Runs the trainer to completion; rejects with its stderr tail when it fails. */
+/** The learner's request for the SFT run `o` (validated against the request schema). */
+export function sftRequest(o: SftOptions): LearnerRequestFile {
+  const d = sftDefaults.parse(o);
+  const lora = d.loraRank > 0 || o.loraIn !== undefined;
+  if (lora && !o.loraOut) throw new Error("an SFT run of a LoRA (loraRank or loraIn) needs loraOut, where the adapter goes");
+  if (!lora && o.loraOut) throw new Error("loraOut needs loraRank or loraIn");
+  return learnerRequestSchema.parse({
+    version: 1,
+    backend: "gguf",
+    mode: "sft",
+    paths: {
+      model: o.model,
+      experience: o.data,
+      out: o.out ?? null,
+      ref: null,
+      master: null,
+      metrics: sftRequestPath(o).replace(/(\.request)?\.json$/, ".summary.json"),
+      optimizerState: o.optimizerState ?? null,
+    },
+    // continuing from loraIn, that adapter's rank, alpha and targets win
+    lora: lora
+      ? {
+          in: o.loraIn ?? null,
+          out: o.loraOut,
+          rank: Math.max(d.loraRank, 1),
+          alpha: o.loraAlpha ?? 2 * Math.max(d.loraRank, 1),
+          targets: d.loraTargets,
+          outType: "f32",
+        }
+      : null,
+    runtime: { device: d.device, dtype: d.amp === "bf16" ? "bf16" : "f32", threads: d.threads, gradCheckpoint: false, attn: d.attention, outType: d.outType },
+    train: {
+      lr: d.lr,
+      clip: 0.2,
+      clipHigh: null,
+      klBeta: 0,
+      temperature: 1,
+      lossAgg: "token-mean",
+      epochs: 1,
+      microBatch: 1,
+      miniBatch: 0,
+      maxGradNorm: d.maxGradNorm,
+      weightDecay: d.weightDecay,
+      warmupSteps: d.warmup,
+      maxOldLogprobDiff: 0,
+      splitHalf: 0,
+      maskTruncated: false,
+      sharePrefix: d.sharePrefix,
+      packTokens: d.packTokens,
+      shuffle: false,
+      seed: d.seed,
+      adamBeta2: 0.95,
+      decayNorms: false,
+      schedule: d.schedule,
+      minLrRatio: d.minLrRatio,
+    },
+    hf: null,
+    run: {
+      steps: d.steps,
+      minutes: d.minutes,
+      reserveS: d.reserveS,
+      batchTokens: d.batchTokens,
+      evalFrac: d.evalFrac,
+      evalEvery: d.evalEvery,
+      logEvery: d.logEvery,
+      saveEvery: d.saveEvery,
+      checkpointDir: o.checkpointDir ?? null,
+      log: o.log ?? null,
+      familyWeights: o.familyWeights ?? {},
+      dbWeights: o.dbWeights ?? {},
+      reinit: d.reinit,
+    },
+  });
+}
+
+/** Writes the run's request file and runs the learner on it to completion; rejects with its stderr tail when it fails. */
 export function runSft(options: SftOptions): Promise<SftSummary> {
   const python = options.python ?? "/usr/bin/python3";
   const env = learnerEnv();
+  const requestPath = sftRequestPath(options);
+  try {
+    writeFileSync(requestPath, `${JSON.stringify(sftRequest(options), null, 2)}\n`);
+  } catch (err) {
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(python, sftArgs(options), { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(python, ["-m", "reex_learner", "step", "--request", requestPath], { env, stdio: ["ignore", "pipe", "pipe"] });
     let summary: SftSummary | undefined;
     const errTail: string[] = [];
     let outBuf = "";
@@ -171,7 +252,7 @@ export function runSft(options: SftOptions): Promise<SftSummary> {
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0 && summary) resolve(summary);
-      else reject(new Error(`sft_train exited with ${code}${summary ? "" : " (no summary)"}:\n${[...errTail, errBuf].join("\n").trim()}`));
+      else reject(new Error(`the SFT run (${requestPath}) exited with ${code}${summary ? "" : " (no summary)"}:\n${[...errTail, errBuf].join("\n").trim()}`));
     });
   });
 }

@@ -177,6 +177,14 @@ const learnerSchema = z
     miniBatch: z.number().int().min(0).default(0),
     /** Linear lr warm-up over this many optimizer steps of the run (0 = off). Default 0. */
     warmupSteps: z.number().int().min(0).default(0),
+    /** AdamW's second-moment decay (β1 is 0.9). Default 0.999. */
+    adamBeta2: z.number().gt(0).lt(1).default(0.999),
+    /** Weight decay on 1-D parameters (norms, biases) too; false: on matrices only. Default true. */
+    decayNorms: z.boolean().default(true),
+    /** The lr after warm-up: "constant", or decayed "linear"ly or by a "cosine" to `minLrRatio` × lr over the learner's progress (a training step is progress 0, so only a multi-step run decays). Default "constant". */
+    schedule: z.enum(["constant", "linear", "cosine"]).default("constant"),
+    /** Floor of the decayed lr, as a share of the lr. Default 1. */
+    minLrRatio: z.number().min(0).max(1).default(1),
     /** Fail a step, before any update, when the learner's mean |logp − old_logp| over the first mini-batch exceeds this (0 = off). Default 0.05. */
     maxOldLogprobDiff: z.number().min(0).default(0.05),
     /** Random half-splits of the informative groups whose gradients are compared each step (0 = off). Default 0. */

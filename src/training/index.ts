@@ -16,6 +16,7 @@ export { loadTrainConfig, parseTrainConfig, type TrainConfig, type TrainConfigIn
 export { readMetrics, type MetricsRow } from "./report.js";
 export { listCheckpoints } from "./checkpoints.js";
 export { learnerEnv } from "./learner.js";
+export { type LearnerRequestFile, learnerRequestSchema } from "./learner-request.js";
 export { runTraining, type TrainResult } from "./loop.js";
 export { runPreflight } from "./preflight.js";
 export { runRejectionSampling, type RejectionGroup } from "./rejection.js";

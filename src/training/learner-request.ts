@@ -1,6 +1,7 @@
 /**
- * The learner's request file: everything one `python3 -m reex_learner step --request FILE` needs, typed once here.
- * TypeScript fills every field from the resolved training config (the defaults live in config.ts, nowhere else);
+ * The learner's request file: everything one `python3 -m reex_learner step --request FILE` needs, typed once here:
+ * one GRPO/SFT step of the training loop, or with `run` a multi-step SFT run (the starter's, lab/starter/train.ts).
+ * TypeScript fills every field (the defaults live in config.ts and the starter's options schema, nowhere else);
  * the Python learner validates the file against the JSON Schema emitted from this schema and committed as
  * src/training/learner/learner-request.schema.json (test/training/learner-request.test.ts keeps the two equal), and has
  * no defaults of its own.
@@ -45,6 +46,46 @@ const trainSchema = z
     /** Shuffle the rollouts between epochs. */
     shuffle: z.boolean(),
     seed: z.number().int().min(0),
+    /** AdamW's second-moment decay (β1 is 0.9). */
+    adamBeta2: z.number().gt(0).lt(1),
+    /** Weight decay on 1-D parameters (norms, biases) too; false: on matrices only. */
+    decayNorms: z.boolean(),
+    /** The lr after warm-up: constant, or decayed linearly / by a cosine over a run's progress to `minLrRatio` × lr. */
+    schedule: z.enum(["constant", "linear", "cosine"]),
+    minLrRatio: z.number().min(0).max(1),
+  })
+  .strict();
+
+/**
+ * A multi-step SFT run in one process (the starter's): optimizer steps over batches of packed records (`paths.experience`,
+ * JSONL, .gz/.xz read through gzip/xz) until `steps` or `minutes` runs out, JSON progress lines on stdout.
+ */
+const runSchema = z
+  .object({
+    /** Optimizer steps (0: until `minutes`). */
+    steps: z.number().int().min(0),
+    /** Wall-clock budget (0: until `steps`); the lr decays over whichever runs out first. */
+    minutes: z.number().min(0),
+    /** Seconds of `minutes` kept for the final eval and the export. */
+    reserveS: z.number().min(0),
+    /** Rows × longest row per optimizer step (padding included). */
+    batchTokens: z.number().int().min(1),
+    /** Share of the questions held out for the eval loss. */
+    evalFrac: z.number().min(0).max(1),
+    /** Eval loss every this many steps (0: at the end only). */
+    evalEvery: z.number().int().min(0),
+    logEvery: z.number().int().min(1),
+    /** A GGUF checkpoint every this many steps into `checkpointDir` (0: none). */
+    saveEvery: z.number().int().min(0),
+    checkpointDir: path.nullable(),
+    /** Also append the progress lines here; null: stdout only. */
+    log: path.nullable(),
+    /** Family → records per epoch (1 once, 0.2 a fixed fifth of them, 2 twice). */
+    familyWeights: z.record(z.string(), z.number().min(0)),
+    /** db_id prefix → weight multiplying the family's (first matching prefix wins). */
+    dbWeights: z.record(z.string(), z.number().min(0)),
+    /** Draw fresh weights with this std (the starter's scheme, seeded by `train.seed`) instead of the file's (0: keep). */
+    reinit: z.number().min(0),
   })
   .strict();
 
@@ -63,8 +104,8 @@ const pathsSchema = z
     master: path.nullable(),
     /** The metrics JSON the step writes. */
     metrics: path,
-    /** AdamW state, loaded when it exists and saved after the step. */
-    optimizerState: path,
+    /** AdamW state, loaded when it exists and saved after the step; null: none. */
+    optimizerState: path.nullable(),
   })
   .strict();
 
@@ -90,7 +131,8 @@ const runtimeSchema = z
     /** PyTorch CPU threads (0: PyTorch's choice). */
     threads: z.number().int().min(0),
     gradCheckpoint: z.boolean(),
-    attn: z.enum(["eager", "sdpa"]),
+    /** Attention maths: eager (the reference), sdpa (PyTorch 2's fused kernel), auto (sdpa on CUDA when it matches eager on a batch). */
+    attn: z.enum(["eager", "sdpa", "auto"]),
     /** Tensor type of `paths.out`. */
     outType: z.enum(["keep", "f32", "f16", "q8_0"]),
   })
@@ -118,6 +160,8 @@ export const learnerRequestSchema = z
     runtime: runtimeSchema,
     train: trainSchema,
     hf: hfSchema.nullable(),
+    /** A multi-step SFT run (mode sft, gguf backend); null: one step. */
+    run: runSchema.nullable(),
   })
   .strict();
 

@@ -100,8 +100,13 @@ export function learnerRequestFile(req: LearnerRequest): LearnerRequestFile {
       packTokens: l.packTokens,
       shuffle: l.shuffle,
       seed: c.seed + req.step,
+      adamBeta2: l.adamBeta2,
+      decayNorms: l.decayNorms,
+      schedule: l.schedule,
+      minLrRatio: l.minLrRatio,
     },
     hf: null,
+    run: null,
   };
 }
 

@@ -12,6 +12,8 @@ import { configSchema } from "../../src/config/testing.js";
 import { DEFAULT_DECODER_DEFAULTS } from "../../src/decoding/index.js";
 import { decoderDefaults } from "../../src/decoding/testing.js";
 import type { Executor } from "../../src/sql/index.js";
+import { parseTrainConfig } from "../../src/training/index.js";
+import { learnerRequestFile } from "../../src/training/testing.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (path: string) => readFileSync(`${ROOT}${path}`, "utf8");
@@ -45,6 +47,21 @@ describe("defaults are stated once, in the config schema", () => {
     const resolved = resolveRolloutOptions({ executor: {} as Executor, dbPath: "x.sqlite", finalRetries: 0, maxTokens: undefined });
     expect(resolved.finalRetries).toBe(0);
     expect(resolved.maxTokens).toBe(AGENT_DEFAULTS.maxTokens);
+  });
+
+  it("the learner's request takes its optimizer and lr-schedule settings from the resolved training config, not literals", () => {
+    const keys = ["adamBeta2", "decayNorms", "schedule", "minLrRatio"] as const;
+    const request = (learner: Record<string, unknown>) => {
+      const config = parseTrainConfig({ model: "m.gguf", runDir: "run", data: { dataset: "d.jsonl", dbRoot: "db" }, learner }, "grpo");
+      const req = { mode: "grpo" as const, step: 1, model: "m.gguf", experience: "e.jsonl", out: "o.gguf", metricsFile: "m.json", logFile: "l" };
+      return { config, train: learnerRequestFile({ ...req, optimizerState: "o.pt", config }).train };
+    };
+    const { config, train } = request({});
+    for (const key of keys) expect(train[key], key).toBe(config.learner[key]);
+    const set = { adamBeta2: 0.95, decayNorms: false, schedule: "cosine", minLrRatio: 0.1 };
+    expect(request(set).train).toMatchObject(set);
+    const block = read("src/training/learner.ts");
+    for (const key of keys) expect(block, key).toMatch(new RegExp(`${key}: l\\.${key},`));
   });
 
   it("the decoder's defaults from a default config are the built-in ones, which are the schema's", () => {

@@ -136,7 +136,7 @@ describe.skipIf(!torch)("starter pipeline (makeStarterModel)", () => {
     expect(report.sftMore).toHaveLength(1);
     expect(report.sftMore[0]).toMatchObject({ steps: 2, lr: 5e-4, dbs: 2, device: "cpu", data: report.tokens });
     expect(report.commands).toHaveLength(3);
-    expect(report.commands[1]).toMatch(/^python3 -m reex_learner\.sft_train --model .*sft\.gguf --data .*sft_tokens\.jsonl .*--steps 2/);
+    expect(report.commands[1]).toBe(`python3 -m reex_learner step --request ${join(dir, "elsewhere.gguf.request.json")}`);
     expect(report.commands[2]).toBe("import");
 
     // a stage trained on other records is refused and changes nothing
@@ -177,7 +177,7 @@ describe.skipIf(!torch)("starter pipeline (makeStarterModel)", () => {
     const log = join(dir, "gpu.jsonl");
     await runSft({ model: join(dir, "sft.gguf"), data: join(dir, "sft_tokens.jsonl"), out: join(dir, "gpu.gguf"), steps: 1, evalFrac: 0, threads: 1, log });
     const report = await makeStarterModel({ ...opts, importSft: { model: join(dir, "gpu.gguf"), log }, command: "import" });
-    expect(report.commands).toEqual(["prepare", expect.stringMatching(/^python3 -m reex_learner\.sft_train /), "import"]);
+    expect(report.commands).toEqual(["prepare", expect.stringMatching(/^python3 -m reex_learner step --request /), "import"]);
     expect(sha(join(dir, "sft.gguf"))).toBe(sha(join(dir, "gpu.gguf")));
     expect(ggufInfo(join(dir, "shipped.gguf")).embeddingType).toBe("q8_0"); // the imported stage, exported
   }, 300_000);

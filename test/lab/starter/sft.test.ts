@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createLlamaPolicy } from "../../../src/policy/index.js";
-import { pretokenize, runSft, sftArgs, type SftEvent } from "../../../lab/starter/testing.js";
+import { pretokenize, runSft, type SftEvent, sftRequest } from "../../../lab/starter/testing.js";
 import { learnerDir } from "../../../src/training/testing.js";
 import { microFixture, type MicroFixture } from "./fixtures.js";
 
@@ -30,7 +30,7 @@ const hasCuda =
 /** Three steps at a constant lr over one batch that holds every record: each step sees the same data. */
 const THREE_STEPS = { steps: 3, lr: 3e-3, warmup: 0, schedule: "constant", batchTokens: 100_000, evalFrac: 0, logEvery: 1, threads: 1 } as const;
 
-describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
+describe.skipIf(!hasTorch)("SFT runs (reex_learner step with a run request)", () => {
   let fx: MicroFixture;
   let tokens: string;
   let records = 0;
@@ -47,7 +47,8 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     const code = [
       "import torch",
       "from reex_learner.model import load_model",
-      "from reex_learner.sft_train import read_records, make_packs, packing_max_diff",
+      "from reex_learner.grpo import make_packs",
+      "from reex_learner.sft_run import read_records, packing_max_diff",
       `m, g = load_model(${JSON.stringify(fx.modelPath)})`,
       `recs = read_records(${JSON.stringify(tokens)})`,
       "packs = make_packs(recs, 100000, True)",
@@ -69,7 +70,7 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
     execFileSync("bash", ["-c", `gzip -c ${JSON.stringify(tokens)} > ${JSON.stringify(gz)}`]);
     execFileSync(PYTHON, ["-c", `import lzma, shutil; shutil.copyfileobj(open(${JSON.stringify(tokens)}, "rb"), lzma.open(${JSON.stringify(xz)}, "wb"))`]);
     const code = [
-      "from reex_learner.sft_train import read_records",
+      "from reex_learner.sft_run import read_records",
       `a, b, c = read_records(${JSON.stringify(tokens)}), read_records(${JSON.stringify(gz)}), read_records(${JSON.stringify(xz)})`,
       "print(len(a), len(b), len(c), a == b and a == c)",
     ].join("\n");
@@ -94,13 +95,13 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       onEvent: (e) => events.push(e),
     });
     const start = events.find((e) => e.event === "start")!;
-    expect(start.amp).toBe("bf16");
+    expect(start.dtype).toBe("bf16");
     expect((start.attention as { impl: string }).impl).toBe(hasCuda ? "sdpa" : "eager");
     const losses = events.filter((e) => e.event === "step").map((e) => Number(e.loss));
     expect(losses[2]!).toBeLessThan(losses[0]!);
   });
 
-  it("trains from a zeroed copy of the model with --reinit: fresh weights of the starter's scale, and the loss falls", async () => {
+  it("trains from a zeroed copy of the model with run.reinit: fresh weights of the starter's scale, and the loss falls", async () => {
     const zeroed = join(fx.dir, "zeroed.gguf");
     const zero = [
       "from reex_learner.model import load_model, state_for_gguf",
@@ -140,10 +141,10 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
 
   it("repeats a database's records by its db weight, on top of the family weight", () => {
     const code = [
-      "from reex_learner.sft_train import read_records, weighted",
+      "from reex_learner.sft_run import read_records, weighted",
       `recs = read_records(${JSON.stringify(tokens)})`,
       "db = recs[0].db",
-      "print(db, len(weighted(recs, {}, [(db[:3], 3.0)])), len(weighted(recs, {}, [('zzz', 3.0)])), len(weighted(recs, {'direct': 0.0}, [('zzz', 5.0), (db, 2.0)])))",
+      "print(db, len(weighted(recs, {}, {db[:3]: 3.0})), len(weighted(recs, {}, {'zzz': 3.0})), len(weighted(recs, {'direct': 0.0}, {'zzz': 5.0, db: 2.0})))",
     ].join("\n");
     const [db, tripled, untouched, mixed] = execFileSync(PYTHON, ["-c", code], { env: { ...process.env, PYTHONPATH: learnerDir() }, encoding: "utf8" })
       .trim()
@@ -180,13 +181,13 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
   it.skipIf(hasCuda)("refuses a CUDA device when PyTorch sees none, writing nothing", async () => {
     const out = join(fx.dir, "never.gguf");
     await expect(runSft({ model: fx.modelPath, data: tokens, out, steps: 1, threads: 1, device: "cuda" })).rejects.toThrow(
-      /--device cuda: PyTorch sees no CUDA device/,
+      /runtime\.device cuda: PyTorch sees no CUDA device/,
     );
     expect(existsSync(out)).toBe(false);
   });
 
-  it("builds the trainer's command line", () => {
-    const a = sftArgs({
+  it("writes the run's request: every field typed by the request schema, the starter's defaults filled in", () => {
+    const r = sftRequest({
       model: "m.gguf",
       data: "d.jsonl",
       out: "o.gguf",
@@ -196,12 +197,10 @@ describe.skipIf(!hasTorch)("SFT trainer (reex_learner.sft_train)", () => {
       dbWeights: { retail_like: 3 },
       device: "auto",
     });
-    expect(a.join(" ")).toContain("--db-weight retail_like=3");
-    expect(a.join(" ")).toContain("--device auto");
-    expect(a.slice(0, 2)).toEqual(["-m", "reex_learner.sft_train"]);
-    expect(a).toContain("--no-share-prefix");
-    expect(a.join(" ")).toContain("--family-weight direct=0.2");
-    expect(a.join(" ")).toContain("--minutes 5");
-    expect(readFileSync(join(learnerDir(), "reex_learner", "sft_train.py"), "utf8")).toContain("def packed_forward");
+    expect(r.run).toMatchObject({ minutes: 5, steps: 0, familyWeights: { direct: 0.2 }, dbWeights: { retail_like: 3 } });
+    expect(r.train).toMatchObject({ sharePrefix: false, lr: 1e-3, warmupSteps: 30, schedule: "cosine", adamBeta2: 0.95, decayNorms: false });
+    expect(r.runtime.device).toBe("auto");
+    expect(r.lora).toBeNull();
+    expect(() => sftRequest({ model: "m.gguf", data: "d.jsonl", loraRank: 4 })).toThrow(/loraOut/);
   });
 });

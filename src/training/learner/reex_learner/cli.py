@@ -1,4 +1,5 @@
-"""Command line: ``python3 -m reex_learner step --request FILE | logprobs | export | interpolate | merge | info`` (see docs/learner.md)."""
+"""Command line: ``python3 -m reex_learner step --request FILE | export | interpolate | merge | info`` (see docs/learner.md).
+Every setting of a training step or run is in the request file; the other commands convert or describe files."""
 
 from __future__ import annotations
 
@@ -13,48 +14,47 @@ from typing import Any
 _DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
-def _torch_setup(args: argparse.Namespace):
+def torch_runtime(rt: dict[str, Any]):
+    """torch, the device and the dtype (autocast, or the HF backend's base weights) of a request's ``runtime``; threads set."""
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = args.device
+    if rt["threads"]:
+        torch.set_num_threads(rt["threads"])
+    device = rt["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = getattr(torch, _DTYPES[args.dtype])
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"runtime.device {device}: PyTorch sees no CUDA device")
+    dtype = getattr(torch, _DTYPES[rt["dtype"]])
     if dtype == torch.float16 and not str(device).startswith("cuda"):
-        print("reex_learner: --dtype f16 needs CUDA (PyTorch's CPU autocast is bf16-only); computing in f32", file=sys.stderr)
+        print("reex_learner: runtime.dtype f16 needs CUDA (PyTorch's CPU autocast is bf16-only); computing in f32", file=sys.stderr)
         dtype = torch.float32
-    return torch, device, dtype
+    return torch, torch.device(device), dtype
 
 
-def _check_tokens(rollouts, n_vocab: int, path: str) -> None:
-    for i, r in enumerate(rollouts):
-        for t in r.prompt_tokens + r.tokens:
-            if not 0 <= t < n_vocab:
-                raise SystemExit(f"{path}: rollout {i}: token id {t} outside the model's vocabulary (0..{n_vocab - 1})")
-
-
-def _write_step_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any] | None) -> None:
-    """The step's files: the adapter (``lora.out``), the model (``paths.out``: with a LoRA, the base with
-    the adapter merged in), the masters."""
+def write_outputs(req: dict[str, Any], policy: Any, g: Any, lora: dict[str, Any] | None, checkpoint: str | None = None) -> str | None:
+    """The request's files: the adapter (``lora.out``), the model (``paths.out``: with a LoRA, the base with
+    the adapter merged in), the masters. A ``checkpoint`` stem writes only ``STEM.lora.gguf`` (a LoRA) or
+    ``STEM.gguf`` in the model's own tensor types (``keep``), and returns its path."""
     from .gguf_io import quantized_matrices, write_gguf
-    from .lora import merged_state, write_lora_gguf
+    from .lora import write_lora_gguf
     from .model import save_master, state_for_gguf
 
-    paths = req["paths"]
-    if lora is not None:
-        write_lora_gguf(req["lora"]["out"], policy, out_type=req["lora"]["outType"], name=f"{g.field('general.name', 'reex')} LoRA")
+    paths, out_type, lora_out = req["paths"], req["runtime"]["outType"], lora and req["lora"]["out"]
+    if checkpoint is not None:
+        paths, out_type, lora_out = {"out": None if lora else f"{checkpoint}.gguf", "master": None}, "keep", lora and f"{checkpoint}.lora.gguf"
+    if lora_out:
+        write_lora_gguf(lora_out, policy, out_type=req["lora"]["outType"], name=f"{g.field('general.name', 'reex')} LoRA")
     if paths["out"]:
-        out_type = req["runtime"]["outType"]
         if out_type == "keep" and quantized_matrices(g):
             out_type = "f16"  # re-quantising would round away updates far smaller than a Q8_0 step
-        write_gguf(paths["out"], g, merged_state(policy) if lora is not None else state_for_gguf(policy), out_type=out_type)
+        write_gguf(paths["out"], g, state_for_gguf(policy), out_type=out_type)
     if paths["master"]:
         save_master(policy, paths["master"])
+    return lora_out or paths["out"]
 
 
-def _load_policy(req: dict[str, Any], device: Any) -> tuple[Any, Any, Any, dict[str, Any] | None, bool]:
+def load_policy(req: dict[str, Any], device: Any) -> tuple[Any, Any, Any, dict[str, Any] | None, bool]:
     """The GGUF policy (masters loaded, LoRA put on), its GGUF, the KL reference, the LoRA report, whether masters were loaded."""
     from .lora import BaseView, setup_lora
     from .model import load_master, load_model
@@ -69,7 +69,7 @@ def _load_policy(req: dict[str, Any], device: Any) -> tuple[Any, Any, Any, dict[
     master_loaded = load_master(policy, g, paths["master"]) if paths["master"] else False
     lora = setup_lora(policy, lo, seed=req["train"]["seed"]) if lo is not None else None
     policy.grad_checkpoint = rt["gradCheckpoint"]
-    policy.attn_impl = rt["attn"]
+    policy.attn_impl = rt["attn"] if rt["attn"] != "auto" else ("sdpa" if device.type == "cuda" else "eager")
     ref = None
     if paths["ref"]:
         ref, _ = load_model(paths["ref"], device=device)
@@ -82,27 +82,33 @@ def _load_policy(req: dict[str, Any], device: Any) -> tuple[Any, Any, Any, dict[
 
 
 def cmd_step(args: argparse.Namespace) -> int:
-    """One GRPO/SFT step as the request file (``--request``) describes it; metrics JSON on stdout and in ``paths.metrics``."""
+    """One GRPO/SFT step (or with ``run`` a multi-step SFT run: sft_run.py) as the request file (``--request``)
+    describes it; metrics JSON (a run: its progress lines, the last its summary) on stdout and in ``paths.metrics``."""
     from .request import read_request
 
     req = read_request(args.request)
     if req["backend"] == "hf":
         return _hf_step(req)
-    rt, paths = req["runtime"], req["paths"]
-    torch, device, dtype = _torch_setup(argparse.Namespace(threads=rt["threads"], device=rt["device"], dtype=rt["dtype"]))
-    from .grpo import read_experience
+    paths = req["paths"]
+    torch, device, dtype = torch_runtime(req["runtime"])
+    if req["run"] is not None:
+        from .sft_run import run_sft
+
+        _print_metrics(run_sft(req, args.request, device, dtype), paths["metrics"], echo=False)
+        return 0
+    from .grpo import check_token_ids, read_experience
     from .request import step_config
     from .train import Backend, train
 
     t0 = time.time()
-    policy, g, ref, lora, master_loaded = _load_policy(req, device)
+    policy, g, ref, lora, master_loaded = load_policy(req, device)
     rollouts = read_experience(paths["experience"])
-    _check_tokens(rollouts, g.hparams.n_vocab, paths["experience"])
+    check_token_ids((r.prompt_tokens + r.tokens for r in rollouts), g.hparams.n_vocab, paths["experience"])
     cfg = step_config(req, dtype)
     load_s = time.time() - t0
     metrics: dict[str, Any] = train(Backend(policy, ref), rollouts, cfg)
     t1 = time.time()
-    _write_step_outputs(req, policy, g, lora)
+    write_outputs(req, policy, g, lora)
     metrics.update(
         {
             "lora": lora,
@@ -121,62 +127,34 @@ def cmd_step(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_metrics(metrics: dict[str, Any], path: str | None) -> None:
+def _print_metrics(metrics: dict[str, Any], path: str | None, echo: bool = True) -> None:
     if path:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-    print(json.dumps(metrics, sort_keys=True))
+    if echo:
+        print(json.dumps(metrics, sort_keys=True))
 
 
-def cmd_logprobs(args: argparse.Namespace) -> int:
-    """Per-token log-probs of each rollout's response tokens under the model (JSONL, one per
-    rollout): the numbers the rollout side should have written as old_logprobs."""
-    torch, device, dtype = _torch_setup(args)
-    from .grpo import collate, read_experience, sequence_logprobs
-    from .model import load_model
+def _write(args: argparse.Namespace, base: Any, tensors: dict[str, Any], **fields: Any) -> int:
+    """Writes ``base`` with ``tensors`` replaced, its metadata kept, to ``--out`` in ``--out-type`` (atomically); prints what it wrote."""
+    from .gguf_io import write_gguf
 
-    model, g = load_model(args.model, device=device)
-    if args.lora_in:
-        from .lora import apply_lora, read_lora_gguf
-
-        apply_lora(model, read_lora_gguf(args.lora_in))
-    model.eval()
-    rollouts = read_experience(args.experience)
-    _check_tokens(rollouts, g.hparams.n_vocab, args.experience)
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
-    try:
-        with torch.no_grad():
-            for i, r in enumerate(rollouts):
-                b = collate([r], device=device)
-                lp, _ = sequence_logprobs(model, b, args.temperature, compute_dtype=dtype)
-                P = len(r.prompt_tokens)
-                row = lp[0].tolist()
-                lps = [row[P - 1 + j] if P - 1 + j >= 0 else None for j in range(len(r.tokens))]
-                rec: dict[str, Any] = {"index": i, "question_id": r.question_id, "logprobs": lps}
-                if r.old_logprobs is not None:
-                    diffs = [abs(a - b) for a, b, m in zip(lps, r.old_logprobs, r.mask, strict=True) if m and a is not None]
-                    rec["max_abs_diff_vs_old"] = max(diffs) if diffs else 0.0
-                out.write(json.dumps(rec) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    write_gguf(args.out, base, tensors, out_type=args.out_type)
+    print(json.dumps({"out": args.out, **fields, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Rewrites a GGUF with its 2-D weights in another type (metadata unchanged, atomically)."""
-    from .gguf_io import read_gguf, write_gguf
+    """Rewrites a GGUF with its 2-D weights in another type."""
+    from .gguf_io import read_gguf
 
-    g = read_gguf(args.model)
-    write_gguf(args.out, g, {}, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
-    return 0
+    return _write(args, read_gguf(args.model), {})
 
 
 def cmd_interpolate(args: argparse.Namespace) -> int:
     """Writes base + alpha * (tuned - base) over every tensor (weight-space interpolation towards the start, as WiSE-FT
-    and WARP's LITI do), with base's metadata, atomically."""
-    from .gguf_io import read_gguf, write_gguf
+    and WARP's LITI do)."""
+    from .gguf_io import read_gguf
 
     if not 0.0 <= args.alpha <= 1.0:
         raise ValueError(f"--alpha must be in [0, 1], got {args.alpha}")
@@ -191,22 +169,17 @@ def cmd_interpolate(args: argparse.Namespace) -> int:
         if a.shape != b.shape:
             raise ValueError(f"tensor {name}: shape {b.shape} in {args.tuned}, {a.shape} in {args.base}")
         mixed[name] = a + args.alpha * (b - a)
-    write_gguf(args.out, base, mixed, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "alpha": args.alpha, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
-    return 0
+    return _write(args, base, mixed, alpha=args.alpha)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    """Writes the base with a llama.cpp LoRA adapter folded into its weights, base's metadata kept, atomically:
-    one GGUF that serves as base + adapter does, with no adapter to load."""
-    from .gguf_io import read_gguf, write_gguf
+    """Writes the base with a llama.cpp LoRA adapter folded into its weights: one GGUF that serves as base + adapter does."""
+    from .gguf_io import read_gguf
     from .lora import merge_into, read_lora_gguf
 
     base = read_gguf(args.model)
     merged = merge_into(base, read_lora_gguf(args.lora), args.scale)
-    write_gguf(args.out, base, merged, out_type=args.out_type)
-    print(json.dumps({"out": args.out, "tensors_merged": len(merged), "scale": args.scale, "out_type": args.out_type, "bytes": os.path.getsize(args.out)}))
-    return 0
+    return _write(args, base, merged, tensors_merged=len(merged), scale=args.scale)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -241,25 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m reex_learner", description="reex GRPO/SFT learner over GGUF models")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--model", required=True, help="input GGUF (llama or qwen2 architecture, f32/f16)")
-        sp.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N | auto (default cpu)")
-        sp.add_argument(
-            "--dtype", default="f32", choices=sorted(_DTYPES), help="forward-pass compute dtype via autocast (weights and AdamW stay f32); default f32"
-        )
-        sp.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
-        sp.add_argument("--temperature", type=float, default=1.0, help="divide logits by this before log-softmax (must match how old_logprobs were computed)")
-
-    s = sub.add_parser("step", help="one GRPO/SFT update as a request file describes it (written by src/training/learner.ts)")
+    s = sub.add_parser("step", help="one GRPO/SFT step, or a multi-step SFT run, as a request file describes it (src/training/learner-request.ts)")
     s.add_argument("--request", required=True, help="the step's request JSON (src/training/learner/learner-request.schema.json)")
     s.set_defaults(func=cmd_step)
-
-    lp = sub.add_parser("logprobs", help="score an experience file's response tokens (check old_logprobs)")
-    common(lp)
-    lp.add_argument("--experience", required=True)
-    lp.add_argument("--out", help="JSONL output (default stdout)")
-    lp.add_argument("--lora-in", help="score with this llama.cpp LoRA GGUF on the model (rollouts sampled from base + adapter)")
-    lp.set_defaults(func=cmd_logprobs)
 
     ex = sub.add_parser("export", help="rewrite a GGUF's 2-D weights as f32, f16 or q8_0 (1-D tensors stay f32; Q8_0 as llama-quantize writes it)")
     ex.add_argument("--model", required=True)

@@ -1,35 +1,28 @@
-"""Read a llama-family GGUF into numpy tensors + hyperparameters, and write tensors back.
-
-Reading and writing go through llama.cpp's own ``gguf-py`` (shipped inside node-llama-cpp), so the
-file format is llama.cpp's, not ours. Everything that is not a tensor the learner trains (the
-tokenizer, chat template, general.* keys, rope-frequency tensors ...) is kept verbatim and written
-back unchanged, in the original order, with the original value types.
-
-Tensor layout: GGUF stores a tensor with dims ``[ne0, ne1]`` where ``ne0`` varies fastest; gguf-py
-hands it to us as a numpy array of shape ``(ne1, ne0)``. For a weight matrix that is
-``(out_features, in_features)``, i.e. exactly ``torch.nn.Linear.weight`` -- no transpose needed.
-For ``token_embd.weight`` it is ``(n_vocab, n_embd)``, i.e. ``nn.Embedding.weight``.
-"""
+"""Reads a llama-family GGUF into numpy tensors and hyperparameters through llama.cpp's gguf-py, and writes
+tensors back with every other field kept verbatim (gguf-py's ``(ne1, ne0)`` arrays are ``nn.Linear``'s layout)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .llama_cpp_paths import llama_cpp_candidates
-
 _GGUF_MODULE = None
 
 
-def _candidate_gguf_py_dirs() -> list[Path]:
-    env = os.environ.get("REEX_GGUF_PY")
-    return llama_cpp_candidates("gguf-py", Path(env) if env else None)
+def llama_cpp_file(name: str, env: str) -> Path | None:
+    """The first existing ``name`` in a llama.cpp tree: under ``$env``, then, for each folder above this package,
+    the tree ``npm install`` extracts (node_modules/.cache/reex-llama.cpp) and node-llama-cpp's own clone, then
+    those under the working directory and /tmp/llama.cpp."""
+    roots = [Path(os.environ[env])] if os.environ.get(env) else []
+    for parent in [*Path(__file__).resolve().parents, Path.cwd()]:
+        roots += [parent / "node_modules" / ".cache" / "reex-llama.cpp", parent / "node_modules" / "node-llama-cpp" / "llama" / "llama.cpp"]
+    return next((r / name for r in [*roots, Path("/tmp/llama.cpp")] if (r / name).exists()), None)
 
 
 def gguf_module():
@@ -38,11 +31,9 @@ def gguf_module():
     global _GGUF_MODULE
     if _GGUF_MODULE is not None:
         return _GGUF_MODULE
-    for d in _candidate_gguf_py_dirs():
-        if (d / "gguf" / "__init__.py").is_file():
-            if str(d) not in sys.path:
-                sys.path.insert(0, str(d))
-            break
+    d = llama_cpp_file("gguf-py/gguf/__init__.py", "REEX_GGUF_PY")
+    if d is not None and str(d.parents[1]) not in sys.path:
+        sys.path.insert(0, str(d.parents[1]))
     try:
         import gguf  # type: ignore
     except ImportError as err:  # pragma: no cover - environment problem
@@ -115,18 +106,12 @@ class GGUFModel:
     tensors: dict[str, np.ndarray]  # insertion order = file order
     tensor_types: dict[str, Any]  # name -> gguf.GGMLQuantizationType as stored
     alignment: int = 32
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def field(self, name: str, default: Any = None) -> Any:
         for f in self.fields:
             if f.name == name:
                 return f.value
         return default
-
-    @property
-    def tokenizer(self) -> dict[str, Any]:
-        """The tokenizer.* metadata (kept to be written back unchanged)."""
-        return {f.name: f.value for f in self.fields if f.name.startswith("tokenizer.")}
 
 
 def _to_float32(gguf, t) -> np.ndarray:
@@ -238,19 +223,8 @@ def _hparams(arch: str, meta: Mapping[str, Any], tensors: Mapping[str, np.ndarra
 
 
 def _gemma3_hparams(key: Any, n_layer: int, n_embd: int, n_head: int, head_dim: int) -> dict[str, Any]:
-    """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads.
-
-    * ``{arch}.attention.sliding_window`` > 0 turns on sliding-window attention (LLAMA_SWA_TYPE_STANDARD:
-      query at position p sees keys at p - n_swa < p0 <= p). Which layers slide: the bool array
-      ``{arch}.attention.sliding_window_pattern`` if the file has one, else that key as an integer
-      period n (default 6) with layer il sliding iff ``il % n < n - 1`` (hparams.set_swa_pattern,
-      dense_first = false): layers 5, 11, 17, ... are global.
-    * sliding layers use ``{arch}.rope.freq_base_swa`` (default 10000) and freq scale 1; global layers
-      the file's rope.freq_base (1e6 for Gemma 3) and rope scaling.
-    * the query scale ignores ``{arch}.attention.scale``: 1/sqrt(head_dim), except for the 62-layer
-      27B model, 1/sqrt(n_embd / n_head) (gemma_pytorch's query_pre_attn_scalar).
-    * ``{arch}.final_logit_softcapping`` (default 0 = none).
-    """
+    """What llama.cpp's llama_model_gemma3::load_arch_hparams (src/models/gemma3.cpp) reads: the sliding window and its
+    layers, their RoPE, the query scale and the logit soft-cap (docs/learner.md, "Gemma 3")."""
     n_swa = int(key("attention.sliding_window", 0, required=False) or 0)
     swa_layers: tuple[bool, ...] = ()
     if n_swa > 0:
@@ -321,7 +295,6 @@ def write_gguf(
     model: GGUFModel,
     tensors: Mapping[str, Any] | None = None,
     out_type: str = "keep",
-    name_suffix: str | None = None,
 ) -> None:
     """Writes ``model``'s metadata unchanged plus its tensors, replacing those given in ``tensors``
     (GGUF names -> numpy arrays or torch tensors, gguf-py layout). ``out_type``: "keep" stores each
@@ -365,8 +338,6 @@ def write_gguf(
         if f.name == "general.architecture":
             continue  # GGUFWriter writes it first, from `arch`
         value = f.value
-        if f.name == "general.name" and name_suffix:
-            value = f"{value}{name_suffix}"
         if f.name == "general.file_type" and types_changed:
             value = {"f32": 0, "f16": 1, "q8_0": 7}[out_type]  # LLAMA_FTYPE_ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0
         writer.add_key_value(f.name, value, f.type, sub_type=f.sub_type)

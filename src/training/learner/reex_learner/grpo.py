@@ -4,10 +4,12 @@ rollout or packed with a shared prompt, and their log-probs under a model."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
+import lzma
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,6 @@ class Rollout:
     old_logprobs: list[float] | None
     advantage: float
     reward: float = 0.0
-    components: dict[str, Any] = field(default_factory=dict)
     truncated: bool = False
     interactions: int = 0
     question_id: Any = None
@@ -67,28 +68,39 @@ def parse_rollout(obj: dict[str, Any], where: str = "") -> Rollout:
         old_logprobs=old,
         advantage=float(adv if adv is not None else 0.0),
         reward=float(obj.get("reward", 0.0) or 0.0),
-        components=dict(obj.get("components") or {}),
         truncated=bool(obj.get("truncated", False)),
         interactions=int(obj.get("interactions", 0) or 0),
         question_id=obj.get("question_id"),
     )
 
 
-def read_experience(path: str) -> list[Rollout]:
-    """One JSON object per line (blank lines ignored); see docs/learner.md for the fields."""
-    out: list[Rollout] = []
-    with open(path, encoding="utf-8") as fh:
+def read_jsonl(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line; a path ending in .gz or .xz is read through gzip or xz (the
+    synthetic SFT data gzips 30x; real schemas repeat farther apart than gzip's window, so xz carries them)."""
+    opener = gzip.open if path.endswith(".gz") else lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: not JSON: {err}") from err
-            out.append(parse_rollout(obj, f"{path}:{n}: "))
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{n}: not JSON: {err}") from err
+
+
+def read_experience(path: str) -> list[Rollout]:
+    """The rollouts of an experience file (docs/learner.md for the fields)."""
+    out = [parse_rollout(obj, f"{path}:{n}: ") for n, obj in read_jsonl(path)]
     if not out:
         raise ValueError(f"{path}: no rollouts")
     return out
+
+
+def check_token_ids(seqs: Iterable[Sequence[int]], n_vocab: int, path: str) -> None:
+    """ValueError naming the first of ``seqs`` (a file's rollouts or records, from 0) with a token id outside the model."""
+    for i, seq in enumerate(seqs):
+        bad = next((t for t in seq if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise ValueError(f"{path}: entry {i}: token id {bad} outside the model's vocabulary (0..{n_vocab - 1}): not this model's tokenizer")
 
 
 @dataclass
@@ -340,10 +352,20 @@ def pack_rollouts(
     return [collate_packs([p], pad_id).to(device) for p in make_packs(records, pack_tokens, True)]
 
 
-def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):
-    """(B, T) log-probs of ``b.targets`` at each packed position (entropy too if asked)."""
-    from .sft_train import packed_forward
+def packed_forward(model: torch.nn.Module, ids: torch.Tensor, pos: torch.Tensor, seg: torch.Tensor) -> torch.Tensor:
+    """Logits (B, T, n_vocab) of packed rows: the model's hidden states with explicit positions and the packed
+    attention mask (model.packed_allowed), so every suffix token gets the logits of its own unpacked sequence."""
+    return model.logits(model.hidden(ids, pos, seg=seg))
 
+
+def packed_logprobs(model: torch.nn.Module, b: PackedBatch, temperature: float = 1.0, with_entropy: bool = False, compute_dtype: torch.dtype | None = None):
+    """(B, T) log-probs of ``b.targets`` at the packed rows' loss tokens, 0 elsewhere (entropy too if asked).
+    Only the loss tokens are projected onto the vocabulary: the output matrix is most of a large-vocabulary
+    model's cost (Gemma 3: 262k x 640), and a packed row's prefix has none."""
+    keep = b.mask > 0
     with autocast_context(b.ids.device, compute_dtype):
-        logits = packed_forward(model, b.ids, b.pos, b.seg)
-    return target_logprobs(logits, b.targets, temperature, with_entropy)
+        logits = model.logits(model.hidden(b.ids, b.pos, seg=b.seg)[keep])
+    lp_k, ent_k = target_logprobs(logits, b.targets[keep], temperature, with_entropy)
+    lp = torch.zeros(b.mask.shape, dtype=lp_k.dtype, device=lp_k.device).masked_scatter(keep, lp_k)
+    ent = None if ent_k is None else torch.zeros_like(lp).masked_scatter(keep, ent_k)
+    return lp, ent

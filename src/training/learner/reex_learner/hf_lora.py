@@ -1,18 +1,5 @@
-"""Path (b): the Hugging Face backend of ``train.train`` -- a LoRA adapter (peft) on a transformers
-checkpoint, for a request with ``backend: "hf"`` (docs/learner.md, "Path (b)").
-
-* The policy is the frozen base plus a trainable LoRA adapter: a fresh one (``lora.rank/alpha/targets``,
-  llama.cpp's target names mapped to HF modules) or ``lora.in`` (a peft folder) from the previous step.
-* The experience file is the GGUF path's: token ids of the GGUF the rollouts ran on, which must have
-  been converted from this same HF checkpoint (``convert_hf_to_gguf.py`` keeps the tokenizer's ids).
-* The loop, loss and optimizer are ``train.train``'s; the KL reference is the base itself with the
-  adapter switched off (peft's ``disable_adapter()``), used when ``train.klBeta`` > 0.
-* Multi-GPU: under torchrun / ``accelerate launch`` (``WORLD_SIZE > 1``) every rank takes its share
-  of each mini-batch and DDP all-reduces the LoRA gradients once per optimizer step, so the update
-  equals the single-process one (tested on CPU/gloo).
-
-transformers and peft are imported only when a model is loaded (``require_hf``).
-"""
+"""The Hugging Face backend of ``train.train`` (a request with ``backend: "hf"``): a peft LoRA adapter on a
+transformers checkpoint, one process or DDP under torchrun (docs/learner.md, "Path (b)")."""
 
 from __future__ import annotations
 
@@ -21,15 +8,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .grpo import Rollout
-from .llama_cpp_paths import llama_cpp_candidates
+from .gguf_io import llama_cpp_file
 from .train import Backend, DistInfo, train
 
 HF_IMPORT_HINT = (
@@ -254,45 +239,20 @@ def load_policy(
     return model
 
 
-def vocab_rows(model: torch.nn.Module) -> int:
-    return int(model.get_input_embeddings().num_embeddings)
-
-
-def check_token_ids(rollouts: Sequence[Rollout], n_vocab: int, path: str) -> None:
-    for i, r in enumerate(rollouts):
-        for t in r.prompt_tokens + r.tokens:
-            if not 0 <= t < n_vocab:
-                raise ValueError(
-                    f"{path}: rollout {i}: token id {t} outside the model's embedding rows (0..{n_vocab - 1}); "
-                    "the rollouts' GGUF must be converted from this HF checkpoint"
-                )
-
-
 # ------------------------------------------------------------------------------------------------
 # GGUF LoRA export through llama.cpp's own convert_lora_to_gguf.py
 # ------------------------------------------------------------------------------------------------
-def _candidate_convert_scripts() -> list[Path]:
-    env = os.environ.get("REEX_LLAMA_CPP")
-    return llama_cpp_candidates("convert_lora_to_gguf.py", Path(env) / "convert_lora_to_gguf.py" if env else None)
-
-
 def find_convert_lora_script(explicit: str | None = None) -> Path:
-    if explicit:
-        p = Path(explicit)
-        if p.is_dir():
-            p = p / "convert_lora_to_gguf.py"
-        if not p.is_file():
-            raise FileNotFoundError(f"convert_lora_to_gguf.py not found at {explicit}")
-        return p
-    for p in _candidate_convert_scripts():
-        if p.is_file():
-            return p
-    raise FileNotFoundError(
-        "llama.cpp's convert_lora_to_gguf.py was not found. It ships in "
-        "node_modules/node-llama-cpp/llama/llama.cpp/; if that folder is missing, run "
-        "`git clone node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp`, "
-        "or pass --convert-script / set REEX_LLAMA_CPP to a llama.cpp checkout."
-    )
+    p = Path(explicit) if explicit else llama_cpp_file("convert_lora_to_gguf.py", "REEX_LLAMA_CPP")
+    p = p / "convert_lora_to_gguf.py" if p is not None and p.is_dir() else p
+    if p is None or not p.is_file():
+        raise FileNotFoundError(
+            f"llama.cpp's convert_lora_to_gguf.py was not found{f' at {explicit}' if explicit else ''}. It ships in "
+            "node_modules/node-llama-cpp/llama/llama.cpp/; if that folder is missing, run "
+            "`git clone node_modules/node-llama-cpp/llama/gitRelease.bundle /tmp/llama.cpp`, "
+            "or pass hf.convertScript / set REEX_LLAMA_CPP to a llama.cpp checkout."
+        )
+    return p
 
 
 def resolve_local_base(base: str) -> str:
@@ -324,23 +284,11 @@ def convert_adapter_to_gguf(adapter_dir: str, base_dir: str, out: str, outtype: 
 # ------------------------------------------------------------------------------------------------
 # The hf-step command
 # ------------------------------------------------------------------------------------------------
-_WEIGHT_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-
-
-def pick_device_and_dtype(device: str, dtype: str) -> tuple[str, torch.dtype]:
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    wdt = _WEIGHT_DTYPES[dtype]
-    if wdt == torch.float16 and not str(device).startswith("cuda"):
-        print("reex_learner: dtype f16 needs CUDA; loading the base in f32 on CPU", file=sys.stderr)
-        wdt = torch.float32
-    return device, wdt
-
-
 def run_hf_step(req: dict[str, Any]) -> dict[str, Any]:
     """A request with ``backend: "hf"``: one step of a LoRA adapter on a Hugging Face checkpoint
     (``paths.model``); returns the metrics (rank 0's view, reduced over ranks)."""
-    from .grpo import read_experience
+    from .cli import torch_runtime
+    from .grpo import check_token_ids, read_experience
     from .request import step_config
 
     require_hf()  # fail early, before touching the GPU, with the install hint
@@ -348,10 +296,8 @@ def run_hf_step(req: dict[str, Any]) -> dict[str, Any]:
     paths, lo, rt, hf = req["paths"], req["lora"], req["runtime"], req["hf"]
     if lo is None or hf is None:
         raise ValueError("the hf backend trains a LoRA adapter: the request needs its lora and hf fields")
-    if rt["threads"]:
-        torch.set_num_threads(rt["threads"])
     dist_info = dist_from_env()
-    device, weight_dtype = pick_device_and_dtype(rt["device"], rt["dtype"])
+    _, device, weight_dtype = torch_runtime(rt)
     device = init_distributed(dist_info, device)
     cfg = step_config(req, None if weight_dtype == torch.float32 else weight_dtype)
     lora = LoraSettings(r=lo["rank"], alpha=lo["alpha"], targets=parse_targets(lo["targets"]))
@@ -360,7 +306,7 @@ def run_hf_step(req: dict[str, Any]) -> dict[str, Any]:
         gguf_base = resolve_local_base(paths["model"])
     rollouts = read_experience(paths["experience"])
     model = load_policy(paths["model"], lo["in"], lora, weight_dtype, device, rt["attn"], rt["gradCheckpoint"], hf["trustRemoteCode"], cfg.seed)
-    check_token_ids(rollouts, vocab_rows(model), paths["experience"])
+    check_token_ids((r.prompt_tokens + r.tokens for r in rollouts), model.get_input_embeddings().num_embeddings, paths["experience"])
     ddp_model = wrap_ddp(model, device) if dist_info.enabled else None
     load_s = time.time() - t0
     try:

@@ -1,21 +1,5 @@
-"""LoRA adapters on the learner's own GGUF model, written and read as llama.cpp LoRA GGUFs.
-
-A target matrix ``W`` (a block's ``attn_q`` ... ``ffn_down``, chosen by llama.cpp tensor name) becomes
-``W + (alpha / r) * B @ A`` with ``A`` (r, in) and ``B`` (out, r) in float32: ``A`` drawn as peft draws
-it (``kaiming_uniform_(a=sqrt(5))``, i.e. uniform in +-1/sqrt(in)), ``B`` zero, so a fresh adapter is the
-base model exactly. Every base weight is frozen (``requires_grad = False``); only the adapters train.
-
-The file is what llama.cpp's ``convert_lora_to_gguf.py`` writes and ``src/llama-adapter.cpp`` reads:
-``general.architecture`` = the base's, ``general.type = "adapter"``, ``adapter.type = "lora"``,
-``adapter.lora.alpha`` (float32), and per target the tensors ``<base tensor name>.lora_a`` and
-``.lora_b`` (e.g. ``blk.0.attn_q.weight.lora_a``). GGUF lists dims fastest-first, the reverse of
-torch's order: ``lora_a`` is ``ne = [in, r]`` (torch ``(r, in)``), ``lora_b`` ``ne = [r, out]`` (torch
-``(out, r)``); llama.cpp checks ``W.ne[0] == a.ne[0]``, ``W.ne[1] == b.ne[1]``, ``a.ne[1] == b.ne[0]``
-and computes ``W x + scale * b(a(x))`` with ``scale = adapter_scale * alpha / r`` (``r = b.ne[0]``;
-``alpha = 0`` means no ``alpha / r`` factor), the same maths as :class:`LoraLinear`. The embedding and
-output matrices are not targets (llama.cpp transposes a ``token_embd`` adapter, and a tied output is
-``token_embd``), nor are norms or biases.
-"""
+"""LoRA adapters on the learner's own GGUF model (``W + (alpha / r) B @ A``, only the adapters train), written and
+read as llama.cpp LoRA GGUFs (the file format: docs/learner.md, "LoRA on a frozen base")."""
 
 from __future__ import annotations
 
@@ -23,7 +7,7 @@ import contextlib
 import math
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +17,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .gguf_io import SUPPORTED_ARCHS, _to_float32, finish_atomically, gguf_module
-from .lora_args import DEFAULT_TARGETS, LORA_TARGETS
+
+#: The block matrices a LoRA may target, by llama.cpp tensor name; a fresh adapter's default targets.
+LORA_TARGETS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+DEFAULT_TARGETS = "attn_q,attn_k,attn_v,attn_output"
 
 
 def parse_targets(spec: str | Sequence[str]) -> list[str]:
@@ -148,11 +135,6 @@ def lora_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for _, m in lora_modules(model) for p in (m.lora_a, m.lora_b)]
 
 
-def has_lora(model: nn.Module) -> bool:
-    """Whether ``model`` carries any adapter."""
-    return any(True for _ in lora_modules(model))
-
-
 @contextlib.contextmanager
 def lora_disabled(model: nn.Module) -> Iterator[None]:
     """Runs the block with every adapter of ``model`` switched off (the base model)."""
@@ -193,14 +175,6 @@ class BaseView:
         return self.model.parameters()
 
 
-def merged_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The model's GGUF tensors (float32, CPU) with every adapter merged: ``W + (alpha / r) B @ A``."""
-    state = {name: t.detach().to("cpu", torch.float32).clone() for name, t in model.gguf_tensors()}
-    for name, m in lora_modules(model):
-        state[name] = state[name] + m.delta_weight().cpu()
-    return state
-
-
 # ------------------------------------------------------------------------------------------------
 # The adapter file
 # ------------------------------------------------------------------------------------------------
@@ -211,8 +185,6 @@ class LoraAdapter:
     arch: str
     alpha: float
     pairs: dict[str, tuple[np.ndarray, np.ndarray]]
-    path: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ranks(self) -> list[int]:
@@ -295,7 +267,7 @@ def read_lora_gguf(path: str | os.PathLike[str]) -> LoraAdapter:
         pairs[base] = (a, b)
     if not pairs:
         raise ValueError(f"{path}: no LoRA tensors")
-    return LoraAdapter(arch=arch, alpha=float(meta.get("adapter.lora.alpha", 0.0) or 0.0), pairs=pairs, path=str(path), meta=meta)
+    return LoraAdapter(arch=arch, alpha=float(meta.get("adapter.lora.alpha", 0.0) or 0.0), pairs=pairs)
 
 
 def _check_fits(adapter: LoraAdapter, arch: str, shapes: dict[str, tuple[int, ...]]) -> None:

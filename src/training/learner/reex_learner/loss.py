@@ -1,25 +1,5 @@
 """The loss: GRPO's clipped surrogate with the k3 KL, or SFT's cross-entropy, as a micro-batch's share of
-the optimizer batch's mean (the one loss of ``train.train``).
-
-Loss (docs/learner.md), per response token t of rollout i with loss-mask m_it (1 = sampled by the model,
-0 = prompt or injected executor ``<result>`` text):
-
-    r_it   = exp(logp_new(t) - logp_old(t))                      (importance ratio, token level)
-    pg_it  = -min(r_it * A_i, clip(r_it, 1 - eps_low, 1 + eps_high) * A_i)
-    kl_it  = exp(ref - new) - (ref - new) - 1                     (k3 estimator, only if beta > 0)
-    loss   = sum_it m_it * (pg_it + beta * kl_it) / sum_it m_it   ("token-mean", the default)
-
-The default aggregation is the **token-level mean over all loss tokens of the optimizer batch**
-(DAPO-style): every sampled token weighs the same, whatever the length of its rollout, so long
-multi-probe rollouts are not down-weighted per token. ``loss_agg="seq-mean-token-mean"`` gives the
-original GRPO per-sequence mean instead. With gradient accumulation the denominator is the
-token (or sequence) count of the whole optimizer batch, so accumulated micro-batch gradients equal
-the full-batch gradient exactly.
-
-Mask-0 tokens: their log-ratio is replaced by 0 with ``torch.where`` *before* ``exp``, so they get
-exactly zero gradient and cannot produce inf/NaN whatever their stored old log-prob is; they still
-sit in the context (the model attends to them).
-"""
+the optimizer batch's mean (the formulas, aggregation and masking: docs/learner.md, "The loss")."""
 
 from __future__ import annotations
 
@@ -79,20 +59,16 @@ def grpo_token_loss(
 
 
 def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_agg: str, denom: float) -> torch.Tensor:
-    """Sum of this micro-batch's share of the optimizer-batch mean (see module docstring)."""
+    """This micro-batch's share of the optimizer-batch mean (``denom``: that batch's ``agg_denominator``)."""
     if loss_agg == "token-mean":
         return per_token.sum() / denom
-    if loss_agg == "seq-mean-token-mean":
-        ntok = mask.sum(-1)
-        per_seq = per_token.sum(-1) / ntok.clamp(min=1.0)
-        return per_seq[ntok > 0].sum() / denom
-    raise ValueError(f"loss_agg must be token-mean|seq-mean-token-mean, got {loss_agg!r}")
+    ntok = mask.sum(-1)  # seq-mean-token-mean
+    per_seq = per_token.sum(-1) / ntok.clamp(min=1.0)
+    return per_seq[ntok > 0].sum() / denom
 
 
 def agg_denominator(masks: Iterable[torch.Tensor], loss_agg: str, floor: float = 1.0) -> float:
     """The loss tokens (token-mean) or sequences with one (seq-mean-token-mean) of ``masks``, at least ``floor``."""
-    if loss_agg not in ("token-mean", "seq-mean-token-mean"):
-        raise ValueError(f"loss_agg must be token-mean|seq-mean-token-mean, got {loss_agg!r}")
     tot = 0.0
     for m in masks:
         tot += float(m.sum()) if loss_agg == "token-mean" else float((m.sum(-1) > 0).sum())
@@ -100,11 +76,8 @@ def agg_denominator(masks: Iterable[torch.Tensor], loss_agg: str, floor: float =
 
 
 def micro_batch_loss(cfg: Any, lp: torch.Tensor, b: Any, denom: float, ref_lp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """The loss of one micro-batch as its share of the optimizer-batch mean (``denom`` = the loss-token
-    or sequence count of the whole optimizer batch), and its per-token stats. ``lp``: the policy's
-    (B, L-1) log-probs of ``b.targets``; ``ref_lp``: the reference's (KL term / metric), or None.
-    SFT: cross-entropy on mask-1 tokens; GRPO: ``grpo_token_loss``. Pure: no model, no optimizer --
-    shared by ``train_step`` and the Hugging Face LoRA path (``hf_lora``)."""
+    """One micro-batch's loss (SFT's cross-entropy or ``grpo_token_loss``) as its share of the optimizer-batch mean,
+    and its per-token stats; ``lp``/``ref_lp``: the policy's and the reference's (or None) log-probs of ``b.targets``."""
     if cfg.mode == "sft":
         per_token = -lp * b.mask
         loss = aggregate(per_token, b.mask, cfg.loss_agg, denom)

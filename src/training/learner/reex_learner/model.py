@@ -1,53 +1,10 @@
-"""A plain PyTorch llama-family decoder that computes what llama.cpp computes for the same GGUF.
-
-Matches llama.cpp's graph for ``llama`` (llama.cpp/src/models/llama.cpp) and ``qwen2``:
-
-* token embedding lookup (``token_embd.weight``, shape ``(n_vocab, n_embd)``);
-* per block: ``x + attn_output(attn(rms_norm(x) * attn_norm))``, then
-  ``h + ffn_down(silu(ffn_gate(n)) * ffn_up(n))`` with ``n = rms_norm(h) * ffn_norm``;
-* RMSNorm: ``x / sqrt(mean(x^2) + eps) * w``;
-* RoPE on Q and K as stored in the GGUF. For ``llama`` llama.cpp uses rope type NORM: pairs
-  ``(x[2i], x[2i+1])`` are rotated (the HF->GGUF converter permuted Q/K rows so that this is
-  right); for ``qwen2`` rope type NEOX: pairs ``(x[i], x[i + n_rot/2])``. Angle of pair ``i`` at
-  position ``p``: ``p * base^(-2i/n_rot) * freq_scale / freq_factor[i]``, computed in float32 the
-  way ggml's CPU kernel does (running product of ``theta_scale``);
-* grouped-query attention: query head ``h`` reads key/value head ``h // (n_head / n_head_kv)``;
-  scores scaled by ``1/sqrt(head_dim)`` (or ``{arch}.attention.scale``), causal mask, softmax;
-* ``output_norm`` then ``output.weight`` (or ``token_embd.weight`` when the file has no output
-  tensor: tied embeddings, as llama.cpp does).
-
-``gemma3`` (llama.cpp/src/models/gemma3.cpp) adds, on the same skeleton:
-
-* the embeddings are multiplied by ``sqrtf(n_embd)``;
-* RMSNorm weights are used as stored: HF Gemma computes ``x * (1 + w)`` and the HF->GGUF converter
-  already stored ``1 + w``;
-* per-head RMSNorm of Q (``attn_q_norm``) and K (``attn_k_norm``) over ``head_dim``, before RoPE
-  (NEOX); Q scaled by ``1/sqrt(head_dim)`` (``1/sqrt(n_embd/n_head)`` for the 27B model), not by
-  ``{arch}.attention.scale``;
-* ``post_attention_norm`` on the attention output before the residual add, and ``post_ffw_norm`` on
-  the FFN output before its residual add;
-* GeGLU feed-forward: ``ffn_down(gelu_tanh(ffn_gate(n)) * ffn_up(n))``;
-* sliding-window layers (``HParams.swa_layers``; every 6th layer is global in Gemma 3): a query at
-  position p only sees keys at positions > p - n_swa (``{arch}.attention.sliding_window``), and their
-  RoPE uses base ``rope_base_swa`` (10000) and no scaling, while global layers use
-  ``{arch}.rope.freq_base`` (1e6) and the file's rope scaling;
-* tied output (no ``output.weight``) and, when ``{arch}.final_logit_softcapping`` is set (not in
-  Gemma 3), ``c * tanh(logits / c)``.
-
-On CPU, llama.cpp's GeGLU reads gelu from an f16 table and its quantised matmuls round their
-inputs to 8 bits (Q8_0/Q8_K blocks); this module computes the exact maths. tests/test_gemma_parity.py
-measures it on Gemma 3 270M: max |logit diff| ~2e-2 against an F32 copy of the file (f16 gelu table
-emulated), ~2 (logits of magnitude 10..40) against the Q4_K_M file itself.
-
-Works on PyTorch 1.13 (Debian) and 2.x. ``torch.nn.functional.scaled_dot_product_attention`` is used
-only when asked for (``attn_impl="sdpa"``) and present.
-"""
+"""A plain PyTorch decoder that computes what llama.cpp computes for the same GGUF (``llama``, ``qwen2``,
+``gemma3``): the maths, RoPE, Gemma 3's sliding window and the measured agreement are in docs/learner.md."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import torch
@@ -354,18 +311,13 @@ def load_model(path: str, dtype: torch.dtype = torch.float32, device: str | torc
 
 
 def state_for_gguf(model: LlamaModel) -> dict[str, torch.Tensor]:
-    """The module's trainable tensors under their GGUF names, float32 on CPU, for write_gguf."""
-    return {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+    """The model's GGUF tensors, float32 on CPU, for write_gguf, with any LoRA adapter merged in: ``W + (alpha / r) B @ A``."""
+    from .lora import lora_modules
 
-
-def _as_stored(gguf: Any, arr: np.ndarray, qtype: Any) -> np.ndarray | None:
-    """``arr`` rounded the way the GGUF writer stores ``qtype`` (F32, F16), or None for other types."""
-    Q = gguf.GGMLQuantizationType
-    if qtype == Q.F32:
-        return arr.astype(np.float32)
-    if qtype == Q.F16:
-        return arr.astype(np.float16).astype(np.float32)
-    return None
+    state = {name: t.detach().to("cpu", torch.float32) for name, t in model.gguf_tensors()}
+    for name, m in lora_modules(model):
+        state[name] = state[name] + m.delta_weight().cpu()
+    return state
 
 
 def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
@@ -375,7 +327,7 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
     other weights, e.g. a run resumed from another checkpoint without its masters)."""
     if not os.path.exists(path):
         return False
-    from .gguf_io import gguf_module
+    from .gguf_io import _encode, gguf_module
 
     saved = torch.load(path, map_location="cpu")
     state = saved.get("state", saved) if isinstance(saved, dict) else saved
@@ -383,13 +335,14 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
     if set(state) != set(params):
         raise ValueError(f"{path}: master weights name other tensors than the model's")
     gguf = gguf_module()
+    plain = (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16)  # types the export stores exactly rounded
     with torch.no_grad():
         for name, p in params.items():
             t = state[name]
             if tuple(t.shape) != tuple(p.shape):
                 raise ValueError(f"{path}: master {name} has shape {tuple(t.shape)}, the model {tuple(p.shape)}")
-            stored = _as_stored(gguf, t.float().numpy(), g.tensor_types[gguf_name(name)])
-            if stored is not None and not np.array_equal(stored, g.tensors[gguf_name(name)].astype(np.float32)):
+            qtype, stored = g.tensor_types[gguf_name(name)], g.tensors[gguf_name(name)].astype(np.float32)
+            if qtype in plain and not np.array_equal(_encode(gguf, name, t.float().numpy(), qtype)[0].astype(np.float32), stored):
                 raise ValueError(
                     f"{path}: the model's {gguf_name(name)} is not the export of these master weights; pass the GGUF written with them, or drop the masters"
                 )
@@ -399,14 +352,6 @@ def load_master(model: LlamaModel, g: GGUFModel, path: str) -> bool:
 
 def save_master(model: LlamaModel, path: str) -> None:
     """Writes ``model``'s float32 weights to ``path`` atomically (the masters the next step continues from)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    torch.save({"state": {n: p.detach().to("cpu", torch.float32).clone() for n, p in model.named_parameters()}}, tmp)
-    os.replace(tmp, path)
+    from .train import save_atomic
 
-
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """log p(targets) under softmax(logits / temperature); logits (..., V), targets (...)."""
-    if temperature != 1.0:
-        logits = logits / temperature
-    lp = torch.log_softmax(logits.float(), dim=-1)
-    return lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    save_atomic({"state": {n: p.detach().to("cpu", torch.float32).clone() for n, p in model.named_parameters()}}, path)

@@ -1,7 +1,5 @@
-"""The learner's request file (``python3 -m reex_learner step --request FILE``): one JSON object that
-TypeScript writes from the resolved training config (src/training/learner-request.ts), validated here
-against the JSON Schema emitted from that zod schema (``learner-request.schema.json``, beside this
-package). Every field is required: the defaults live in the TypeScript config, none here."""
+"""The learner's request file, validated against the JSON Schema emitted from src/training/learner-request.ts
+(``learner-request.schema.json``, beside this package); every field is required, the defaults live in TypeScript."""
 
 from __future__ import annotations
 
@@ -50,7 +48,9 @@ def _check(value: Any, s: dict[str, Any], where: str) -> None:
     if "minLength" in s and len(value) < s["minLength"]:
         raise ValueError(f"{where}: empty")
     if s.get("type") == "object":
-        props = s.get("properties", {})
+        props, extra = s.get("properties", {}), s.get("additionalProperties")
+        if isinstance(extra, dict):  # a record: any key, every value of one schema
+            props = {**{k: extra for k in value}, **props}
         unknown = sorted(set(value) - set(props))
         missing = [k for k in s.get("required", []) if k not in value]
         if unknown or missing:

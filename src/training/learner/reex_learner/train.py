@@ -1,12 +1,5 @@
-"""The one training loop of the learner, for GRPO and SFT alike, over a :class:`Backend`: the learner's
-own GGUF torch model (model.py, with or without a LoRA from lora.py) or a Hugging Face model with a peft
-adapter (hf_lora.py, also under torchrun). One optimizer, one warm-up, one optimizer step.
-
-Per optimizer step (a mini-batch of rollouts, ``cfg.mini_batch``, 0 = all): the rollouts are cut into
-micro-batches (one row each, sorted by length; or prefix-shared packed rows), each micro-batch's loss
-(loss.py) is its share of the mini-batch's mean and is accumulated, then the gradient is clipped and
-AdamW steps. Advantages come from the experience file (computed once, in TypeScript).
-"""
+"""The one training loop of the learner, for GRPO and SFT alike, over a :class:`Backend`: one optimizer, one
+lr schedule, one optimizer step (docs/learner.md, "The loss")."""
 
 from __future__ import annotations
 
@@ -16,17 +9,17 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .grpo import Batch, Rollout, collate, pack_rollouts, packed_logprobs, sequence_logprobs
-from .loss import agg_denominator, aggregate, grpo_token_loss, micro_batch_loss
+from .grpo import Rollout, collate, collate_packs, pack_rollouts, packed_logprobs, sequence_logprobs
+from .loss import agg_denominator, micro_batch_loss
 
-#: AdamW's moments and epsilon (fixed, not hyper-parameters of a run); the padding token id.
-ADAM_BETAS = (0.9, 0.999)
+#: AdamW's first-moment decay and epsilon (fixed, not hyper-parameters of a run); the padding token id.
+ADAM_BETA1 = 0.9
 ADAM_EPS = 1e-8
 PAD_ID = 0
 
@@ -58,6 +51,10 @@ class StepConfig:
     pack_tokens: int
     shuffle: bool
     seed: int
+    adam_beta2: float  # AdamW's second-moment decay (beta1 is 0.9)
+    decay_norms: bool  # weight decay on 1-D parameters (norms, biases) too, else on matrices only
+    schedule: str  # constant | linear | cosine: the lr after warm-up, decayed over a run's progress
+    min_lr_ratio: float  # the decayed lr's floor, as a share of lr
 
 
 class OldLogprobMismatch(ValueError):
@@ -71,61 +68,38 @@ def _chunks(xs: Sequence[Any], n: int) -> list[list[Any]]:
 
 
 def make_optimizer(model: torch.nn.Module, cfg: StepConfig) -> torch.optim.Optimizer:
+    """AdamW over the trainable parameters: group 0 decays (every parameter, or with ``decay_norms`` off the
+    matrices only), group 1 (the 1-D rest, when any is left out) does not."""
     params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=ADAM_BETAS, eps=ADAM_EPS, weight_decay=cfg.weight_decay)
+    decay = [p for p in params if cfg.decay_norms or p.dim() >= 2]
+    rest = [p for p in params if not (cfg.decay_norms or p.dim() >= 2)]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}] + ([{"params": rest, "weight_decay": 0.0}] if rest else [])
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(ADAM_BETA1, cfg.adam_beta2), eps=ADAM_EPS)
 
 
 def load_optimizer_state(opt: torch.optim.Optimizer, path: str | None, cfg: StepConfig) -> bool:
     if not path or not os.path.exists(path):
         return False
-    state = torch.load(path, map_location="cpu")
-    opt.load_state_dict(state["optimizer"])
-    for g in opt.param_groups:  # the command line wins over the saved hyperparameters
-        g["lr"], g["betas"], g["eps"], g["weight_decay"] = cfg.lr, ADAM_BETAS, ADAM_EPS, cfg.weight_decay
+    opt.load_state_dict(torch.load(path, map_location="cpu")["optimizer"])
+    for i, g in enumerate(opt.param_groups):  # the request wins over the saved hyperparameters
+        g["lr"], g["betas"], g["eps"] = cfg.lr, (ADAM_BETA1, cfg.adam_beta2), ADAM_EPS
+        g["weight_decay"] = cfg.weight_decay if i == 0 else 0.0
     return True
 
 
 def optimizer_steps_done(opt: torch.optim.Optimizer) -> int:
     """How many steps the optimizer has taken, carried in its state across processes (0 when fresh)."""
-    for st in opt.state.values():
-        if "step" in st:
-            return int(float(st["step"]))
-    return 0
+    return next((int(float(st["step"])) for st in opt.state.values() if "step" in st), 0)
 
 
-def warmup_lr(cfg: StepConfig, done: int) -> float:
-    """The learning rate of optimizer step ``done + 1``: ``cfg.lr`` scaled by min(1, (done + 1) / warmup)."""
-    if cfg.warmup_steps <= 0:
-        return cfg.lr
-    return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
-
-
-def apply_warmup_lr(opt: torch.optim.Optimizer, cfg: StepConfig) -> float:
-    """Sets the learning rate of the optimizer step about to be taken (``warmup_lr``) and returns it."""
-    lr_now = warmup_lr(cfg, optimizer_steps_done(opt))
-    for g in opt.param_groups:
-        g["lr"] = lr_now
-    return lr_now
-
-
-def check_old_logprob_diff(cfg: StepConfig, diff_sum: float, diff_n: float) -> None:
-    """The ``max_old_logprob_diff`` guard (config learner.maxOldLogprobDiff), run after the first mini-batch's forward passes and
-    before its optimizer step: raises OldLogprobMismatch when the mean |logp - old_logp| over its
-    ``diff_n`` loss tokens (summing to ``diff_sum``) exceeds the limit."""
-    if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
-        raise OldLogprobMismatch(
-            f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
-            f"above learner.maxOldLogprobDiff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
-            "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
-        )
-
-
-def save_optimizer_state(opt: torch.optim.Optimizer, path: str | None) -> None:
-    if not path:
-        return
-    tmp = f"{path}.{os.getpid()}.tmp"
-    torch.save({"optimizer": opt.state_dict()}, tmp)
-    os.replace(tmp, path)
+def lr_at(cfg: StepConfig, done: int, progress: float) -> float:
+    """The learning rate of optimizer step ``done + 1``: a linear warm-up over ``cfg.warmup_steps``, then
+    ``cfg.schedule`` decayed by ``progress`` in [0, 1] (a run's steps or wall clock) to ``min_lr_ratio``."""
+    if cfg.warmup_steps > 0 and done < cfg.warmup_steps:
+        return cfg.lr * min(1.0, (done + 1) / cfg.warmup_steps)
+    p = min(max(progress, 0.0), 1.0)
+    f = {"constant": 1.0, "linear": 1.0 - p, "cosine": 0.5 * (1.0 + math.cos(math.pi * p))}[cfg.schedule]
+    return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * f)
 
 
 def needs_old_logprobs(r: Rollout) -> bool:
@@ -150,9 +124,6 @@ def fill_old_logprobs(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg:
                 r.old_logprobs = [(s if math.isnan(g) else g) if m else 0.0 for g, s, m in zip(given, scored, r.mask, strict=True)]
 
 
-STAT_KEYS = ("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll")
-
-
 def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, params: Sequence[torch.nn.Parameter], device: Any) -> torch.Tensor:
     """The flattened policy-gradient of ``rollouts`` alone (token-mean over their loss tokens, no KL)."""
     micros = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(sorted(rollouts, key=lambda r: r.length), cfg.micro_batch)]
@@ -163,8 +134,7 @@ def _half_gradient(policy: torch.nn.Module, rollouts: Sequence[Rollout], cfg: St
         if float(b.mask.sum()) == 0.0:
             continue
         lp, _ = sequence_logprobs(policy, b, cfg.temperature, compute_dtype=cfg.compute_dtype)
-        per_token, _ = grpo_token_loss(lp, b.old_logprobs, b.advantages, b.mask, cfg.clip, cfg.clip_high)
-        aggregate(per_token, b.mask, cfg.loss_agg, denom).backward()
+        micro_batch_loss(cfg, lp, b, denom)[0].backward()
     flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
     for p in params:
         p.grad = None
@@ -198,116 +168,11 @@ def split_half_agreement(
     return {"splits": len(cos), "groups": len(keys), "cosine": cos, "cosine_mean": sum(cos) / len(cos), "sign_agreement_mean": sum(sign) / len(sign)}
 
 
-def accumulate_micro_stats(
-    sums: dict[str, float],
-    stats: dict[str, torch.Tensor],
-    lp: torch.Tensor,
-    ent: torch.Tensor,
-    b: Batch,
-    n: float,
-    mode: str,
-    ratio_min: float,
-    ratio_max: float,
-) -> tuple[float, float]:
-    """Adds one micro-batch's loss statistics (``n`` loss tokens) to ``sums``; returns the updated
-    (ratio_min, ratio_max) over its loss tokens (GRPO only)."""
-    sums["tokens"] += n
-    sums["pg"] += float(stats["pg"].sum())
-    sums["kl"] += float(stats["kl"].sum())
-    sums["ratio"] += float(stats["ratio"].sum())
-    sums["clipped"] += float(stats["clipped"].sum())
-    sums["entropy"] += float((ent * b.mask).sum())
-    sums["nll"] += float((-lp.detach() * b.mask).sum())
-    keep = b.mask > 0
-    if mode == "grpo" and bool(keep.any()):
-        r = stats["ratio"][keep]
-        ratio_min, ratio_max = min(ratio_min, float(r.min())), max(ratio_max, float(r.max()))
-    return ratio_min, ratio_max
-
-
-def optimizer_step(opt: torch.optim.Optimizer, params: Sequence[torch.nn.Parameter], scaler: Any | None, max_grad_norm: float) -> float:
-    """Unscales (fp16), clips to ``max_grad_norm`` (when > 0) and applies the accumulated gradients;
-    returns the gradient norm before clipping."""
-    if scaler is not None:
-        scaler.unscale_(opt)
-    with_grad = [p for p in params if p.grad is not None]
-    if not with_grad:
-        gn = torch.zeros(())
-    elif max_grad_norm and max_grad_norm > 0:
-        gn = torch.nn.utils.clip_grad_norm_(with_grad, max_grad_norm)
-    else:
-        gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
-    # the package's one optimizer step; fp16 skips it on inf/nan gradients (their norm), as GradScaler.step does
-    if scaler is None or math.isfinite(float(gn)):
-        opt.step()
-    if scaler is not None:
-        scaler.update()  # reads the inf check unscale_ recorded
-    return float(gn)
-
-
-def step_metrics(
-    cfg: StepConfig,
-    rollouts: Sequence[Rollout],
-    sums: dict[str, float],
-    step_losses: Sequence[float],
-    ratio_min: float,
-    ratio_max: float,
-    grad_norms: Sequence[float],
-    first_diff_sum: float,
-    first_diff_n: float,
-    steps: int,
-    resumed: bool,
-    with_ref: bool,
-    dt: float,
-) -> dict[str, Any]:
-    """The metrics of a training step (the same keys for every backend)."""
-    ntok = max(sums["tokens"], 1.0)
-    rewards = [r.reward for r in rollouts]
-    advs = [r.advantage for r in rollouts]
-    mean_r = sum(rewards) / len(rewards)
-    return {
-        "mode": cfg.mode,
-        "loss": sum(step_losses) / len(step_losses) if step_losses else None,
-        "pg_loss": sums["pg"] / ntok if cfg.mode == "grpo" else None,
-        "nll": sums["nll"] / ntok,
-        "kl": sums["kl"] / ntok if with_ref else None,
-        "clip_frac": sums["clipped"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_mean": sums["ratio"] / ntok if cfg.mode == "grpo" else None,
-        "ratio_min": ratio_min if math.isfinite(ratio_min) else None,
-        "ratio_max": ratio_max if math.isfinite(ratio_max) else None,
-        "entropy": sums["entropy"] / ntok,
-        "grad_norm": sum(grad_norms) / len(grad_norms) if grad_norms else None,
-        "grad_norm_max": max(grad_norms) if grad_norms else None,
-        "old_logprob_abs_diff": first_diff_sum / first_diff_n if first_diff_n else None,
-        "optimizer_steps": steps,
-        "optimizer_resumed": resumed,
-        "epochs": cfg.epochs,
-        "lr": cfg.lr,
-        "rollouts": len(rollouts),
-        "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
-        "context_tokens": sum(r.length for r in rollouts),
-        "reward_mean": mean_r,
-        "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
-        "advantage_mean": sum(advs) / len(advs),
-        "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
-        "truncated": sum(1 for r in rollouts if r.truncated),
-        "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
-        "seconds": dt,
-        "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
-    }
-
-
-def loop_diagnostics(opt: torch.optim.Optimizer, lrs: Sequence[float], packed: bool, computed_tokens: int, agreement: dict[str, Any] | None) -> dict[str, Any]:
-    """The metrics the loop adds to ``step_metrics``."""
-    out: dict[str, Any] = {
-        "shared_prefix": packed,
-        "computed_tokens": computed_tokens,
-        "lr_applied": list(lrs),
-        "optimizer_steps_total": optimizer_steps_done(opt),
-    }
-    if agreement is not None:
-        out["split_half"] = agreement
-    return out
+def save_atomic(obj: Any, path: str) -> None:
+    """``torch.save`` through a temporary file and a rename (optimizer state, master weights)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -348,12 +213,6 @@ def all_reduce(values: Sequence[float], dist_info: DistInfo, op: str = "sum", de
     return t.tolist()
 
 
-def _empty_batch(device: Any) -> Batch:
-    """A 2-token row with no loss token: a rank whose share of a mini-batch is empty still runs one
-    forward/backward so that DDP's all-reduce has every rank (its gradient is exactly zero)."""
-    return collate([Rollout([PAD_ID, PAD_ID], [], [], None, 0.0)], PAD_ID, device=device)
-
-
 def _fill_missing_old_logprobs(backend: Backend, rollouts: list[Rollout], cfg: StepConfig, device: Any) -> None:
     """Scores the rollouts without old log-probs (each rank its share, then gathered)."""
     d = backend.dist
@@ -377,11 +236,9 @@ def _fill_missing_old_logprobs(backend: Backend, rollouts: list[Rollout], cfg: S
 # The loop
 # ------------------------------------------------------------------------------------------------
 class Backend:
-    """What the loop needs of a model: ``module`` (its trainable parameters are trained), ``plain`` (a
-    ``(B, L) -> logits`` callable without DDP: old log-probs, split-half), ``policy`` (the one the loss
-    differentiates: under DDP the wrapped model), ``ref`` (the KL reference or None), ``dist``, and
-    ``sync`` (DDP's no_sync around all but the last backward). This one is the GGUF torch model
-    (model.py), whose rows may be prefix-shared (``packs``); hf_lora.HFBackend is the other."""
+    """What the loop needs of a model: ``module`` (its trainable parameters train), ``plain`` (``(B, L) -> logits``
+    without DDP), ``policy`` (the one the loss differentiates), ``ref`` (the KL reference or None), ``dist`` and
+    ``sync`` (DDP's no_sync but for the last backward). This one is the GGUF model, whose rows may be packed."""
 
     def __init__(self, model: torch.nn.Module, ref: Any = None):
         self.module = self.plain = self.policy = model
@@ -396,33 +253,27 @@ class Backend:
         return {}
 
 
-def _micro_batches(backend: Backend, mini: list[Rollout], cfg: StepConfig, packed: bool, device: Any) -> tuple[list[Any], float]:
-    """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks."""
-    if packed:
-        batches: list[Any] = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
-    else:
-        local = shard_rollouts(mini, backend.dist.rank, backend.dist.world_size)
-        batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
-    local_denom = agg_denominator((b.mask for b in batches), cfg.loss_agg, floor=0.0)
-    denom = max(all_reduce([local_denom], backend.dist, "sum", _comm_device(device))[0], 1.0)
-    if backend.dist.enabled and not batches:
-        batches = [_empty_batch(device)]
-    return batches, denom
+def _step_batches(rollouts: list[Rollout], cfg: StepConfig) -> Iterator[tuple[list[Rollout], bool]]:
+    """A step's optimizer batches: ``cfg.epochs`` passes over ``rollouts`` in mini-batches (shuffled with the
+    seed, the same on every rank), each with whether it is the step's first."""
+    rng = random.Random(cfg.seed)
+    for epoch in range(cfg.epochs):
+        order = list(rollouts)
+        if cfg.shuffle:
+            rng.shuffle(order)
+        for mi, mini in enumerate(_chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))):
+            yield mini, epoch == 0 and mi == 0
 
 
-def _comm_device(device: torch.device) -> Any:
-    """NCCL reduces CUDA tensors only; gloo CPU ones."""
-    return device if device.type == "cuda" else "cpu"
-
-
-def train(backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, optimizer: torch.optim.Optimizer | None = None) -> dict[str, Any]:
-    """``cfg.epochs`` passes of GRPO (or SFT) over ``rollouts``, updating ``backend.module``'s trainable
-    parameters; returns the step's metrics (reduced over ranks). A plain module is a :class:`Backend`
-    without reference."""
+def train(
+    backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: StepConfig, optimizer: torch.optim.Optimizer | None = None, plan: Any = None
+) -> dict[str, Any]:
+    """The loop: optimizer steps over ``rollouts`` (``cfg.epochs`` passes of GRPO or SFT: a step), or over
+    ``plan``'s batches of packed records until its budget runs out (a multi-step SFT run, sft_run.Plan,
+    which sees each step and makes the summary). Updates ``backend.module``'s trainable parameters and
+    returns the metrics (reduced over ranks). A plain module is a :class:`Backend` without reference."""
     t0 = time.time()
     b_ = backend if isinstance(backend, Backend) else Backend(backend)
-    if cfg.mode not in ("grpo", "sft"):
-        raise ValueError(f"mode must be grpo|sft, got {cfg.mode!r}")
     if cfg.kl_beta and b_.ref is None and cfg.mode == "grpo":
         raise ValueError("kl_beta > 0 needs a reference model")
     if b_.dist.enabled and cfg.split_half > 0:
@@ -437,29 +288,29 @@ def train(backend: Backend | torch.nn.Module, rollouts: Sequence[Rollout], cfg: 
     rollouts = list(rollouts)
     _fill_missing_old_logprobs(b_, rollouts, cfg, device)
     agreement = split_half_agreement(b_.plain, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
-    run = _Run(b_, cfg, opt, params, device)
-    rng = random.Random(cfg.seed)
-    for epoch in range(cfg.epochs):
-        order = list(rollouts)
-        if cfg.shuffle:
-            rng.shuffle(order)  # the same seed on every rank: the same global order everywhere
-        for mi, mini in enumerate(_chunks(order, cfg.mini_batch if cfg.mini_batch > 0 else len(order))):
-            run.optimizer_step(mini, first=epoch == 0 and mi == 0)
-    save_optimizer_state(opt, cfg.optimizer_state if b_.dist.is_main else None)
-    return run.metrics(rollouts, resumed, agreement, time.time() - t0)
+    run = _Run(b_, cfg, opt, params, device, "packs" if plan is not None else None)
+    for mini, first in plan.batches() if plan is not None else _step_batches(rollouts, cfg):
+        run.optimizer_step(mini, first, plan.progress() if plan is not None else 0.0)
+        if plan is not None:
+            plan.after_step(run)
+    if cfg.optimizer_state and b_.dist.is_main:
+        save_atomic({"optimizer": opt.state_dict()}, cfg.optimizer_state)
+    return plan.summary(run) if plan is not None else run.metrics(rollouts, resumed, agreement, time.time() - t0)
 
 
 class _Run:
     """One call of :func:`train`: its optimizer steps and what they add up to."""
 
-    def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any):
+    def __init__(self, backend: Backend, cfg: StepConfig, opt: torch.optim.Optimizer, params: list[torch.nn.Parameter], device: Any, rows: str | None):
         self.b, self.cfg, self.opt, self.params, self.device = backend, cfg, opt, params, device
+        self.comm = device if device.type == "cuda" else "cpu"  # NCCL reduces CUDA tensors only; gloo CPU ones
         self.ref = backend.ref if cfg.mode == "grpo" else None
-        self.packed = cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled
+        self.packed = rows == "packs" or (cfg.share_prefix and cfg.loss_agg == "token-mean" and backend.packs and not backend.dist.enabled)
+        self.rows = rows or ("packed" if self.packed else "plain")
         self.score = packed_logprobs if self.packed else sequence_logprobs
         use_scaler = cfg.compute_dtype == torch.float16 and device.type == "cuda"
         self.scaler = torch.cuda.amp.GradScaler() if use_scaler else None
-        self.sums = {k: 0.0 for k in STAT_KEYS}
+        self.sums = dict.fromkeys(("pg", "kl", "ratio", "clipped", "entropy", "tokens", "nll"), 0.0)
         self.step_losses: list[float] = []
         self.grad_norms: list[float] = []
         self.lrs: list[float] = []
@@ -468,10 +319,27 @@ class _Run:
         self.computed_tokens = 0
         backend.module.train()
 
-    def optimizer_step(self, mini: list[Rollout], first: bool) -> None:
-        cfg, b = self.cfg, self.b
-        batches, denom = _micro_batches(b, mini, cfg, self.packed, self.device)
-        self.opt.zero_grad(set_to_none=True)
+    def _micro_batches(self, mini: list[Any]) -> tuple[list[Any], float]:
+        """The micro-batches of one optimizer step on this rank and the loss denominator over all ranks. ``rows``:
+        "plain" (a row per rollout), "packed" (prefix-shared rows of rollouts) or "packs" (a run's packed rows)."""
+        cfg, d, device = self.cfg, self.b.dist, self.device
+        if self.rows == "packs":
+            batches: list[Any] = [collate_packs(mini).to(device)]
+        elif self.rows == "packed":
+            batches = pack_rollouts(mini, cfg.pack_tokens, PAD_ID, cfg.mask_truncated, device=device)
+        else:
+            local = shard_rollouts(mini, d.rank, d.world_size)
+            batches = [collate(m, PAD_ID, cfg.mask_truncated, device=device) for m in _chunks(local, cfg.micro_batch)]
+        denom = max(all_reduce([agg_denominator((b.mask for b in batches), cfg.loss_agg, floor=0.0)], d, "sum", self.comm)[0], 1.0)
+        if d.enabled and not batches:
+            # a rank without rollouts still runs a backward (no loss token, zero gradient) so DDP's all-reduce has every rank
+            batches = [collate([Rollout([PAD_ID, PAD_ID], [], [], None, 0.0)], PAD_ID, device=device)]
+        return batches, denom
+
+    def optimizer_step(self, mini: list[Any], first: bool, progress: float) -> None:
+        cfg, b, opt = self.cfg, self.b, self.opt
+        batches, denom = self._micro_batches(mini)
+        opt.zero_grad(set_to_none=True)
         step_loss = 0.0
         for k, batch in enumerate(batches):
             last = k == len(batches) - 1
@@ -480,17 +348,40 @@ class _Run:
             if n == 0.0 and not (b.dist.enabled and last):
                 continue
             with b.sync(last):
-                loss = self._micro(batch, n, denom, first)
-            step_loss += float(loss)
+                step_loss += float(self._micro(batch, n, denom, first))
         if first:  # the guard sees every rank's tokens, so all ranks stop together
-            self.first_diff = all_reduce(self.first_diff, b.dist, "sum", _comm_device(self.device))
-            check_old_logprob_diff(cfg, *self.first_diff)
-        self.lrs.append(apply_warmup_lr(self.opt, cfg))
-        self.grad_norms.append(optimizer_step(self.opt, self.params, self.scaler, cfg.max_grad_norm))
+            self.first_diff = all_reduce(self.first_diff, b.dist, "sum", self.comm)
+            diff_sum, diff_n = self.first_diff
+            if cfg.max_old_logprob_diff > 0 and diff_n and diff_sum / diff_n > cfg.max_old_logprob_diff:
+                raise OldLogprobMismatch(
+                    f"mean |logp - old_logp| over the first mini-batch's {int(diff_n)} loss tokens is {diff_sum / diff_n:.4g}, "
+                    f"above learner.maxOldLogprobDiff {cfg.max_old_logprob_diff:g}: the learner does not score the sampled tokens as the sampler did "
+                    "(another model or tokenizer, another temperature, or weights that are not the rollouts'); no update was made"
+                )
+        self.lrs.append(lr_at(cfg, optimizer_steps_done(opt), progress))
+        for g in opt.param_groups:
+            g["lr"] = self.lrs[-1]
+        if self.scaler is not None:
+            self.scaler.unscale_(opt)
+        with_grad = [p for p in self.params if p.grad is not None]
+        if not with_grad:
+            gn = torch.zeros(())
+        elif cfg.max_grad_norm > 0:
+            gn = torch.nn.utils.clip_grad_norm_(with_grad, cfg.max_grad_norm)
+        else:
+            gn = torch.norm(torch.stack([p.grad.detach().norm() for p in with_grad]))
+        # the package's one optimizer step; fp16 skips it on inf/nan gradients (their norm), as GradScaler.step does
+        if self.scaler is None or math.isfinite(float(gn)):
+            opt.step()
+        if self.scaler is not None:
+            self.scaler.update()  # reads the inf check unscale_ recorded
+        self.grad_norms.append(float(gn))
         self.step_losses.append(step_loss)
+        self.last_batches = batches
 
     def _micro(self, batch: Any, n: float, denom: float, first: bool) -> torch.Tensor:
-        cfg, dtype = self.cfg, self.cfg.compute_dtype
+        """One micro-batch's forward and backward; adds its loss statistics (``n`` loss tokens) to the run's."""
+        cfg, dtype, sums = self.cfg, self.cfg.compute_dtype, self.sums
         lp, ent = self.score(self.b.policy, batch, cfg.temperature, with_entropy=True, compute_dtype=dtype)
         ref_lp = None
         if self.ref is not None and n > 0:
@@ -504,18 +395,62 @@ class _Run:
         (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
         if n > 0:
             self.computed_tokens += batch.tokens if self.packed else sum(batch.lengths)
-        self.ratio = list(accumulate_micro_stats(self.sums, stats, lp, ent, batch, n, cfg.mode, *self.ratio))
+        sums["tokens"] += n
+        for k in ("pg", "kl", "ratio", "clipped"):
+            sums[k] += float(stats[k].sum())
+        sums["entropy"] += float((ent * batch.mask).sum())
+        sums["nll"] += float((-lp.detach() * batch.mask).sum())
+        keep = batch.mask > 0
+        if cfg.mode == "grpo" and bool(keep.any()):
+            r = stats["ratio"][keep]
+            self.ratio = [min(self.ratio[0], float(r.min())), max(self.ratio[1], float(r.max()))]
         return loss
 
     def metrics(self, rollouts: list[Rollout], resumed: bool, agreement: dict[str, Any] | None, dt: float) -> dict[str, Any]:
-        d, comm = self.b.dist, _comm_device(self.device)
+        """The metrics of a step (the same keys for every backend), reduced over ranks."""
+        cfg, d, grpo = self.cfg, self.b.dist, self.cfg.mode == "grpo"
         keys = list(self.sums)
-        red = all_reduce([self.sums[k] for k in keys] + self.step_losses + [self.computed_tokens], d, "sum", comm)
+        red = all_reduce([self.sums[k] for k in keys] + self.step_losses + [self.computed_tokens], d, "sum", self.comm)
         sums = dict(zip(keys, red[: len(keys)], strict=True))
-        losses = red[len(keys) : len(keys) + len(self.step_losses)]
-        lo, hi = all_reduce([self.ratio[0]], d, "min", comm)[0], all_reduce([self.ratio[1]], d, "max", comm)[0]
-        with_ref = self.ref is not None
-        out = step_metrics(self.cfg, rollouts, sums, losses, lo, hi, self.grad_norms, *self.first_diff, len(self.step_losses), resumed, with_ref, dt)
-        out.update(loop_diagnostics(self.opt, self.lrs, self.packed, int(red[-1]), agreement))
-        out.update(self.b.extra_metrics())
-        return out
+        losses, gns = red[len(keys) : len(keys) + len(self.step_losses)], self.grad_norms
+        lo, hi = all_reduce([self.ratio[0]], d, "min", self.comm)[0], all_reduce([self.ratio[1]], d, "max", self.comm)[0]
+        ntok, (diff_sum, diff_n) = max(sums["tokens"], 1.0), self.first_diff
+        rewards, advs = [r.reward for r in rollouts], [r.advantage for r in rollouts]
+        mean_r = sum(rewards) / len(rewards)
+        out = {
+            "mode": cfg.mode,
+            "loss": sum(losses) / len(losses) if losses else None,
+            "pg_loss": sums["pg"] / ntok if grpo else None,
+            "nll": sums["nll"] / ntok,
+            "kl": sums["kl"] / ntok if self.ref is not None else None,
+            "clip_frac": sums["clipped"] / ntok if grpo else None,
+            "ratio_mean": sums["ratio"] / ntok if grpo else None,
+            "ratio_min": lo if math.isfinite(lo) else None,
+            "ratio_max": hi if math.isfinite(hi) else None,
+            "entropy": sums["entropy"] / ntok,
+            "grad_norm": sum(gns) / len(gns) if gns else None,
+            "grad_norm_max": max(gns) if gns else None,
+            "old_logprob_abs_diff": diff_sum / diff_n if diff_n else None,
+            "optimizer_steps": len(self.step_losses),
+            "optimizer_resumed": resumed,
+            "epochs": cfg.epochs,
+            "lr": cfg.lr,
+            "rollouts": len(rollouts),
+            "loss_tokens_per_epoch": sums["tokens"] / max(cfg.epochs, 1),
+            "context_tokens": sum(r.length for r in rollouts),
+            "reward_mean": mean_r,
+            "reward_std": math.sqrt(sum((x - mean_r) ** 2 for x in rewards) / len(rewards)),
+            "advantage_mean": sum(advs) / len(advs),
+            "advantage_abs_mean": sum(abs(a) for a in advs) / len(advs),
+            "truncated": sum(1 for r in rollouts if r.truncated),
+            "interactions_mean": sum(r.interactions for r in rollouts) / len(rollouts),
+            "seconds": dt,
+            "tokens_per_s": sum(r.length for r in rollouts) * cfg.epochs / dt if dt > 0 else None,
+            "shared_prefix": self.packed,
+            "computed_tokens": int(red[-1]),
+            "lr_applied": list(self.lrs),
+            "optimizer_steps_total": optimizer_steps_done(self.opt),
+        }
+        if agreement is not None:
+            out["split_half"] = agreement
+        return {**out, **self.b.extra_metrics()}

@@ -358,6 +358,28 @@ TEST_TRAIN = dict(
     pack_tokens=2048,
     shuffle=False,
     seed=0,
+    adam_beta2=0.999,
+    decay_norms=True,
+    schedule="constant",
+    min_lr_ratio=1.0,
+)
+
+
+#: The tests' settings of a multi-step SFT run (a request's ``run``, camelCase); each test overrides what it is about.
+RUN = dict(
+    steps=3,
+    minutes=0.0,
+    reserveS=0.0,
+    batchTokens=4096,
+    evalFrac=0.0,
+    evalEvery=0,
+    logEvery=1,
+    saveEvery=0,
+    checkpointDir=None,
+    log=None,
+    familyWeights={},
+    dbWeights={},
+    reinit=0.0,
 )
 
 
@@ -374,7 +396,21 @@ def _camel(name: str) -> str:
 
 
 def make_request(
-    model, experience, *, metrics, optimizer_state, mode="grpo", out=None, ref=None, master=None, lora=None, backend="gguf", hf=None, runtime=None, **train
+    model,
+    experience,
+    *,
+    metrics,
+    optimizer_state,
+    mode="grpo",
+    out=None,
+    ref=None,
+    master=None,
+    lora=None,
+    backend="gguf",
+    hf=None,
+    runtime=None,
+    run=None,
+    **train,
 ):
     """A complete request (every field, as TypeScript writes one) with the tests' settings; ``train``: snake_case overrides."""
     return {
@@ -388,12 +424,13 @@ def make_request(
             "ref": None if ref is None else str(ref),
             "master": None if master is None else str(master),
             "metrics": str(metrics),
-            "optimizerState": str(optimizer_state),
+            "optimizerState": None if optimizer_state is None else str(optimizer_state),
         },
         "lora": None if lora is None else {"in": None, "rank": 4, "alpha": 8.0, "targets": "attn_q,attn_k,attn_v,attn_output", "outType": "f32", **lora},
         "runtime": {"device": "cpu", "dtype": "f32", "threads": 1, "gradCheckpoint": False, "attn": "eager", "outType": "keep", **(runtime or {})},
         "train": {_camel(k): v for k, v in {**TEST_TRAIN, **train}.items()},
         "hf": hf,
+        "run": None if run is None else {**RUN, **run},
     }
 
 

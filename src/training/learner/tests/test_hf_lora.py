@@ -539,7 +539,7 @@ def test_real_hf_step_end_to_end(tmp_path, arch):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"prompt_tokens": [1, 2], "tokens": [500], "mask": [1], "advantage": 1.0}) + "\n")
     r = _run_hf(tmp_path, base, bad, tmp_path / "a3")
-    assert r.returncode == 2 and "outside the model's embedding rows" in r.stderr
+    assert r.returncode == 2 and "outside the model's vocabulary" in r.stderr
 
 
 @pytest.mark.parametrize("arch", ARCHS)

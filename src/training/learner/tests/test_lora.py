@@ -13,21 +13,20 @@ import torch
 from conftest import ggml_gelu_f16_table, llama_cpp_logits, make_cfg, make_request, sample_tokens, write_request
 from reex_learner.cli import main as cli_main
 from reex_learner.gguf_io import gguf_module, read_gguf
-from reex_learner.grpo import parse_rollout
+from reex_learner.grpo import PackedBatch, Record, collate_packs, make_packs, packed_forward, packed_logprobs, parse_rollout
 from reex_learner.lora import (
     BaseView,
     apply_lora,
     attach_lora,
     lora_modules,
     lora_parameters,
-    merged_state,
     parse_targets,
     read_lora_gguf,
     write_lora_gguf,
 )
-from reex_learner.model import load_model
-from reex_learner.sft_train import Record, batch_loss, build_parser, collate_packs, make_optimizer, make_packs, packed_forward, packing_max_diff, train
-from reex_learner.train import Backend
+from reex_learner.model import load_model, state_for_gguf
+from reex_learner.sft_run import packing_max_diff
+from reex_learner.train import Backend, make_optimizer
 from reex_learner.train import train as train_loop
 
 ARCHS = ["tiny_f32", "tiny_qwen2", "tiny_gemma3"]
@@ -163,7 +162,7 @@ def test_export_read_round_trip(tiny_f32, tmp_path):
     tokens = sample_tokens(g.hparams.n_vocab, 24)
     assert torch.equal(_logits(fresh, tokens), _logits(model, tokens))
     # the merged export computes the same model
-    merged = merged_state(model)
+    merged = state_for_gguf(model)
     plain, _ = _load(tiny_f32)
     with torch.no_grad():
         for name, p in plain.named_parameters():
@@ -250,14 +249,14 @@ def test_sft_steps_move_only_the_adapter_and_lower_the_loss(fixture, request):
     model, g = _load(request.getfixturevalue(fixture), ggml_gelu=False)
     base = {n: p.detach().clone() for n, p in model.named_parameters()}
     attach_lora(model, rank=4, alpha=8.0, targets="all", seed=0)
-    opt = make_optimizer(model, 1e-2, 0.0)
+    opt = make_optimizer(model, make_cfg(mode="sft", lr=1e-2))
     assert {id(p) for grp in opt.param_groups for p in grp["params"]} == {id(p) for p in lora_parameters(model)}
     b = collate_packs(make_packs(_records(g.hparams.n_vocab), 1024, True))
     model.train()
     losses = []
     for _ in range(5):
         opt.zero_grad(set_to_none=True)
-        s, n = batch_loss(model, b)
+        s, n = _sft_loss(model, b)
         (s / n).backward()
         opt.step()
         losses.append(float(s / n))
@@ -269,14 +268,20 @@ def test_sft_steps_move_only_the_adapter_and_lower_the_loss(fixture, request):
     assert all(float(m.lora_b.abs().max()) > 0 for _, m in lora_modules(model))
 
 
-def test_batch_loss_scores_only_loss_tokens_as_the_whole_logit_matrix_would(tiny_gemma3):
-    """batch_loss projects only the loss tokens onto the vocabulary; the sum and its gradient equal
+def _sft_loss(model, b: PackedBatch) -> tuple[torch.Tensor, float]:
+    """(sum of -log p over the loss tokens, their count) of packed rows."""
+    lp, _ = packed_logprobs(model, b)
+    return (-lp * b.mask).sum(), float(b.mask.sum())
+
+
+def test_packed_logprobs_score_only_loss_tokens_as_the_whole_logit_matrix_would(tiny_gemma3):
+    """packed_logprobs projects only the loss tokens onto the vocabulary; the loss and its gradient equal
     the cross-entropy over every position's logits, masked."""
     model, g = _load(tiny_gemma3, ggml_gelu=False)
     attach_lora(model, rank=4, alpha=8.0, targets="all", seed=0)
     _randomise_b(model, 0.1)
     b = collate_packs(make_packs(_records(g.hparams.n_vocab), 1024, True))
-    s, n = batch_loss(model, b)
+    s, n = _sft_loss(model, b)
     grads = torch.autograd.grad(s, lora_parameters(model))
     logits = packed_forward(model, b.ids, b.pos, b.seg)
     full = (torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), b.targets.view(-1), reduction="none").view(b.mask.shape) * b.mask).sum()
@@ -312,31 +317,40 @@ def test_packed_rows_compute_llama_cpps_gemma3(tiny_gemma3, tmp_path):
     assert worst < TOL["gemma3"]
 
 
-def test_sft_cli_trains_an_adapter_and_continues_from_it(tiny_gemma3, tmp_path):
+def test_sft_run_trains_an_adapter_and_continues_from_it(tiny_gemma3, tmp_path, capsys):
+    """A multi-step SFT run (a request with ``run``) of a fresh adapter, then one continuing from it."""
     data = tmp_path / "sft.jsonl"
     g = read_gguf(tiny_gemma3)
     _write_records(data, _records(g.hparams.n_vocab, n=8, seed=2))
     before = tiny_gemma3.read_bytes()
-    common = ["--model", str(tiny_gemma3), "--data", str(data), "--lr", "1e-2", "--warmup", "0", "--eval-frac", "0", "--log-every", "1", "--threads", "1"]
+
+    def run(name, steps, lora, out=None):
+        req = make_request(
+            tiny_gemma3, data, metrics=tmp_path / f"{name}.json", optimizer_state=None, mode="sft", out=out, lora=lora, lr=1e-2, run={"steps": steps}
+        )
+        assert cli_main(["step", "--request", str(write_request(tmp_path / f"{name}.request.json", req))]) == 0
+        return json.loads((tmp_path / f"{name}.json").read_text())
+
     a = tmp_path / "a.gguf"
-    s1 = train(build_parser().parse_args(common + ["--steps", "6", "--lora-rank", "4", "--lora-targets", "all", "--lora-out", str(a)]))
+    s1 = run("s1", 6, {"rank": 4, "targets": "all", "out": str(a)})
     assert s1["lora"]["rank"] == 4 and s1["lora"]["targets"] == parse_targets("all") and s1["out"] is None
-    assert s1["last_loss"] < s1["first_loss"] - 0.1
+    assert s1["last_loss"] < s1["first_loss"] - 0.1 and s1["steps"] == 6
     assert tiny_gemma3.read_bytes() == before
     assert read_lora_gguf(a).targets == parse_targets("all")
     b, merged = tmp_path / "b.gguf", tmp_path / "merged.gguf"
-    s2 = train(build_parser().parse_args(common + ["--steps", "2", "--lora-in", str(a), "--lora-out", str(b), "--out", str(merged)]))
+    s2 = run("s2", 2, {"in": str(a), "out": str(b)}, out=merged)
     assert s2["lora"]["in"] == str(a) and s2["first_loss"] < s1["first_loss"] - 0.1
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e["event"] for e in events if e["event"] in ("start", "done")] == ["start", "done", "start", "done"]
     # the merged GGUF is the base plus adapter b
     tokens = sample_tokens(g.hparams.n_vocab, 20)
     with_lora, _ = _load(tiny_gemma3)
     apply_lora(with_lora, read_lora_gguf(b))
     plain, _ = _load(merged)
     assert (_logits(plain, tokens) - _logits(with_lora, tokens)).abs().max().item() < 1e-3
-    with pytest.raises(ValueError, match="--lora-out"):
-        train(build_parser().parse_args(common + ["--steps", "1", "--lora-rank", "2"]))
-    with pytest.raises(ValueError, match="--out is required"):
-        train(build_parser().parse_args(common + ["--steps", "1"]))
+    bad = make_request(tiny_gemma3, data, metrics=tmp_path / "x.json", optimizer_state=None, mode="sft", run={"steps": 1})
+    assert cli_main(["step", "--request", str(write_request(tmp_path / "x.request.json", bad))]) == 2
+    assert "paths.out is required" in capsys.readouterr().err
 
 
 def _experience(path, n_vocab: int) -> list[dict]:
