@@ -37,7 +37,8 @@ beforeAll(async () => {
   const model = await ensureTestModel();
   const config = parseConfig({
     server: { host: "127.0.0.1", port: 0, apiKeys: [KEY, OTHER_KEY], logLevel: "warn" },
-    policy: { model, gpu: "cpu", threads: 1 },
+    // `generic`: the test model is detected as reex's, whose profile shows no verified examples, and add_example is tested here
+    policy: { model, gpu: "cpu", threads: 1, profile: "generic" },
     sql: { dataDir: join(dir, "data"), maxRows: 25 },
     agent: { maxTokens: 256 },
   });
