@@ -11,7 +11,7 @@
  * --out (default .reex/follow-ups.json) gets every answer's SQL, verdict, seconds and the prompt
  * tokens the earlier turn took (`historyTokens`), and the summary.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -37,7 +37,8 @@ if (!v.model) {
 }
 
 const { items } = loadDataset(v.pairs, { dbRoot: v["db-root"], layout: "bird" });
-const raw = (await import(join(process.cwd(), v.pairs), { with: { type: "json" } })).default as Array<{ follows?: number }>;
+// the loader keeps the questions; which one a follow-up follows is this file's own field
+const raw = JSON.parse(readFileSync(v.pairs, "utf8")) as Array<{ follows?: number }>;
 const byId = new Map(items.map((i) => [i.questionId, i]));
 let pairs = items.flatMap((second) => {
   const follows = raw[second.index]?.follows;
