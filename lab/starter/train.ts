@@ -186,6 +186,7 @@ export function sftRequest(o: SftOptions): LearnerRequestFile {
       decayNorms: false,
       schedule: d.schedule,
       minLrRatio: d.minLrRatio,
+      progress: 0,
     },
     hf: null,
     run: {

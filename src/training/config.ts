@@ -181,7 +181,7 @@ const learnerSchema = z
     adamBeta2: z.number().gt(0).lt(1).default(0.999),
     /** Weight decay on 1-D parameters (norms, biases) too; false: on matrices only. Default true. */
     decayNorms: z.boolean().default(true),
-    /** The lr after warm-up: "constant", or decayed "linear"ly or by a "cosine" to `minLrRatio` × lr over the learner's progress (a training step is progress 0, so only a multi-step run decays). Default "constant". */
+    /** The lr after warm-up: "constant", or decayed "linear"ly or by a "cosine" to `minLrRatio` × lr over the run's steps (step s of N starts at (s − 1) ÷ N). Default "constant". */
     schedule: z.enum(["constant", "linear", "cosine"]).default("constant"),
     /** Floor of the decayed lr, as a share of the lr. Default 1. */
     minLrRatio: z.number().min(0).max(1).default(1),

@@ -53,6 +53,8 @@ const trainSchema = z
     /** The lr after warm-up: constant, or decayed linearly / by a cosine over a run's progress to `minLrRatio` × lr. */
     schedule: z.enum(["constant", "linear", "cosine"]),
     minLrRatio: z.number().min(0).max(1),
+    /** How far the training run is before this step, in [0, 1] (`reex train`: (step − 1) ÷ steps): where `schedule` stands; a multi-step run counts its own. */
+    progress: z.number().min(0).max(1),
   })
   .strict();
 

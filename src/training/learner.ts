@@ -104,6 +104,7 @@ export function learnerRequestFile(req: LearnerRequest): LearnerRequestFile {
       decayNorms: l.decayNorms,
       schedule: l.schedule,
       minLrRatio: l.minLrRatio,
+      progress: Math.min(1, Math.max(0, (req.step - 1) / c.steps)),
     },
     hf: null,
     run: null,

@@ -288,7 +288,8 @@ describe("training helpers", () => {
     const file = learnerRequestFile(req);
     expect(learnerRequestSchema.parse(file)).toEqual(file);
     expect(file.paths).toMatchObject({ model: "a.gguf", ref: "r.gguf", out: "b.gguf", master: null });
-    expect(file.train).toMatchObject({ klBeta: 0.01, lr: 2e-6, maskTruncated: true, shuffle: true, seed: 5 });
+    expect(file.train).toMatchObject({ klBeta: 0.01, lr: 2e-6, maskTruncated: true, shuffle: true, seed: 5, progress: 1 });
+    expect([1, 2].map((step) => learnerRequestFile({ ...req, step }).train.progress)).toEqual([0, 1 / c.steps]);
     expect(file.runtime.device).toBe("cpu");
     expect(file.lora).toBeNull();
   });

@@ -280,10 +280,6 @@ class PackedBatch:
     old_logprobs: torch.Tensor | None = None
     advantages: torch.Tensor | None = None
 
-    @property
-    def tokens(self) -> int:
-        return self.real_tokens
-
     def to(self, device: Any) -> PackedBatch:
         if torch.device(device).type == "cpu":
             return self

@@ -55,6 +55,7 @@ class StepConfig:
     decay_norms: bool  # weight decay on 1-D parameters (norms, biases) too, else on matrices only
     schedule: str  # constant | linear | cosine: the lr after warm-up, decayed over a run's progress
     min_lr_ratio: float  # the decayed lr's floor, as a share of lr
+    progress: float  # how far the training run is before this step, in [0, 1] (a multi-step run counts its own)
 
 
 class OldLogprobMismatch(ValueError):
@@ -290,7 +291,7 @@ def train(
     agreement = split_half_agreement(b_.plain, rollouts, cfg, params, device) if cfg.split_half > 0 and cfg.mode == "grpo" else None
     run = _Run(b_, cfg, opt, params, device, "packs" if plan is not None else None)
     for mini, first in plan.batches() if plan is not None else _step_batches(rollouts, cfg):
-        run.optimizer_step(mini, first, plan.progress() if plan is not None else 0.0)
+        run.optimizer_step(mini, first, plan.progress() if plan is not None else cfg.progress)
         if plan is not None:
             plan.after_step(run)
     if cfg.optimizer_state and b_.dist.is_main:
@@ -394,7 +395,7 @@ class _Run:
         scaled = loss * self.b.dist.world_size  # DDP averages the ranks' gradients; the loss wants their sum
         (self.scaler.scale(scaled) if self.scaler is not None else scaled).backward()
         if n > 0:
-            self.computed_tokens += batch.tokens if self.packed else sum(batch.lengths)
+            self.computed_tokens += batch.real_tokens if self.packed else sum(batch.lengths)
         sums["tokens"] += n
         for k in ("pg", "kl", "ratio", "clipped"):
             sums[k] += float(stats[k].sum())

@@ -362,6 +362,7 @@ TEST_TRAIN = dict(
     decay_norms=True,
     schedule="constant",
     min_lr_ratio=1.0,
+    progress=0.0,
 )
 
 

@@ -310,7 +310,7 @@ def test_pack_rollouts_places_each_response_token_where_it_is_predicted():
     rs = _group(50, 2, 50, prompt_len=4)
     rs[0].old_logprobs = [-(k + 1) / 10 for k in range(len(rs[0].tokens))]
     (b,) = pack_rollouts(rs, pack_tokens=1000)
-    assert int(b.seg.max()) == 2 and b.tokens == 3 + (1 + 6) + (1 + 9)
+    assert int(b.seg.max()) == 2 and b.real_tokens == 3 + (1 + 6) + (1 + 9)
     assert b.seg[0, :3].tolist() == [0, 0, 0] and b.seg[0, 3:10].tolist() == [1] * 7
     # response token k of rollout 0 is predicted at its segment start + k (the last prompt token is at the start)
     assert b.targets[0, 3:9].tolist() == rs[0].tokens

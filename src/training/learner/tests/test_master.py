@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 import torch
 from conftest import make_cfg, make_request, run_step, write_request
 from reex_learner.grpo import read_experience
@@ -112,6 +113,15 @@ def test_warmup_ramps_the_lr_over_optimizer_steps_counted_across_processes(tiny_
     b = _step(tmp_path / "a1.gguf", exp, tmp_path / "a2.gguf", tmp_path, warmup_steps=4, mini_batch=4)
     assert a["lr_applied"] == [LR * 0.25, LR * 0.5] and b["lr_applied"] == [LR * 0.75, LR]
     assert b["optimizer_steps_total"] == 4
+
+
+def test_a_steps_progress_places_it_on_the_lr_schedule(tiny_f32, tmp_path):
+    """A `reex train` step is one process: the request's progress ((step - 1) / steps) decides its lr after warm-up."""
+    V = load_model(str(tiny_f32))[1].hparams.n_vocab
+    exp = _write(tmp_path / "s.jsonl", _rollouts(9, V))
+    a = _step(tiny_f32, exp, tmp_path / "a1.gguf", tmp_path, schedule="linear", min_lr_ratio=0.2, progress=0.5)
+    b = _step(tiny_f32, exp, tmp_path / "a2.gguf", tmp_path, schedule="cosine", min_lr_ratio=0.0, progress=1.0)
+    assert a["lr_applied"] == pytest.approx([LR * (0.2 + 0.8 * 0.5)]) and b["lr_applied"] == pytest.approx([0.0], abs=1e-15)
 
 
 def test_old_logprob_disagreement_fails_before_any_update(tiny_f32, tmp_path):
