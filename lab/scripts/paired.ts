@@ -11,10 +11,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { EX_RULES, pairedDifference, type ExRule, type ItemScore } from "../../src/eval/index.js";
 
-interface Item extends ItemScore {
-  latencyMs?: number;
-  interactions?: number | null;
-}
+type Item = ItemScore;
 interface Run {
   config: { label: string };
   items: Item[];
